@@ -1,0 +1,50 @@
+package api
+
+import "fmt"
+
+// ErrorCode is the machine-readable kind of an [Error].
+type ErrorCode string
+
+// The error codes of the Agents API v1.
+const (
+	// CodeBadRequest: the line is not a valid envelope, the request is unknown or its fields are
+	// wrong, the line is over 64 KiB, or it did not arrive within 10 seconds.
+	CodeBadRequest ErrorCode = "bad_request"
+	// CodeUnauthorized: the token is wrong, or a Lead caller did not carry the lead token.
+	CodeUnauthorized ErrorCode = "unauthorized"
+	// CodeUnsupportedAPIVersion: the envelope's api_version is not the one the app serves.
+	CodeUnsupportedAPIVersion ErrorCode = "unsupported_api_version"
+	// CodeForbidden: this caller may not make this request.
+	CodeForbidden ErrorCode = "forbidden"
+	// CodeNotFound: the target does not exist.
+	CodeNotFound ErrorCode = "not_found"
+	// CodeConflict: the target is in a state that does not allow the request.
+	CodeConflict ErrorCode = "conflict"
+	// CodeUnavailable: the app cannot serve the request now (an environment is down).
+	CodeUnavailable ErrorCode = "unavailable"
+	// CodeInternal: the app failed; the request may be retried.
+	CodeInternal ErrorCode = "internal"
+)
+
+// Error is an error answer: {"Error":{"code":"not_found","message":"…"}}.
+type Error struct {
+	Code    ErrorCode `json:"code"`
+	Message string    `json:"message"`
+
+	cause error // what went wrong underneath, if anything; never on the wire
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Unwrap returns the error underneath, such as a read deadline, so that callers can branch on it.
+func (e *Error) Unwrap() error { return e.cause }
+
+// Errorf makes an *Error with a formatted message. Never format a client's input into it verbatim.
+func Errorf(code ErrorCode, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// UnsupportedVersion is the answer to an envelope of another API version.
+func UnsupportedVersion(got int) *Error {
+	return Errorf(CodeUnsupportedAPIVersion, "This app serves the agents API v%d, not v%d", Version, got)
+}

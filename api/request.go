@@ -1,0 +1,302 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Name is the name of a request ("Hello", "Wait", …).
+type Name string
+
+// The requests of the Agents API v1.
+const (
+	Hello           Name = "Hello"
+	List            Name = "List"
+	ListAll         Name = "ListAll"
+	SubscribeAgents Name = "SubscribeAgents"
+	Check           Name = "Check"
+	Wait            Name = "Wait"
+	Read            Name = "Read"
+	Send            Name = "Send"
+	Spawn           Name = "Spawn"
+	Close           Name = "Close"
+	CloseSession    Name = "CloseSession"
+	CreateWorktree  Name = "CreateWorktree"
+	Changes         Name = "Changes"
+	RunVariants     Name = "RunVariants"
+	PickVariant     Name = "PickVariant"
+	Code            Name = "Code"
+	ExtensionTool   Name = "ExtensionTool"
+	Askpass         Name = "Askpass"
+)
+
+// Names lists every request of the API, in the order of the reference pages.
+var Names = []Name{
+	Hello, List, ListAll, SubscribeAgents, Check, Wait, Read, Send, Spawn, Close, CloseSession,
+	CreateWorktree, Changes, RunVariants, PickVariant, Code, ExtensionTool, Askpass,
+}
+
+// Target is a terminal number in the caller's environment.
+type Target int
+
+// The request bodies. A request without fields has none.
+type (
+	// CheckBody: the target's agent now, or with WaitSecs after its next change.
+	CheckBody struct {
+		Target   Target  `json:"target"`
+		WaitSecs *uint32 `json:"wait_secs,omitempty"`
+	}
+	// WaitBody: the target's agent once it settles after the request.
+	WaitBody struct {
+		Target      Target  `json:"target"`
+		TimeoutSecs *uint32 `json:"timeout_secs,omitempty"`
+	}
+	// ReadBody: the target's screen, or its last Lines lines.
+	ReadBody struct {
+		Target Target `json:"target"`
+		Lines  *int   `json:"lines,omitempty"`
+	}
+	// SendBody: Text typed into the target, then Enter unless Enter is false.
+	SendBody struct {
+		Target Target `json:"target"`
+		Text   string `json:"text"`
+		Enter  *bool  `json:"enter,omitempty"`
+	}
+	// SpawnBody: a new worker of the caller's session.
+	SpawnBody struct {
+		Title   string   `json:"title"`
+		Command []string `json:"command,omitempty"`
+		Agent   string   `json:"agent,omitempty"`
+		Prompt  string   `json:"prompt,omitempty"`
+		Group   string   `json:"group,omitempty"`
+	}
+	// CloseBody: close the target.
+	CloseBody struct {
+		Target Target `json:"target"`
+	}
+)
+
+// Opaque is the body of a request whose fields are designed in a later issue: any JSON object.
+type Opaque json.RawMessage
+
+// MaxWait caps Wait's timeout_secs and Check's wait_secs.
+const MaxWait = 30 * time.Minute
+
+// requestKind describes one request: whether it has a body, and of what type.
+type requestKind struct {
+	newBody func() any // nil: a bare string
+}
+
+var kinds = map[Name]requestKind{
+	Hello:           {},
+	List:            {},
+	ListAll:         {},
+	SubscribeAgents: {},
+	CloseSession:    {},
+	Check:           {func() any { return new(CheckBody) }},
+	Wait:            {func() any { return new(WaitBody) }},
+	Read:            {func() any { return new(ReadBody) }},
+	Send:            {func() any { return new(SendBody) }},
+	Spawn:           {func() any { return new(SpawnBody) }},
+	Close:           {func() any { return new(CloseBody) }},
+	CreateWorktree:  {func() any { return new(Opaque) }},
+	Changes:         {func() any { return new(Opaque) }},
+	RunVariants:     {func() any { return new(Opaque) }},
+	PickVariant:     {func() any { return new(Opaque) }},
+	Code:            {func() any { return new(Opaque) }},
+	ExtensionTool:   {func() any { return new(Opaque) }},
+	Askpass:         {func() any { return new(Opaque) }},
+}
+
+// Request is one request: its name and, for a request with fields, a pointer to its body
+// (*WaitBody, …).
+type Request struct {
+	Name Name
+	Body any
+}
+
+// NewRequest makes a request with a body; body must be the body type of name, or nil for a request
+// without fields.
+func NewRequest(name Name, body any) Request { return Request{Name: name, Body: body} }
+
+// MarshalJSON writes the request in its wire form.
+func (r Request) MarshalJSON() ([]byte, error) {
+	if _, ok := kinds[r.Name]; !ok {
+		return nil, fmt.Errorf("unknown request %q", r.Name)
+	}
+	return encodeTagged(string(r.Name), r.Body)
+}
+
+// RawRequest is a request whose name is known to be tagged but whose body is not decoded yet:
+// the bus checks the token and the version before it looks at the request itself.
+type RawRequest struct {
+	Name string
+	Body json.RawMessage
+}
+
+// UnmarshalJSON splits a request into name and body without judging either.
+func (r *RawRequest) UnmarshalJSON(b []byte) error {
+	name, body, err := decodeTagged(b, "request")
+	if err != nil {
+		return err
+	}
+	*r = RawRequest{Name: name, Body: body}
+	return nil
+}
+
+// Decode turns a raw request into a Request. Every failure is an *Error with code bad_request that
+// says what is wrong without repeating the client's input.
+func (r RawRequest) Decode() (Request, error) {
+	name := Name(r.Name)
+	kind, ok := kinds[name]
+	if !ok {
+		return Request{}, Errorf(CodeBadRequest, "unknown request; the requests are %s", namesList())
+	}
+	if kind.newBody == nil {
+		if r.Body != nil {
+			return Request{}, Errorf(CodeBadRequest, "%s has no fields: send it as the string %q", name, name)
+		}
+		return Request{Name: name}, nil
+	}
+	if r.Body == nil || len(r.Body) == 0 || r.Body[0] != '{' {
+		return Request{}, Errorf(CodeBadRequest, `%s has fields: send it as {"%s":{…}}`, name, name)
+	}
+	body := kind.newBody()
+	if op, ok := body.(*Opaque); ok {
+		*op = Opaque(append([]byte(nil), r.Body...))
+		return Request{Name: name, Body: body}, nil
+	}
+	if err := decodeStrict(r.Body, body); err != nil {
+		return Request{}, Errorf(CodeBadRequest, "%s: %s", name, describeJSONError(err))
+	}
+	if err := validateBody(body); err != nil {
+		return Request{}, Errorf(CodeBadRequest, "%s: %v", name, err)
+	}
+	return Request{Name: name, Body: body}, nil
+}
+
+func validateBody(body any) error {
+	var target Target
+	switch b := body.(type) {
+	case *CheckBody:
+		target = b.Target
+	case *WaitBody:
+		target = b.Target
+	case *ReadBody:
+		target = b.Target
+		if b.Lines != nil && *b.Lines < 1 {
+			return errors.New("lines must be at least 1")
+		}
+	case *SendBody:
+		target = b.Target
+	case *CloseBody:
+		target = b.Target
+	case *SpawnBody:
+		return nil
+	}
+	if target < 1 {
+		return errors.New("target must be a terminal number, 1 or more")
+	}
+	return nil
+}
+
+// describeJSONError says which field was wrong without echoing the value.
+func describeJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field != "" {
+			return fmt.Sprintf("field %q must be %s", te.Field, jsonTypeName(te.Type.Kind().String()))
+		}
+		return "the body has the wrong type"
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return "the body is not valid JSON"
+	}
+	if e, ok := err.(*Error); ok {
+		return e.Message
+	}
+	// DisallowUnknownFields: `json: unknown field "x"`. Field names are short and ours to name.
+	msg := err.Error()
+	if len(msg) > 80 {
+		msg = msg[:80]
+	}
+	return "the body does not fit: " + msg
+}
+
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	case "ptr":
+		return "a value of another type"
+	}
+	return "a number in range"
+}
+
+func namesList() string {
+	s := ""
+	for i, n := range Names {
+		if i > 0 {
+			s += ", "
+		}
+		s += string(n)
+	}
+	return s
+}
+
+// Deadline is how long the app takes at most to answer the request, by the spec's table. A Wait,
+// or a Check with wait_secs, gets the time it asks for (at most 30 minutes) plus one second.
+func (r Request) Deadline() time.Duration {
+	switch r.Name {
+	case CreateWorktree, Changes, Close, PickVariant, Spawn, RunVariants:
+		return time.Minute
+	case Code, ExtensionTool:
+		return 2 * time.Minute
+	case Wait:
+		b, _ := r.Body.(*WaitBody)
+		if b == nil || b.TimeoutSecs == nil {
+			return MaxWait + time.Second
+		}
+		return capWait(*b.TimeoutSecs) + time.Second
+	case Check:
+		b, _ := r.Body.(*CheckBody)
+		if b != nil && b.WaitSecs != nil {
+			return capWait(*b.WaitSecs) + time.Second
+		}
+	}
+	return 10 * time.Second
+}
+
+// WaitFor is how long a Wait, or a Check with wait_secs, waits: the time asked, at most 30 minutes.
+// It is zero for other requests and for a Check without wait_secs.
+func (r Request) WaitFor() time.Duration {
+	switch b := r.Body.(type) {
+	case *WaitBody:
+		if b.TimeoutSecs == nil {
+			return MaxWait
+		}
+		return capWait(*b.TimeoutSecs)
+	case *CheckBody:
+		if b.WaitSecs != nil {
+			return capWait(*b.WaitSecs)
+		}
+	}
+	return 0
+}
+
+func capWait(secs uint32) time.Duration {
+	d := time.Duration(secs) * time.Second
+	if d > MaxWait {
+		return MaxWait
+	}
+	return d
+}
