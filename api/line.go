@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,24 +24,37 @@ const MaxAnswerLine = 16 << 20
 func ReadLine(r *bufio.Reader, max int) ([]byte, error) {
 	var line []byte
 	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > max+1 || (err != nil && len(line)+len(chunk) > max) {
-			return nil, Errorf(CodeBadRequest, "the line is longer than %d bytes", max)
+		// Peek returns as soon as any byte has arrived, so an over-long line is refused as soon
+		// as it passes the limit, not when the reader's buffer happens to fill.
+		if _, err := r.Peek(1); err != nil {
+			switch {
+			case errors.Is(err, io.EOF) && len(line) == 0:
+				return nil, &Error{Code: CodeBadRequest, Message: "the connection closed before a line arrived", cause: err}
+			case errors.Is(err, io.EOF):
+				return nil, &Error{Code: CodeBadRequest, Message: "the line did not end in a newline", cause: err}
+			default:
+				return nil, &Error{Code: CodeBadRequest, Message: "reading the line failed", cause: err}
+			}
 		}
-		line = append(line, chunk...)
-		switch {
-		case err == nil:
-			return line[:len(line)-1], nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(line) == 0:
-			return nil, &Error{Code: CodeBadRequest, Message: "the connection closed before a line arrived", cause: err}
-		case errors.Is(err, io.EOF):
-			return nil, &Error{Code: CodeBadRequest, Message: "the line did not end in a newline", cause: err}
-		default:
-			return nil, &Error{Code: CodeBadRequest, Message: "reading the line failed", cause: err}
+		b, _ := r.Peek(r.Buffered())
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			if len(line)+i > max {
+				return nil, tooLong(max)
+			}
+			line = append(line, b[:i]...)
+			_, _ = r.Discard(i + 1)
+			return line, nil
 		}
+		if len(line)+len(b) > max {
+			return nil, tooLong(max)
+		}
+		line = append(line, b...)
+		_, _ = r.Discard(len(b))
 	}
+}
+
+func tooLong(max int) *Error {
+	return Errorf(CodeBadRequest, "the line is longer than %d bytes", max)
 }
 
 // WriteLine writes v as one line of JSON followed by "\n".

@@ -255,8 +255,11 @@ func namesList() string {
 
 // Deadline is how long the app takes at most to answer the request, by the spec's table. A Wait,
 // or a Check with wait_secs, gets the time it asks for (at most 30 minutes) plus one second.
+// SubscribeAgents streams until either side closes: its deadline is zero, meaning none.
 func (r Request) Deadline() time.Duration {
 	switch r.Name {
+	case SubscribeAgents:
+		return 0
 	case CreateWorktree, Changes, Close, PickVariant, Spawn, RunVariants:
 		return time.Minute
 	case Code, ExtensionTool:

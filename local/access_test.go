@@ -1,0 +1,61 @@
+package local
+
+import (
+	"testing"
+
+	"github.com/krad-ade/krad/api"
+)
+
+// TestDecide covers every role × every request of the spec, written out by hand from the spec's
+// caller table rather than derived from the code under test.
+func TestDecide(t *testing.T) {
+	const (
+		F = Forbid
+		A = Allow
+		W = AllowOwnWorker
+	)
+	//                         Client Terminal Lead Git
+	table := map[api.Name][4]Verdict{
+		api.Hello:           {A, A, A, F},
+		api.List:            {A, A, A, F},
+		api.ListAll:         {A, A, A, F},
+		api.SubscribeAgents: {A, A, A, F},
+		api.Check:           {F, A, A, F},
+		api.Wait:            {F, A, A, F},
+		api.Read:            {F, A, A, F},
+		api.Send:            {F, F, W, F},
+		api.Spawn:           {F, F, A, F},
+		api.Close:           {F, F, W, F},
+		api.CloseSession:    {F, F, A, F},
+		api.CreateWorktree:  {F, A, A, F},
+		api.Changes:         {F, A, A, F},
+		api.RunVariants:     {F, A, A, F},
+		api.PickVariant:     {F, F, W, F},
+		api.Code:            {F, A, A, F},
+		api.ExtensionTool:   {F, A, A, F},
+		api.Askpass:         {F, F, F, A},
+	}
+	if len(table) != len(api.Names) {
+		t.Fatalf("the table covers %d requests, the API has %d", len(table), len(api.Names))
+	}
+	roles := []Role{RoleClient, RoleTerminal, RoleLead, RoleGit}
+	for _, name := range api.Names {
+		want, ok := table[name]
+		if !ok {
+			t.Errorf("request %s is missing from the table", name)
+			continue
+		}
+		for i, role := range roles {
+			got := Decide(role, name)
+			if got.Verdict != want[i] {
+				t.Errorf("Decide(%s, %s) = %v, want %v", role, name, got.Verdict, want[i])
+			}
+			if got.Verdict != Allow && got.Why == "" {
+				t.Errorf("Decide(%s, %s) says no reason", role, name)
+			}
+		}
+	}
+	if d := Decide(Role(0), api.Hello); d.Verdict != Forbid {
+		t.Errorf("an unknown role got %v, want Forbid", d.Verdict)
+	}
+}

@@ -1,0 +1,33 @@
+// Package local is the agents bus on this computer: a listener on 127.0.0.1 that serves the
+// Agents API v1, one request per connection, in front of the app.
+//
+// # What a connection goes through
+//
+// The client has 10 seconds after connecting to send one line of at most 64 KiB. The bus then
+// runs the spec's order of checks, in one function ([Server] check), each failure answered at once:
+//
+//  1. the line must be a valid envelope, else bad_request;
+//  2. the token is compared in constant time: the lead token for a {"Lead":…} caller, the bus
+//     token for anyone else, else unauthorized;
+//  3. the envelope's api_version must be 1, else unsupported_api_version, Hello included;
+//  4. the request must be one the API knows, with the right fields, else bad_request; Hello is
+//     answered here by the bus itself, without touching the app, so it answers while the app is
+//     busy. Other requests go to the app's [Handler], which resolves the caller to a [Role]; the
+//     access table, the pure function [Decide], says whether that role may make that request.
+//
+// The handler then runs under the request's deadline (the spec's table, [api.Request.Deadline]);
+// when it passes, the bus answers "TimedOut" and cancels the handler's context. A client that
+// closes its connection while its request waits cancels the handler's context too.
+//
+// SubscribeAgents keeps the connection open: the handler sends on a [Stream], the bus writes one
+// line per message. A subscriber that stops reading is dropped once it is a full buffer behind,
+// and slows no other connection.
+//
+// # Security model
+//
+// The listener binds 127.0.0.1 only. Every request needs the bus token, which changes each time
+// the app starts; the tokens are never logged (api.Token redacts itself) and no log line carries a
+// request's content. The caller named in "from" is declared, not proven: the token proves only
+// that the client runs as the user. A Client caller gets Hello, List, ListAll and
+// SubscribeAgents, and nothing else.
+package local

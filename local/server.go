@@ -1,0 +1,391 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+)
+
+// Config is the bus's configuration. BusToken and LeadToken are required.
+type Config struct {
+	// BusToken is the token every terminal and api.json get.
+	BusToken api.Token
+	// LeadToken is kept by the app; a {"Lead":…} caller must carry it.
+	LeadToken api.Token
+	// Build is the app's build, answered by Hello.
+	Build string
+	// PID is the app's process id, answered by Hello; 0 leaves it out.
+	PID int
+	// Handler is the app behind the bus; nil means Unserved.
+	Handler Handler
+	// Logger receives one line per refused or failed request, without tokens; nil discards.
+	Logger *slog.Logger
+	// LineTimeout is how long a client has to send its line after connecting: the spec's
+	// 10 seconds when zero. Tests shorten it.
+	LineTimeout time.Duration
+	// StreamBuffer is how many messages a subscriber may fall behind before it is dropped:
+	// 1024 when zero.
+	StreamBuffer int
+}
+
+// DefaultLineTimeout is the spec's time for the request line to arrive after connecting.
+const DefaultLineTimeout = 10 * time.Second
+
+// writeTimeout bounds every write to a client, so that a client that does not read cannot hold
+// a connection's goroutine forever.
+const writeTimeout = 10 * time.Second
+
+// Server is the bus: a listener on 127.0.0.1 that serves one request per connection.
+type Server struct {
+	cfg   Config
+	ln    net.Listener
+	hello []byte // the answer line to Hello, made once
+
+	wg sync.WaitGroup
+}
+
+// Listen opens the bus's listener on 127.0.0.1 with a port the system picks. It never binds any
+// other interface.
+func Listen(cfg Config) (*Server, error) {
+	if cfg.BusToken.IsZero() || cfg.LeadToken.IsZero() {
+		return nil, errors.New("local: the bus and lead tokens are required")
+	}
+	if cfg.Handler == nil {
+		cfg.Handler = Unserved{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.LineTimeout <= 0 {
+		cfg.LineTimeout = DefaultLineTimeout
+	}
+	if cfg.StreamBuffer <= 0 {
+		cfg.StreamBuffer = 1024
+	}
+	hello, err := api.NewAnswer("Hello", api.HelloAnswer{APIVersion: api.Version, Build: cfg.Build, PID: cfg.PID})
+	if err != nil {
+		return nil, err
+	}
+	line, err := hello.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
+	}
+	return &Server{cfg: cfg, ln: ln, hello: append(line, '\n')}, nil
+}
+
+// Addr is the endpoint clients dial, like 127.0.0.1:52144.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Serve accepts connections until ctx is done, then closes the listener, cancels every request
+// under way and waits for their goroutines. It returns nil after ctx is done.
+func (s *Server) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
+	defer stop()
+	defer s.wg.Wait()
+
+	var backoff time.Duration
+	for {
+		conn, err := s.ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			// Out of file descriptors and the like: wait a little, as net/http does, rather
+			// than spin or give up on every other client.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.cfg.Logger.Warn("accept failed", "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return nil
+			}
+			continue
+		}
+		backoff = 0
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(ctx, conn)
+		}()
+	}
+}
+
+// serveConn serves the one request of a connection.
+func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
+	defer conn.Close()
+	start := time.Now()
+	_ = conn.SetReadDeadline(start.Add(s.cfg.LineTimeout))
+	r := bufio.NewReader(conn)
+
+	line, err := api.ReadLine(r, api.MaxRequestLine)
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = api.Errorf(api.CodeBadRequest, "no request line arrived within %s of connecting", s.cfg.LineTimeout)
+		}
+		s.refuse(conn, err)
+		return
+	}
+	call, err := s.check(line)
+	if err != nil {
+		s.refuse(conn, err)
+		return
+	}
+	if call == nil { // Hello: the bus answers it itself, without touching the app.
+		s.write(conn, s.hello)
+		return
+	}
+	s.serveCall(ctx, conn, r, call)
+}
+
+// check runs the spec's order of checks on a request line. It returns the checked call, nil for
+// a Hello the bus answers itself, or the *api.Error to answer.
+func (s *Server) check(line []byte) (*Call, error) {
+	// 1. The line: a valid envelope, or bad_request.
+	env, err := api.DecodeEnvelope(line)
+	if err != nil {
+		return nil, err
+	}
+	// 2. The token, in constant time: a Lead caller must carry the lead token, anyone else the
+	// bus token.
+	if env.From.Kind == api.CallerLead {
+		if !env.Token.Equal(s.cfg.LeadToken) {
+			return nil, api.Errorf(api.CodeUnauthorized, "only a lead the user named can call as a lead")
+		}
+	} else if !env.Token.Equal(s.cfg.BusToken) {
+		return nil, api.Errorf(api.CodeUnauthorized, "the token is not this app's bus token: it is set anew each time the app starts")
+	}
+	// 3. The version, before anything else, Hello included.
+	if env.APIVersion != api.Version {
+		return nil, api.UnsupportedVersion(env.APIVersion)
+	}
+	// 4. The caller and the request.
+	req, err := env.Request.Decode()
+	if err != nil {
+		return nil, err
+	}
+	if req.Name == api.Hello {
+		if env.From.Kind == api.CallerGit {
+			return nil, api.Errorf(api.CodeForbidden, "%s", Decide(RoleGit, api.Hello).Why)
+		}
+		return nil, nil
+	}
+	return &Call{From: env.From, Request: req}, nil
+}
+
+// serveCall resolves the caller, applies the access table, and runs the handler under the
+// request's deadline, cancelled when the client leaves.
+func (s *Server) serveCall(ctx context.Context, conn net.Conn, r *bufio.Reader, call *Call) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// Leaving cancels: one request per connection, so anything the client does from now on but
+	// wait for its answer (close, or send more) ends the request.
+	_ = conn.SetReadDeadline(time.Time{})
+	go func() {
+		_, _ = io.Copy(io.Discard, r)
+		cancel()
+	}()
+
+	if d := call.Request.Deadline(); d > 0 {
+		var cancelDeadline context.CancelFunc
+		ctx, cancelDeadline = context.WithTimeout(ctx, d)
+		defer cancelDeadline()
+	}
+
+	answer, streamed := s.run(ctx, conn, call)
+	if streamed {
+		return
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		answer = api.TimedOut
+	} else if ctx.Err() != nil {
+		return // the client left, or the bus is shutting down
+	}
+	line, err := answer.MarshalJSON()
+	if err != nil {
+		s.cfg.Logger.Error("encode answer", "request", call.Request.Name, "err", err)
+		line, _ = api.ErrorAnswer(api.Errorf(api.CodeInternal, "the app could not encode its answer")).MarshalJSON()
+	}
+	s.write(conn, append(line, '\n'))
+}
+
+// run answers a call, returning the answer or, for a stream, streamed = true once it is over.
+func (s *Server) run(ctx context.Context, conn net.Conn, call *Call) (a api.Answer, streamed bool) {
+	h := s.cfg.Handler
+	done := make(chan api.Answer, 1)
+	go func() { done <- s.authorize(ctx, call) }()
+	select {
+	case a = <-done:
+	case <-ctx.Done():
+		return api.Answer{}, false
+	}
+	if a.Name != "" {
+		return a, false // refused
+	}
+	if call.Request.Name == api.SubscribeAgents {
+		s.stream(ctx, conn, call)
+		return api.Answer{}, true
+	}
+	go func() { done <- h.Handle(ctx, call) }()
+	select {
+	case a = <-done:
+		return a, false
+	case <-ctx.Done():
+		return api.Answer{}, false
+	}
+}
+
+// authorize resolves the caller's role and applies the access table. It returns the zero
+// Answer when the call may go ahead, or the error answer.
+func (s *Server) authorize(ctx context.Context, call *Call) api.Answer {
+	h := s.cfg.Handler
+	role, err := h.Role(ctx, call.From)
+	if err != nil {
+		return s.errorAnswer(call, err)
+	}
+	if call.From.Kind == api.CallerLead {
+		role = RoleLead // the lead token was checked: the Lead caller is a lead.
+	}
+	call.Role = role
+	d := Decide(role, call.Request.Name)
+	switch d.Verdict {
+	case Allow:
+		return api.Answer{}
+	case AllowOwnWorker:
+		target, ok := targetOf(call.Request)
+		if !ok {
+			return api.Answer{} // the body names no terminal yet (PickVariant): its issue decides
+		}
+		own, err := h.OwnsWorker(ctx, call.From.Terminal, target)
+		if err != nil {
+			return s.errorAnswer(call, err)
+		}
+		if own {
+			return api.Answer{}
+		}
+		return api.ErrorAnswer(api.Errorf(api.CodeForbidden, "%s; %s:%d is not one of them", d.Why, call.From.Terminal.Environment, target))
+	}
+	return api.ErrorAnswer(api.Errorf(api.CodeForbidden, "%s", d.Why))
+}
+
+// targetOf is the terminal a request is aimed at, if it names one.
+func targetOf(r api.Request) (api.Target, bool) {
+	switch b := r.Body.(type) {
+	case *api.SendBody:
+		return b.Target, true
+	case *api.CloseBody:
+		return b.Target, true
+	case *api.ReadBody:
+		return b.Target, true
+	case *api.WaitBody:
+		return b.Target, true
+	case *api.CheckBody:
+		return b.Target, true
+	}
+	return 0, false
+}
+
+// stream writes the stream's messages to the connection, one line each, until the handler
+// returns, the client leaves, or the subscriber falls behind and is dropped.
+func (s *Server) stream(ctx context.Context, conn net.Conn, call *Call) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st := newStream(s.cfg.StreamBuffer)
+	call.Stream = st
+	handled := make(chan struct{})
+	go func() {
+		defer close(handled)
+		s.cfg.Handler.Handle(ctx, call)
+	}()
+	defer func() {
+		st.drop(false)
+		cancel()
+		<-handled
+	}()
+	for {
+		select {
+		case a := <-st.ch:
+			line, err := a.MarshalJSON()
+			if err != nil {
+				s.cfg.Logger.Error("encode stream message", "err", err)
+				return
+			}
+			if !s.write(conn, append(line, '\n')) {
+				return
+			}
+		case <-st.gone:
+			if st.dropped {
+				s.cfg.Logger.Info("subscriber dropped: it fell behind by a full buffer", "from", call.From.String(), "buffer", s.cfg.StreamBuffer)
+			}
+			return
+		case <-handled:
+			// Flush what the handler queued before it returned.
+			for {
+				select {
+				case a := <-st.ch:
+					line, _ := a.MarshalJSON()
+					if !s.write(conn, append(line, '\n')) {
+						return
+					}
+				default:
+					return
+				}
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// refuse answers an error found before the handler and logs it. The log line names the code,
+// never the request's content or token.
+func (s *Server) refuse(conn net.Conn, err error) {
+	a := errorAnswer(err)
+	var e *api.Error
+	if errors.As(err, &e) {
+		s.cfg.Logger.Debug("request refused", "code", string(e.Code), "remote", conn.RemoteAddr().String())
+	}
+	line, _ := a.MarshalJSON()
+	s.write(conn, append(line, '\n'))
+}
+
+func (s *Server) write(conn net.Conn, line []byte) bool {
+	_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	_, err := conn.Write(line)
+	return err == nil
+}
+
+// errorAnswer is errorAnswer that logs an error that is not an *api.Error, since its text is
+// not sent.
+func (s *Server) errorAnswer(call *Call, err error) api.Answer {
+	var e *api.Error
+	if !errors.As(err, &e) {
+		s.cfg.Logger.Error("request failed", "request", string(call.Request.Name), "from", call.From.String(), "err", err)
+	}
+	return errorAnswer(err)
+}
+
+// errorAnswer turns an error into an error answer: an *api.Error as it is, anything else as
+// internal.
+func errorAnswer(err error) api.Answer {
+	var e *api.Error
+	if errors.As(err, &e) {
+		return api.ErrorAnswer(e)
+	}
+	return api.ErrorAnswer(api.Errorf(api.CodeInternal, "the app failed to answer; see its log"))
+}

@@ -1,0 +1,542 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+)
+
+const (
+	busHex  = "6f1c0d9e2b7a4c58e3f09a1d7b6c2e40"
+	leadHex = "0123456789abcdef0123456789abcdef"
+)
+
+func mustToken(t testing.TB, s string) api.Token {
+	t.Helper()
+	tok, err := api.ParseToken(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// testApp is an app behind the bus with one environment "main": terminal 1 is a lead whose
+// worker is terminal 2, terminal 3 is a plain shell. Handle answers through fn.
+type testApp struct {
+	fn      func(ctx context.Context, c *Call) api.Answer
+	handled atomic.Int32
+}
+
+func (a *testApp) Role(_ context.Context, from api.Caller) (Role, error) {
+	switch from.Kind {
+	case api.CallerClient:
+		return RoleClient, nil
+	case api.CallerGit:
+		return RoleGit, nil
+	}
+	if from.Terminal.Environment != "main" || from.Terminal.Terminal > 3 {
+		return 0, api.Errorf(api.CodeForbidden, "%s is not a terminal of this app", from.Terminal)
+	}
+	if from.Terminal.Terminal == 1 {
+		return RoleLead, nil
+	}
+	return RoleTerminal, nil
+}
+
+func (a *testApp) OwnsWorker(_ context.Context, lead api.TerminalID, target api.Target) (bool, error) {
+	if target > 3 {
+		return false, api.Errorf(api.CodeNotFound, "no terminal %d", target)
+	}
+	return lead.Terminal == 1 && target == 2, nil
+}
+
+func (a *testApp) Handle(ctx context.Context, c *Call) api.Answer {
+	a.handled.Add(1)
+	if a.fn != nil {
+		return a.fn(ctx, c)
+	}
+	return api.OK
+}
+
+type bus struct {
+	*Server
+	app    *testApp
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startBus(t testing.TB, app *testApp, tweak func(*Config)) *bus {
+	t.Helper()
+	if app == nil {
+		app = &testApp{}
+	}
+	cfg := Config{
+		BusToken:  mustToken(t, busHex),
+		LeadToken: mustToken(t, leadHex),
+		Build:     "0.1.0",
+		PID:       48211,
+		Handler:   app,
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	srv, err := Listen(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &bus{Server: srv, app: app, cancel: cancel, done: make(chan error, 1)}
+	go func() { b.done <- srv.Serve(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-b.done:
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return after its context was cancelled")
+		}
+	})
+	return b
+}
+
+// roundTrip writes one raw line and returns the answer line, as nc would.
+func roundTrip(t testing.TB, addr, line string) string {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(conn, line); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(conn) // the bus closes after its one answer
+	if err != nil {
+		t.Fatalf("read answer: %v", err)
+	}
+	return string(got)
+}
+
+func envelope(from, request string) string {
+	return fmt.Sprintf(`{"api_version":1,"token":%q,"from":%s,"request":%s}`+"\n", busHex, from, request)
+}
+
+func errorCode(t testing.TB, answer string) api.ErrorCode {
+	t.Helper()
+	var a api.Answer
+	if err := json.Unmarshal([]byte(answer), &a); err != nil {
+		t.Fatalf("answer %q is not one JSON value: %v", answer, err)
+	}
+	var e *api.Error
+	if err, ok := a.Err().(*api.Error); ok {
+		e = err
+	} else {
+		return ""
+	}
+	return e.Code
+}
+
+func TestHello(t *testing.T) {
+	b := startBus(t, nil, nil)
+	got := roundTrip(t, b.Addr(), envelope(`"Client"`, `"Hello"`))
+	want := `{"Hello":{"api_version":1,"build":"0.1.0","pid":48211}}` + "\n"
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if !strings.HasPrefix(b.Addr(), "127.0.0.1:") {
+		t.Errorf("the bus listens on %s, want 127.0.0.1", b.Addr())
+	}
+}
+
+func TestHelloWithoutPID(t *testing.T) {
+	b := startBus(t, nil, func(c *Config) { c.PID = 0 })
+	got := roundTrip(t, b.Addr(), envelope(`"Client"`, `"Hello"`))
+	if want := `{"Hello":{"api_version":1,"build":"0.1.0"}}` + "\n"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestHelloWhileAppBusy: the bus answers Hello itself, so a handler that blocks every request
+// does not delay it.
+func TestHelloWhileAppBusy(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return api.OK
+	}}
+	b := startBus(t, app, nil)
+	// Occupy the app with requests that block.
+	for range 8 {
+		conn, err := net.Dial("tcp", b.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_, _ = io.WriteString(conn, envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `"List"`))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for app.handled.Load() < 8 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if app.handled.Load() < 8 {
+		t.Fatal("the blocking requests did not reach the app")
+	}
+	got := roundTrip(t, b.Addr(), envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `"Hello"`))
+	if !strings.HasPrefix(got, `{"Hello":`) {
+		t.Errorf("got %q while the app was busy, want a Hello answer", got)
+	}
+}
+
+func TestOrderOfChecks(t *testing.T) {
+	b := startBus(t, nil, nil)
+	term := `{"Terminal":{"environment":"main","terminal":3}}`
+	lead := `{"Terminal":{"environment":"main","terminal":1}}`
+	tests := []struct {
+		name, line string
+		want       api.ErrorCode // "" means not an error
+		message    string        // when set, the exact message
+	}{
+		{"not JSON", "hello there\n", api.CodeBadRequest, ""},
+		{"JSON not an object", `[1,2,3]` + "\n", api.CodeBadRequest, ""},
+		{"JSON string", `"Hello"` + "\n", api.CodeBadRequest, ""},
+		{"empty line", "\n", api.CodeBadRequest, ""},
+		{"unknown request", envelope(`"Client"`, `"Launch"`), api.CodeBadRequest, ""},
+		{"request with two keys", envelope(term, `{"Wait":{"target":2},"Read":{"target":2}}`), api.CodeBadRequest, ""},
+		{"request of wrong type", envelope(term, `42`), api.CodeBadRequest, ""},
+		{"bare request that has fields", envelope(term, `"Wait"`), api.CodeBadRequest, ""},
+		{"fields on a bare request", envelope(term, `{"List":{}}`), api.CodeBadRequest, ""},
+		{"target is a string", envelope(term, `{"Wait":{"target":"2"}}`), api.CodeBadRequest, ""},
+		{"target is zero", envelope(term, `{"Read":{"target":0}}`), api.CodeBadRequest, ""},
+		{"unknown field", envelope(term, `{"Read":{"target":2,"colour":"red"}}`), api.CodeBadRequest, ""},
+		{"negative timeout", envelope(term, `{"Wait":{"target":2,"timeout_secs":-1}}`), api.CodeBadRequest, ""},
+		{"enter is a string", envelope(lead, `{"Send":{"target":2,"text":"hi","enter":"yes"}}`), api.CodeBadRequest, ""},
+		{"request missing", fmt.Sprintf(`{"api_version":1,"token":%q,"from":"Client"}`+"\n", busHex), api.CodeBadRequest, ""},
+		{"from missing", fmt.Sprintf(`{"api_version":1,"token":%q,"request":"Hello"}`+"\n", busHex), api.CodeBadRequest, ""},
+		{"from unknown", envelope(`"Robot"`, `"Hello"`), api.CodeBadRequest, ""},
+		{"from unknown object", envelope(`{"Robot":{"environment":"main","terminal":1}}`, `"Hello"`), api.CodeBadRequest, ""},
+		{"from terminal without number", envelope(`{"Terminal":{"environment":"main"}}`, `"Hello"`), api.CodeBadRequest, ""},
+		{"token is a number", `{"api_version":1,"token":7,"from":"Client","request":"Hello"}` + "\n", api.CodeBadRequest, ""},
+		{"api_version is a string", fmt.Sprintf(`{"api_version":"1","token":%q,"from":"Client","request":"Hello"}`+"\n", busHex), api.CodeBadRequest, ""},
+		{"empty token", `{"api_version":1,"token":"","from":"Client","request":"Hello"}` + "\n", api.CodeUnauthorized, ""},
+		{"missing token", `{"api_version":1,"from":"Client","request":"Hello"}` + "\n", api.CodeUnauthorized, ""},
+		{"short token", `{"api_version":1,"token":"6f1c0d9e","from":"Client","request":"Hello"}` + "\n", api.CodeUnauthorized, ""},
+		{"wrong token", `{"api_version":1,"token":"ffffffffffffffffffffffffffffffff","from":"Client","request":"Hello"}` + "\n", api.CodeUnauthorized, ""},
+		{"lead token as a Client", `{"api_version":1,"token":"` + leadHex + `","from":"Client","request":"Hello"}` + "\n", api.CodeUnauthorized, ""},
+		{"wrong token before version", `{"api_version":2,"token":"ffffffffffffffffffffffffffffffff","from":"Client","request":"Hello"}` + "\n", api.CodeUnauthorized, ""},
+		{"version 0", fmt.Sprintf(`{"api_version":0,"token":%q,"from":"Client","request":"Hello"}`+"\n", busHex), api.CodeUnsupportedAPIVersion, "This app serves the agents API v1, not v0"},
+		{"version 2", fmt.Sprintf(`{"api_version":2,"token":%q,"from":"Client","request":"Hello"}`+"\n", busHex), api.CodeUnsupportedAPIVersion, "This app serves the agents API v1, not v2"},
+		{"version 2 with a request v1 does not know", fmt.Sprintf(`{"api_version":2,"token":%q,"from":"Client","request":"Teleport"}`+"\n", busHex), api.CodeUnsupportedAPIVersion, ""},
+		{"version missing is 1", fmt.Sprintf(`{"token":%q,"from":"Client","request":"Hello"}`+"\n", busHex), "", ""},
+		{"lead caller with the bus token", envelope(`{"Lead":{"environment":"main","terminal":1}}`, `"List"`), api.CodeUnauthorized, "only a lead the user named can call as a lead"},
+		{"terminal that does not exist", envelope(`{"Terminal":{"environment":"main","terminal":99}}`, `"List"`), api.CodeForbidden, ""},
+		{"client may list", envelope(`"Client"`, `"List"`), "", ""},
+		{"client may list all", envelope(`"Client"`, `"ListAll"`), "", ""},
+		{"client may not read", envelope(`"Client"`, `{"Read":{"target":2}}`), api.CodeForbidden, ""},
+		{"client may not wait", envelope(`"Client"`, `{"Wait":{"target":2,"timeout_secs":1}}`), api.CodeForbidden, ""},
+		{"client may not spawn", envelope(`"Client"`, `{"Spawn":{"title":"x"}}`), api.CodeForbidden, ""},
+		{"client may not check", envelope(`"Client"`, `{"Check":{"target":2}}`), api.CodeForbidden, ""},
+		{"terminal may not send", envelope(term, `{"Send":{"target":2,"text":"hi"}}`), api.CodeForbidden, ""},
+		{"lead may send to its worker", envelope(lead, `{"Send":{"target":2,"text":"hi"}}`), "", ""},
+		{"lead may not send to another terminal", envelope(lead, `{"Send":{"target":3,"text":"hi"}}`), api.CodeForbidden, ""},
+		{"lead sends to a terminal that does not exist", envelope(lead, `{"Send":{"target":9,"text":"hi"}}`), api.CodeNotFound, ""},
+		{"git may not say hello", envelope(`{"Git":"main"}`, `"Hello"`), api.CodeForbidden, ""},
+		{"terminal may not askpass", envelope(term, `{"Askpass":{}}`), api.CodeForbidden, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := roundTrip(t, b.Addr(), tt.line)
+			if !strings.HasSuffix(got, "\n") || strings.Count(got, "\n") != 1 {
+				t.Fatalf("answer %q is not exactly one line", got)
+			}
+			if code := errorCode(t, got); code != tt.want {
+				t.Fatalf("got %s, want code %q", strings.TrimSpace(got), tt.want)
+			}
+			if tt.message != "" {
+				var a api.Answer
+				_ = json.Unmarshal([]byte(got), &a)
+				if e := a.Err().(*api.Error); e.Message != tt.message {
+					t.Errorf("got message %q, want %q", e.Message, tt.message)
+				}
+			}
+			if strings.Contains(got, busHex) || strings.Contains(got, leadHex) {
+				t.Errorf("the answer %q contains a token", got)
+			}
+			// The bus keeps serving after every bad input.
+			if h := roundTrip(t, b.Addr(), envelope(`"Client"`, `"Hello"`)); !strings.HasPrefix(h, `{"Hello":`) {
+				t.Errorf("after %s, Hello got %q", tt.name, h)
+			}
+		})
+	}
+}
+
+func TestLeadCallerWithLeadToken(t *testing.T) {
+	app := &testApp{fn: func(_ context.Context, c *Call) api.Answer {
+		if c.Role != RoleLead {
+			return api.ErrorAnswer(api.Errorf(api.CodeInternal, "role %s", c.Role))
+		}
+		return api.OK
+	}}
+	b := startBus(t, app, nil)
+	line := fmt.Sprintf(`{"api_version":1,"token":%q,"from":{"Lead":{"environment":"main","terminal":1}},"request":{"Send":{"target":2,"text":"go"}}}`+"\n", leadHex)
+	if got := roundTrip(t, b.Addr(), line); got != `"Ok"`+"\n" {
+		t.Errorf("got %q, want \"Ok\"", got)
+	}
+}
+
+func TestLineLimit(t *testing.T) {
+	b := startBus(t, nil, nil)
+	t.Run("exactly 64 KiB is read", func(t *testing.T) {
+		// An envelope padded with spaces to exactly MaxRequestLine bytes before the newline.
+		line := strings.TrimSuffix(envelope(`"Client"`, `"Hello"`), "\n")
+		line = line[:len(line)-1] + strings.Repeat(" ", api.MaxRequestLine-len(line)) + "}"
+		if len(line) != api.MaxRequestLine {
+			t.Fatalf("built a line of %d bytes", len(line))
+		}
+		if got := roundTrip(t, b.Addr(), line+"\n"); !strings.HasPrefix(got, `{"Hello":`) {
+			t.Errorf("got %q, want a Hello answer", got)
+		}
+	})
+	t.Run("one byte more is bad_request, answered before the rest is sent", func(t *testing.T) {
+		conn, err := net.Dial("tcp", b.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		// Send the limit plus one byte, and keep the line open: the bus must answer without
+		// waiting for a newline or for more bytes.
+		if _, err := conn.Write([]byte(strings.Repeat("x", api.MaxRequestLine+1))); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		got, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil {
+			t.Fatalf("no answer to an over-long line: %v", err)
+		}
+		if code := errorCode(t, got); code != api.CodeBadRequest {
+			t.Errorf("got %q, want bad_request", got)
+		}
+	})
+}
+
+func TestNoLineInTime(t *testing.T) {
+	b := startBus(t, nil, func(c *Config) { c.LineTimeout = 300 * time.Millisecond })
+	conn, err := net.Dial("tcp", b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = conn.Write([]byte(`{"api_version":1,`)) // half a line, then silence
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatalf("the bus did not close the connection: %v", err)
+	}
+	if code := errorCode(t, string(got)); code != api.CodeBadRequest {
+		t.Errorf("got %q, want bad_request", got)
+	}
+	if !strings.Contains(string(got), "within 300ms") {
+		t.Errorf("got %q, want it to say the line did not arrive in time", got)
+	}
+}
+
+// TestSilentConnections: 1,000 clients connect and say nothing; others are still answered, and
+// the silent ones are closed after the line timeout, leaving no goroutine behind.
+func TestSilentConnections(t *testing.T) {
+	before := runtime.NumGoroutine()
+	b := startBus(t, nil, func(c *Config) { c.LineTimeout = 2 * time.Second })
+	conns := make([]net.Conn, 0, 1000)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 1000 {
+		c, err := net.Dial("tcp", b.Addr())
+		if err != nil {
+			t.Fatalf("connection %d: %v", len(conns)+1, err)
+		}
+		conns = append(conns, c)
+	}
+	for range 10 {
+		if got := roundTrip(t, b.Addr(), envelope(`"Client"`, `"Hello"`)); !strings.HasPrefix(got, `{"Hello":`) {
+			t.Fatalf("with 1,000 silent connections, Hello got %q", got)
+		}
+	}
+	// Every silent connection gets its bad_request and is closed by the bus.
+	var wg sync.WaitGroup
+	var closed atomic.Int32
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			got, err := io.ReadAll(c)
+			if err == nil && strings.Contains(string(got), "bad_request") {
+				closed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if closed.Load() != 1000 {
+		t.Errorf("%d of 1000 silent connections were answered and closed", closed.Load())
+	}
+	waitGoroutines(t, before+5)
+}
+
+func waitGoroutines(t *testing.T, atMost int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > atMost && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > atMost {
+		t.Errorf("%d goroutines, want at most %d", n, atMost)
+	}
+}
+
+// TestDeadline: a handler that does not answer in time gets "TimedOut" at the deadline, and its
+// context is cancelled. Wait with timeout_secs 0 has the shortest deadline: 0 s plus one second.
+func TestDeadline(t *testing.T) {
+	cancelled := make(chan struct{})
+	app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
+		<-ctx.Done()
+		close(cancelled)
+		return api.OK
+	}}
+	b := startBus(t, app, nil)
+	start := time.Now()
+	got := roundTrip(t, b.Addr(), envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `{"Wait":{"target":2,"timeout_secs":0}}`))
+	if got != `"TimedOut"`+"\n" {
+		t.Errorf("got %q, want \"TimedOut\"", got)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("TimedOut came after %v, before the 1 s deadline", took)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Error("the handler's context was not cancelled at the deadline")
+	}
+}
+
+// TestLeavingCancels: a client that closes its connection while its Wait waits cancels it.
+func TestLeavingCancels(t *testing.T) {
+	started := make(chan struct{})
+	cancelled := make(chan struct{})
+	app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
+		close(started)
+		<-ctx.Done()
+		close(cancelled)
+		return api.OK
+	}}
+	b := startBus(t, app, nil)
+	conn, err := net.Dial("tcp", b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.WriteString(conn, envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `{"Wait":{"target":2,"timeout_secs":600}}`))
+	select {
+	case <-started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Wait did not reach the app")
+	}
+	conn.Close()
+	select {
+	case <-cancelled:
+	case <-time.After(5 * time.Second):
+		t.Error("closing the connection did not cancel the Wait")
+	}
+}
+
+func subscribe(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_, _ = io.WriteString(conn, envelope(`"Client"`, `"SubscribeAgents"`))
+	return conn, bufio.NewReader(conn)
+}
+
+// TestStream: one line per message until the client closes; a subscriber that stops reading is
+// dropped once its buffer is full, and the others keep receiving every message.
+func TestStream(t *testing.T) {
+	var mu sync.Mutex
+	var streams []*Stream
+	app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
+		mu.Lock()
+		streams = append(streams, c.Stream)
+		mu.Unlock()
+		<-ctx.Done()
+		return api.Answer{}
+	}}
+	b := startBus(t, app, func(c *Config) { c.StreamBuffer = 16 })
+	waitStreams := func(want int) {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			mu.Lock()
+			n := len(streams)
+			mu.Unlock()
+			if n == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the subscriptions did not reach the app")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	_, good := subscribe(t, b.Addr())
+	waitStreams(1)
+	subscribe(t, b.Addr()) // never read
+	waitStreams(2)
+	// Large messages, so the stuck subscriber's socket buffers fill and then its stream's. The
+	// good subscriber reads each message before the next is sent.
+	big := strings.Repeat("a", 32<<10)
+	const messages = 1000
+	for i := range messages {
+		a, _ := api.NewAnswer("Msg", map[string]any{"n": i, "pad": big})
+		if !streams[0].Send(a) {
+			t.Fatalf("the reading subscriber was dropped at message %d", i)
+		}
+		streams[1].Send(a)
+		line, err := good.ReadString('\n')
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if want := fmt.Sprintf(`{"Msg":{"n":%d,"pad":%q}}`+"\n", i, big); line != want {
+			t.Fatalf("message %d: got %.60q…", i, line)
+		}
+	}
+	if !isGone(streams[1]) {
+		t.Errorf("the subscriber that never read was not dropped after %d messages", messages)
+	}
+	if isGone(streams[0]) {
+		t.Errorf("the reading subscriber is gone")
+	}
+}
+
+func isGone(s *Stream) bool {
+	select {
+	case <-s.Gone():
+		return true
+	default:
+		return false
+	}
+}
