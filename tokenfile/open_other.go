@@ -1,0 +1,17 @@
+//go:build !unix
+
+package tokenfile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"runtime"
+)
+
+// errUnsupported: without Unix owners and modes, Read cannot tell an owner-only file.
+var errUnsupported = errors.New("token files are read on Unix only, not on " + runtime.GOOS)
+
+func open(string) (*os.File, error) { return nil, errUnsupported }
+
+func owner(fs.FileInfo) int { return -1 }
