@@ -1,0 +1,253 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+const secret = "6f1c0d9e2b7a4c58e3f09a1d7b6c2e40"
+
+func TestTokenNeverPrints(t *testing.T) {
+	tok, err := ParseToken(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := struct {
+		Name  string
+		Token Token
+		Ptr   *Token
+	}{"bus", tok, &tok}
+	var outs []string
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d"} {
+		outs = append(outs, fmt.Sprintf(verb, tok), fmt.Sprintf(verb, holder), fmt.Sprintf(verb, &tok))
+	}
+	outs = append(outs, fmt.Sprint(tok), fmt.Sprintln(holder), tok.String(), tok.GoString())
+	js, _ := json.Marshal(holder)
+	outs = append(outs, string(js))
+	var buf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&buf, nil)).Info("x", "token", tok, "holder", holder)
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("x", "token", tok, "holder", holder, "ptr", &tok)
+	outs = append(outs, buf.String())
+	if err := tok.validateNothing(); err == nil || strings.Contains(err.Error(), secret) {
+		t.Errorf("ParseToken's error %v contains the token", err)
+	}
+	for _, out := range outs {
+		if strings.Contains(out, secret) || strings.Contains(out, "6f1c") {
+			t.Errorf("the token leaked: %q", out)
+		}
+		if !strings.Contains(out, Redacted) {
+			t.Errorf("%q does not say %s", out, Redacted)
+		}
+	}
+	if tok.Reveal() != secret {
+		t.Errorf("Reveal() = %q, want the token", tok.Reveal())
+	}
+}
+
+// validateNothing exists so the test above can show that errors about tokens carry no value.
+func (t Token) validateNothing() error {
+	_, err := ParseToken(t.value + "!")
+	return err
+}
+
+func TestNewToken(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		tok, err := NewToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseToken(tok.Reveal()); err != nil {
+			t.Fatalf("NewToken made a malformed token: %v", err)
+		}
+		if seen[tok.Reveal()] {
+			t.Fatal("NewToken repeated itself")
+		}
+		seen[tok.Reveal()] = true
+	}
+}
+
+func TestTokenEqual(t *testing.T) {
+	a, _ := ParseToken(secret)
+	b, _ := ParseToken(secret)
+	c, _ := ParseToken(strings.Repeat("0", 32))
+	tests := []struct {
+		x, y Token
+		want bool
+	}{
+		{a, b, true}, {a, c, false}, {a, Token{}, false}, {Token{}, Token{}, false}, {a, tokenOf(secret[:31]), false},
+	}
+	for i, tt := range tests {
+		if got := tt.x.Equal(tt.y); got != tt.want {
+			t.Errorf("case %d: got %v, want %v", i, got, tt.want)
+		}
+	}
+}
+
+func TestParseToken(t *testing.T) {
+	for _, s := range []string{"", secret[:31], secret + "0", strings.ToUpper(secret), "g" + secret[1:], " " + secret[1:]} {
+		if _, err := ParseToken(s); !errors.Is(err, ErrMalformedToken) {
+			t.Errorf("ParseToken(%q) = %v, want ErrMalformedToken", s, err)
+		}
+	}
+}
+
+func TestEnvelopeRoundTrip(t *testing.T) {
+	tok, _ := ParseToken(secret)
+	two := uint32(600)
+	tests := []struct {
+		env  Envelope
+		wire string
+	}{
+		{Envelope{Token: tok, From: FromClient, Request: NewRequest(Hello, nil)},
+			`{"api_version":1,"token":"` + secret + `","from":"Client","request":"Hello"}`},
+		{Envelope{Token: tok, From: FromTerminal(TerminalID{"main", 4}), Request: NewRequest(Wait, &WaitBody{Target: 4, TimeoutSecs: &two})},
+			`{"api_version":1,"token":"` + secret + `","from":{"Terminal":{"environment":"main","terminal":4}},"request":{"Wait":{"target":4,"timeout_secs":600}}}`},
+		{Envelope{Token: tok, From: Caller{Kind: CallerGit, Environment: "main"}, Request: NewRequest(List, nil)},
+			`{"api_version":1,"token":"` + secret + `","from":{"Git":"main"},"request":"List"}`},
+	}
+	for _, tt := range tests {
+		b, err := json.Marshal(tt.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != tt.wire {
+			t.Errorf("got %s, want %s", b, tt.wire)
+		}
+		got, err := DecodeEnvelope(b)
+		if err != nil {
+			t.Fatalf("decode %s: %v", b, err)
+		}
+		req, err := got.Request.Decode()
+		if err != nil {
+			t.Fatalf("decode request of %s: %v", b, err)
+		}
+		if got.From != tt.env.From || !got.Token.Equal(tok) || got.APIVersion != 1 || req.Name != tt.env.Request.Name {
+			t.Errorf("round trip of %s: got %+v %+v", b, got, req)
+		}
+	}
+}
+
+func TestDecodeEnvelopeErrors(t *testing.T) {
+	for _, line := range []string{
+		``, `null`, `[]`, `"x"`, `{`, `{}`, `{"from":"Client"}`, `{"request":"Hello"}`,
+		`{"from":"Client","request":"Hello","api_version":1.5}`,
+		`{"from":"Client","request":"Hello","api_version":"1"}`,
+		`{"from":"Client","request":"Hello","token":["a"]}`,
+		`{"from":"client","request":"Hello"}`,
+		`{"from":{"Terminal":{"environment":"","terminal":1}},"request":"Hello"}`,
+		`{"from":{"Terminal":{"environment":"main","terminal":0}},"request":"Hello"}`,
+		`{"from":{"Terminal":{"environment":"a b","terminal":1}},"request":"Hello"}`,
+		`{"from":{"Terminal":{"environment":"main","terminal":1},"Lead":{}},"request":"Hello"}`,
+		`{"from":{"Terminal":{"environment":"main","terminal":1,"x":1}},"request":"Hello"}`,
+		`{"from":"Client","request":{}}`,
+		`{"from":"Client","request":[]}`,
+		`{"from":"Client","request":{"a":1,"b":2}}`,
+	} {
+		_, err := DecodeEnvelope([]byte(line))
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeBadRequest {
+			t.Errorf("DecodeEnvelope(%s) = %v, want bad_request", line, err)
+		}
+	}
+}
+
+func TestDeadlines(t *testing.T) {
+	secs := func(n uint32) *uint32 { return &n }
+	tests := []struct {
+		req  Request
+		want time.Duration
+	}{
+		{NewRequest(Hello, nil), 10 * time.Second},
+		{NewRequest(List, nil), 10 * time.Second},
+		{NewRequest(Read, &ReadBody{Target: 1}), 10 * time.Second},
+		{NewRequest(Send, &SendBody{Target: 1}), 10 * time.Second},
+		{NewRequest(Check, &CheckBody{Target: 1}), 10 * time.Second},
+		{NewRequest(Check, &CheckBody{Target: 1, WaitSecs: secs(5)}), 6 * time.Second},
+		{NewRequest(Check, &CheckBody{Target: 1, WaitSecs: secs(7200)}), 30*time.Minute + time.Second},
+		{NewRequest(Wait, &WaitBody{Target: 1, TimeoutSecs: secs(600)}), 10*time.Minute + time.Second},
+		{NewRequest(Wait, &WaitBody{Target: 1, TimeoutSecs: secs(1 << 31)}), 30*time.Minute + time.Second},
+		{NewRequest(Wait, &WaitBody{Target: 1}), 30*time.Minute + time.Second},
+		{NewRequest(CreateWorktree, nil), time.Minute},
+		{NewRequest(Changes, nil), time.Minute},
+		{NewRequest(Close, nil), time.Minute},
+		{NewRequest(PickVariant, nil), time.Minute},
+		{NewRequest(Spawn, nil), time.Minute},
+		{NewRequest(RunVariants, nil), time.Minute},
+		{NewRequest(Code, nil), 2 * time.Minute},
+		{NewRequest(ExtensionTool, nil), 2 * time.Minute},
+		{NewRequest(SubscribeAgents, nil), 0},
+	}
+	for _, tt := range tests {
+		if got := tt.req.Deadline(); got != tt.want {
+			t.Errorf("%s %+v: deadline %v, want %v", tt.req.Name, tt.req.Body, got, tt.want)
+		}
+	}
+}
+
+func TestReadLine(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+		code ErrorCode
+	}{
+		{"abc\n", 3, "abc", ""},
+		{"abcd\n", 3, "", CodeBadRequest},
+		{"abcd", 3, "", CodeBadRequest},
+		{"abc", 3, "", CodeBadRequest}, // no newline
+		{"", 3, "", CodeBadRequest},
+		{"\n", 3, "", ""},
+		{"a\nb\n", 3, "a", ""},
+		{strings.Repeat("x", 10000) + "\n", 10000, strings.Repeat("x", 10000), ""},
+		{strings.Repeat("x", 10001) + "\n", 10000, "", CodeBadRequest},
+	}
+	for _, tt := range tests {
+		got, err := ReadLine(bufio.NewReaderSize(strings.NewReader(tt.in), 16), tt.max)
+		var e *Error
+		switch {
+		case tt.code == "" && err != nil:
+			t.Errorf("ReadLine(%.20q) = %v", tt.in, err)
+		case tt.code != "" && (!errors.As(err, &e) || e.Code != tt.code):
+			t.Errorf("ReadLine(%.20q) = %v, want %s", tt.in, err, tt.code)
+		case string(got) != tt.want:
+			t.Errorf("ReadLine(%.20q) = %.20q, want %.20q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestAnswerErr(t *testing.T) {
+	var a Answer
+	_ = json.Unmarshal([]byte(`{"Error":{"code":"not_found","message":"no terminal 4"}}`), &a)
+	var e *Error
+	if err := a.Err(); !errors.As(err, &e) || e.Code != CodeNotFound || e.Message != "no terminal 4" {
+		t.Errorf("got %v", err)
+	}
+	_ = json.Unmarshal([]byte(`"TimedOut"`), &a)
+	if err := a.Err(); !errors.Is(err, ErrTimedOut) {
+		t.Errorf("got %v, want ErrTimedOut", err)
+	}
+	_ = json.Unmarshal([]byte(`"Ok"`), &a)
+	if err := a.Err(); err != nil {
+		t.Errorf("Ok is not an error, got %v", err)
+	}
+}
+
+func TestCheckEndpoint(t *testing.T) {
+	for ep, ok := range map[string]bool{
+		"127.0.0.1:52144": true, "127.1.2.3:1": true, "[::1]:52144": true,
+		"10.0.0.1:52144": false, "0.0.0.0:1": false, "localhost:1": false, "127.0.0.1": false,
+		"127.0.0.1:0": false, "": false, "example.com:22": false,
+	} {
+		if err := CheckEndpoint(ep); (err == nil) != ok {
+			t.Errorf("CheckEndpoint(%q) = %v, want ok=%v", ep, err, ok)
+		}
+	}
+}

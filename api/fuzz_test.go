@@ -1,0 +1,89 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+)
+
+// FuzzDecodeEnvelope: whatever the line, decoding never panics; every failure is an *Error with
+// code bad_request and never repeats the token; and a line that decodes re-encodes to an envelope
+// that decodes to the same caller.
+func FuzzDecodeEnvelope(f *testing.F) {
+	for _, s := range []string{
+		`{"api_version":1,"token":"6f1c0d9e2b7a4c58e3f09a1d7b6c2e40","from":"Client","request":"Hello"}`,
+		`{"api_version":1,"token":"x","from":{"Terminal":{"environment":"main","terminal":4}},"request":{"Wait":{"target":4,"timeout_secs":600}}}`,
+		`{"from":{"Lead":{"environment":"b-1.x","terminal":2}},"request":{"Send":{"target":3,"text":"hi","enter":false}}}`,
+		`{"from":{"Git":"main"},"request":{"Askpass":{"prompt":"Password"}}}`,
+		`{"api_version":2,"from":"Client","request":{"Spawn":{"title":"t","command":["a","b"]}}}`,
+		`[]`, `null`, `{"from":"Client","request":{"a":1,"b":2}}`, "\xff\xfe",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		env, err := DecodeEnvelope(line)
+		if err != nil {
+			assertBadRequest(t, err)
+			return
+		}
+		req, err := env.Request.Decode()
+		if err != nil {
+			assertBadRequest(t, err)
+			return
+		}
+		_ = req.Deadline()
+		out, err := json.Marshal(Envelope{APIVersion: env.APIVersion, Token: env.Token, From: env.From, Request: req})
+		if err != nil {
+			if env.APIVersion == 0 {
+				return // version 0 is re-encoded as 1; nothing to compare
+			}
+			t.Fatalf("a decoded envelope does not encode: %v", err)
+		}
+		again, err := DecodeEnvelope(out)
+		if err != nil {
+			t.Fatalf("re-encoded envelope %s does not decode: %v", out, err)
+		}
+		if again.From != env.From || again.Request.Name != env.Request.Name {
+			t.Fatalf("round trip changed the envelope: %+v then %+v", env, again)
+		}
+	})
+}
+
+func assertBadRequest(t *testing.T, err error) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeBadRequest {
+		t.Fatalf("got %T %v, want an *Error with code bad_request", err, err)
+	}
+	if len(e.Message) == 0 {
+		t.Fatal("an error without a message")
+	}
+}
+
+// FuzzReadLine: whatever the bytes and the limit, ReadLine never panics, never returns more than
+// the limit, returns a line with no newline in it, and fails only with bad_request.
+func FuzzReadLine(f *testing.F) {
+	f.Add([]byte("abc\n"), uint16(3), uint8(16))
+	f.Add([]byte("abcd\n"), uint16(3), uint8(1))
+	f.Add([]byte(""), uint16(0), uint8(0))
+	f.Add(bytes.Repeat([]byte("x"), 300), uint16(100), uint8(7))
+	f.Fuzz(func(t *testing.T, in []byte, max uint16, bufSize uint8) {
+		r := bufio.NewReaderSize(bytes.NewReader(in), int(bufSize)+16)
+		line, err := ReadLine(r, int(max))
+		if err != nil {
+			assertBadRequest(t, err)
+			return
+		}
+		if len(line) > int(max) {
+			t.Fatalf("got %d bytes with a limit of %d", len(line), max)
+		}
+		if bytes.IndexByte(line, '\n') >= 0 {
+			t.Fatal("the line contains a newline")
+		}
+		if !bytes.HasPrefix(in, append(line, '\n')) {
+			t.Fatal("the line is not the input's first line")
+		}
+	})
+}
