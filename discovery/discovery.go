@@ -25,8 +25,9 @@
 //     same folder that it syncs and renames into place, so a reader sees the old file or the new
 //     one and never half of one. It creates the folder with mode 0700, and refuses a folder that
 //     other users can write to, and a symlink or anything but a regular file at api.json.
-//   - Read refuses a symlink, anything but a regular file, and a file that other users may read or
-//     write (any group or other permission bit), because the token in it may have leaked.
+//   - Read refuses a symlink, anything but a regular file, a file another user owns (on Unix), and a
+//     file that other users may read or write (any group or other permission bit), because the
+//     token in it may have leaked or been planted.
 //   - The token stays in an [api.Token], which prints "[REDACTED]". Write reveals it in one place,
 //     to put it in the file. No error of this package contains the token or the file's contents.
 //
@@ -35,8 +36,9 @@
 // Anything that runs as the user can read the file; the API does not try to protect the app from
 // the user's own processes (see the spec's security model). On Windows the permission bits mean
 // nothing and are not checked; the file is only as private as the user's profile folder. The
-// package checks permissions, not owners, and a symlinked config folder is followed (it is how
-// many people keep their dotfiles), so a folder that another user controls is outside its reach.
+// package checks the owner of api.json but not of its folder, and a symlinked config folder is
+// followed (it is how many people keep their dotfiles), so a folder that another user controls is
+// outside its reach.
 //
 // The package imports nothing of the project except package api, so that the static CLI, which
 // must not find the bus through this file, can be checked not to link it.
@@ -122,6 +124,9 @@ func Read(path string) (File, error) {
 	data, fi, err := readRegular(path)
 	if err != nil {
 		return File{}, err
+	}
+	if uid, me := owner(fi), os.Getuid(); uid != -1 && uid != me {
+		return File{}, fmt.Errorf("api.json: owned by uid %d, not by you (uid %d)", uid, me)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
 		return File{}, fmt.Errorf("api.json: other users may read or change it (mode %04o, want 0600)", perm)
@@ -268,9 +273,9 @@ func readRegular(path string) ([]byte, fs.FileInfo, error) {
 	if err := checkRegular(before); err != nil {
 		return nil, nil, err
 	}
-	fh, err := os.Open(path)
+	fh, err := open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("api.json: %w", err)
+		return nil, nil, err
 	}
 	defer fh.Close()
 	fi, err := fh.Stat()
@@ -290,10 +295,12 @@ func readRegular(path string) ([]byte, fs.FileInfo, error) {
 	return data, fi, nil
 }
 
+var errSymlink = errors.New("api.json: is a symlink; refusing to follow it")
+
 func checkRegular(fi fs.FileInfo) error {
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return errors.New("api.json: is a symlink; refusing to follow it")
+		return errSymlink
 	case !fi.Mode().IsRegular():
 		return errors.New("api.json: is not a regular file")
 	}

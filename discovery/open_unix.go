@@ -1,0 +1,33 @@
+//go:build unix
+
+package discovery
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// open opens path for reading without following a symlink there, and without blocking should it
+// have become a FIFO since it was looked at.
+func open(path string) (*os.File, error) {
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, errSymlink
+	}
+	if err != nil {
+		return nil, fmt.Errorf("api.json: %w", err)
+	}
+	return fh, nil
+}
+
+// owner is the uid that owns the file, or -1 where there is no such thing.
+func owner(fi fs.FileInfo) int {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return -1
+	}
+	return int(st.Uid)
+}
