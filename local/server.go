@@ -361,8 +361,30 @@ func (s *Server) refuse(conn net.Conn, err error) {
 		s.cfg.Logger.Debug("request refused", "code", string(e.Code), "remote", conn.RemoteAddr().String())
 	}
 	line, _ := a.MarshalJSON()
-	s.write(conn, append(line, '\n'))
+	if s.write(conn, append(line, '\n')) {
+		lingerClose(conn)
+	}
 }
+
+// lingerClose lets a refused client read its answer: closing a socket with unread bytes in it
+// (the rest of an over-long line) makes the kernel reset the connection, and a reset can discard
+// the answer before the client reads it. So the bus shuts its side for writing and drops what
+// the client still sends, for a short while and a bounded amount, before it closes.
+func lingerClose(conn net.Conn) {
+	tc, ok := conn.(*net.TCPConn)
+	if !ok {
+		return
+	}
+	_ = tc.CloseWrite()
+	_ = tc.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.CopyN(io.Discard, tc, lingerBytes)
+}
+
+// How long and how much lingerClose drains.
+const (
+	lingerTime  = time.Second
+	lingerBytes = 1 << 20
+)
 
 func (s *Server) write(conn net.Conn, line []byte) bool {
 	_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))

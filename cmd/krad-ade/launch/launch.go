@@ -1,0 +1,259 @@
+// Package launch is the krad-ade program: it reads the app's configuration, makes the tokens,
+// opens the bus on 127.0.0.1, leaves api.json for other programs while discovery is on, and
+// serves until SIGINT or SIGTERM, when it removes api.json (if the file is still its own).
+//
+// The app serves the bus only when it finds its companion, krad-ade-agents, next to its own
+// executable or on PATH: the app starts every worker through it. Without it, krad-ade says so in
+// one line, serves nothing and writes no api.json.
+package launch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/config"
+	"github.com/krad-ade/krad/discovery"
+	"github.com/krad-ade/krad/local"
+)
+
+// Build is the app's build, stamped at link time with -X.
+var Build = "0.1.0"
+
+// Companion is the name of the agents' companion program.
+const Companion = "krad-ade-agents"
+
+// configPoll is how often the config file is looked at: a change is noticed within a second.
+const configPoll = 500 * time.Millisecond
+
+// Exit codes of krad-ade.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitUsage = 5
+)
+
+// Run is krad-ade's main. getenv reads the environment; stdout gets the lines a person reads at
+// start, stderr the log.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("krad-ade", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	configDir := fs.String("config-dir", "", "the folder of config.toml and api.json (default: $XDG_CONFIG_HOME/krad-ade, else ~/.config/krad-ade)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	version := fs.Bool("version", false, "print the build and exit")
+	help := fs.BoolP("help", "h", false, "show this help")
+	if err := fs.Parse(args); err != nil {
+		return fail(stderr, exitUsage, err.Error(), "run krad-ade --help")
+	}
+	if *help {
+		fmt.Fprintf(stdout, "krad-ade: the agents app and its bus.\n\nUsage: krad-ade [flags]\n\nFlags:\n%s", fs.FlagUsages())
+		return exitOK
+	}
+	if *version {
+		fmt.Fprintf(stdout, "krad-ade %s (agents API v%d)\n", Build, api.Version)
+		return exitOK
+	}
+	if fs.NArg() > 0 {
+		return fail(stderr, exitUsage, fmt.Sprintf("krad-ade takes no arguments, got %d", fs.NArg()), "run krad-ade --help")
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fail(stderr, exitUsage, "--log-level must be debug, info, warn or error", "run krad-ade --help")
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	companion, err := findCompanion(getenv)
+	if err != nil {
+		return fail(stderr, exitError, err.Error(),
+			"build krad-ade, krad and krad-ade-agents into one folder (./scripts/start does) and start krad-ade from there")
+	}
+	dir := *configDir
+	if dir == "" {
+		if dir, err = discovery.Dir(getenv); err != nil {
+			return fail(stderr, exitError, fmt.Sprintf("find the config folder: %v", err), "set XDG_CONFIG_HOME or HOME, or pass --config-dir")
+		}
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return fail(stderr, exitError, fmt.Sprintf("config folder: %v", err), "pass --config-dir with an absolute path")
+	}
+	configPath := filepath.Join(dir, "config.toml")
+	cfg, err := config.Load(configPath)
+	if err != nil {
+		return fail(stderr, exitError, fmt.Sprintf("%s: %v", configPath, err),
+			"fix that line, or move the file away to start on the defaults")
+	}
+
+	app := &App{
+		log:       log,
+		dir:       dir,
+		stdout:    stdout,
+		companion: companion,
+	}
+	return app.serve(ctx, cfg, configPath, stderr)
+}
+
+// App is one run of krad-ade.
+type App struct {
+	log       *slog.Logger
+	dir       string
+	stdout    io.Writer
+	companion string
+
+	file discovery.File // what api.json says while discovery is on
+}
+
+func (a *App) serve(ctx context.Context, cfg config.Config, configPath string, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	busToken, err := api.NewToken()
+	if err != nil {
+		return fail(stderr, exitError, err.Error(), "the system's random source failed; try again")
+	}
+	leadToken, err := api.NewToken()
+	if err != nil {
+		return fail(stderr, exitError, err.Error(), "the system's random source failed; try again")
+	}
+	pid := os.Getpid()
+	srv, err := local.Listen(local.Config{
+		BusToken:  busToken,
+		LeadToken: leadToken,
+		Build:     Build,
+		PID:       pid,
+		Logger:    a.log,
+	})
+	if err != nil {
+		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
+	}
+	a.file = discovery.File{
+		APIVersion: api.Version,
+		Endpoint:   srv.Addr(),
+		Token:      busToken,
+		PID:        pid,
+		StartedAt:  time.Now().UTC(),
+	}
+	apiPath := filepath.Join(a.dir, discovery.FileName)
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+
+	where := "discovery is off (config.toml), so only the app's terminals find the bus"
+	if cfg.Discovery {
+		if err := discovery.Write(a.dir, a.file); err != nil {
+			stop()
+			<-served
+			return fail(stderr, exitError, fmt.Sprintf("write %s: %v", apiPath, err),
+				"check that the folder is yours and the disk has room, or set discovery = false in config.toml")
+		}
+		where = "api.json at " + apiPath
+	}
+	fmt.Fprintf(a.stdout, "krad-ade: bus on %s; %s\n", srv.Addr(), where)
+	a.log.Info("serving", "endpoint", srv.Addr(), "build", Build, "pid", pid, "companion", a.companion, "discovery", cfg.Discovery)
+
+	reload := make(chan struct{}, 1)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				select {
+				case reload <- struct{}{}:
+				default:
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		config.Watch(ctx, configPath, configPoll, reload, cfg,
+			func(c config.Config) { a.apply(c, apiPath) },
+			func(err error) {
+				a.log.Error("config.toml not applied: nothing changed", "path", configPath, "err", err)
+			})
+	}()
+
+	<-ctx.Done()
+	<-served
+	<-watched
+	if err := discovery.RemoveIfOurs(apiPath, pid); err != nil {
+		a.log.Warn("api.json left in place", "path", apiPath, "err", err)
+	}
+	a.log.Info("stopped")
+	return exitOK
+}
+
+// apply makes a new configuration true: discovery on writes api.json, off removes it at once.
+func (a *App) apply(c config.Config, apiPath string) {
+	if c.Discovery {
+		if err := discovery.Write(a.dir, a.file); err != nil {
+			a.log.Error("discovery turned on, but api.json could not be written", "path", apiPath, "err", err)
+			return
+		}
+		a.log.Info("discovery on: api.json written", "path", apiPath)
+		return
+	}
+	if err := discovery.RemoveIfOurs(apiPath, a.file.PID); err != nil {
+		a.log.Error("discovery turned off, but api.json could not be removed", "path", apiPath, "err", err)
+		return
+	}
+	a.log.Info("discovery off: api.json removed", "path", apiPath)
+}
+
+// findCompanion looks for krad-ade-agents next to the running executable, then on the PATH that
+// Run was given (not the process's own, so that tests can hand it another).
+func findCompanion(getenv func(string) string) (string, error) {
+	exe, err := os.Executable()
+	if err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			p := filepath.Join(filepath.Dir(exe), Companion)
+			if isExecutable(p) {
+				return p, nil
+			}
+		}
+	}
+	for _, d := range filepath.SplitList(getenv("PATH")) {
+		if d == "" {
+			continue
+		}
+		p := filepath.Join(d, Companion)
+		if isExecutable(p) {
+			return p, nil
+		}
+	}
+	where := "on PATH"
+	if exe != "" {
+		where = "next to " + exe + " or on PATH"
+	}
+	return "", fmt.Errorf("%s not found %s: the bus is not served", Companion, where)
+}
+
+func isExecutable(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// fail prints an error and its hint the way every krad program does, and returns code.
+func fail(w io.Writer, code int, msg, hint string) int {
+	msg = strings.TrimPrefix(msg, "krad-ade: ")
+	fmt.Fprintf(w, "krad-ade: error: %s\n", msg)
+	if hint != "" {
+		fmt.Fprintf(w, "krad-ade: hint: %s\n", hint)
+	}
+	return code
+}

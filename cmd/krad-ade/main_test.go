@@ -1,0 +1,502 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/krad-ade/krad/internal/testbin"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+// app is a krad-ade process started by a test, with its own config folder.
+type app struct {
+	t        *testing.T
+	cmd      *exec.Cmd
+	home     string // XDG_CONFIG_HOME
+	dir      string // home/krad-ade
+	endpoint string
+	stdout   string // the first line
+	stderr   *syncBuffer
+	exited   chan struct{}
+	exitCode int
+	tok      string // the token, once read from api.json: the log must never contain it
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+var busLine = regexp.MustCompile(`^krad-ade: bus on (127\.0\.0\.1:\d+); (.*)$`)
+
+// baseEnv is a minimal environment: PATH with the programs' folder first, and the config home.
+func baseEnv(bin, home string) []string {
+	return []string{
+		"PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + home,
+		"XDG_CONFIG_HOME=" + home,
+	}
+}
+
+func startApp(t *testing.T, home string, args ...string) *app {
+	t.Helper()
+	bin := testbin.Dir(t)
+	if home == "" {
+		home = t.TempDir()
+	}
+	a := &app{t: t, home: home, dir: filepath.Join(home, "krad-ade"), stderr: &syncBuffer{}, exited: make(chan struct{})}
+	a.cmd = exec.Command(filepath.Join(bin, "krad-ade"), args...)
+	a.cmd.Env = baseEnv(bin, home)
+	a.cmd.Stderr = a.stderr
+	out, err := a.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(out)
+		line, _ := r.ReadString('\n')
+		first <- strings.TrimSpace(line)
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	go func() {
+		_ = a.cmd.Wait()
+		a.exitCode = a.cmd.ProcessState.ExitCode()
+		close(a.exited)
+	}()
+	t.Cleanup(func() {
+		_ = a.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-a.exited:
+		case <-time.After(10 * time.Second):
+			_ = a.cmd.Process.Kill()
+			t.Error("krad-ade did not stop within 10 s of SIGTERM")
+		}
+		if a.tok != "" && strings.Contains(a.stderr.String(), a.tok) {
+			t.Errorf("the app's log contains the token:\n%s", a.stderr)
+		}
+	})
+	select {
+	case a.stdout = <-first:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("krad-ade printed nothing in 20 s; its log:\n%s", a.stderr)
+	}
+	m := busLine.FindStringSubmatch(a.stdout)
+	if m == nil {
+		t.Fatalf("krad-ade's first line is %q, want \"krad-ade: bus on 127.0.0.1:PORT; …\"; log:\n%s", a.stdout, a.stderr)
+	}
+	a.endpoint = m[1]
+	return a
+}
+
+func (a *app) apiPath() string { return filepath.Join(a.dir, "api.json") }
+
+// file reads api.json as raw JSON fields.
+func (a *app) file() map[string]any {
+	a.t.Helper()
+	b, err := os.ReadFile(a.apiPath())
+	if err != nil {
+		a.t.Fatalf("read api.json: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		a.t.Fatalf("api.json is not JSON: %v", err)
+	}
+	if tok, ok := m["token"].(string); ok {
+		a.tok = tok
+	}
+	return m
+}
+
+func (a *app) token() string { return a.file()["token"].(string) }
+
+func (a *app) stop(sig syscall.Signal) int {
+	a.t.Helper()
+	_ = a.cmd.Process.Signal(sig)
+	select {
+	case <-a.exited:
+	case <-time.After(10 * time.Second):
+		a.t.Fatalf("krad-ade did not stop within 10 s of %v", sig)
+	}
+	return a.exitCode
+}
+
+// nc sends one line with nc, the spec's by-hand way, and returns what came back.
+func nc(t *testing.T, endpoint, line string) string {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(endpoint)
+	cmd := exec.Command("nc", host, port)
+	cmd.Stdin = strings.NewReader(line)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("nc: %v", err)
+	}
+	return string(out)
+}
+
+func needNC(t *testing.T) {
+	if _, err := exec.LookPath("nc"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("nc is missing in CI: scripts/test installs netcat-openbsd")
+		}
+		t.Skip("nc is missing: apt-get install netcat-openbsd")
+	}
+}
+
+func TestStartsOnTheEmbeddedDefault(t *testing.T) {
+	needNC(t)
+	a := startApp(t, "")
+	if want := "api.json at " + a.apiPath(); !strings.HasSuffix(a.stdout, want) {
+		t.Errorf("first line %q does not say %q", a.stdout, want)
+	}
+
+	// api.json: owner-only, in an owner-only folder, with exactly the spec's five fields.
+	fi, err := os.Stat(a.apiPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("api.json has mode %o, want 600", fi.Mode().Perm())
+	}
+	di, _ := os.Stat(a.dir)
+	if di.Mode().Perm() != 0o700 {
+		t.Errorf("the config folder has mode %o, want 700", di.Mode().Perm())
+	}
+	raw, _ := os.ReadFile(a.apiPath())
+	keys := regexp.MustCompile(`"([a-z_]+)"\s*:`).FindAllStringSubmatch(string(raw), -1)
+	var names []string
+	for _, k := range keys {
+		names = append(names, k[1])
+	}
+	if got, want := strings.Join(names, ","), "api_version,endpoint,token,pid,started_at"; got != want {
+		t.Errorf("api.json has keys %s, want %s", got, want)
+	}
+	f := a.file()
+	pid := a.cmd.Process.Pid
+	if f["endpoint"] != a.endpoint || f["api_version"] != 1.0 || f["pid"] != float64(pid) {
+		t.Errorf("api.json = %v, want endpoint %s, version 1, pid %d", f, a.endpoint, pid)
+	}
+	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(a.token()) {
+		t.Error("the token in api.json is not 32 lowercase hex digits")
+	}
+	if _, err := time.Parse(time.RFC3339, f["started_at"].(string)); err != nil {
+		t.Errorf("started_at: %v", err)
+	}
+
+	// The spec's by-hand request, with nc.
+	got := nc(t, a.endpoint, fmt.Sprintf(`{"api_version":1,"token":"%s","from":"Client","request":"Hello"}`+"\n", a.token()))
+	if want := fmt.Sprintf(`{"Hello":{"api_version":1,"build":"0.1.0","pid":%d}}`+"\n", pid); got != want {
+		t.Errorf("nc Hello got %q, want %q", got, want)
+	}
+}
+
+func TestCLIFindsTheAppThroughAPIJSON(t *testing.T) {
+	a := startApp(t, "")
+	bin := testbin.Dir(t)
+	run := func(args ...string) (string, string, int) {
+		cmd := exec.Command(filepath.Join(bin, "krad"), args...)
+		cmd.Env = baseEnv(bin, a.home)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		_ = cmd.Run()
+		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+	}
+	pid := a.cmd.Process.Pid
+	out, errOut, code := run("api")
+	want := fmt.Sprintf("agents API v1 · build 0.1.0 · pid %d · %s (found through ~/krad-ade/api.json)\n", pid, a.endpoint)
+	if code != 0 || out != want {
+		t.Errorf("krad api: exit %d, got %q, want %q; stderr %q", code, out, want, errOut)
+	}
+	out, errOut, code = run("api", "info", "--json")
+	want = fmt.Sprintf(`{"endpoint":%q,"api_version":1,"build":"0.1.0","discovery_file":%q}`+"\n", a.endpoint, a.apiPath())
+	if code != 0 || out != want {
+		t.Errorf("krad api info --json: exit %d, got %q, want %q; stderr %q", code, out, want, errOut)
+	}
+	out, _, code = run("api", "info", "--json", "--show-token")
+	if code != 0 || !strings.Contains(out, `"token":"`+a.token()+`"`) {
+		t.Errorf("krad api info --json --show-token: exit %d, got %q, want the token", code, out)
+	}
+
+	// Once the app is gone the file it left behind (here: put back by hand, as a crash leaves it)
+	// is stale: exit 2.
+	raw, _ := os.ReadFile(a.apiPath())
+	if code := a.stop(syscall.SIGTERM); code != 0 {
+		t.Errorf("krad-ade exited %d after SIGTERM, want 0", code)
+	}
+	if err := os.WriteFile(a.apiPath(), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = run("api", "info")
+	if code != 2 || !strings.Contains(errOut, "stale") {
+		t.Errorf("krad api info on a stale file: exit %d, stdout %q, stderr %q; want exit 2 and 'stale'", code, out, errOut)
+	}
+}
+
+func TestNoCompanionServesNothing(t *testing.T) {
+	bin := testbin.Dir(t)
+	lonely := t.TempDir()
+	raw, err := os.ReadFile(filepath.Join(bin, "krad-ade"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lonely, "krad-ade"), raw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	cmd := exec.Command(filepath.Join(lonely, "krad-ade"))
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "XDG_CONFIG_HOME=" + home}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if err == nil {
+		t.Fatal("krad-ade without krad-ade-agents exited 0")
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	if !strings.HasPrefix(lines[0], "krad-ade: error: krad-ade-agents not found next to") || !strings.Contains(lines[0], "the bus is not served") {
+		t.Errorf("stderr %q does not say the companion is missing", stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout %q, want nothing", stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(home, "krad-ade", "api.json")); !os.IsNotExist(err) {
+		t.Errorf("api.json exists (%v), want none", err)
+	}
+}
+
+func TestCompanionOnPath(t *testing.T) {
+	bin := testbin.Dir(t)
+	lonely := t.TempDir()
+	raw, _ := os.ReadFile(filepath.Join(bin, "krad-ade"))
+	_ = os.WriteFile(filepath.Join(lonely, "krad-ade"), raw, 0o755)
+	home := t.TempDir()
+	cmd := exec.Command(filepath.Join(lonely, "krad-ade"))
+	cmd.Env = baseEnv(bin, home) // krad-ade-agents only on PATH
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	if !busLine.MatchString(strings.TrimSpace(line)) {
+		t.Errorf("with krad-ade-agents on PATH, first line %q", line)
+	}
+}
+
+func TestCleanExitRemovesItsOwnFileOnly(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			a := startApp(t, "")
+			a.file()
+			if code := a.stop(sig); code != 0 {
+				t.Errorf("exit %d after %v, want 0", code, sig)
+			}
+			if _, err := os.Stat(a.apiPath()); !os.IsNotExist(err) {
+				t.Errorf("api.json still there after %v (%v)", sig, err)
+			}
+		})
+	}
+	t.Run("another app's file stays", func(t *testing.T) {
+		first := startApp(t, "")
+		second := startApp(t, first.home) // replaces api.json with its own
+		if got := second.file()["pid"]; got != float64(second.cmd.Process.Pid) {
+			t.Fatalf("api.json names pid %v, want the second app's %d", got, second.cmd.Process.Pid)
+		}
+		first.stop(syscall.SIGTERM)
+		if got := second.file()["pid"]; got != float64(second.cmd.Process.Pid) {
+			t.Errorf("after the first app stopped, api.json names pid %v, want %d", got, second.cmd.Process.Pid)
+		}
+		second.stop(syscall.SIGTERM)
+		if _, err := os.Stat(second.apiPath()); !os.IsNotExist(err) {
+			t.Errorf("api.json still there after its own app stopped")
+		}
+	})
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10 s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func TestDiscoverySetting(t *testing.T) {
+	needNC(t)
+	a := startApp(t, "")
+	token := a.token()
+	hello := func() string {
+		return nc(t, a.endpoint, fmt.Sprintf(`{"api_version":1,"token":"%s","from":"Client","request":"Hello"}`+"\n", token))
+	}
+	cfg := filepath.Join(a.dir, "config.toml")
+
+	// Off: the file goes at once; the bus keeps serving its terminals.
+	if err := os.WriteFile(cfg, []byte("discovery = false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "api.json removed after discovery = false", func() bool { return !exists(a.apiPath()) })
+
+	// On again: the same file comes back.
+	_ = os.WriteFile(cfg, []byte("discovery = true\n"), 0o600)
+	waitFor(t, "api.json written after discovery = true", func() bool { return exists(a.apiPath()) })
+	if a.token() != token || a.file()["endpoint"] != a.endpoint {
+		t.Error("api.json came back with another token or endpoint")
+	}
+	if !strings.HasPrefix(hello(), `{"Hello":`) {
+		t.Error("the bus stopped answering")
+	}
+
+	// A broken file is reported with its line and changes nothing.
+	_ = os.WriteFile(cfg, []byte("# settings\ndiscovery = nope\n"), 0o600)
+	waitFor(t, "the broken line reported in the log", func() bool { return strings.Contains(a.stderr.String(), "line 2") })
+	if !exists(a.apiPath()) {
+		t.Error("a broken config.toml removed api.json")
+	}
+	if !strings.HasPrefix(hello(), `{"Hello":`) {
+		t.Error("a broken config.toml stopped the bus")
+	}
+
+	// SIGHUP reloads: off again through a rewrite and a signal.
+	_ = os.WriteFile(cfg, []byte("discovery = false\n"), 0o600)
+	_ = a.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor(t, "api.json removed after SIGHUP", func() bool { return !exists(a.apiPath()) })
+	if !strings.HasPrefix(hello(), `{"Hello":`) {
+		t.Error("the bus stopped answering after SIGHUP")
+	}
+}
+
+func TestDiscoveryOffAtStart(t *testing.T) {
+	home := t.TempDir()
+	_ = os.MkdirAll(filepath.Join(home, "krad-ade"), 0o700)
+	_ = os.WriteFile(filepath.Join(home, "krad-ade", "config.toml"), []byte("discovery = false\n"), 0o600)
+	a := startApp(t, home)
+	if !strings.Contains(a.stdout, "discovery is off") {
+		t.Errorf("first line %q does not say discovery is off", a.stdout)
+	}
+	time.Sleep(700 * time.Millisecond) // more than one poll of the config file
+	if exists(a.apiPath()) {
+		t.Error("api.json written although discovery = false")
+	}
+}
+
+func TestBrokenConfigAtStart(t *testing.T) {
+	home := t.TempDir()
+	_ = os.MkdirAll(filepath.Join(home, "krad-ade"), 0o700)
+	_ = os.WriteFile(filepath.Join(home, "krad-ade", "config.toml"), []byte("\n\ndiscovry = false\n"), 0o600)
+	bin := testbin.Dir(t)
+	cmd := exec.Command(filepath.Join(bin, "krad-ade"))
+	cmd.Env = baseEnv(bin, home)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatal("krad-ade started with a config.toml it cannot read")
+	}
+	if !strings.Contains(stderr.String(), "line 3") || !strings.Contains(stderr.String(), "krad-ade: hint:") {
+		t.Errorf("stderr %q does not name line 3 and a hint", stderr.String())
+	}
+	if exists(filepath.Join(home, "krad-ade", "api.json")) {
+		t.Error("api.json written")
+	}
+}
+
+// TestBadInputThroughNC: the spec's bad lines, sent the by-hand way to the real app, each
+// answered with its code; the app keeps serving.
+func TestBadInputThroughNC(t *testing.T) {
+	needNC(t)
+	a := startApp(t, "")
+	tok := a.token()
+	tests := []struct{ line, code string }{
+		{"not json\n", "bad_request"},
+		{"[1]\n", "bad_request"},
+		{fmt.Sprintf(`{"api_version":1,"token":"%s","from":"Client","request":"Explode"}`+"\n", tok), "bad_request"},
+		{fmt.Sprintf(`{"api_version":1,"token":"%s","from":"Client","request":{"List":1,"Hello":2}}`+"\n", tok), "bad_request"},
+		{`{"api_version":1,"token":"","from":"Client","request":"Hello"}` + "\n", "unauthorized"},
+		{`{"api_version":1,"token":"abc","from":"Client","request":"Hello"}` + "\n", "unauthorized"},
+		{fmt.Sprintf(`{"api_version":2,"token":"%s","from":"Client","request":"Hello"}`+"\n", tok), "unsupported_api_version"},
+		{fmt.Sprintf(`{"api_version":0,"token":"%s","from":"Client","request":"Hello"}`+"\n", tok), "unsupported_api_version"},
+		{fmt.Sprintf(`{"api_version":"1","token":"%s","from":"Client","request":"Hello"}`+"\n", tok), "bad_request"},
+		{fmt.Sprintf(`{"api_version":1,"token":"%s","request":"Hello"}`+"\n", tok), "bad_request"},
+		{fmt.Sprintf(`{"api_version":1,"token":"%s","from":{"Terminal":{"environment":"main","terminal":99}},"request":"List"}`+"\n", tok), "forbidden"},
+		{fmt.Sprintf(`{"api_version":1,"token":"%s","from":"Client","request":{"Read":{"target":1}}}`+"\n", tok), "forbidden"},
+		{fmt.Sprintf(`{"api_version":1,"token":"%s","from":{"Lead":{"environment":"main","terminal":1}},"request":"List"}`+"\n", tok), "unauthorized"},
+		{strings.Repeat("x", 70000) + "\n", "bad_request"},
+	}
+	for _, tt := range tests {
+		got := nc(t, a.endpoint, tt.line)
+		if !strings.Contains(got, `"code":"`+tt.code+`"`) {
+			t.Errorf("%.60q: got %q, want code %s", tt.line, got, tt.code)
+		}
+		if strings.Contains(got, tok) {
+			t.Errorf("an answer carries the token: %q", got)
+		}
+	}
+	if got := nc(t, a.endpoint, fmt.Sprintf(`{"api_version":1,"token":"%s","from":"Client","request":"Hello"}`+"\n", tok)); !strings.HasPrefix(got, `{"Hello":`) {
+		t.Errorf("after the bad input, Hello got %q", got)
+	}
+}
+
+// TestLineTimeoutIsTenSeconds: the real app answers a connection that sends no newline with
+// bad_request once 10 seconds have passed, and closes it.
+func TestLineTimeoutIsTenSeconds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits 10 s")
+	}
+	t.Parallel()
+	a := startApp(t, "")
+	conn, err := net.Dial("tcp", a.endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	start := time.Now()
+	_, _ = conn.Write([]byte(`{"api_version":1`))
+	_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	got, err := io.ReadAll(conn)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("no answer and no close: %v", err)
+	}
+	if !strings.Contains(string(got), `"code":"bad_request"`) || !strings.Contains(string(got), "10s") {
+		t.Errorf("got %q, want bad_request about 10s", got)
+	}
+	if took < 10*time.Second-50*time.Millisecond {
+		t.Errorf("answered after %v, before the spec's 10 seconds", took)
+	}
+}

@@ -1,0 +1,53 @@
+# Shared by scripts/start and scripts/test. Sourced, not run.
+
+# need_go stops with a clear message when Go is missing or too old.
+need_go() {
+  if ! command -v go >/dev/null 2>&1; then
+    if [ -x /usr/local/go/bin/go ]; then
+      export PATH="/usr/local/go/bin:$PATH"
+    else
+      echo "krad: error: Go is not installed (go 1.26 or later is needed)" >&2
+      echo "krad: hint: install Go from https://go.dev/dl/ or your distribution's golang package, then run this again" >&2
+      exit 1
+    fi
+  fi
+  local v
+  v=$(go env GOVERSION)
+  case "$v" in
+    go1.2[6-9]*|go1.[3-9][0-9]*|go[2-9]*) ;;
+    *) echo "krad: error: $v is too old: go 1.26 or later is needed" >&2; exit 1 ;;
+  esac
+}
+
+# build_bin DIR builds the three programs into DIR: krad-ade, krad, and krad-ade-agents (the same
+# executable as krad, chosen by the name it is called by).
+build_bin() {
+  local dir=$1
+  mkdir -p "$dir"
+  go build -trimpath -o "$dir/" ./cmd/krad-ade ./cmd/krad
+  ln -f "$dir/krad" "$dir/krad-ade-agents"
+}
+
+# need_debs PKG:CMD... installs, through apt-get, each Debian package whose command is missing.
+# Without root it says exactly what to install and stops.
+need_debs() {
+  local missing=() pair
+  for pair in "$@"; do
+    command -v "${pair#*:}" >/dev/null 2>&1 || missing+=("${pair%%:*}")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
+    echo "krad: error: missing Debian packages: ${missing[*]}" >&2
+    echo "krad: hint: as root: apt-get update && apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  echo "krad: installing ${missing[*]} with apt-get" >&2
+  $sudo apt-get update -qq >/dev/null || true
+  if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null; then
+    echo "krad: error: apt-get could not install: ${missing[*]}" >&2
+    echo "krad: hint: run 'apt-get install -y ${missing[*]}' yourself and read what it says" >&2
+    exit 1
+  fi
+}
