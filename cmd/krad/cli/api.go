@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+)
+
+// apiCommand is `krad api`: Hello, in one line.
+func apiCommand() *command {
+	var asJSON bool
+	return &command{
+		name:    "api",
+		args:    "[--json]",
+		summary: "say hello to the agents API and print its version",
+		help: `
+Says Hello to the agents API and prints one line: the API version, the app's build and process
+id, the endpoint, and how krad found it.`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&asJSON, "json", false, `print {"api_version","build","pid","endpoint"}`)
+		},
+		run: func(x *invocation, args []string) error {
+			if err := x.noArgs(args); err != nil {
+				return err
+			}
+			b, err := x.bus()
+			if err != nil {
+				return err
+			}
+			h, err := b.hello(x.ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(x.stdout, struct {
+					APIVersion int    `json:"api_version"`
+					Build      string `json:"build"`
+					PID        int    `json:"pid,omitempty"`
+					Endpoint   string `json:"endpoint"`
+				}{h.APIVersion, h.Build, h.PID, b.client.Endpoint})
+			}
+			pid := ""
+			if h.PID != 0 {
+				pid = fmt.Sprintf(" · pid %d", h.PID)
+			}
+			_, err = fmt.Fprintf(x.stdout, "agents API v%d · build %s%s · %s (found through %s)\n",
+				h.APIVersion, printable(h.Build, 100), pid, b.client.Endpoint, printable(b.foundThrough(), maxLine))
+			return err
+		},
+		subs: []*command{apiInfoCommand()},
+	}
+}
+
+// apiInfoCommand is `krad api info`: where the API is, how krad found it, and whether api.json is
+// live.
+func apiInfoCommand() *command {
+	var asJSON, showToken bool
+	return &command{
+		name:    "info",
+		args:    "[--show-token] [--json]",
+		summary: "print where the agents API is and how krad found it",
+		help: `
+Prints where the agents API is and how krad found it: the endpoint, the API version and the
+app's build (from a Hello), the variable or api.json krad found it through, and who krad calls
+as. When krad found it through api.json and nothing answers there, or another process does, the
+file is stale and krad exits with 2.`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&showToken, "show-token", false, "also print the bus token")
+			fs.BoolVar(&asJSON, "json", false, `print {"endpoint","api_version","build","discovery_file","token"}`)
+		},
+		run: func(x *invocation, args []string) error {
+			if err := x.noArgs(args); err != nil {
+				return err
+			}
+			b, err := x.bus()
+			if err != nil {
+				return err
+			}
+			h, err := b.hello(x.ctx)
+			if err != nil {
+				return err
+			}
+			token := ""
+			if showToken {
+				token = b.client.Token.Reveal() // asked for by name
+			}
+			if asJSON {
+				return writeJSON(x.stdout, struct {
+					Endpoint      string `json:"endpoint"`
+					APIVersion    int    `json:"api_version"`
+					Build         string `json:"build"`
+					DiscoveryFile string `json:"discovery_file,omitempty"`
+					Token         string `json:"token,omitempty"`
+				}{b.client.Endpoint, h.APIVersion, h.Build, b.file, token})
+			}
+			rows := [][2]string{
+				{"endpoint", b.client.Endpoint},
+				{"api version", fmt.Sprint(h.APIVersion)},
+				{"build", printable(h.Build, 100)},
+				{"found through", printable(b.foundThrough(), maxLine)},
+				{"caller", b.client.From.String()},
+			}
+			if showToken {
+				rows = append(rows, [2]string{"token", token})
+			}
+			_, err = io.WriteString(x.stdout, formatRows(rows, ""))
+			return err
+		},
+	}
+}

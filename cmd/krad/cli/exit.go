@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"errors"
+
+	"github.com/krad-ade/krad/api"
+)
+
+// The exit codes of krad and krad-ade-agents; the package documentation explains each one.
+const (
+	ExitOK                 = 0
+	ExitFailed             = 1
+	ExitNoAPI              = 2
+	ExitUnauthorized       = 3
+	ExitTimedOut           = 4
+	ExitUsage              = 5
+	ExitUnsupportedVersion = 6
+)
+
+// The kinds of failure that are krad's own rather than the app's answers. A *problem carries one.
+var (
+	errNoAPI   = errors.New("no live agents API")
+	errNoToken = errors.New("no usable token")
+	errUsage   = errors.New("usage")
+)
+
+// exitCode is the one table from what went wrong to the exit code.
+func exitCode(err error) int {
+	var (
+		answered    *api.Error
+		unreachable *api.UnreachableError
+	)
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, errUsage):
+		return ExitUsage
+	case errors.Is(err, errNoAPI), errors.As(err, &unreachable):
+		return ExitNoAPI
+	case errors.Is(err, errNoToken):
+		return ExitUnauthorized
+	case errors.Is(err, api.ErrTimedOut):
+		return ExitTimedOut
+	case errors.As(err, &answered):
+		switch answered.Code {
+		case api.CodeUnauthorized, api.CodeForbidden:
+			return ExitUnauthorized
+		case api.CodeUnsupportedAPIVersion:
+			return ExitUnsupportedVersion
+		}
+	}
+	return ExitFailed
+}
+
+// problem is an error a person reads: err says what failed, kind (one of the errNoAPI family, or
+// nil) decides the exit code where err's own type does not, and hint is the next step.
+type problem struct {
+	err  error
+	kind error
+	hint string
+}
+
+func (p *problem) Error() string { return p.err.Error() }
+func (p *problem) Unwrap() error { return p.err }
+
+// Is makes errors.Is(err, errNoAPI) true for a problem of that kind.
+func (p *problem) Is(target error) bool { return p.kind != nil && target == p.kind }
+
+// hintOf is the hint of the outermost problem in err's chain that has one.
+func hintOf(err error) string {
+	for err != nil {
+		if p, ok := err.(*problem); ok && p.hint != "" {
+			return p.hint
+		}
+		err = errors.Unwrap(err)
+	}
+	return ""
+}
+
+// errUsageShown says that the usage went to stderr already: only the exit code is left to give.
+var errUsageShown = &problem{err: errors.New("usage shown"), kind: errUsage}

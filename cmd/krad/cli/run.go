@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/krad-ade/krad/api"
+)
+
+// Env gives the value of an environment variable, "" when it is unset: os.Getenv, or [MapEnv].
+type Env func(key string) string
+
+// MapEnv is an Env that reads m, for tests.
+func MapEnv(m map[string]string) Env { return func(key string) string { return m[key] } }
+
+// Options are what the two builds of krad differ in.
+type Options struct {
+	// Discover finds the bus through api.json when the KRAD_ADE_* variables are not set. nil
+	// means the variables only: the static build for SSH hosts, which must not link the
+	// discovery code.
+	Discover func(getenv func(string) string) (Discovered, error)
+	// Version is krad's version; "" means the module version from the build information.
+	Version string
+}
+
+// Discovered is what [Options.Discover] found in api.json.
+type Discovered struct {
+	// Path is the api.json it read. Discover sets it even when it fails, once it knows where it
+	// looked, so that krad can tell the user.
+	Path     string
+	Endpoint string
+	Token    api.Token
+	PID      int
+}
+
+// agentsName is the name under which the executable is the agents' companion.
+const agentsName = "krad-ade-agents"
+
+// Run runs one command line and returns the process's exit code (see the package documentation).
+// args is the whole command line, program name first, as in os.Args: called as krad-ade-agents,
+// Run is the agents' companion; called by any other name, it is krad. env nil is an empty
+// environment. stdin is for commands that read input.
+func Run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, stderr io.Writer, opts Options) int {
+	if env == nil {
+		env = MapEnv(nil)
+	}
+	root := kradCommand()
+	if len(args) > 0 && programName(args[0]) == agentsName {
+		root = agentsCommand()
+	}
+	if len(args) > 0 {
+		args = args[1:]
+	}
+	x := &invocation{ctx: ctx, env: env, stdin: stdin, stdout: stdout, stderr: stderr, opts: opts, prog: root.name}
+	err := x.dispatch(root, args)
+	if err != nil && err != errUsageShown {
+		fmt.Fprintf(stderr, "%s: error: %s\n", x.prog, printable(err.Error(), maxLine))
+		if hint := hintOf(err); hint != "" {
+			fmt.Fprintf(stderr, "%s: hint: %s\n", x.prog, printable(hint, maxLine))
+		}
+	}
+	return exitCode(err)
+}
+
+// programName is the name the executable was called by, without folder or .exe.
+func programName(arg0 string) string {
+	return strings.TrimSuffix(filepath.Base(arg0), ".exe")
+}
+
+// invocation is one run of a command: where it reads and writes, and what it was called as.
+type invocation struct {
+	ctx            context.Context
+	env            Env
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	opts           Options
+	prog           string // krad or krad-ade-agents, the prefix of error lines
+	path           string // the command's full name: "krad api info"
+}
+
+// bus finds the agents bus for this invocation.
+func (x *invocation) bus() (*bus, error) { return findBus(x.env, x.opts.Discover) }
+
+// usageError is bad flags or arguments: exit code 5, with a hint to the command's help.
+func (x *invocation) usageError(format string, args ...any) error {
+	return &problem{err: fmt.Errorf(format, args...), kind: errUsage, hint: "run '" + x.path + " --help'"}
+}
+
+// noArgs refuses arguments to a command that takes none.
+func (x *invocation) noArgs(args []string) error {
+	if len(args) > 0 {
+		return x.usageError("%s takes no arguments, and %s is not one of its commands", x.path, quote(args[0]))
+	}
+	return nil
+}

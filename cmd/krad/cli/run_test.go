@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestHelpAndUsage(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantOut  []string // parts of stdout
+		wantErr  []string // parts of stderr
+		wantCode int
+	}{
+		{"krad --help lists the commands", []string{"--help"},
+			[]string{"Usage:\n  krad <command> [flags]\n", "\n  api       say hello", "\n  api info  print where", "\n  version   ", "Exit codes: 0 success"}, nil, ExitOK},
+		{"krad -h", []string{"-h"}, []string{"Commands:"}, nil, ExitOK},
+		{"krad api --help", []string{"api", "--help"},
+			[]string{"Usage:\n  krad api [--json]\n  krad api <command> [flags]\n", "\n  info  print where", "      --json  "}, nil, ExitOK},
+		{"krad api info --help", []string{"api", "info", "--help"},
+			[]string{"  krad api info [--show-token] [--json]\n", "--show-token  also print the bus token"}, nil, ExitOK},
+		{"krad version --help", []string{"version", "--help"}, []string{"krad version [--json]"}, nil, ExitOK},
+		{"krad alone prints the help on stderr", nil, nil, []string{"Usage:\n  krad <command> [flags]\n"}, ExitUsage},
+		{"unknown command, quoted and cut", []string{"\x1b]0;pwned\x07" + strings.Repeat("a", 100)}, nil,
+			[]string{`krad: error: unknown command "\x1b]0;pwned\a` + strings.Repeat("a", 40-len("\x1b]0;pwned\x07")) + `…"` + "\nkrad: hint: run 'krad --help'\n"}, ExitUsage},
+		{"bad flag with control characters", []string{"--\x1b[2J"}, nil, []string{`krad: error: unknown flag: --\x1b[2J`}, ExitUsage},
+		{"a flag needs no value", []string{"api", "--json=maybe"}, nil, []string{"krad: error: invalid argument \"maybe\" for \"--json\" flag"}, ExitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, nil, Options{}, tt.args...)
+			for _, want := range tt.wantOut {
+				if !strings.Contains(out, want) {
+					t.Errorf("got stdout\n%s\nwant it to contain %q", out, want)
+				}
+			}
+			if len(tt.wantOut) == 0 && out != "" {
+				t.Errorf("got stdout\n%s\nwant none", out)
+			}
+			for _, want := range tt.wantErr {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("got stderr\n%s\nwant it to contain %q", errOut, want)
+				}
+			}
+			if len(tt.wantErr) == 0 && errOut != "" {
+				t.Errorf("got stderr\n%s\nwant none", errOut)
+			}
+			if strings.ContainsAny(errOut, "\x1b\x07") {
+				t.Errorf("got stderr %q, want no control characters", errOut)
+			}
+			if code != tt.wantCode {
+				t.Errorf("got exit code %d, want %d", code, tt.wantCode)
+			}
+		})
+	}
+}
+
+func TestAgentsName(t *testing.T) {
+	tests := []struct {
+		arg0     string
+		args     []string
+		wantOut  string // a part of stdout
+		wantErr  string // all of stderr
+		wantCode int
+	}{
+		{"/opt/krad-ade/krad-ade-agents", []string{"--help"}, "krad-ade-agents run -- CMD…", "", ExitOK},
+		{`krad-ade-agents.exe`, []string{"-h"}, "the agents' companion", "", ExitOK},
+		{"krad-ade-agents", []string{"run", "--", "claude"}, "",
+			"krad-ade-agents: error: unknown command \"run\"\nkrad-ade-agents: hint: run 'krad-ade-agents --help'\n", ExitUsage},
+		{"krad-ade-agents", []string{"api"}, "",
+			"krad-ade-agents: error: unknown command \"api\"\nkrad-ade-agents: hint: run 'krad-ade-agents --help'\n", ExitUsage},
+		{"krad-ade-agents", []string{"--bogus"}, "",
+			"krad-ade-agents: error: unknown flag: --bogus\nkrad-ade-agents: hint: run 'krad-ade-agents --help'\n", ExitUsage},
+		{"/usr/local/bin/krad", []string{"--help"}, "krad talks to the agents bus", "", ExitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.arg0+" "+strings.Join(tt.args, " "), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := Run(context.Background(), append([]string{tt.arg0}, tt.args...), nil, nil, &out, &errOut, Options{})
+			if !strings.Contains(out.String(), tt.wantOut) {
+				t.Errorf("got stdout\n%s\nwant it to contain %q", out.String(), tt.wantOut)
+			}
+			if got := errOut.String(); got != tt.wantErr {
+				t.Errorf("got stderr\n%s\nwant\n%s", got, tt.wantErr)
+			}
+			if code != tt.wantCode {
+				t.Errorf("got exit code %d, want %d", code, tt.wantCode)
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	tests := []struct {
+		name string
+		opts Options
+		args []string
+		want string
+	}{
+		{"krad", found(Discovered{}), []string{"version"}, "krad 0.1.0 · agents API v1\n"},
+		{"static", Options{}, []string{"version"}, "krad 0.1.0 · agents API v1 · static build: finds the API through the KRAD_ADE_* variables only\n"},
+		{"json", found(Discovered{}), []string{"version", "--json"}, `{"version":"0.1.0","api_version":1,"variables_only":false}` + "\n"},
+		{"static json", Options{}, []string{"version", "--json"}, `{"version":"0.1.0","api_version":1,"variables_only":true}` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Version = "0.1.0"
+			out, errOut, code := run(t, nil, tt.opts, tt.args...)
+			if out != tt.want || errOut != "" || code != ExitOK {
+				t.Errorf("got %q, %q, exit code %d; want %q, no stderr, exit code 0", out, errOut, code, tt.want)
+			}
+		})
+	}
+}
+
+// TestNoTokenInOutput runs every command, in success and in failure, and checks that the token
+// appears only where --show-token asks for it.
+func TestNoTokenInOutput(t *testing.T) {
+	live, tok := startBus(t, 4321)
+	dead := deadEndpoint(t)
+	wrong := newToken(t)
+	loose := filepath.Join(t.TempDir(), "loose")
+	if err := os.WriteFile(loose, []byte(tok.Reveal()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(loose, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	setups := []struct {
+		name string
+		env  map[string]string
+		opts Options
+	}{
+		{"variables", map[string]string{varEndpoint: live, varToken: tok.Reveal(), varTerminal: "main:4"}, Options{}},
+		{"api.json", map[string]string{"HOME": "/home/u"}, found(Discovered{Path: "/home/u/.config/krad-ade/api.json", Endpoint: live, Token: tok, PID: 4321})},
+		{"stale api.json", map[string]string{"HOME": "/home/u"}, found(Discovered{Path: "/home/u/.config/krad-ade/api.json", Endpoint: dead, Token: tok, PID: 4321})},
+		{"nothing answers", map[string]string{varEndpoint: dead, varToken: tok.Reveal()}, Options{}},
+		{"wrong token", map[string]string{varEndpoint: live, varToken: wrong.Reveal()}, Options{}},
+		{"loose token file", map[string]string{varEndpoint: live, varTokenFile: loose}, Options{}},
+		{"malformed token", map[string]string{varEndpoint: live, varToken: tok.Reveal() + "0"}, Options{}},
+	}
+	commands := [][]string{
+		{"api"}, {"api", "--json"}, {"api", "info"}, {"api", "info", "--json"}, {"version"}, {"--help"},
+		{"api", "--bogus"}, {"api", "info", "extra"},
+	}
+	for _, s := range setups {
+		for _, args := range commands {
+			t.Run(s.name+"/"+strings.Join(args, " "), func(t *testing.T) {
+				out, errOut, _ := run(t, s.env, s.opts, args...)
+				for _, secret := range []string{tok.Reveal(), wrong.Reveal()} {
+					if strings.Contains(out+errOut, secret) {
+						t.Errorf("got output with a token:\n%s%s", out, errOut)
+					}
+				}
+			})
+		}
+	}
+	for _, args := range [][]string{{"api", "info", "--show-token"}, {"api", "info", "--show-token", "--json"}} {
+		out, _, code := run(t, setups[0].env, setups[0].opts, args...)
+		if !strings.Contains(out, tok.Reveal()) || code != ExitOK {
+			t.Errorf("%v: got\n%s\nexit code %d; want the token, exit code 0", args, out, code)
+		}
+	}
+}
+
+func TestPrintable(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"plain · text", 100, "plain · text"},
+		{"\x1b[31mred", 100, `\x1b[31mred`},
+		{"bell\a", 100, `bell\a`},
+		{"new\nline", 100, `new\nline`},
+		{"bad \xff byte", 100, `bad \xff byte`},
+		{strings.Repeat("a", 20), 10, strings.Repeat("a", 10) + "…"},
+	}
+	for _, tt := range tests {
+		if got := printable(tt.in, tt.max); got != tt.want {
+			t.Errorf("printable(%q, %d): got %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}
+
+func TestAbbreviate(t *testing.T) {
+	tests := []struct{ path, home, want string }{
+		{"/home/u/.config/krad-ade/api.json", "/home/u", "~/.config/krad-ade/api.json"},
+		{"/home/u/.config/krad-ade/api.json", "/home/u/", "~/.config/krad-ade/api.json"},
+		{"/home/u", "/home/u", "~"},
+		{"/home/user/api.json", "/home/u", "/home/user/api.json"},
+		{"/etc/api.json", "", "/etc/api.json"},
+		{"/api.json", "/", "/api.json"},
+	}
+	for _, tt := range tests {
+		if got := abbreviate(tt.path, tt.home); got != tt.want {
+			t.Errorf("abbreviate(%q, %q): got %q, want %q", tt.path, tt.home, got, tt.want)
+		}
+	}
+}

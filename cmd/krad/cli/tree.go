@@ -1,0 +1,21 @@
+package cli
+
+// kradCommand is the tree of krad. A new command is a file with its constructor, listed here.
+func kradCommand() *command {
+	return &command{
+		name: "krad",
+		help: `
+krad talks to the agents bus of krad-ade, the app that runs coding agents in terminals on this
+computer and on SSH hosts.`,
+		footer: `
+krad finds the bus through the KRAD_ADE_* variables the app sets in its terminals, else through
+api.json in the app's config folder (not in the static build for SSH hosts).
+
+Exit codes: 0 success · 1 the app answered an error, or another failure · 2 no live API ·
+3 unauthorized or forbidden · 4 timed out · 5 usage · 6 unsupported API version`,
+		subs: []*command{
+			apiCommand(),
+			versionCommand(),
+		},
+	}
+}

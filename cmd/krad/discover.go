@@ -1,0 +1,23 @@
+package main
+
+import (
+	"path/filepath"
+
+	"github.com/krad-ade/krad/cmd/krad/cli"
+	"github.com/krad-ade/krad/discovery"
+)
+
+// discover finds the bus through api.json in the app's config folder. It sets Path even when the
+// file cannot be read, so that krad can say where it looked.
+func discover(getenv func(string) string) (cli.Discovered, error) {
+	dir, err := discovery.Dir(getenv)
+	if err != nil {
+		return cli.Discovered{}, err
+	}
+	path := filepath.Join(dir, discovery.FileName)
+	f, err := discovery.Read(path)
+	if err != nil {
+		return cli.Discovered{Path: path}, err
+	}
+	return cli.Discovered{Path: path, Endpoint: f.Endpoint, Token: f.Token, PID: f.PID}, nil
+}
