@@ -1,0 +1,21 @@
+// Command krad-static is krad for SSH hosts: built with CGO_ENABLED=0 for linux/amd64 and
+// linux/arm64, it finds the bus through the KRAD_ADE_* variables only, and links no code that
+// reads api.json (a test keeps it so). krad-ade installs it on each host as krad and
+// krad-ade-agents.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/krad-ade/krad/cmd/krad/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Run(ctx, os.Args, os.Getenv, os.Stdin, os.Stdout, os.Stderr, cli.Options{})
+	stop()
+	os.Exit(code)
+}
