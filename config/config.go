@@ -1,0 +1,355 @@
+// Package config reads config.toml, the settings of the krad-ade app, and watches it for changes.
+//
+// The file lives beside api.json, in the folder discovery.Dir names. The app runs fine without
+// one: a missing file means [Default]. Today it has one setting:
+//
+//	# Let other programs find the agents API (api.json). On by default.
+//	discovery = false
+//
+// # Strictness
+//
+// A key the app does not know is an error, not something to skip: a typo such as "discovry =
+// false" must not silently leave discovery on. Errors are [*Error] values that name the line,
+// "config.toml line 3: unknown key \"discovry\"". Key names are matched exactly, case included.
+//
+// # Changes while the app runs
+//
+// [Watch] polls the file and reloads it on demand (the app does so on SIGHUP). A broken file
+// changes nothing: the app keeps its last good settings and reports the error once.
+//
+// # Security model
+//
+// The file is the user's own and is trusted like the rest of their config: it is not a secret and
+// may be a symlink (dotfiles). It holds no tokens. Errors quote at most a key name, shortened, and
+// the TOML library's message, with anything unprintable replaced.
+package config
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/BurntSushi/toml"
+)
+
+// FileName is the name of the config file in the app's config folder.
+const FileName = "config.toml"
+
+// DefaultInterval is how often [Watch] polls when it is given no interval: often enough that a
+// change is noticed within a second.
+const DefaultInterval = 500 * time.Millisecond
+
+// maxSize bounds what Load reads; a real file is a few KiB at most.
+const maxSize = 1 << 20
+
+// Config is the app's settings. Its zero value is not the default: use [Default].
+//
+// Later settings (quiet = "2s", [[terminal]] and [[environment]] tables) become fields here and
+// cases in Parse.
+type Config struct {
+	// Discovery is "Let other programs find the agents API": whether the app writes api.json.
+	// Key "discovery", default true.
+	Discovery bool
+}
+
+// Default is the settings of an app without a config file.
+func Default() Config {
+	return Config{Discovery: true}
+}
+
+// Error is a problem with config.toml. Line is where it is, counting from 1, or 0 when it is not
+// on one line (the file could not be read, or it is not UTF-8).
+type Error struct {
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s line %d: %s", FileName, e.Line, e.Msg)
+	}
+	return FileName + ": " + e.Msg
+}
+
+// Parse reads the settings in data, a config.toml. Settings it does not name keep their defaults.
+// Every error is an [*Error].
+func Parse(data []byte) (Config, error) {
+	var top map[string]toml.Primitive
+	md, err := toml.Decode(string(data), &top)
+	if err != nil {
+		return Config{}, fromTOML(err)
+	}
+	d := &document{md: &md, top: top}
+	c := Default()
+	for _, key := range d.keys() {
+		switch key {
+		case "discovery":
+			if err := md.PrimitiveDecode(top[key], &c.Discovery); err != nil {
+				return Config{}, d.errorAt(toml.Key{key}, key+" must be true or false")
+			}
+		default:
+			return Config{}, d.errorAt(toml.Key{key}, "unknown key "+quote(key))
+		}
+	}
+	return c, nil
+}
+
+// Load reads the config file at path. A missing file gives [Default] and no error; a file that
+// cannot be read gives an error that wraps the cause, and a file that does not parse an [*Error].
+func Load(path string) (Config, error) {
+	data, err := readFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Default(), nil
+	}
+	if err != nil {
+		return Config{}, err
+	}
+	return Parse(data)
+}
+
+// Watch watches the config file at path until ctx is done. It reads the file when it starts,
+// every interval (DefaultInterval if interval <= 0), and at once whenever a value arrives on
+// reload (nil for none). current is the config the caller has now, from Load.
+//
+// Watch calls onChange with each new valid config that differs from the last one, and onError
+// with each error, once per distinct file content (or read error) rather than once a poll; after
+// a value on reload it reports an error that persists again. A broken or unreadable file changes
+// nothing: the last good config stays. A deleted file means [Default]. Changes are found by
+// content, so a rewrite within one mtime tick is not missed.
+//
+// The callbacks run on Watch's goroutine, one at a time; either may be nil.
+func Watch(ctx context.Context, path string, interval time.Duration, reload <-chan struct{},
+	current Config, onChange func(Config), onError func(error)) {
+	if interval <= 0 {
+		interval = DefaultInterval
+	}
+	w := &watcher{path: path, last: current, onChange: onChange, onError: onError}
+	w.check()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			w.check()
+		case _, ok := <-reload:
+			if !ok {
+				reload = nil // a closed channel would fire for ever
+				continue
+			}
+			w.seen = ""
+			w.check()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+type watcher struct {
+	path     string
+	seen     string // what the file was at the last check: "missing", "error …" or "content <hash>"
+	last     Config // the last good config
+	onChange func(Config)
+	onError  func(error)
+}
+
+func (w *watcher) check() {
+	data, err := readFile(w.path)
+	var seen string
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		seen = "missing"
+	case err != nil:
+		seen = "error " + err.Error()
+	default:
+		seen = fmt.Sprintf("content %x", sha256.Sum256(data))
+	}
+	if seen == w.seen {
+		return
+	}
+	w.seen = seen
+
+	c := Default()
+	if err == nil {
+		c, err = Parse(data)
+	} else if errors.Is(err, fs.ErrNotExist) {
+		err = nil
+	}
+	if err != nil {
+		if w.onError != nil {
+			w.onError(err)
+		}
+		return
+	}
+	// DeepEqual, not ==, so that Config may grow slices of tables.
+	if reflect.DeepEqual(c, w.last) {
+		return
+	}
+	w.last = c
+	if w.onChange != nil {
+		w.onChange(c)
+	}
+}
+
+// readFile reads at most maxSize bytes of path. A missing file gives an error matching
+// fs.ErrNotExist.
+func readFile(path string) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", FileName, err)
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, maxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", FileName, err)
+	}
+	if len(data) > maxSize {
+		return nil, &Error{Msg: fmt.Sprintf("larger than %d MiB", maxSize>>20)}
+	}
+	return data, nil
+}
+
+// document is a parsed file whose values are still undecoded, so that each key is decoded by name
+// and any key can be found on its line.
+type document struct {
+	md  *toml.MetaData
+	top map[string]toml.Primitive
+}
+
+// keys returns the top-level keys in the order the file gives them.
+func (d *document) keys() []string {
+	var keys []string
+	for _, k := range d.md.Keys() {
+		if !slices.Contains(keys, k[0]) {
+			keys = append(keys, k[0])
+		}
+	}
+	// Keys lists every key; this is only in case it ever leaves one out.
+	for k := range d.top {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func (d *document) errorAt(key toml.Key, msg string) *Error {
+	return &Error{Line: d.line(key), Msg: msg}
+}
+
+// line is where key is defined, or 0 if the decoder does not know. A key that is only implied by
+// a longer one (a in "a.b.c = 1") is where its first descendant is.
+func (d *document) line(key toml.Key) int {
+	if n := d.ownLine(key); n > 0 {
+		return n
+	}
+	for _, k := range d.md.Keys() {
+		if len(k) > len(key) && slices.Equal(k[:len(key)], key) {
+			if n := d.ownLine(k); n > 0 {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// ownLine finds key's line by decoding its value into a probe that fails: the library attaches
+// the key's position to a failure of an Unmarshaler, and to nothing else it returns.
+func (d *document) ownLine(key toml.Key) int {
+	p, ok := d.top[key[0]]
+	for _, k := range key[1:] {
+		if !ok {
+			break
+		}
+		p, ok = d.child(p, k)
+	}
+	if !ok {
+		return 0
+	}
+	var pe toml.ParseError
+	if errors.As(d.md.PrimitiveDecode(p, probe{}), &pe) {
+		return max(pe.Position.Line, 0)
+	}
+	return 0
+}
+
+// child is the value of key k in table p, or in the first of the tables p that has one.
+func (d *document) child(p toml.Primitive, k string) (toml.Primitive, bool) {
+	var table map[string]toml.Primitive
+	if d.md.PrimitiveDecode(p, &table) == nil {
+		c, ok := table[k]
+		return c, ok
+	}
+	var tables []map[string]toml.Primitive
+	if d.md.PrimitiveDecode(p, &tables) == nil {
+		for _, t := range tables {
+			if c, ok := t[k]; ok {
+				return c, true
+			}
+		}
+	}
+	return toml.Primitive{}, false
+}
+
+type probe struct{}
+
+func (probe) UnmarshalTOML(any) error { return errProbe }
+
+var errProbe = errors.New("probe")
+
+// fromTOML turns an error of the TOML library into an *Error.
+func fromTOML(err error) *Error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return &Error{Line: max(pe.Position.Line, 0), Msg: message(pe.Message)}
+	}
+	return &Error{Msg: message(strings.TrimPrefix(err.Error(), "toml: "))}
+}
+
+// message makes a library message read like ours: "Key 'a' has already been defined." becomes
+// "key 'a' has already been defined" (but "TOML files …" stays).
+func message(s string) string {
+	s = strings.TrimSuffix(printable(s), ".")
+	if len(s) > 1 && 'A' <= s[0] && s[0] <= 'Z' && 'a' <= s[1] && s[1] <= 'z' {
+		s = string(s[0]+'a'-'A') + s[1:]
+	}
+	return s
+}
+
+// quote quotes a key for an error, shortened if it is long.
+func quote(s string) string {
+	return fmt.Sprintf("%q", shorten(s, 40))
+}
+
+// printable makes a library message safe to print: valid UTF-8, no control characters, not long.
+func printable(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if !unicode.IsPrint(r) {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	return shorten(s, 200)
+}
+
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,297 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name     string
+		data     string
+		want     Config
+		wantLine int    // with wantMsg: the error's line
+		wantMsg  string // "" means no error; else a part of the message
+	}{
+		{"empty file", "", Default(), 0, ""},
+		{"only comments", "# nothing yet\n\n", Default(), 0, ""},
+		{"discovery off", "discovery = false\n", Config{Discovery: false}, 0, ""},
+		{"discovery on", "discovery = true # the default\n", Config{Discovery: true}, 0, ""},
+		{"byte order mark", "\ufeffdiscovery = false\n", Config{Discovery: false}, 0, ""},
+		{"unknown key", "# krad-ade\n\ndiscovry = false\n", Config{}, 3, `unknown key "discovry"`},
+		{"key in another case", "Discovery = false\n", Config{}, 1, `unknown key "Discovery"`},
+		{"unknown key after a good one", "discovery = false\nquiet = \"2s\"\n", Config{}, 2, `unknown key "quiet"`},
+		{"unknown table", "discovery = true\n\n[terminal]\ncommand = \"sh\"\n", Config{}, 3, `unknown key "terminal"`},
+		{"unknown array of tables", "\n[[environment]]\nname = \"x\"\n", Config{}, 2, `unknown key "environment"`},
+		{"unknown dotted key", "\n\na.b.c = 1\n", Config{}, 3, `unknown key "a"`},
+		{"long unknown key", strings.Repeat("k", 100) + " = 1\n", Config{}, 1, `unknown key "` + strings.Repeat("k", 40) + `…"`},
+		{"string for a bool", "\ndiscovery = \"no\"\n", Config{}, 2, "discovery must be true or false"},
+		{"number for a bool", "discovery = 0\n", Config{}, 1, "discovery must be true or false"},
+		{"table for a bool", "[discovery]\nx = 1\n", Config{}, 1, "discovery must be true or false"},
+		{"broken TOML", "discovery = false\ndiscovery =\n", Config{}, 2, ""},
+		{"duplicate key", "discovery = false\ndiscovery = true\n", Config{}, 2, "key 'discovery' has already been defined"},
+		{"control character", "discovery = \"\x1b[31m\"\n", Config{}, 1, "control characters"},
+		{"unterminated string", "discovery = true\n\nx = \"abc\n", Config{}, 3, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Parse([]byte(tt.data))
+			if tt.wantLine == 0 && tt.wantMsg == "" {
+				if err != nil {
+					t.Fatalf("got error %v, want none", err)
+				}
+				if got != tt.want {
+					t.Errorf("got %+v, want %+v", got, tt.want)
+				}
+				return
+			}
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("got error %v (%T), want an *Error", err, err)
+			}
+			if ce.Line != tt.wantLine {
+				t.Errorf("got line %d, want %d (%v)", ce.Line, tt.wantLine, err)
+			}
+			if !strings.Contains(ce.Msg, tt.wantMsg) {
+				t.Errorf("got message %q, want it to contain %q", ce.Msg, tt.wantMsg)
+			}
+			if want := "config.toml line "; !strings.HasPrefix(err.Error(), want) {
+				t.Errorf("got %q, want it to start with %q", err, want)
+			}
+		})
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	_, err := Parse([]byte("# krad-ade\n\ndiscovry = false\n"))
+	if got, want := err.Error(), `config.toml line 3: unknown key "discovry"`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	got, err := Load(filepath.Join(dir, FileName))
+	if err != nil || got != Default() {
+		t.Errorf("missing file: got %+v, %v; want %+v, nil", got, err, Default())
+	}
+
+	path := filepath.Join(dir, FileName)
+	write(t, path, "discovery = false\n")
+	got, err = Load(path)
+	if err != nil || got != (Config{Discovery: false}) {
+		t.Errorf("got %+v, %v; want discovery off", got, err)
+	}
+
+	write(t, path, "discovry = false\n")
+	_, err = Load(path)
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Line != 1 {
+		t.Errorf("got %v, want an *Error on line 1", err)
+	}
+
+	if _, err := Load(dir); err == nil {
+		t.Error("a folder: got no error, want one")
+	}
+}
+
+func write(t *testing.T, path, data string) {
+	t.Helper()
+	// Through a rename, as editors do, so the watcher never reads half a file.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// watch runs Watch in the background and gives its reports on channels.
+type watch struct {
+	changes chan Config
+	errs    chan error
+	reload  chan struct{}
+	stop    func()
+}
+
+func startWatch(t *testing.T, path string, interval time.Duration, current Config) *watch {
+	t.Helper()
+	w := &watch{changes: make(chan Config, 10), errs: make(chan error, 10), reload: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		Watch(ctx, path, interval, w.reload, current,
+			func(c Config) { w.changes <- c },
+			func(err error) { w.errs <- err })
+	}()
+	w.stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(w.stop)
+	return w
+}
+
+const patience = 5 * time.Second
+
+func (w *watch) wantChange(t *testing.T, want Config) {
+	t.Helper()
+	select {
+	case got := <-w.changes:
+		if got != want {
+			t.Fatalf("got change to %+v, want %+v", got, want)
+		}
+	case err := <-w.errs:
+		t.Fatalf("got error %v, want change to %+v", err, want)
+	case <-time.After(patience):
+		t.Fatalf("got no change in %v, want one to %+v", patience, want)
+	}
+}
+
+func (w *watch) wantError(t *testing.T, line int) {
+	t.Helper()
+	select {
+	case err := <-w.errs:
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Line != line {
+			t.Fatalf("got error %v, want an *Error on line %d", err, line)
+		}
+	case c := <-w.changes:
+		t.Fatalf("got change to %+v, want an error", c)
+	case <-time.After(patience):
+		t.Fatalf("got no error in %v, want one", patience)
+	}
+}
+
+// wantQuiet checks that nothing is reported over a few polls.
+func (w *watch) wantQuiet(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case c := <-w.changes:
+		t.Fatalf("got change to %+v, want none", c)
+	case err := <-w.errs:
+		t.Fatalf("got error %v, want none", err)
+	case <-time.After(d):
+	}
+}
+
+func TestWatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	w := startWatch(t, path, 20*time.Millisecond, Default())
+
+	write(t, path, "discovery = false\n")
+	w.wantChange(t, Config{Discovery: false})
+
+	write(t, path, "discovery = false\ndiscovery =\n")
+	w.wantError(t, 2)
+	w.wantQuiet(t, 200*time.Millisecond) // once, not every poll; and the config stays
+
+	write(t, path, "discovery = true\n")
+	w.wantChange(t, Config{Discovery: true})
+
+	// Same size, same content but for one word: found by content, not by size or mtime.
+	write(t, path, "discovery=false\n")
+	w.wantChange(t, Config{Discovery: false})
+	write(t, path, "discovery=true \n")
+	w.wantChange(t, Config{Discovery: true})
+
+	write(t, path, "discovery = false\n")
+	w.wantChange(t, Config{Discovery: false})
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	w.wantChange(t, Default())
+}
+
+func TestWatchBrokenThenSameConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	write(t, path, "discovery = false\n")
+	w := startWatch(t, path, 20*time.Millisecond, Config{Discovery: false})
+	w.wantQuiet(t, 100*time.Millisecond) // the file says what the caller has
+
+	write(t, path, "discovry = true\n")
+	w.wantError(t, 1)
+	// Fixed back to what it was: nothing changed, so nothing to report.
+	write(t, path, "# fixed\ndiscovery = false\n")
+	w.wantQuiet(t, 200*time.Millisecond)
+}
+
+func TestWatchReload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	w := startWatch(t, path, time.Hour, Default())
+
+	write(t, path, "discovery = false\n")
+	w.reload <- struct{}{}
+	w.wantChange(t, Config{Discovery: false})
+
+	write(t, path, "discovery = nope\n")
+	w.reload <- struct{}{}
+	w.wantError(t, 1)
+	// A reload reports an error that persists again: the user asked.
+	w.reload <- struct{}{}
+	w.wantError(t, 1)
+}
+
+func TestWatchChecksAtStart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	write(t, path, "discovery = false\n")
+	// Changed between the caller's Load and Watch: found without waiting an hour.
+	w := startWatch(t, path, time.Hour, Default())
+	w.wantChange(t, Config{Discovery: false})
+}
+
+func TestWatchStops(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	reload := make(chan struct{})
+	close(reload) // a closed reload channel must not spin
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		Watch(ctx, path, time.Hour, reload, Default(), nil, nil)
+		close(done)
+	}()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(patience):
+		t.Fatal("Watch did not return after its context was done")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{
+		"",
+		"discovery = false\n",
+		"discovry = true\n",
+		"discovery = \"no\"\n",
+		"[discovery]\nx = 1\n",
+		"a.b.c = 1\n[[t]]\nx = 1\n[[t]]\ny.z = [1, {a = 2}]\n",
+		"x = \"\"\"\nline\n\"\"\"\ndiscovery = 2024-01-01T00:00:00Z\n",
+		"discovery =\n",
+		"\ufeff\x00",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := Parse(data)
+		if err == nil {
+			return
+		}
+		var ce *Error
+		if !errors.As(err, &ce) {
+			t.Fatalf("got error %v (%T), want an *Error", err, err)
+		}
+		if ce.Line < 0 {
+			t.Fatalf("got line %d, want >= 0", ce.Line)
+		}
+		if n := strings.Count(string(data), "\n") + 1; ce.Line > n {
+			t.Fatalf("got line %d of a %d-line file", ce.Line, n)
+		}
+	})
+}
