@@ -24,11 +24,9 @@ import (
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/config"
 	"github.com/krad-ade/krad/discovery"
+	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/local"
 )
-
-// Build is the app's build, stamped at link time with -X.
-var Build = "0.1.0"
 
 // Companion is the name of the agents' companion program.
 const Companion = "krad-ade-agents"
@@ -50,7 +48,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(io.Discard)
 	configDir := fs.String("config-dir", "", "the folder of config.toml and api.json (default: $XDG_CONFIG_HOME/krad-ade, else ~/.config/krad-ade)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	version := fs.Bool("version", false, "print the build and exit")
+	showVersion := fs.Bool("version", false, "print the build and exit")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
 		return fail(stderr, exitUsage, err.Error(), "run krad-ade --help")
@@ -59,8 +57,8 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stdout, "krad-ade: the agents app and its bus.\n\nUsage: krad-ade [flags]\n\nFlags:\n%s", fs.FlagUsages())
 		return exitOK
 	}
-	if *version {
-		fmt.Fprintf(stdout, "krad-ade %s (agents API v%d)\n", Build, api.Version)
+	if *showVersion {
+		fmt.Fprintf(stdout, "krad-ade %s (agents API v%d)\n", version.Build, api.Version)
 		return exitOK
 	}
 	if fs.NArg() > 0 {
@@ -132,7 +130,7 @@ func (a *App) serve(ctx context.Context, cfg config.Config, configPath string, s
 	srv, err := local.Listen(local.Config{
 		BusToken:  busToken,
 		LeadToken: leadToken,
-		Build:     Build,
+		Build:     version.Build,
 		PID:       pid,
 		Logger:    a.log,
 	})
@@ -162,7 +160,7 @@ func (a *App) serve(ctx context.Context, cfg config.Config, configPath string, s
 		where = "api.json at " + apiPath
 	}
 	fmt.Fprintf(a.stdout, "krad-ade: bus on %s; %s\n", srv.Addr(), where)
-	a.log.Info("serving", "endpoint", srv.Addr(), "build", Build, "pid", pid, "companion", a.companion, "discovery", cfg.Discovery)
+	a.log.Info("serving", "endpoint", srv.Addr(), "build", version.Build, "pid", pid, "companion", a.companion, "discovery", cfg.Discovery)
 
 	reload := make(chan struct{}, 1)
 	go func() {

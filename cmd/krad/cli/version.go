@@ -2,9 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"runtime/debug"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/version"
 	"github.com/spf13/pflag"
 )
 
@@ -41,13 +41,10 @@ func versionCommand() *command {
 	}
 }
 
-// version is krad's version: the one the main gave, else the module's, else "devel".
+// version is krad's version: the one the main gave, else the build of every krad program.
 func (x *invocation) version() string {
 	if x.opts.Version != "" {
 		return x.opts.Version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
+	return version.Build
 }
