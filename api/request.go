@@ -30,12 +30,15 @@ const (
 	Code            Name = "Code"
 	ExtensionTool   Name = "ExtensionTool"
 	Askpass         Name = "Askpass"
+	// Report is krad's addition to the spec's list: an agent tells the bus its own state
+	// (`krad report idle`), typically from the agent's hooks.
+	Report Name = "Report"
 )
 
 // Names lists every request of the API, in the order of the reference pages.
 var Names = []Name{
 	Hello, List, ListAll, SubscribeAgents, Check, Wait, Read, Send, Spawn, Close, CloseSession,
-	CreateWorktree, Changes, RunVariants, PickVariant, Code, ExtensionTool, Askpass,
+	CreateWorktree, Changes, RunVariants, PickVariant, Code, ExtensionTool, Askpass, Report,
 }
 
 // Target is a terminal number in the caller's environment.
@@ -76,10 +79,24 @@ type (
 	CloseBody struct {
 		Target Target `json:"target"`
 	}
+	// ReportBody: the caller's own state, as the agent sees it. Lifecycle is set by
+	// krad-ade-agents run, whose reports mark a start and an end: they do not make the agent
+	// one that reports, so its working and idle still come from its output.
+	ReportBody struct {
+		State     string `json:"state"`
+		Message   string `json:"message,omitempty"`
+		Lifecycle bool   `json:"lifecycle,omitempty"`
+	}
 )
+
+// MaxReportMessage is the longest message a Report may carry.
+const MaxReportMessage = 1024
 
 // Opaque is the body of a request whose fields are designed in a later issue: any JSON object.
 type Opaque json.RawMessage
+
+// MaxTitle is the longest title of a terminal.
+const MaxTitle = 200
 
 // MaxWait caps Wait's timeout_secs and Check's wait_secs.
 const MaxWait = 30 * time.Minute
@@ -108,6 +125,7 @@ var kinds = map[Name]requestKind{
 	Code:            {func() any { return new(Opaque) }},
 	ExtensionTool:   {func() any { return new(Opaque) }},
 	Askpass:         {func() any { return new(Opaque) }},
+	Report:          {func() any { return new(ReportBody) }},
 }
 
 // Request is one request: its name and, for a request with fields, a pointer to its body
@@ -194,6 +212,22 @@ func validateBody(body any) error {
 	case *CloseBody:
 		target = b.Target
 	case *SpawnBody:
+		if b.Title == "" && len(b.Command) == 0 {
+			return errors.New("a worker needs a title or a command")
+		}
+		if len(b.Title) > MaxTitle {
+			return fmt.Errorf("title is longer than %d bytes", MaxTitle)
+		}
+		return nil
+	case *ReportBody:
+		switch b.State {
+		case StateWorking, StateIdle, StateNeedsInput, StateDone, StateFailed:
+		default:
+			return errors.New("state must be working, idle, needs_input, done or failed")
+		}
+		if len(b.Message) > MaxReportMessage {
+			return fmt.Errorf("message is longer than %d bytes", MaxReportMessage)
+		}
 		return nil
 	}
 	if target < 1 {

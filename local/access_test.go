@@ -34,6 +34,7 @@ func TestDecide(t *testing.T) {
 		api.Code:            {F, A, A, F},
 		api.ExtensionTool:   {F, A, A, F},
 		api.Askpass:         {F, F, F, A},
+		api.Report:          {F, A, A, F},
 	}
 	if len(table) != len(api.Names) {
 		t.Fatalf("the table covers %d requests, the API has %d", len(table), len(api.Names))

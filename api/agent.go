@@ -1,0 +1,85 @@
+package api
+
+import "time"
+
+// Roles of an agent.
+const (
+	RoleShell  = "shell"
+	RoleLead   = "lead"
+	RoleWorker = "worker"
+)
+
+// States of an agent. Idle, NeedsInput, Done, Failed and Closed are settled: a Wait returns on them.
+const (
+	StateStarting   = "starting"
+	StateWorking    = "working"
+	StateIdle       = "idle"
+	StateNeedsInput = "needs_input"
+	StateDone       = "done"
+	StateFailed     = "failed"
+	StateClosed     = "closed"
+)
+
+// Settled reports whether state is one a Wait returns on.
+func Settled(state string) bool {
+	switch state {
+	case StateIdle, StateNeedsInput, StateDone, StateFailed, StateClosed:
+		return true
+	}
+	return false
+}
+
+// Ended reports whether state is final: the agent's process is gone.
+func Ended(state string) bool {
+	return state == StateDone || state == StateFailed || state == StateClosed
+}
+
+// Agent is one terminal as the bus shows it: ids, titles and states only, never screen contents
+// or prompts.
+type Agent struct {
+	Environment string    `json:"environment"`
+	Terminal    int       `json:"terminal"`
+	Title       string    `json:"title"`
+	Role        string    `json:"role"`
+	State       string    `json:"state"`
+	Session     string    `json:"session"`
+	Group       string    `json:"group"`
+	ExitCode    *int      `json:"exit_code"`
+	Since       time.Time `json:"since"`
+}
+
+// ID is the agent's terminal, "E:N".
+func (a Agent) ID() TerminalID { return TerminalID{Environment: a.Environment, Terminal: a.Terminal} }
+
+// Kinds of AgentEvent.
+const (
+	AgentAdded   = "added"
+	AgentChanged = "changed"
+	AgentRemoved = "removed"
+)
+
+// AgentEvent is one change of one agent, streamed by SubscribeAgents as {"AgentEvent":…}.
+type AgentEvent struct {
+	Kind  string `json:"kind"`
+	Agent Agent  `json:"agent"`
+}
+
+// Kinds of AppEvent.
+const (
+	EnvironmentUp   = "environment_up"
+	EnvironmentDown = "environment_down"
+)
+
+// AppEvent is a change of the app itself, streamed by SubscribeAgents as {"AppEvent":…}: an
+// environment came up or went down. Message says why, for people.
+type AppEvent struct {
+	Kind        string `json:"kind"`
+	Environment string `json:"environment"`
+	Message     string `json:"message,omitempty"`
+}
+
+// Screen is the answer to Read: the text of a terminal's screen (or its last lines).
+type Screen struct {
+	Terminal int    `json:"terminal"`
+	Text     string `json:"text"`
+}
