@@ -9,6 +9,7 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -88,7 +89,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	configPath := filepath.Join(dir, "config.toml")
 	cfg, err := config.Load(configPath)
 	if err != nil {
-		return fail(stderr, exitError, fmt.Sprintf("%s: %v", configPath, err),
+		return fail(stderr, exitError, fmt.Sprintf("%v (%s)", err, configPath),
 			"fix that line, or move the file away to start on the defaults")
 	}
 
@@ -189,7 +190,7 @@ func (a *App) serve(ctx context.Context, cfg config.Config, configPath string, s
 	<-ctx.Done()
 	<-served
 	<-watched
-	if err := discovery.RemoveIfOurs(apiPath, pid); err != nil {
+	if err := discovery.RemoveIfOurs(apiPath, pid); err != nil && !errors.Is(err, discovery.ErrNotOurs) {
 		a.log.Warn("api.json left in place", "path", apiPath, "err", err)
 	}
 	a.log.Info("stopped")
@@ -206,7 +207,10 @@ func (a *App) apply(c config.Config, apiPath string) {
 		a.log.Info("discovery on: api.json written", "path", apiPath)
 		return
 	}
-	if err := discovery.RemoveIfOurs(apiPath, a.file.PID); err != nil {
+	if err := discovery.RemoveIfOurs(apiPath, a.file.PID); errors.Is(err, discovery.ErrNotOurs) {
+		a.log.Info("discovery off: api.json belongs to another krad-ade and stays", "path", apiPath)
+		return
+	} else if err != nil {
 		a.log.Error("discovery turned off, but api.json could not be removed", "path", apiPath, "err", err)
 		return
 	}
