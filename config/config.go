@@ -1,10 +1,19 @@
 // Package config reads config.toml, the settings of the krad-ade app, and watches it for changes.
 //
 // The file lives beside api.json, in the folder discovery.Dir names. The app runs fine without
-// one: a missing file means [Default]. Today it has one setting:
+// one: a missing file means [Default]. Its settings:
 //
 //	# Let other programs find the agents API (api.json). On by default.
 //	discovery = false
+//	# How long an agent that never reports its state prints nothing before it is idle.
+//	quiet = "2s"
+//	# Terminals the app opens when it starts; see [Terminal].
+//	[[terminal]]
+//	title = "claude"
+//	command = "claude"
+//	lead = true
+//
+// Only discovery takes effect while the app runs; the others are read when it starts.
 //
 // # Strictness
 //
@@ -60,11 +69,38 @@ type Config struct {
 	// Discovery is "Let other programs find the agents API": whether the app writes api.json.
 	// Key "discovery", default true.
 	Discovery bool
+	// Quiet is how long an agent that never reported its state prints nothing before it counts
+	// as idle. Key "quiet", a duration such as "2s"; default 2 s.
+	Quiet time.Duration
+	// Terminals are the terminals the app opens when it starts: [[terminal]] tables.
+	Terminals []Terminal
 }
+
+// Terminal is one [[terminal]] table: a terminal the app opens when it starts.
+//
+//	[[terminal]]
+//	title = "claude"
+//	command = "claude"         # a shell command line; none means your shell
+//	dir = "~/src/app"          # working folder; none means the app's
+//	lead = true                # the lead of a new session
+//	environment = "main"       # none means main, this computer
+type Terminal struct {
+	Title       string
+	Command     string
+	Dir         string
+	Lead        bool
+	Environment string
+}
+
+// Bounds of quiet.
+const (
+	minQuiet = 100 * time.Millisecond
+	maxQuiet = time.Hour
+)
 
 // Default is the settings of an app without a config file.
 func Default() Config {
-	return Config{Discovery: true}
+	return Config{Discovery: true, Quiet: 2 * time.Second}
 }
 
 // Error is a problem with config.toml. Line is where it is, counting from 1, or 0 when it is not
@@ -97,6 +133,20 @@ func Parse(data []byte) (Config, error) {
 			if err := md.PrimitiveDecode(top[key], &c.Discovery); err != nil {
 				return Config{}, d.errorAt(toml.Key{key}, key+" must be true or false")
 			}
+		case "quiet":
+			var s string
+			err := md.PrimitiveDecode(top[key], &s)
+			q, perr := time.ParseDuration(s)
+			if err != nil || perr != nil || q < minQuiet || q > maxQuiet {
+				return Config{}, d.errorAt(toml.Key{key}, fmt.Sprintf("quiet must be a duration from %v to %v, like \"2s\"", minQuiet, maxQuiet))
+			}
+			c.Quiet = q
+		case "terminal":
+			terms, err := d.terminals(top[key])
+			if err != nil {
+				return Config{}, err
+			}
+			c.Terminals = terms
 		default:
 			return Config{}, d.errorAt(toml.Key{key}, "unknown key "+quote(key))
 		}
@@ -219,6 +269,59 @@ func readFile(path string) ([]byte, error) {
 		return nil, &Error{Msg: fmt.Sprintf("larger than %d MiB", maxSize>>20)}
 	}
 	return data, nil
+}
+
+// terminals decodes the [[terminal]] tables.
+func (d *document) terminals(p toml.Primitive) ([]Terminal, error) {
+	var tables []map[string]toml.Primitive
+	if err := d.md.PrimitiveDecode(p, &tables); err != nil {
+		return nil, d.errorAt(toml.Key{"terminal"}, "terminal must be [[terminal]] tables")
+	}
+	var out []Terminal
+	for _, table := range tables {
+		var t Terminal
+		keys := make([]string, 0, len(table))
+		for k := range table {
+			keys = append(keys, k)
+		}
+		// Report the first bad key of the table, by line.
+		slices.SortFunc(keys, func(a, b string) int { return d.valueLine(table[a]) - d.valueLine(table[b]) })
+		for _, k := range keys {
+			v := table[k]
+			var err error
+			switch k {
+			case "title":
+				err = d.md.PrimitiveDecode(v, &t.Title)
+			case "command":
+				err = d.md.PrimitiveDecode(v, &t.Command)
+			case "dir":
+				err = d.md.PrimitiveDecode(v, &t.Dir)
+			case "environment":
+				err = d.md.PrimitiveDecode(v, &t.Environment)
+			case "lead":
+				if d.md.PrimitiveDecode(v, &t.Lead) != nil {
+					return nil, &Error{Line: d.valueLine(v), Msg: "terminal lead must be true or false"}
+				}
+				continue
+			default:
+				return nil, &Error{Line: d.valueLine(v), Msg: "unknown key " + quote(k) + " in [[terminal]]; the keys are title, command, dir, lead and environment"}
+			}
+			if err != nil {
+				return nil, &Error{Line: d.valueLine(v), Msg: "terminal " + k + " must be a string"}
+			}
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// valueLine is the line of a value, or 0 if the decoder does not know.
+func (d *document) valueLine(p toml.Primitive) int {
+	var pe toml.ParseError
+	if errors.As(d.md.PrimitiveDecode(p, probe{}), &pe) {
+		return max(pe.Position.Line, 0)
+	}
+	return 0
 }
 
 // document is a parsed file whose values are still undecoded, so that each key is decoded by name

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -21,13 +22,13 @@ func TestParse(t *testing.T) {
 	}{
 		{"empty file", "", Default(), 0, ""},
 		{"only comments", "# nothing yet\n\n", Default(), 0, ""},
-		{"discovery off", "discovery = false\n", Config{Discovery: false}, 0, ""},
-		{"discovery on", "discovery = true # the default\n", Config{Discovery: true}, 0, ""},
-		{"byte order mark", "\ufeffdiscovery = false\n", Config{Discovery: false}, 0, ""},
+		{"discovery off", "discovery = false\n", cfg(false), 0, ""},
+		{"discovery on", "discovery = true # the default\n", cfg(true), 0, ""},
+		{"byte order mark", "\ufeffdiscovery = false\n", cfg(false), 0, ""},
 		{"unknown key", "# krad-ade\n\ndiscovry = false\n", Config{}, 3, `unknown key "discovry"`},
 		{"key in another case", "Discovery = false\n", Config{}, 1, `unknown key "Discovery"`},
-		{"unknown key after a good one", "discovery = false\nquiet = \"2s\"\n", Config{}, 2, `unknown key "quiet"`},
-		{"unknown table", "discovery = true\n\n[terminal]\ncommand = \"sh\"\n", Config{}, 3, `unknown key "terminal"`},
+		{"unknown key after a good one", "discovery = false\nqiet = \"2s\"\n", Config{}, 2, `unknown key "qiet"`},
+		{"terminal as one table", "discovery = true\n\n[terminal]\ncommand = \"sh\"\n", Config{}, 3, `[[terminal]] tables`},
 		{"unknown array of tables", "\n[[environment]]\nname = \"x\"\n", Config{}, 2, `unknown key "environment"`},
 		{"unknown dotted key", "\n\na.b.c = 1\n", Config{}, 3, `unknown key "a"`},
 		{"long unknown key", strings.Repeat("k", 100) + " = 1\n", Config{}, 1, `unknown key "` + strings.Repeat("k", 40) + `…"`},
@@ -46,7 +47,7 @@ func TestParse(t *testing.T) {
 				if err != nil {
 					t.Fatalf("got error %v, want none", err)
 				}
-				if got != tt.want {
+				if !reflect.DeepEqual(got, tt.want) {
 					t.Errorf("got %+v, want %+v", got, tt.want)
 				}
 				return
@@ -78,14 +79,14 @@ func TestErrorText(t *testing.T) {
 func TestLoad(t *testing.T) {
 	dir := t.TempDir()
 	got, err := Load(filepath.Join(dir, FileName))
-	if err != nil || got != Default() {
+	if err != nil || !reflect.DeepEqual(got, Default()) {
 		t.Errorf("missing file: got %+v, %v; want %+v, nil", got, err, Default())
 	}
 
 	path := filepath.Join(dir, FileName)
 	write(t, path, "discovery = false\n")
 	got, err = Load(path)
-	if err != nil || got != (Config{Discovery: false}) {
+	if err != nil || !reflect.DeepEqual(got, cfg(false)) {
 		t.Errorf("got %+v, %v; want discovery off", got, err)
 	}
 
@@ -144,7 +145,7 @@ func (w *watch) wantChange(t *testing.T, want Config) {
 	t.Helper()
 	select {
 	case got := <-w.changes:
-		if got != want {
+		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("got change to %+v, want %+v", got, want)
 		}
 	case err := <-w.errs:
@@ -186,23 +187,23 @@ func TestWatch(t *testing.T) {
 	w := startWatch(t, path, 20*time.Millisecond, Default())
 
 	write(t, path, "discovery = false\n")
-	w.wantChange(t, Config{Discovery: false})
+	w.wantChange(t, cfg(false))
 
 	write(t, path, "discovery = false\ndiscovery =\n")
 	w.wantError(t, 2)
 	w.wantQuiet(t, 200*time.Millisecond) // once, not every poll; and the config stays
 
 	write(t, path, "discovery = true\n")
-	w.wantChange(t, Config{Discovery: true})
+	w.wantChange(t, cfg(true))
 
 	// Same size, same content but for one word: found by content, not by size or mtime.
 	write(t, path, "discovery=false\n")
-	w.wantChange(t, Config{Discovery: false})
+	w.wantChange(t, cfg(false))
 	write(t, path, "discovery=true \n")
-	w.wantChange(t, Config{Discovery: true})
+	w.wantChange(t, cfg(true))
 
 	write(t, path, "discovery = false\n")
-	w.wantChange(t, Config{Discovery: false})
+	w.wantChange(t, cfg(false))
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestWatch(t *testing.T) {
 func TestWatchBrokenThenSameConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
 	write(t, path, "discovery = false\n")
-	w := startWatch(t, path, 20*time.Millisecond, Config{Discovery: false})
+	w := startWatch(t, path, 20*time.Millisecond, cfg(false))
 	w.wantQuiet(t, 100*time.Millisecond) // the file says what the caller has
 
 	write(t, path, "discovry = true\n")
@@ -228,7 +229,7 @@ func TestWatchReload(t *testing.T) {
 
 	write(t, path, "discovery = false\n")
 	w.reload <- struct{}{}
-	w.wantChange(t, Config{Discovery: false})
+	w.wantChange(t, cfg(false))
 
 	write(t, path, "discovery = nope\n")
 	w.reload <- struct{}{}
@@ -243,7 +244,7 @@ func TestWatchChecksAtStart(t *testing.T) {
 	write(t, path, "discovery = false\n")
 	// Changed between the caller's Load and Watch: found without waiting an hour.
 	w := startWatch(t, path, time.Hour, Default())
-	w.wantChange(t, Config{Discovery: false})
+	w.wantChange(t, cfg(false))
 }
 
 func TestWatchStops(t *testing.T) {
@@ -294,4 +295,44 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("got line %d of a %d-line file", ce.Line, n)
 		}
 	})
+}
+
+// cfg is the default config with discovery set to d.
+func cfg(d bool) Config {
+	c := Default()
+	c.Discovery = d
+	return c
+}
+
+func TestParseTerminalsAndQuiet(t *testing.T) {
+	data := "quiet = \"3s\"\n[[terminal]]\ntitle = \"claude\"\ncommand = \"claude\"\nlead = true\n\n[[terminal]]\ntitle = \"tests\"\ndir = \"/src\"\nenvironment = \"main\"\n"
+	got, err := Parse([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Discovery: true, Quiet: 3 * time.Second, Terminals: []Terminal{
+		{Title: "claude", Command: "claude", Lead: true},
+		{Title: "tests", Dir: "/src", Environment: "main"},
+	}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	for _, tt := range []struct {
+		data string
+		line int
+		msg  string
+	}{
+		{"quiet = 5\n", 1, "quiet must be a duration"},
+		{"\nquiet = \"1ms\"\n", 2, "quiet must be a duration"},
+		{"[[terminal]]\ntitle = \"a\"\nlead = \"yes\"\n", 3, "lead must be true or false"},
+		{"[[terminal]]\ntitle = \"a\"\n[[terminal]]\ntitle = \"b\"\n\ncolour = 1\n", 6, `unknown key "colour" in [[terminal]]`},
+		{"[[terminal]]\ncommand = 7\n", 2, "command must be a string"},
+		{"terminal = 1\n", 1, "[[terminal]] tables"},
+	} {
+		_, err := Parse([]byte(tt.data))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Line != tt.line || !strings.Contains(ce.Msg, tt.msg) {
+			t.Errorf("Parse(%q) = %v, want line %d and %q", tt.data, err, tt.line, tt.msg)
+		}
+	}
 }
