@@ -86,6 +86,7 @@ type (
 		State     string `json:"state"`
 		Message   string `json:"message,omitempty"`
 		Lifecycle bool   `json:"lifecycle,omitempty"`
+		ExitCode  *int   `json:"exit_code,omitempty"`
 	}
 )
 
