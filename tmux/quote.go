@@ -1,0 +1,134 @@
+package tmux
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Quote quotes arg for tmux's command parser so that it arrives as exactly one argument, byte for
+// byte, whatever it holds: quotes, backslashes, $, ~, #, ;, braces, newlines, control characters,
+// invalid UTF-8, a leading '-'. The result is a double-quoted string in which the parser's special
+// characters are escaped: \" \\ \$ \~ (so nothing is expanded), \n \r \t \e, and every other byte
+// below 0x20 or from 0x7f up as a three-digit octal escape (\303\251 for "é"). Outside double
+// quotes those bytes could end the command (; and newline), start a comment (#) or a block ({),
+// and a raw 0xff byte reads as end of input to tmux 3.3's parser on machines where char is signed.
+//
+// A NUL byte cannot be carried: tmux's arguments are C strings, so one ends at \000. [Client.Command]
+// refuses arguments that hold NUL.
+//
+// Quote only stops tmux's parser from reading anything into the argument. What the command then
+// does with its arguments is its own business: it reads a leading '-' as a flag unless "--" came
+// before, and display-message -p and new-window -F expand #{…} formats in theirs, where set-option
+// without -F and send-keys -l do not.
+func Quote(arg string) string {
+	var b strings.Builder
+	b.Grow(len(arg) + 2)
+	b.WriteByte('"')
+	for i := 0; i < len(arg); i++ {
+		c := arg[i]
+		switch {
+		case c == '"' || c == '\\' || c == '$' || c == '~':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '\r':
+			b.WriteString(`\r`)
+		case c == '\t':
+			b.WriteString(`\t`)
+		case c == 0x1b:
+			b.WriteString(`\e`)
+		case c < 0x20 || c >= 0x7f:
+			b.WriteByte('\\')
+			b.WriteByte('0' + c>>6)
+			b.WriteByte('0' + c>>3&7)
+			b.WriteByte('0' + c&7)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// commandLine builds the line Command sends: each argument quoted, separated by spaces, ending in
+// a newline. It refuses what would not give exactly one reply: no arguments (an empty line detaches
+// the client), a name tmux would read as a variable assignment (which gives no reply at all), NUL
+// (which would cut an argument short), and the commands in multiReply.
+func commandLine(args []string) ([]byte, error) {
+	if len(args) == 0 {
+		return nil, fmt.Errorf("%w: no command name", ErrRefused)
+	}
+	if !validName(args[0]) {
+		return nil, fmt.Errorf("%w: the first argument must be a command name (letters, digits and '-')", ErrRefused)
+	}
+	if multiReply(args[0]) {
+		return nil, fmt.Errorf("%w: %s makes tmux run further commands, whose replies would go to the wrong callers", ErrRefused, args[0])
+	}
+	n := len(args)
+	for i, a := range args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, fmt.Errorf("%w: argument %d holds a NUL byte, which tmux cannot carry", ErrRefused, i)
+		}
+		n += len(a) + 2
+	}
+	line := make([]byte, 0, n)
+	for i, a := range args {
+		if i > 0 {
+			line = append(line, ' ')
+		}
+		line = append(line, Quote(a)...)
+	}
+	return append(line, '\n'), nil
+}
+
+// validName reports whether name can be a command name or alias: ASCII letters, digits and '-',
+// starting with a letter. This keeps out "NAME=VALUE", which tmux's parser takes for an
+// assignment, quoted or not.
+func validName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case i > 0 && (c >= '0' && c <= '9' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// multiReplyCommands are the tmux 3.3 commands, with their aliases, that break the one line, one
+// reply order: if-shell, source-file and run-shell -C queue the commands they run after
+// themselves, each with a reply of its own marked as ours (and run-shell without -C answers at
+// once, its output going to a pane rather than the reply); confirm-before, command-prompt,
+// display-menu, display-popup and display-panes wait for a person, holding every later command
+// behind them.
+var multiReplyCommands = map[string]string{
+	"if-shell":       "if",
+	"source-file":    "source",
+	"run-shell":      "run",
+	"confirm-before": "confirm",
+	"command-prompt": "",
+	"display-menu":   "menu",
+	"display-popup":  "popup",
+	"display-panes":  "displayp",
+}
+
+// multiReply reports whether tmux could take name for one of multiReplyCommands. tmux accepts an
+// alias, a full name, or any prefix of a full name that names one command only; "display" is the
+// alias of display-message, so it is the one prefix of these that tmux never reads as them.
+func multiReply(name string) bool {
+	if name == "display" {
+		return false
+	}
+	for full, alias := range multiReplyCommands {
+		if name == alias && alias != "" || strings.HasPrefix(full, name) {
+			return true
+		}
+	}
+	return false
+}
