@@ -1,0 +1,236 @@
+package tmux
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// StartOptions says which tmux to run, on which server, attached to which session.
+type StartOptions struct {
+	// Program is the tmux executable, a path or a name looked up in PATH. Empty means "tmux".
+	Program string
+
+	// SocketName picks the server by socket name, as tmux -L does; the app uses "krad-ade".
+	// SocketPath picks it by the socket's path, as tmux -S does; tests use one in t.TempDir().
+	// Exactly one must be set: Start never touches the user's default server.
+	SocketName string
+	SocketPath string
+
+	// ConfigFile is the file a server started by this call reads (tmux -f). Empty means tmux's
+	// own default (~/.tmux.conf and the like); "/dev/null" means none. A server that is running
+	// already keeps the configuration it has.
+	ConfigFile string
+
+	// Session is the session to attach to, created when it does not exist. tmux would turn ':'
+	// and '.' into '_', so Start refuses them, and a name that is empty, holds control
+	// characters, or ends in ';' (which tmux reads as the end of a command).
+	Session string
+
+	// Width and Height are the size of a session this call creates; zero means 200 and 50.
+	Width, Height int
+
+	// Env is the environment of the tmux client, and of the server when this call starts it,
+	// whose windows inherit it. Nil means this process's environment.
+	Env []string
+
+	// OnNotification is called for every notification, as New's onNote is.
+	OnNotification func(Notification)
+}
+
+// closeGrace is how long Close waits for tmux to exit once its input is closed, before it kills it.
+const closeGrace = 5 * time.Second
+
+// maxStderr is how much of tmux's standard error Start keeps for its error messages.
+const maxStderr = 4 << 10
+
+// Start runs `tmux -u {-L NAME | -S PATH} [-f FILE] -C new-session -A -s SESSION -x W -y H`, which
+// starts the server if it is not running and attaches to SESSION, creating it if need be. It
+// returns a Client over the process's standard input and output once tmux has answered that
+// new-session, so that the session exists when Start returns. ctx bounds the start only; the
+// client lives until it is closed or tmux exits.
+//
+// -u makes tmux send text as UTF-8 whatever the locale; without it a control client in a non-UTF-8
+// locale gets "_" for every non-ASCII character of a reply.
+//
+// If tmux fails to start, attach, or create the session, the error says why and holds the end of
+// what tmux wrote on its standard error. Closing the client closes tmux's input, which makes it
+// detach and exit; Close waits for that (and kills it if it takes more than a few seconds). The
+// server and its session keep running: kill them with kill-server or kill-session.
+func Start(ctx context.Context, opts StartOptions) (*Client, error) {
+	args, err := opts.args()
+	if err != nil {
+		return nil, err
+	}
+	program := opts.Program
+	if program == "" {
+		program = "tmux"
+	}
+
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start tmux: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("start tmux: %w", err)
+	}
+	p := &process{stdin: inW, stdout: outR, exited: make(chan struct{})}
+	p.cmd = exec.Command(program, args...)
+	p.cmd.Env = opts.Env
+	// Pipes of our own rather than StdoutPipe: Wait closes those as soon as the process exits,
+	// which would lose the last lines (%exit among them) before the client read them.
+	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = inR, outW, &p.stderr
+	p.cmd.WaitDelay = time.Second
+	err = p.cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		return nil, fmt.Errorf("start tmux: %w", err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+
+	// The reply to new-session (or to attach-session, when the session exists) is the first
+	// reply on the stream, and not ours: tmux ran it from the command line.
+	first := make(chan UnsolicitedReply, 1)
+	var once sync.Once
+	c := New(p, func(n Notification) {
+		if r, ok := n.(UnsolicitedReply); ok {
+			once.Do(func() { first <- r })
+		}
+		if opts.OnNotification != nil {
+			opts.OnNotification(n)
+		}
+	})
+	select {
+	case r := <-first:
+		if !r.Failed {
+			return c, nil
+		}
+		c.Close()
+		return nil, p.startError(fmt.Errorf("new-session: %w", &CommandError{Lines: r.Lines}))
+	case <-c.Done():
+		return nil, p.startError(c.Err())
+	case <-ctx.Done():
+		c.Close()
+		return nil, fmt.Errorf("start tmux: %w", ctx.Err())
+	}
+}
+
+func (o *StartOptions) args() ([]string, error) {
+	args := []string{"-u"}
+	switch {
+	case o.SocketName != "" && o.SocketPath != "":
+		return nil, errors.New("start tmux: set SocketName or SocketPath, not both")
+	case o.SocketName != "":
+		args = append(args, "-L", o.SocketName)
+	case o.SocketPath != "":
+		args = append(args, "-S", o.SocketPath)
+	default:
+		return nil, errors.New("start tmux: set SocketName or SocketPath: Start does not use the default server")
+	}
+	if o.ConfigFile != "" {
+		args = append(args, "-f", o.ConfigFile)
+	}
+	if o.Session == "" || strings.ContainsAny(o.Session, ":.") || strings.HasSuffix(o.Session, ";") ||
+		strings.ContainsFunc(o.Session, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return nil, fmt.Errorf("start tmux: session name %q: it must not be empty, hold ':', '.' or control characters, or end in ';'", o.Session)
+	}
+	w, h := o.Width, o.Height
+	if w == 0 {
+		w = 200
+	}
+	if h == 0 {
+		h = 50
+	}
+	if w < 1 || h < 1 {
+		return nil, fmt.Errorf("start tmux: size %dx%d", w, h)
+	}
+	return append(args, "-C", "new-session", "-A", "-s", o.Session, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h)), nil
+}
+
+// process is a running `tmux -C` as a stream: its standard output to read, its input to write.
+type process struct {
+	cmd     *exec.Cmd
+	stdin   *os.File
+	stdout  *os.File
+	stderr  cappedBuffer
+	exited  chan struct{}
+	waitErr error // set before exited is closed
+}
+
+func (p *process) Read(b []byte) (int, error)  { return p.stdout.Read(b) }
+func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+
+// Close closes tmux's input, which makes it exit, waits for it (killing it after closeGrace), and
+// closes its output.
+func (p *process) Close() error {
+	p.stdin.Close()
+	var err error
+	select {
+	case <-p.exited:
+	case <-time.After(closeGrace):
+		err = fmt.Errorf("tmux did not exit within %v of its input closing; killed it", closeGrace)
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
+	p.stdout.Close()
+	return err
+}
+
+// startError says why Start failed: cause, tmux's exit status when it has exited, and what it
+// wrote to standard error.
+func (p *process) startError(cause error) error {
+	select {
+	case <-p.exited:
+	case <-time.After(closeGrace):
+	}
+	msg := "start tmux"
+	select {
+	case <-p.exited:
+		var exit *exec.ExitError
+		if errors.As(p.waitErr, &exit) {
+			msg += " (" + exit.ProcessState.String() + ")"
+		}
+	default:
+	}
+	if s := strings.TrimSpace(p.stderr.String()); s != "" {
+		msg += ", stderr " + strconv.Quote(s)
+	}
+	return fmt.Errorf("%s: %w", msg, cause)
+}
+
+// cappedBuffer keeps the last maxStderr bytes written to it.
+type cappedBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - maxStderr; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *cappedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}

@@ -1,0 +1,441 @@
+package tmux
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// These tests run the real tmux: each starts a server of its own on a socket in a temporary
+// folder, with no configuration file, and kills it at the end.
+
+// server is a tmux server started for one test, and a client attached to its session "test".
+type server struct {
+	t      *testing.T
+	tmux   string // the tmux executable
+	socket string
+	c      *Client
+	notes  *recorder
+}
+
+func tmuxPath(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("tmux")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is missing in CI: install the tmux package")
+		}
+		t.Skip("tmux is not installed")
+	}
+	return path
+}
+
+// socketDir returns a folder for a socket: t.TempDir() unless its path is too long for one.
+func socketDir(t *testing.T) string {
+	dir := t.TempDir()
+	if len(dir) < 80 {
+		return dir
+	}
+	dir, err := os.MkdirTemp("", "tmux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func testEnv() []string {
+	// A plain shell in every window, whatever the user's.
+	return append(os.Environ(), "SHELL=/bin/sh")
+}
+
+func startServer(t *testing.T) *server {
+	t.Helper()
+	s := &server{t: t, tmux: tmuxPath(t), socket: filepath.Join(socketDir(t), "s"), notes: &recorder{changed: make(chan struct{}, 1)}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := Start(ctx, StartOptions{
+		Program:        s.tmux,
+		SocketPath:     s.socket,
+		ConfigFile:     "/dev/null",
+		Session:        "test",
+		Env:            testEnv(),
+		OnNotification: s.notes.add,
+	})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	s.c = c
+	t.Cleanup(func() {
+		s.c.Close()
+		exec.Command(s.tmux, "-S", s.socket, "kill-server").Run()
+	})
+	return s
+}
+
+// run runs a command through the client and fails the test if tmux rejects it.
+func (s *server) run(args ...string) []string {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := s.c.Command(ctx, args...)
+	if err != nil {
+		s.t.Fatalf("%q: %v", args, err)
+	}
+	return out
+}
+
+// outside runs the tmux command line on the test's server, as another client would.
+func (s *server) outside(args ...string) {
+	s.t.Helper()
+	out, err := exec.Command(s.tmux, append([]string{"-S", s.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %q: %v: %s", args, err, out)
+	}
+}
+
+// newWindow opens a window in the background running shellCommand and returns its IDs.
+func (s *server) newWindow(shellCommand string) (WindowID, PaneID) {
+	s.t.Helper()
+	out := s.run("new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "--", shellCommand)
+	if len(out) != 1 {
+		s.t.Fatalf("new-window printed %q, want one line", out)
+	}
+	w, p, _ := strings.Cut(out[0], " ")
+	window, err := ParseWindowID(w)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	pane, err := ParsePaneID(p)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return window, pane
+}
+
+// recorder keeps every notification, for tests to wait for the ones they expect.
+type recorder struct {
+	mu      sync.Mutex
+	notes   []Notification
+	changed chan struct{}
+}
+
+func (r *recorder) add(n Notification) {
+	r.mu.Lock()
+	r.notes = append(r.notes, n)
+	r.mu.Unlock()
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+// waitFor waits until the notifications so far satisfy ok.
+func (r *recorder) waitFor(t *testing.T, what string, ok func([]Notification) bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		r.mu.Lock()
+		done := ok(r.notes)
+		r.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-r.changed:
+		case <-deadline:
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			t.Fatalf("no %s in %d notifications: %#v", what, len(r.notes), r.notes)
+		}
+	}
+}
+
+func TestTmuxCommand(t *testing.T) {
+	s := startServer(t)
+	if got, want := s.run("display-message", "-p", "#{session_name}"), []string{"test"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("display -p '#{session_name}': got %q, want %q", got, want)
+	}
+	if got := s.run("refresh-client"); got == nil || len(got) != 0 {
+		t.Errorf("refresh-client: got %#v, want an empty reply", got)
+	}
+	// The new-session of the command line answers first, as a reply that is not ours.
+	s.notes.waitFor(t, "reply to new-session and session-changed", func(notes []Notification) bool {
+		return len(notes) >= 2 && reflect.DeepEqual(notes[0], UnsolicitedReply{}) && slicesContain(notes, SessionChanged{Session: 0, Name: "test"})
+	})
+}
+
+func slicesContain(notes []Notification, want Notification) bool {
+	for _, n := range notes {
+		if reflect.DeepEqual(n, want) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestTmuxCommandError(t *testing.T) {
+	s := startServer(t)
+	ctx := context.Background()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bogus-command"}, "parse error: unknown command: bogus-command"},
+		{[]string{"kill-window", "-t", "@999"}, "can't find window: @999"},
+	} {
+		_, err := s.c.Command(ctx, tt.args...)
+		var ce *CommandError
+		if !errors.As(err, &ce) || !reflect.DeepEqual(ce.Lines, []string{tt.want}) {
+			t.Errorf("%q: got %v, want a *CommandError with %q", tt.args, err, tt.want)
+		}
+	}
+	// The client goes on after an error.
+	if got := s.run("display", "-p", "still here"); !reflect.DeepEqual(got, []string{"still here"}) {
+		t.Errorf("after the errors: got %q", got)
+	}
+}
+
+// hostile are arguments that tmux's parser would read something into if Quote let it.
+var hostile = []string{
+	``,
+	`plain`,
+	`-t`,
+	`--`,
+	`two  spaces `,
+	`"double" 'single' "unbalanced`,
+	`back\slash \\ \n \e \001 \u0041 trailing\`,
+	`$HOME ${HOME} $ $$ $1`,
+	`~ ~/x ~root`,
+	`#{session_name} #{pane_id} ## # not a comment`,
+	`a;b ; ;`,
+	`{ } {`,
+	`%if 1 %endif`,
+	`x=y`,
+	"new\nline\n",
+	"\ttab\rcr",
+	"\x1b[31mred\x1b[0m",
+	"\x01\x02\x7f",
+	"café ✓ 日本",
+	"invalid \xff\xfe\xc3",
+}
+
+// Every hostile string arrives as one argument, byte for byte: stored with set-option (which does
+// not expand formats) and read back with show-options -v.
+func TestTmuxQuoteRoundTrip(t *testing.T) {
+	s := startServer(t)
+	for _, value := range hostile {
+		s.run("set-option", "-g", "@krad-test", value)
+		got := strings.Join(s.run("show-options", "-gv", "@krad-test"), "\n")
+		if got != value {
+			t.Errorf("set-option %q: show-options gave back %q", value, got)
+		}
+	}
+}
+
+// Text typed into a pane with send-keys -l arrives as it was: the pane runs cat, whose terminal
+// echoes it, and capture-pane reads the screen.
+func TestTmuxSendKeysLiteral(t *testing.T) {
+	s := startServer(t)
+	for _, text := range []string{
+		`"double" 'single' back\slash`,
+		`$HOME ${HOME} ~ ~/x`,
+		`#{session_name} ## #`,
+		`a;b ; { } %if`,
+		`-t café ✓`,
+	} {
+		_, pane := s.newWindow("cat")
+		// "--" ends the flags: without it tmux would read a text starting with '-' as flags.
+		s.run("send-keys", "-t", pane.String(), "-l", "--", text)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			screen := s.run("capture-pane", "-p", "-t", pane.String())
+			if len(screen) > 0 && strings.TrimRight(screen[0], " ") == text {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("send-keys -l %q: the pane shows %q", text, screen)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func TestTmuxNewWindow(t *testing.T) {
+	s := startServer(t)
+	window, pane := s.newWindow("sleep 60")
+	s.notes.waitFor(t, "window-add for "+window.String(), func(notes []Notification) bool {
+		return slicesContain(notes, WindowAdd{Window: window})
+	})
+	if got := s.run("display", "-p", "-t", pane.String(), "#{window_id}"); !reflect.DeepEqual(got, []string{window.String()}) {
+		t.Errorf("the pane's window: got %q, want %s", got, window)
+	}
+	s.run("kill-window", "-t", window.String())
+	// kill-window unlinks the window from the session before it closes, so tmux 3.3 calls it
+	// %unlinked-window-close.
+	s.notes.waitFor(t, "window-close for "+window.String(), func(notes []Notification) bool {
+		return slicesContain(notes, WindowClose{Window: window}) || slicesContain(notes, WindowClose{Window: window, Unlinked: true})
+	})
+}
+
+func TestTmuxOutput(t *testing.T) {
+	s := startServer(t)
+	_, pane := s.newWindow(`printf 'a\tb\\n'; sleep 60`)
+	want := []byte("a\tb\\n")
+	s.notes.waitFor(t, "output of "+pane.String(), func(notes []Notification) bool {
+		var data []byte
+		for _, n := range notes {
+			if o, ok := n.(Output); ok && o.Pane == pane {
+				data = append(data, o.Data...)
+			}
+		}
+		return bytes.Equal(data, want)
+	})
+}
+
+// A pane whose process exits stays, with remain-on-exit, and tells its exit status; a
+// subscription reports the death without polling.
+func TestTmuxPaneDeath(t *testing.T) {
+	s := startServer(t)
+	window, pane := s.newWindow("read line; exit 3")
+	s.run("set-option", "-w", "-t", window.String(), "remain-on-exit", "on")
+	s.run("refresh-client", "-B", "dead:%*:#{pane_dead} #{pane_dead_status}")
+	if got := s.run("display", "-p", "-t", pane.String(), "#{pane_dead} #{pane_dead_status}"); !reflect.DeepEqual(got, []string{"0 "}) {
+		t.Errorf("before the exit: got %q, want [\"0 \"]", got)
+	}
+	s.run("send-keys", "-t", pane.String(), "Enter")
+
+	s.notes.waitFor(t, "subscription-changed with the pane dead", func(notes []Notification) bool {
+		for _, n := range notes {
+			if sc, ok := n.(SubscriptionChanged); ok && sc.Name == "dead" && sc.Pane == pane && sc.Value == "1 3" {
+				if sc.Window != window || sc.WindowIndex < 0 || sc.Session != 0 {
+					t.Errorf("subscription-changed %#v: want window %s, an index and session $0", sc, window)
+				}
+				return true
+			}
+		}
+		return false
+	})
+	if got := s.run("display", "-p", "-t", pane.String(), "#{pane_dead} #{pane_dead_status}"); !reflect.DeepEqual(got, []string{"1 3"}) {
+		t.Errorf("after exit 3: got %q, want [\"1 3\"]", got)
+	}
+}
+
+func TestTmuxKillServer(t *testing.T) {
+	s := startServer(t)
+	s.outside("kill-server")
+	select {
+	case <-s.c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done is not closed after kill-server")
+	}
+	var exit *ExitError
+	if err := s.c.Err(); !errors.As(err, &exit) {
+		t.Fatalf("Err() = %v (%T), want an *ExitError", err, err)
+	}
+	s.notes.waitFor(t, "exit", func(notes []Notification) bool {
+		_, ok := notes[len(notes)-1].(Exit)
+		return ok
+	})
+	_, err := s.c.Command(context.Background(), "display", "-p", "x")
+	if !errors.Is(err, ErrClosed) || !errors.As(err, &exit) {
+		t.Errorf("Command after kill-server: got %v, want ErrClosed and the *ExitError", err)
+	}
+}
+
+func TestTmuxConcurrentCommands(t *testing.T) {
+	s := startServer(t)
+	const n = 100
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			want := "reply " + strconv.Itoa(i) + " #{session_name}"
+			// -p expands formats; ## is a literal #, so the reply is the text as it was.
+			got, err := s.c.Command(context.Background(), "display", "-p", strings.ReplaceAll(want, "#", "##"))
+			if err != nil || !reflect.DeepEqual(got, []string{want}) {
+				t.Errorf("command %d: got %q, %v; want [%q]", i, got, err, want)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// A command whose ctx ends while tmux holds it back does not take the next command's reply.
+func TestTmuxCancelledCommand(t *testing.T) {
+	s := startServer(t)
+	// wait-for is answered at once, but holds every later command of the client until the
+	// channel is signalled.
+	s.run("wait-for", "krad-test")
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if got, err := s.c.Command(ctx, "display", "-p", "held"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a command behind wait-for: got %q, %v; want context.DeadlineExceeded", got, err)
+	}
+	next := make(chan result, 1)
+	go func() {
+		lines, err := s.c.Command(context.Background(), "display", "-p", "next")
+		next <- result{lines, err}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	s.outside("wait-for", "-S", "krad-test")
+	if r := wait(t, next); r.err != nil || !reflect.DeepEqual(r.lines, []string{"next"}) {
+		t.Errorf("the command after the cancelled one: got %q, %v; want [next]", r.lines, r.err)
+	}
+}
+
+// Start on a session that exists attaches to it; failures say why.
+func TestTmuxStart(t *testing.T) {
+	s := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	second, err := Start(ctx, StartOptions{Program: s.tmux, SocketPath: s.socket, Session: "test", Env: testEnv()})
+	if err != nil {
+		t.Fatalf("Start on an existing session: %v", err)
+	}
+	if got, err := second.Command(ctx, "list-sessions", "-F", "#{session_name}"); err != nil || !reflect.DeepEqual(got, []string{"test"}) {
+		t.Errorf("list-sessions: got %q, %v; want only the one session", got, err)
+	}
+	if err := second.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	if err := second.Err(); err != ErrClosed {
+		t.Errorf("Err() after Close = %v, want ErrClosed", err)
+	}
+	// The first client is unaffected.
+	s.run("display", "-p", "x")
+
+	for _, tt := range []struct {
+		name string
+		opts StartOptions
+		want string
+	}{
+		{"no socket", StartOptions{Program: s.tmux, Session: "x"}, "set SocketName or SocketPath"},
+		{"two sockets", StartOptions{Program: s.tmux, SocketName: "a", SocketPath: "/b", Session: "x"}, "not both"},
+		{"bad session name", StartOptions{Program: s.tmux, SocketPath: s.socket, Session: "a:b"}, "session name"},
+		{"no program", StartOptions{Program: filepath.Join(t.TempDir(), "no-tmux"), SocketPath: s.socket, Session: "x"}, "no such file"},
+		{"width too large", StartOptions{Program: s.tmux, SocketPath: filepath.Join(socketDir(t), "s"), Session: "x", ConfigFile: "/dev/null", Width: 100000}, "new-session: tmux: width too large"},
+		{"socket folder missing", StartOptions{Program: s.tmux, SocketPath: filepath.Join(t.TempDir(), "missing", "s"), Session: "x", ConfigFile: "/dev/null"}, "server exited unexpectedly"},
+	} {
+		c, err := Start(ctx, tt.opts)
+		if err == nil {
+			c.Close()
+			t.Errorf("%s: Start succeeded, want an error", tt.name)
+			continue
+		}
+		if !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got error %q, want it to mention %q", tt.name, err, tt.want)
+		}
+	}
+}
