@@ -74,8 +74,9 @@ func (id TerminalID) validate() error {
 // MaxEnvironmentName is the longest environment name.
 const MaxEnvironmentName = 64
 
-// ValidEnvironment checks an environment name: 1 to 64 of A-Z a-z 0-9 . _ -, not starting with a
-// dot or a dash. The same names are tmux session names and folder names on hosts.
+// ValidEnvironment checks an environment name: 1 to 64 of A-Z a-z 0-9 _ -, not starting with a
+// dash. The same names are tmux session names (where '.' and ':' would be changed) and folder
+// names on hosts.
 func ValidEnvironment(name string) error {
 	if name == "" || len(name) > MaxEnvironmentName {
 		return fmt.Errorf("an environment name has 1 to %d characters", MaxEnvironmentName)
@@ -83,9 +84,9 @@ func ValidEnvironment(name string) error {
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' ||
-			(i > 0 && (c == '.' || c == '-'))
+			(i > 0 && c == '-')
 		if !ok {
-			return fmt.Errorf("an environment name is made of letters, digits, '.', '_' and '-', and starts with a letter, digit or '_'")
+			return fmt.Errorf("an environment name is made of letters, digits, '_' and '-', and starts with a letter, digit or '_'")
 		}
 	}
 	return nil

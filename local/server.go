@@ -35,6 +35,18 @@ type Config struct {
 	// StreamBuffer is how many messages a subscriber may fall behind before it is dropped:
 	// 1024 when zero.
 	StreamBuffer int
+	// Listener, if set, is the listener to serve, from ListenLoopback: a caller that needs the
+	// bus's address before it can make its Handler opens the listener first.
+	Listener net.Listener
+}
+
+// ListenLoopback opens a TCP listener on 127.0.0.1 with a port the system picks.
+func ListenLoopback() (net.Listener, error) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
+	}
+	return ln, nil
 }
 
 // DefaultLineTimeout is the spec's time for the request line to arrive after connecting.
@@ -53,8 +65,8 @@ type Server struct {
 	wg sync.WaitGroup
 }
 
-// Listen opens the bus's listener on 127.0.0.1 with a port the system picks. It never binds any
-// other interface.
+// Listen makes the bus on cfg.Listener, or on a new listener on 127.0.0.1 with a port the system
+// picks. It never binds any other interface.
 func Listen(cfg Config) (*Server, error) {
 	if cfg.BusToken.IsZero() || cfg.LeadToken.IsZero() {
 		return nil, errors.New("local: the bus and lead tokens are required")
@@ -79,9 +91,11 @@ func Listen(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
+	ln := cfg.Listener
+	if ln == nil {
+		if ln, err = ListenLoopback(); err != nil {
+			return nil, err
+		}
 	}
 	return &Server{cfg: cfg, ln: ln, hello: append(line, '\n')}, nil
 }

@@ -36,6 +36,12 @@ type StartOptions struct {
 	// Width and Height are the size of a session this call creates; zero means 200 and 50.
 	Width, Height int
 
+	// WindowName and Command are the name and the command of the first window of a session this
+	// call creates (tmux new-session -n NAME -- COMMAND…); empty means tmux's defaults. They are
+	// ignored when the session exists.
+	WindowName string
+	Command    []string
+
 	// Env is the environment of the tmux client, and of the server when this call starts it,
 	// whose windows inherit it. Nil means this process's environment.
 	Env []string
@@ -159,7 +165,14 @@ func (o *StartOptions) args() ([]string, error) {
 	if w < 1 || h < 1 {
 		return nil, fmt.Errorf("start tmux: size %dx%d", w, h)
 	}
-	return append(args, "-C", "new-session", "-A", "-s", o.Session, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h)), nil
+	args = append(args, "-C", "new-session", "-A", "-s", o.Session, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h))
+	if o.WindowName != "" {
+		args = append(args, "-n", o.WindowName)
+	}
+	if len(o.Command) > 0 {
+		args = append(append(args, "--"), o.Command...)
+	}
+	return args, nil
 }
 
 // process is a running `tmux -C` as a stream: its standard output to read, its input to write.
