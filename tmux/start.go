@@ -29,8 +29,8 @@ type StartOptions struct {
 	ConfigFile string
 
 	// Session is the session to attach to, created when it does not exist. tmux would turn ':'
-	// and '.' into '_', so Start refuses them, and a name that is empty, holds control
-	// characters, or ends in ';' (which tmux reads as the end of a command).
+	// and '.' into '_', so Start refuses them, and a name that is empty or holds control
+	// characters.
 	Session string
 
 	// Width and Height are the size of a session this call creates; zero means 200 and 50.
@@ -38,7 +38,8 @@ type StartOptions struct {
 
 	// WindowName and Command are the name and the command of the first window of a session this
 	// call creates (tmux new-session -n NAME -- COMMAND…); empty means tmux's defaults. They are
-	// ignored when the session exists.
+	// ignored when the session exists. tmux expands #{…} formats in WindowName (## is a '#').
+	// Command is run as it is when it has several elements, through the shell when it has one.
 	WindowName string
 	Command    []string
 
@@ -151,9 +152,9 @@ func (o *StartOptions) args() ([]string, error) {
 	if o.ConfigFile != "" {
 		args = append(args, "-f", o.ConfigFile)
 	}
-	if o.Session == "" || strings.ContainsAny(o.Session, ":.") || strings.HasSuffix(o.Session, ";") ||
+	if o.Session == "" || strings.ContainsAny(o.Session, ":.") ||
 		strings.ContainsFunc(o.Session, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return nil, fmt.Errorf("start tmux: session name %q: it must not be empty, hold ':', '.' or control characters, or end in ';'", o.Session)
+		return nil, fmt.Errorf("start tmux: session name %q: it must not be empty, or hold ':', '.' or control characters", o.Session)
 	}
 	w, h := o.Width, o.Height
 	if w == 0 {
@@ -165,14 +166,26 @@ func (o *StartOptions) args() ([]string, error) {
 	if w < 1 || h < 1 {
 		return nil, fmt.Errorf("start tmux: size %dx%d", w, h)
 	}
-	args = append(args, "-C", "new-session", "-A", "-s", o.Session, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h))
+	args = append(args, "-C", "new-session", "-A", "-s", argvArg(o.Session), "-x", strconv.Itoa(w), "-y", strconv.Itoa(h))
 	if o.WindowName != "" {
-		args = append(args, "-n", o.WindowName)
+		args = append(args, "-n", argvArg(o.WindowName))
 	}
 	if len(o.Command) > 0 {
-		args = append(append(args, "--"), o.Command...)
+		args = append(args, "--")
+		for _, a := range o.Command {
+			args = append(args, argvArg(a))
+		}
 	}
 	return args, nil
+}
+
+// argvArg returns s as an argument of the command on tmux's command line, where an argument that
+// ends in ';' ends the command (and loses the ';') unless a backslash comes before the ';'.
+func argvArg(s string) string {
+	if strings.HasSuffix(s, ";") {
+		return s[:len(s)-1] + `\;`
+	}
+	return s
 }
 
 // process is a running `tmux -C` as a stream: its standard output to read, its input to write.

@@ -395,6 +395,45 @@ func TestTmuxCancelledCommand(t *testing.T) {
 	}
 }
 
+// A session Start creates gets the first window asked for; arguments ending in ';', which tmux's
+// command line reads as the end of a command, arrive whole.
+func TestTmuxStartFirstWindow(t *testing.T) {
+	tmux := tmuxPath(t)
+	socket := filepath.Join(socketDir(t), "s")
+	notes := &recorder{changed: make(chan struct{}, 1)}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := Start(ctx, StartOptions{
+		Program:        tmux,
+		SocketPath:     socket,
+		ConfigFile:     "/dev/null",
+		Session:        "env;",
+		WindowName:     "first;",
+		Command:        []string{"sh", "-c", "echo ready; sleep 60;"},
+		Env:            testEnv(),
+		OnNotification: notes.add,
+	})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		exec.Command(tmux, "-S", socket, "kill-server").Run()
+	})
+	got, err := c.Command(ctx, "list-windows", "-F", "#{session_name}|#{window_name}|#{pane_dead}")
+	if want := []string{"env;|first;|0"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("list-windows: got %q, %v; want %q", got, err, want)
+	}
+	notes.waitFor(t, "the first window's output", func(notes []Notification) bool {
+		for _, n := range notes {
+			if o, ok := n.(Output); ok && bytes.Contains(o.Data, []byte("ready")) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // Start on a session that exists attaches to it; failures say why.
 func TestTmuxStart(t *testing.T) {
 	s := startServer(t)
