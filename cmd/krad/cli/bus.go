@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -162,7 +163,15 @@ func answerWait(req api.Request) time.Duration {
 // (an *api.Error, api.ErrTimedOut), or why no answer came (nothing answers, or what answers is not
 // the bus).
 func (b *bus) call(ctx context.Context, req api.Request) (api.Answer, error) {
-	wait := answerWait(req)
+	return b.callWithin(ctx, req, answerWait(req))
+}
+
+// callWithin is call with its own wait for the answer, for a caller that cannot wait for the
+// app's deadline (krad-ade-agents run's reports).
+func (b *bus) callWithin(ctx context.Context, req api.Request, wait time.Duration) (api.Answer, error) {
+	if err := b.fits(req); err != nil {
+		return api.Answer{}, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	a, err := b.client.Call(cctx, req)
@@ -170,7 +179,7 @@ func (b *bus) call(ctx context.Context, req api.Request) (api.Answer, error) {
 	case nil:
 		return a, nil
 	case *api.Error: // Call returns the app's error answers as they are, unwrapped
-		return a, &problem{err: fmt.Errorf("%s: the app answered %w", req.Name, e), hint: b.hintFor(e.Code)}
+		return a, &problem{err: fmt.Errorf("%s: the app answered %w", req.Name, e), hint: b.hintFor(req.Name, e.Code)}
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -180,6 +189,11 @@ func (b *bus) call(ctx context.Context, req api.Request) (api.Answer, error) {
 	case errors.Is(err, context.DeadlineExceeded) && req.Name == api.Hello:
 		// The bus answers Hello itself, at once: a peer that keeps quiet is not the bus.
 		return a, b.unreachable(&api.UnreachableError{Endpoint: b.client.Endpoint, Err: fmt.Errorf("no answer within %s", wait)}, true)
+	case errors.Is(err, context.DeadlineExceeded) && wait < req.Deadline():
+		return a, &problem{
+			err:  fmt.Errorf("%s: no answer from the app at %s within %s", req.Name, b.client.Endpoint, wait),
+			hint: "the app may be busy or stuck: check that krad-ade responds",
+		}
 	case errors.Is(err, context.DeadlineExceeded):
 		return a, &problem{
 			err:  fmt.Errorf("%s: no answer from the app at %s within %s, past its own deadline", req.Name, b.client.Endpoint, wait),
@@ -237,8 +251,8 @@ func (b *bus) hello(ctx context.Context) (api.HelloAnswer, error) {
 	return h, nil
 }
 
-// hintFor is the next step after the app answered an error with code.
-func (b *bus) hintFor(code api.ErrorCode) string {
+// hintFor is the next step after the app answered req with an error with code.
+func (b *bus) hintFor(req api.Name, code api.ErrorCode) string {
 	switch code {
 	case api.CodeUnauthorized:
 		switch {
@@ -253,7 +267,11 @@ func (b *bus) hintFor(code api.ErrorCode) string {
 		if b.client.From.Kind == api.CallerClient {
 			return "outside krad-ade's terminals, krad may only list and watch agents: run this in one of them"
 		}
-		return "only a session's lead may direct its workers"
+		switch req {
+		case api.Spawn, api.Send, api.Close, api.CloseSession:
+			return "only a session's lead may direct its workers"
+		}
+		return ""
 	case api.CodeUnsupportedAPIVersion:
 		return fmt.Sprintf("this krad speaks the agents API v%d: use the krad that came with this krad-ade (first on PATH in its terminals)", api.Version)
 	case api.CodeBadRequest:
@@ -262,4 +280,113 @@ func (b *bus) hintFor(code api.ErrorCode) string {
 		return "try again in a moment"
 	}
 	return ""
+}
+
+// fits refuses a request that the bus would refuse for its length (the spec's 64 KiB a line),
+// before it goes out: a long text or prompt is the user's to shorten, not a disagreement with the
+// app.
+func (b *bus) fits(req api.Request) error {
+	line, err := json.Marshal(api.Envelope{APIVersion: api.Version, Token: b.client.Token, From: b.client.From, Request: req})
+	if err != nil {
+		return fmt.Errorf("%s: %w", req.Name, err)
+	}
+	if len(line) > api.MaxRequestLine {
+		return &problem{
+			err:  fmt.Errorf("%s: the request is %d bytes, and the bus reads at most %d", req.Name, len(line), api.MaxRequestLine),
+			kind: errUsage,
+			hint: "shorten the text you give it",
+		}
+	}
+	return nil
+}
+
+// answer makes a request whose answer is an object called name ({"Agent":…}), decodes its body
+// into v, and returns the body as the app sent it, for --json.
+func (b *bus) answer(ctx context.Context, req api.Request, name string, v any) (json.RawMessage, error) {
+	a, err := b.call(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Decode(name, v); err != nil {
+		return nil, b.unexpected(req, err)
+	}
+	return a.Body, nil
+}
+
+// ok makes a request whose answer is the bare string "Ok".
+func (b *bus) ok(ctx context.Context, req api.Request) error {
+	return b.okWithin(ctx, req, answerWait(req))
+}
+
+// okWithin is ok with its own wait for the answer.
+func (b *bus) okWithin(ctx context.Context, req api.Request, wait time.Duration) error {
+	a, err := b.callWithin(ctx, req, wait)
+	if err != nil {
+		return err
+	}
+	if a.Name != api.OK.Name || a.Body != nil {
+		return b.unexpected(req, fmt.Errorf("the app answered %s where Ok was expected", printable(a.Name, 40)))
+	}
+	return nil
+}
+
+// unexpected is an answer krad cannot use: the app speaks another dialect of the API.
+func (b *bus) unexpected(req api.Request, err error) error {
+	return &problem{
+		err:  fmt.Errorf("%s: %w", req.Name, err),
+		hint: "this krad and the app disagree about the answer: use the krad that came with this krad-ade",
+	}
+}
+
+// snapshotWait is how long subscribe waits for a stream's first message: the bus sends its
+// snapshot at once, so a peer that keeps quiet is stuck or is not the bus.
+var snapshotWait = 10 * time.Second
+
+var errNoSnapshot = errors.New("no snapshot")
+
+// subscribe makes a streaming request and calls fn with each message. It returns nil when ctx is
+// done, fn's error when fn fails, and otherwise an error for a person: the app refused, nothing
+// answers or what answers is not the bus, or the stream ended or broke, which means the app
+// stopped (exit code 2).
+func (b *bus) subscribe(ctx context.Context, req api.Request, fn func(api.Answer) error) error {
+	if err := b.fits(req); err != nil {
+		return err
+	}
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	first := time.AfterFunc(snapshotWait, func() { cancel(errNoSnapshot) })
+	defer first.Stop()
+	var got bool
+	var fnErr error
+	err := b.client.Subscribe(sctx, req, func(a api.Answer) error {
+		first.Stop()
+		got = true
+		fnErr = fn(a)
+		return fnErr
+	})
+	if e, ok := err.(*api.Error); ok { // Subscribe returns the app's error answers as they are
+		return &problem{err: fmt.Errorf("%s: the app answered %w", req.Name, e), hint: b.hintFor(req.Name, e.Code)}
+	}
+	var u *api.UnreachableError
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case fnErr != nil:
+		return fnErr
+	case errors.Is(context.Cause(sctx), errNoSnapshot):
+		return b.unreachable(&api.UnreachableError{Endpoint: b.client.Endpoint, Err: fmt.Errorf("no answer within %s", snapshotWait)}, true)
+	case errors.As(err, &u):
+		return b.unreachable(u, false)
+	case err != nil && !got:
+		return b.unreachable(&api.UnreachableError{Endpoint: b.client.Endpoint, Err: err}, true)
+	}
+	what := "the app ended the stream"
+	if err != nil {
+		what = "the stream broke: " + err.Error()
+	}
+	return &problem{
+		err:  fmt.Errorf("%s: %s", req.Name, what),
+		kind: errNoAPI,
+		hint: "krad-ade stopped or restarted: start it, then run this again",
+	}
 }

@@ -14,6 +14,28 @@
 // through [Options.Discover], and calls as "Client". The static build has no Discover: it uses
 // the variables only, and says so when they are missing.
 //
+// # Commands
+//
+//	krad list [--all]                 List / ListAll: the agents, as a table
+//	krad watch                        SubscribeAgents: the table, then a line per change, until
+//	                                  interrupted; 2 when the app ends the stream
+//	krad check T [--wait D]           Check: one agent in one line
+//	krad wait T [--timeout D]         Wait: the agent once it settles; 1 when it failed or was
+//	                                  closed, 4 when it did not settle in time
+//	krad read T [--lines N]           Read: the screen's text, not escaped
+//	krad send T TEXT… [--no-enter]    Send: TEXT, or stdin with "-"; prints nothing
+//	krad spawn [--title T] [--group G] [--prompt P] -- CMD…
+//	                                  Spawn: the new worker in one line
+//	krad close T, krad close-session  Close, CloseSession; print nothing
+//	krad report STATE [--message M]   Report: for an agent's hooks; prints nothing
+//	krad api, krad api info           Hello: the API's version, and where krad found it
+//	krad version                      krad's own version
+//
+// Every command that prints data takes --json: one line of JSON, the app's own objects as it
+// sent them (watch: each message of the stream as it comes). A target T is a terminal of the
+// caller's own environment, as the app reads it: "2", or "main:2" when main is that environment
+// (KRAD_ADE_TERMINAL); naming another environment is a usage error.
+//
 // # Exit codes
 //
 //	0  success
@@ -28,18 +50,21 @@
 //
 // # Output
 //
-// Data goes to stdout: a line or aligned "key  value" lines for people, one line of JSON with
-// --json. Errors go to stderr as "krad: error: <what failed>", then "krad: hint: <next step>"
+// Data goes to stdout: a line, a table or aligned "key  value" lines for people, one line of
+// JSON with --json. An agent in one line is "main:2 worker idle 'fix flaky test'": terminal,
+// role, state (with the exit code of an ended one: "failed (1)") and title. Errors go to stderr as "krad: error: <what failed>", then "krad: hint: <next step>"
 // when there is one. No output contains the bus token, except `krad api info --show-token`, and
 // nothing read from outside (arguments, variables, answers) is printed without escaping what a
-// terminal would act on.
+// terminal would act on, but for the one thing asked for as it is: the screen krad read prints.
 //
 // # Adding a command
 //
 // A command is one small file: a function that returns a *command with its name, usage, flags
-// and run function, listed once in the tree (tree.go; api.go is the model). Its run function
-// finds the bus with x.bus() and makes requests with b.call, whose errors already say what failed
-// with a hint; the exit code comes from the one table, exitCode in exit.go.
+// and run function, listed once in the tree (tree.go; api.go and check.go are the models). Its
+// run function reads its arguments first (x.oneTarget, x.usageError), then finds the bus with
+// x.bus() and makes requests with b.answer, b.ok or b.subscribe, whose errors already say what
+// failed with a hint; the exit code comes from the one table, exitCode in exit.go. show.go says
+// how agents look to people.
 //
 // # krad-ade-agents
 //

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/krad-ade/krad/api"
 )
 
 func TestHelpAndUsage(t *testing.T) {
@@ -18,13 +20,24 @@ func TestHelpAndUsage(t *testing.T) {
 		wantCode int
 	}{
 		{"krad --help lists the commands", []string{"--help"},
-			[]string{"Usage:\n  krad <command> [flags]\n", "\n  api       say hello", "\n  api info  print where", "\n  version   ", "Exit codes: 0 success"}, nil, ExitOK},
+			[]string{"Usage:\n  krad <command> [flags]\n", "\n  list           list the agents", "\n  close-session  close this lead's session",
+				"\n  api            say hello", "\n  api info       print where", "\n  version        ", "Exit codes: 0 success"}, nil, ExitOK},
 		{"krad -h", []string{"-h"}, []string{"Commands:"}, nil, ExitOK},
 		{"krad api --help", []string{"api", "--help"},
 			[]string{"Usage:\n  krad api [--json]\n  krad api <command> [flags]\n", "\n  info  print where", "      --json  "}, nil, ExitOK},
 		{"krad api info --help", []string{"api", "info", "--help"},
 			[]string{"  krad api info [--show-token] [--json]\n", "--show-token  also print the bus token"}, nil, ExitOK},
 		{"krad version --help", []string{"version", "--help"}, []string{"krad version [--json]"}, nil, ExitOK},
+		{"krad list --help", []string{"list", "--help"}, []string{"  krad list [--all] [--json]\n", "main:2    worker  idle     fix flaky test", "      --all   "}, nil, ExitOK},
+		{"krad watch --help", []string{"watch", "--help"}, []string{"  krad watch [--json]\n", "exits with 2"}, nil, ExitOK},
+		{"krad check --help", []string{"check", "--help"}, []string{"  krad check T [--wait D] [--json]\n", "      --wait D  answer after"}, nil, ExitOK},
+		{"krad wait --help", []string{"wait", "--help"}, []string{"  krad wait T [--timeout D] [--json]\n", "Exit codes: 0 the agent is idle", "--timeout D"}, nil, ExitOK},
+		{"krad read --help", []string{"read", "--help"}, []string{"  krad read T [--lines N] [--json]\n", "--lines N"}, nil, ExitOK},
+		{"krad send --help", []string{"send", "--help"}, []string{"  krad send T TEXT… [--no-enter]\n", "--no-enter"}, nil, ExitOK},
+		{"krad spawn --help", []string{"spawn", "--help"}, []string{"  krad spawn [--title T] [--group G] [--prompt P] [--json] -- CMD…\n", "--title T   the worker's title T"}, nil, ExitOK},
+		{"krad close --help", []string{"close", "--help"}, []string{"  krad close T\n"}, nil, ExitOK},
+		{"krad close-session --help", []string{"close-session", "--help"}, []string{"  krad close-session\n"}, nil, ExitOK},
+		{"krad report --help", []string{"report", "--help"}, []string{"  krad report STATE [--message M]\n", "working, idle, needs_input, done or failed"}, nil, ExitOK},
 		{"krad alone prints the help on stderr", nil, nil, []string{"Usage:\n  krad <command> [flags]\n"}, ExitUsage},
 		{"unknown command, quoted and cut", []string{"\x1b]0;pwned\x07" + strings.Repeat("a", 100)}, nil,
 			[]string{`krad: error: unknown command "\x1b]0;pwned\a` + strings.Repeat("a", 40-len("\x1b]0;pwned\x07")) + `…"` + "\nkrad: hint: run 'krad --help'\n"}, ExitUsage},
@@ -147,18 +160,49 @@ func TestNoTokenInOutput(t *testing.T) {
 	commands := [][]string{
 		{"api"}, {"api", "--json"}, {"api", "info"}, {"api", "info", "--json"}, {"version"}, {"--help"},
 		{"api", "--bogus"}, {"api", "info", "extra"},
+		{"list"}, {"list", "--all", "--json"}, {"watch"}, {"watch", "--json"}, {"check", "2", "--wait", "1s"}, {"check", "dev:2"},
+		{"wait", "2", "--timeout", "1s"}, {"read", "2"}, {"send", "2", "hi"}, {"send", "2", strings.Repeat("x", 70000)},
+		{"spawn", "--", "sh"}, {"close", "2"}, {"close-session"}, {"report", "idle"}, {"report", "bogus"},
+	}
+	secrets := []string{tok.Reveal(), wrong.Reveal()}
+	check := func(t *testing.T, out, errOut string, secrets []string) {
+		t.Helper()
+		for _, secret := range secrets {
+			if strings.Contains(out+errOut, secret) {
+				t.Errorf("got output with a token:\n%s%s", out, errOut)
+			}
+		}
 	}
 	for _, s := range setups {
 		for _, args := range commands {
 			t.Run(s.name+"/"+strings.Join(args, " "), func(t *testing.T) {
 				out, errOut, _ := run(t, s.env, s.opts, args...)
-				for _, secret := range []string{tok.Reveal(), wrong.Reveal()} {
-					if strings.Contains(out+errOut, secret) {
-						t.Errorf("got output with a token:\n%s%s", out, errOut)
-					}
-				}
+				check(t, out, errOut, secrets)
 			})
 		}
+	}
+	// And where the app answers, in success.
+	idle := agent(2, "worker", "idle", "fix flaky test")
+	app := &testApp{
+		stream: []api.Answer{answer(t, "Agents", []api.Agent{idle})},
+		answers: map[api.Name]api.Answer{
+			api.List: answer(t, "Agents", []api.Agent{idle}), api.ListAll: answer(t, "Agents", []api.Agent{idle}),
+			api.Check: answer(t, "Agent", idle), api.Wait: answer(t, "Agent", idle), api.Spawn: answer(t, "Agent", idle),
+			api.Read: answer(t, "Screen", api.Screen{Terminal: 2, Text: "$ "}),
+		},
+	}
+	env, appTok := startApp(t, app)
+	succeeded := 0
+	for _, args := range commands {
+		out, errOut, code := run(t, env, Options{}, args...)
+		check(t, out, errOut, []string{appTok.Reveal()})
+		if code == ExitOK {
+			succeeded++
+		}
+	}
+	// All but watch and watch --json (the stream ends: exit code 2) and the five usage errors.
+	if succeeded != len(commands)-7 {
+		t.Errorf("%d commands succeeded against the app, want every one that can", succeeded)
 	}
 	for _, args := range [][]string{{"api", "info", "--show-token"}, {"api", "info", "--show-token", "--json"}} {
 		out, _, code := run(t, setups[0].env, setups[0].opts, args...)

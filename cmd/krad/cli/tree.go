@@ -8,12 +8,25 @@ func kradCommand() *command {
 krad talks to the agents bus of krad-ade, the app that runs coding agents in terminals on this
 computer and on SSH hosts.`,
 		footer: `
+A target T is a terminal of this terminal's own environment: its number, like 2, or main:2.
+Every command that prints data takes --json.
+
 krad finds the bus through the KRAD_ADE_* variables the app sets in its terminals, else through
 api.json in the app's config folder (not in the static build for SSH hosts).
 
 Exit codes: 0 success · 1 the app answered an error, or another failure · 2 no live API ·
 3 unauthorized or forbidden · 4 timed out · 5 usage · 6 unsupported API version`,
 		subs: []*command{
+			listCommand(),
+			watchCommand(),
+			checkCommand(),
+			waitCommand(),
+			readCommand(),
+			sendCommand(),
+			spawnCommand(),
+			closeCommand(),
+			closeSessionCommand(),
+			reportCommand(),
 			apiCommand(),
 			versionCommand(),
 		},

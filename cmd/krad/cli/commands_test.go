@@ -1,0 +1,399 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+)
+
+func TestParseTarget(t *testing.T) {
+	tests := []struct {
+		in, self string
+		want     api.Target
+		wantErr  string // a part of the error
+	}{
+		{in: "2", want: 2},
+		{in: "2", self: "main:4", want: 2},
+		{in: "02", self: "main:4", want: 2},
+		{in: "main:2", self: "main:4", want: 2},
+		{in: "my_env-1:12", self: "my_env-1:3", want: 12},
+		{in: "0", wantErr: `target "0": terminal numbers start at 1`},
+		{in: "main:0", self: "main:4", wantErr: `target "main:0": terminal numbers start at 1`},
+		{in: "", wantErr: `target "": a target is a terminal number, like 2, or environment:number, like main:2`},
+		{in: "x", wantErr: "a target is a terminal number"},
+		{in: "-1", wantErr: "a target is a terminal number"},
+		{in: "+1", wantErr: "a target is a terminal number"},
+		{in: " 2", wantErr: "a target is a terminal number"},
+		{in: "2x", wantErr: "a target is a terminal number"},
+		{in: "main:", self: "main:4", wantErr: "a target is a terminal number"},
+		{in: "99999999999999999999", wantErr: "the terminal number is too large"},
+		{in: "dev:2", self: "main:4",
+			wantErr: `target "dev:2" names environment "dev", but targets are terminals of the caller's own environment, "main"`},
+		{in: ":2", self: "main:4", wantErr: `names environment "", but targets are terminals of the caller's own environment, "main"`},
+		{in: "main:2", self: "", wantErr: "krad is not in one of krad-ade's terminals (KRAD_ADE_TERMINAL is not set)"},
+		{in: "main:2", self: "garbage", wantErr: "KRAD_ADE_TERMINAL is not set"},
+		{in: "\x1b[2J:2", self: "main:4", wantErr: `names environment "\x1b[2J"`},
+	}
+	for _, tt := range tests {
+		got, err := parseTarget(tt.in, tt.self)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("parseTarget(%q, %q): got %d, %v; want an error with %q", tt.in, tt.self, got, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("parseTarget(%q, %q): got %d, %v; want %d", tt.in, tt.self, got, err, tt.want)
+		}
+	}
+}
+
+// TestTargetUsage: a target krad cannot use is a usage error, said before krad looks for the bus.
+func TestTargetUsage(t *testing.T) {
+	tests := []struct {
+		env     map[string]string
+		args    []string
+		wantErr string
+	}{
+		{map[string]string{varTerminal: "main:4"}, []string{"check", "dev:2"},
+			"krad: error: target \"dev:2\" names environment \"dev\", but targets are terminals of the caller's own environment, \"main\"\n" +
+				"krad: hint: to reach a terminal of \"dev\", run krad in one of its terminals\n"},
+		{nil, []string{"read", "main:2"},
+			"krad: error: target \"main:2\" names environment \"main\", but targets are terminals of the caller's own environment, and krad is not in one of krad-ade's terminals (KRAD_ADE_TERMINAL is not set)\n" +
+				"krad: hint: run krad in a terminal of that environment, and give the number alone, like 2\n"},
+		{nil, []string{"wait", "two"},
+			"krad: error: target \"two\": a target is a terminal number, like 2, or environment:number, like main:2\nkrad: hint: run 'krad wait --help'\n"},
+		{nil, []string{"check"},
+			"krad: error: krad check needs a target: a target is a terminal number, like 2, or environment:number, like main:2\nkrad: hint: run 'krad check --help'\n"},
+		{nil, []string{"close", "2", "3"},
+			"krad: error: krad close takes one target, and \"3\" is one too many\nkrad: hint: run 'krad close --help'\n"},
+	}
+	for _, tt := range tests {
+		out, errOut, code := runAs(t, "krad", tt.env, nil, tt.args...)
+		if out != "" || errOut != tt.wantErr || code != ExitUsage {
+			t.Errorf("%v: got %q, stderr\n%s\nexit code %d; want stderr\n%s\nexit code %d", tt.args, out, errOut, code, tt.wantErr, ExitUsage)
+		}
+	}
+}
+
+// TestCommands runs each command against a bus with a test app behind it, and checks what krad
+// put on the wire, what it printed and its exit code.
+func TestCommands(t *testing.T) {
+	lead := agent(1, "lead", "working", "claude")
+	idle := agent(2, "worker", "idle", "fix flaky test")
+	failed := agent(2, "worker", "failed", "fix flaky test", 1)
+	done := agent(2, "worker", "done", "fix flaky test", 0)
+	evil := agent(3, "worker", "working", "it's \x1b]0;pwned\x07 red")
+	two := []api.Agent{lead, idle}
+	screen := api.Screen{Terminal: 2, Text: "$ go test\n\x1b[32mok\x1b[0m"}
+
+	tests := []struct {
+		name     string
+		args     []string
+		stdin    string
+		answer   func(t *testing.T) api.Answer
+		role     int // local.Role of the caller; lead when 0
+		wantReq  string
+		wantOut  string
+		wantErr  string
+		wantCode int
+	}{
+		{name: "list", args: []string{"list"}, answer: agents(two), wantReq: `"List"`,
+			wantOut: "" +
+				"TERMINAL  ROLE    STATE    TITLE\n" +
+				"main:1    lead    working  claude\n" +
+				"main:2    worker  idle     fix flaky test\n"},
+		{name: "list --all", args: []string{"list", "--all"}, answer: agents(two), wantReq: `"ListAll"`,
+			wantOut: "TERMINAL  ROLE    STATE    TITLE\nmain:1    lead    working  claude\nmain:2    worker  idle     fix flaky test\n"},
+		{name: "list: exit codes, and titles escaped", args: []string{"list"}, answer: agents([]api.Agent{done, evil, agent(4, "shell", "failed", "", 130)}), wantReq: `"List"`,
+			wantOut: "" +
+				"TERMINAL  ROLE    STATE         TITLE\n" +
+				"main:2    worker  done (0)      fix flaky test\n" +
+				`main:3    worker  working       it's \x1b]0;pwned\a red` + "\n" +
+				"main:4    shell   failed (130)\n"},
+		{name: "list: none", args: []string{"list"}, answer: agents(nil), wantReq: `"List"`, wantOut: "TERMINAL  ROLE  STATE  TITLE\n"},
+		{name: "list --json", args: []string{"list", "--json"}, answer: agents(two), wantReq: `"List"`,
+			wantOut: jsonOf(t, two) + "\n"},
+		{name: "list --json: none is []", args: []string{"list", "--json"}, answer: agents(nil), wantReq: `"List"`, wantOut: "[]\n"},
+		{name: "list: an answer of another kind", args: []string{"list"}, answer: ok, wantReq: `"List"`,
+			wantErr: "krad: error: List: the app answered Ok where Agents was expected\n" +
+				"krad: hint: this krad and the app disagree about the answer: use the krad that came with this krad-ade\n",
+			wantCode: ExitFailed},
+
+		{name: "check", args: []string{"check", "2"}, answer: agentAnswer(idle), wantReq: `{"Check":{"target":2}}`,
+			wantOut: "main:2 worker idle 'fix flaky test'\n"},
+		{name: "check E:N --wait", args: []string{"check", "main:2", "--wait", "90s"}, answer: agentAnswer(failed),
+			wantReq: `{"Check":{"target":2,"wait_secs":90}}`, wantOut: "main:2 worker failed (1) 'fix flaky test'\n"},
+		{name: "check --wait rounds up to whole seconds", args: []string{"check", "2", "--wait", "1500ms"}, answer: agentAnswer(idle),
+			wantReq: `{"Check":{"target":2,"wait_secs":2}}`, wantOut: "main:2 worker idle 'fix flaky test'\n"},
+		{name: "check --wait 30m", args: []string{"check", "2", "--wait=30m"}, answer: agentAnswer(idle),
+			wantReq: `{"Check":{"target":2,"wait_secs":1800}}`, wantOut: "main:2 worker idle 'fix flaky test'\n"},
+		{name: "check: a quote in the title", args: []string{"check", "3"}, answer: agentAnswer(evil),
+			wantReq: `{"Check":{"target":3}}`, wantOut: `main:3 worker working 'it\'s \x1b]0;pwned\a red'` + "\n"},
+		{name: "check --json", args: []string{"check", "2", "--json"}, answer: agentAnswer(failed),
+			wantReq: `{"Check":{"target":2}}`, wantOut: jsonOf(t, failed) + "\n"},
+		{name: "check --wait over 30m", args: []string{"check", "2", "--wait", "31m"},
+			wantErr:  "krad: error: invalid argument \"31m\" for \"--wait\" flag: must be at most 30m\nkrad: hint: run 'krad check --help'\n",
+			wantCode: ExitUsage},
+		{name: "check --wait 0", args: []string{"check", "2", "--wait", "0s"},
+			wantErr: "krad: error: invalid argument \"0s\" for \"--wait\" flag: must be more than 0\nkrad: hint: run 'krad check --help'\n", wantCode: ExitUsage},
+		{name: "check --wait soon", args: []string{"check", "2", "--wait", "soon"},
+			wantErr: "krad: error: invalid argument \"soon\" for \"--wait\" flag: must be a duration like 30s, 5m or 1h\nkrad: hint: run 'krad check --help'\n", wantCode: ExitUsage},
+		{name: "check: not found", args: []string{"check", "9"}, answer: errAnswer(api.CodeNotFound, "main has no terminal 9"),
+			wantReq: `{"Check":{"target":9}}`, wantErr: "krad: error: Check: the app answered not_found: main has no terminal 9\n", wantCode: ExitFailed},
+
+		{name: "wait: idle", args: []string{"wait", "2"}, answer: agentAnswer(idle),
+			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: "main:2 worker idle 'fix flaky test'\n"},
+		{name: "wait: done", args: []string{"wait", "main:2", "--timeout", "5m"}, answer: agentAnswer(done),
+			wantReq: `{"Wait":{"target":2,"timeout_secs":300}}`, wantOut: "main:2 worker done (0) 'fix flaky test'\n"},
+		{name: "wait: needs input", args: []string{"wait", "2"}, answer: agentAnswer(agent(2, "worker", "needs_input", "fix flaky test")),
+			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: "main:2 worker needs_input 'fix flaky test'\n"},
+		{name: "wait: failed", args: []string{"wait", "2"}, answer: agentAnswer(failed),
+			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: "main:2 worker failed (1) 'fix flaky test'\n",
+			wantErr:  "krad: error: main:2 failed (exit code 1)\nkrad: hint: see its last output with 'krad read 2'\n",
+			wantCode: ExitFailed},
+		{name: "wait --json: failed", args: []string{"wait", "2", "--json"}, answer: agentAnswer(failed),
+			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: jsonOf(t, failed) + "\n",
+			wantErr:  "krad: error: main:2 failed (exit code 1)\nkrad: hint: see its last output with 'krad read 2'\n",
+			wantCode: ExitFailed},
+		{name: "wait: closed", args: []string{"wait", "2"}, answer: agentAnswer(agent(2, "worker", "closed", "fix flaky test")),
+			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: "main:2 worker closed 'fix flaky test'\n",
+			wantErr: "krad: error: main:2 was closed (no exit code)\n", wantCode: ExitFailed},
+		{name: "wait: timed out", args: []string{"wait", "2", "--timeout", "90s"}, answer: timedOut,
+			wantReq:  `{"Wait":{"target":2,"timeout_secs":90}}`,
+			wantErr:  "krad: error: terminal 2 did not settle within 1m30s: the app answered TimedOut\nkrad: hint: wait longer with --timeout, or see what it is doing with 'krad read 2'\n",
+			wantCode: ExitTimedOut},
+
+		{name: "read", args: []string{"read", "2"}, answer: screenAnswer(screen),
+			wantReq: `{"Read":{"target":2}}`, wantOut: "$ go test\n\x1b[32mok\x1b[0m\n"},
+		{name: "read --lines", args: []string{"read", "2", "--lines", "5"}, answer: screenAnswer(api.Screen{Terminal: 2, Text: "a\nb\n"}),
+			wantReq: `{"Read":{"target":2,"lines":5}}`, wantOut: "a\nb\n"},
+		{name: "read: an empty screen", args: []string{"read", "2"}, answer: screenAnswer(api.Screen{Terminal: 2}),
+			wantReq: `{"Read":{"target":2}}`, wantOut: ""},
+		{name: "read --json", args: []string{"read", "2", "--json"}, answer: screenAnswer(screen),
+			wantReq: `{"Read":{"target":2}}`, wantOut: jsonOf(t, screen) + "\n"},
+		{name: "read --lines 0", args: []string{"read", "2", "--lines", "0"},
+			wantErr: "krad: error: invalid argument \"0\" for \"--lines\" flag: must be a whole number, 1 or more\nkrad: hint: run 'krad read --help'\n", wantCode: ExitUsage},
+
+		{name: "send", args: []string{"send", "2", "run", "the", "tests"}, wantReq: `{"Send":{"target":2,"text":"run the tests"}}`},
+		{name: "send --no-enter", args: []string{"send", "--no-enter", "main:2", "y"}, wantReq: `{"Send":{"target":2,"text":"y","enter":false}}`},
+		{name: "send: text after --", args: []string{"send", "2", "--", "-v"}, wantReq: `{"Send":{"target":2,"text":"-v"}}`},
+		{name: "send: text from stdin", args: []string{"send", "2", "-"}, stdin: "line one\nline two\n",
+			wantReq: `{"Send":{"target":2,"text":"line one\nline two"}}`},
+		{name: "send: - among other words", args: []string{"send", "2", "-", "x"}, stdin: "unread", wantReq: `{"Send":{"target":2,"text":"- x"}}`},
+		{name: "send: forbidden", args: []string{"send", "2", "hi"}, role: 2,
+			wantErr: "krad: error: Send: the app answered forbidden: only a session's lead directs workers (Send); this terminal is not a lead\n" +
+				"krad: hint: only a session's lead may direct its workers\n", wantCode: ExitUnauthorized},
+		{name: "send: no text", args: []string{"send", "2"},
+			wantErr: "krad: error: krad send needs a target and the text to send\nkrad: hint: run 'krad send --help'\n", wantCode: ExitUsage},
+		{name: "send: too long for a request line", args: []string{"send", "2", strings.Repeat(`"`, 40000)},
+			wantErr: "krad: error: Send: the request is 80158 bytes, and the bus reads at most 65536\nkrad: hint: shorten the text you give it\n", wantCode: ExitUsage},
+
+		{name: "spawn", args: []string{"spawn", "--", "claude", "--resume"}, answer: agentAnswer(agent(3, "worker", "starting", "claude")),
+			wantReq: `{"Spawn":{"title":"claude","command":["claude","--resume"]}}`, wantOut: "main:3 worker starting 'claude'\n"},
+		{name: "spawn with everything", args: []string{"spawn", "--title", "fix flaky test", "--group", "flaky", "--prompt", "make it pass", "--", "/usr/local/bin/claude"},
+			answer:  agentAnswer(agent(3, "worker", "working", "fix flaky test")),
+			wantReq: `{"Spawn":{"title":"fix flaky test","command":["/usr/local/bin/claude"],"prompt":"make it pass","group":"flaky"}}`,
+			wantOut: "main:3 worker working 'fix flaky test'\n"},
+		{name: "spawn --json", args: []string{"spawn", "--json", "--", "sh"}, answer: agentAnswer(agent(3, "worker", "starting", "sh")),
+			wantReq: `{"Spawn":{"title":"sh","command":["sh"]}}`, wantOut: jsonOf(t, agent(3, "worker", "starting", "sh")) + "\n"},
+		{name: "spawn: no command", args: []string{"spawn", "--title", "x"},
+			wantErr: "krad: error: krad spawn needs a command after --, like: krad spawn -- claude\nkrad: hint: run 'krad spawn --help'\n", wantCode: ExitUsage},
+
+		{name: "close", args: []string{"close", "2"}, wantReq: `{"Close":{"target":2}}`},
+		{name: "close-session", args: []string{"close-session"}, wantReq: `"CloseSession"`},
+		{name: "close-session: an argument", args: []string{"close-session", "2"},
+			wantErr: "krad: error: krad close-session takes no arguments, and \"2\" is not one of its commands\nkrad: hint: run 'krad close-session --help'\n", wantCode: ExitUsage},
+		{name: "close: an answer of another kind", args: []string{"close", "2"}, answer: agentAnswer(idle), wantReq: `{"Close":{"target":2}}`,
+			wantErr: "krad: error: Close: the app answered Agent where Ok was expected\n" +
+				"krad: hint: this krad and the app disagree about the answer: use the krad that came with this krad-ade\n", wantCode: ExitFailed},
+
+		{name: "report", args: []string{"report", "idle"}, wantReq: `{"Report":{"state":"idle"}}`},
+		{name: "report --message", args: []string{"report", "needs_input", "--message", "which file?"},
+			wantReq: `{"Report":{"state":"needs_input","message":"which file?"}}`},
+		{name: "report: an unknown state", args: []string{"report", "sleeping"},
+			wantErr:  "krad: error: unknown state \"sleeping\": the states are working, idle, needs_input, done, failed\nkrad: hint: run 'krad report --help'\n",
+			wantCode: ExitUsage},
+		{name: "report: no state", args: []string{"report"},
+			wantErr:  "krad: error: krad report needs one state: working, idle, needs_input, done, failed\nkrad: hint: run 'krad report --help'\n",
+			wantCode: ExitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := &testApp{role: 0}
+			if tt.role != 0 {
+				app.role = 2 // local.RoleTerminal
+			}
+			if tt.answer != nil {
+				app.answer = tt.answer(t)
+			}
+			env, _ := startApp(t, app)
+			out, errOut, code := runAs(t, "krad", env, strings.NewReader(tt.stdin), tt.args...)
+			if out != tt.wantOut {
+				t.Errorf("got stdout\n%q\nwant\n%q", out, tt.wantOut)
+			}
+			if errOut != tt.wantErr {
+				t.Errorf("got stderr\n%s\nwant\n%s", errOut, tt.wantErr)
+			}
+			if code != tt.wantCode {
+				t.Errorf("got exit code %d, want %d", code, tt.wantCode)
+			}
+			var want []string
+			if tt.wantReq != "" {
+				want = []string{"Terminal main:4 " + tt.wantReq}
+			}
+			if got := app.requests(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("the app got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
+
+// Canned answers.
+func agents(a []api.Agent) func(*testing.T) api.Answer {
+	return func(t *testing.T) api.Answer { return answer(t, "Agents", a) }
+}
+func agentAnswer(a api.Agent) func(*testing.T) api.Answer {
+	return func(t *testing.T) api.Answer { return answer(t, "Agent", a) }
+}
+func screenAnswer(s api.Screen) func(*testing.T) api.Answer {
+	return func(t *testing.T) api.Answer { return answer(t, "Screen", s) }
+}
+func errAnswer(code api.ErrorCode, msg string) func(*testing.T) api.Answer {
+	return func(*testing.T) api.Answer { return api.ErrorAnswer(api.Errorf(code, "%s", msg)) }
+}
+func ok(*testing.T) api.Answer       { return api.OK }
+func timedOut(*testing.T) api.Answer { return api.TimedOut }
+
+// TestListAsClient: outside the app's terminals krad lists as a Client, through api.json.
+func TestListAsClient(t *testing.T) {
+	app := &testApp{answer: answer(t, "Agents", []api.Agent{agent(1, "lead", "working", "claude")})}
+	env, tok := startApp(t, app)
+	d := Discovered{Path: "/home/u/.config/krad-ade/api.json", Endpoint: env[varEndpoint], Token: tok, PID: 4321}
+	out, errOut, code := run(t, map[string]string{"HOME": "/home/u"}, found(d), "list", "--all")
+	if want := "TERMINAL  ROLE  STATE    TITLE\nmain:1    lead  working  claude\n"; out != want || errOut != "" || code != ExitOK {
+		t.Errorf("got %q, %q, exit code %d; want %q", out, errOut, code, want)
+	}
+	if got, want := strings.Join(app.requests(), "\n"), `Client "ListAll"`; got != want {
+		t.Errorf("the app got %s, want %s", got, want)
+	}
+}
+
+func TestWatch(t *testing.T) {
+	snapshot := []api.Agent{agent(1, "lead", "working", "claude"), agent(2, "worker", "working", "fix flaky test")}
+	stream := func(t *testing.T) []api.Answer {
+		return []api.Answer{
+			answer(t, "Agents", snapshot),
+			answer(t, "AgentEvent", api.AgentEvent{Kind: api.AgentChanged, Agent: agent(2, "worker", "idle", "fix flaky test")}),
+			answer(t, "AgentEvent", api.AgentEvent{Kind: api.AgentAdded, Agent: agent(3, "worker", "starting", "review")}),
+			answer(t, "SomethingNew", map[string]int{"x": 1}),
+			answer(t, "AgentEvent", api.AgentEvent{Kind: api.AgentRemoved, Agent: agent(3, "worker", "closed", "review")}),
+			answer(t, "AppEvent", api.AppEvent{Kind: api.EnvironmentDown, Environment: "main", Message: "ssh: connection lost"}),
+			answer(t, "AppEvent", api.AppEvent{Kind: api.EnvironmentUp, Environment: "main"}),
+		}
+	}
+	const ended = "krad: error: SubscribeAgents: the app ended the stream\n" +
+		"krad: hint: krad-ade stopped or restarted: start it, then run this again\n"
+
+	t.Run("people", func(t *testing.T) {
+		app := &testApp{stream: stream(t)}
+		env, _ := startApp(t, app)
+		out, errOut, code := runAs(t, "krad", env, nil, "watch")
+		want := "" +
+			"TERMINAL  ROLE    STATE    TITLE\n" +
+			"main:1    lead    working  claude\n" +
+			"main:2    worker  working  fix flaky test\n" +
+			"main:2 worker idle 'fix flaky test'\n" +
+			"main:3 added worker starting 'review'\n" +
+			"main:3 removed worker closed 'review'\n" +
+			"environment main down: ssh: connection lost\n" +
+			"environment main up\n"
+		if out != want {
+			t.Errorf("got stdout\n%s\nwant\n%s", out, want)
+		}
+		if errOut != ended || code != ExitNoAPI {
+			t.Errorf("got stderr\n%s\nexit code %d; want\n%s\nexit code %d", errOut, code, ended, ExitNoAPI)
+		}
+		if got := strings.Join(app.requests(), "\n"); got != `Terminal main:4 "SubscribeAgents"` {
+			t.Errorf("the app got %s", got)
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		msgs := stream(t)
+		app := &testApp{stream: msgs}
+		env, _ := startApp(t, app)
+		out, errOut, code := runAs(t, "krad", env, nil, "watch", "--json")
+		var want strings.Builder
+		for _, m := range msgs {
+			want.WriteString(jsonOf(t, m) + "\n")
+		}
+		if out != want.String() {
+			t.Errorf("got stdout\n%s\nwant\n%s", out, want.String())
+		}
+		if !strings.HasPrefix(out, `{"Agents":[{"environment":"main","terminal":1,`) {
+			t.Errorf("got stdout\n%s\nwant the snapshot's line first, as sent", out)
+		}
+		if errOut != ended || code != ExitNoAPI {
+			t.Errorf("got stderr\n%s\nexit code %d; want\n%s\nexit code %d", errOut, code, ended, ExitNoAPI)
+		}
+	})
+	t.Run("interrupted", func(t *testing.T) {
+		app := &testApp{stream: stream(t)[:1], hold: true, sent: make(chan struct{})}
+		env, _ := startApp(t, app)
+		ctx, cancel := context.WithCancel(context.Background())
+		out, errOut := newNotifyWriter(), newNotifyWriter()
+		exit := make(chan int)
+		go func() {
+			exit <- Run(ctx, []string{"krad", "watch", "--json"}, MapEnv(env), nil, out, errOut, Options{})
+		}()
+		<-out.written // the snapshot, as soon as it came: a status bar must not wait for more
+		cancel()
+		if code := <-exit; code != ExitOK || errOut.String() != "" {
+			t.Errorf("got exit code %d, stderr %q; want 0 and none", code, errOut.String())
+		}
+		if !strings.HasPrefix(out.String(), `{"Agents":`) {
+			t.Errorf("got stdout %q", out.String())
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		endpoint, tok := startBus(t, 4321) // no app behind it: it knows no terminal
+		env := map[string]string{varEndpoint: endpoint, varToken: tok.Reveal(), varTerminal: "main:4"}
+		out, errOut, code := runAs(t, "krad", env, nil, "watch")
+		want := "krad: error: SubscribeAgents: the app answered forbidden: main:4 is not a terminal of this app\n"
+		if out != "" || errOut != want || code != ExitUnauthorized {
+			t.Errorf("got %q, stderr\n%s\nexit code %d; want stderr\n%s\nexit code %d", out, errOut, code, want, ExitUnauthorized)
+		}
+	})
+	t.Run("a silent peer", func(t *testing.T) {
+		defer func(d time.Duration) { snapshotWait = d }(snapshotWait)
+		snapshotWait = 200 * time.Millisecond
+		app := &testApp{hang: true}
+		env, _ := startApp(t, app)
+		_, errOut, code := runAs(t, "krad", env, nil, "watch")
+		want := "krad: error: no agents bus answers at " + env[varEndpoint] + ": no answer within 200ms\n"
+		if !strings.HasPrefix(errOut, want) || code != ExitNoAPI {
+			t.Errorf("got stderr\n%s\nexit code %d; want\n%s\nexit code %d", errOut, code, want, ExitNoAPI)
+		}
+	})
+}
+
+// TestWaitOutlastsTheDeadline: krad wait does not leave before the app's own answer, which comes
+// past the timeout: leaving would cancel the Wait.
+func TestWaitOutlastsTheDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits a few seconds")
+	}
+	app := &testApp{hang: true} // the bus answers TimedOut at its deadline, the timeout plus 1 s
+	env, _ := startApp(t, app)
+	start := time.Now()
+	_, errOut, code := runAs(t, "krad", env, nil, "wait", "2", "--timeout", "1s")
+	if took := time.Since(start); code != ExitTimedOut || took < 2*time.Second {
+		t.Errorf("got exit code %d after %s, stderr\n%s\nwant %d after the bus's 2s", code, took, errOut, ExitTimedOut)
+	}
+	if !strings.Contains(errOut, "did not settle within 1s") {
+		t.Errorf("got stderr\n%s", errOut)
+	}
+}

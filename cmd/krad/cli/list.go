@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"github.com/krad-ade/krad/api"
+	"github.com/spf13/pflag"
+)
+
+// listCommand is `krad list`: List, or ListAll with --all.
+func listCommand() *command {
+	var all, asJSON bool
+	return &command{
+		name:    "list",
+		args:    "[--all] [--json]",
+		summary: "list the agents of this terminal's group, or of its environment",
+		help: `
+Lists the agents: every terminal is one, as a shell, a session's lead or one of its workers.
+In one of krad-ade's terminals, krad lists the terminals of its group (its worktree), and with
+--all every terminal of its environment; outside them, every terminal of every open environment.
+
+  TERMINAL  ROLE    STATE    TITLE
+  main:1    lead    working  claude
+  main:2    worker  idle     fix flaky test
+
+An agent whose process ended shows its exit code: "done (0)", "failed (1)".`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&all, "all", false, "list every terminal of this terminal's environment")
+			fs.BoolVar(&asJSON, "json", false, `print the agents as one JSON array of {"environment","terminal","title","role","state","session","group","exit_code","since"}`)
+		},
+		run: func(x *invocation, args []string) error {
+			if err := x.noArgs(args); err != nil {
+				return err
+			}
+			b, err := x.bus()
+			if err != nil {
+				return err
+			}
+			name := api.List
+			if all {
+				name = api.ListAll
+			}
+			var agents []api.Agent
+			raw, err := b.answer(x.ctx, api.NewRequest(name, nil), "Agents", &agents)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if agents == nil {
+					raw = []byte("[]") // "null" is no list
+				}
+				return writeRaw(x.stdout, raw)
+			}
+			return writeAgentTable(x.stdout, agents)
+		},
+	}
+}

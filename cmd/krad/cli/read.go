@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"io"
+	"strings"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/spf13/pflag"
+)
+
+// readCommand is `krad read T`: Read, the screen printed as it is.
+func readCommand() *command {
+	var asJSON bool
+	var lines *int
+	return &command{
+		name:    "read",
+		args:    "T [--lines N] [--json]",
+		summary: "print an agent's screen",
+		help: `
+Prints the screen of terminal T as its text, or with --lines its last N lines. The text is
+printed as the terminal shows it, not escaped: read it as you would the terminal itself.
+
+T is a terminal of this terminal's own environment: its number, like 2, or main:2.`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.Var(countValue{&lines}, "lines", "print only the last `N` lines")
+			fs.BoolVar(&asJSON, "json", false, `print {"terminal","text"}`)
+		},
+		run: func(x *invocation, args []string) error {
+			t, err := x.oneTarget(args)
+			if err != nil {
+				return err
+			}
+			b, err := x.bus()
+			if err != nil {
+				return err
+			}
+			var s api.Screen
+			raw, err := b.answer(x.ctx, api.NewRequest(api.Read, &api.ReadBody{Target: t, Lines: lines}), "Screen", &s)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeRaw(x.stdout, raw)
+			}
+			text := s.Text
+			if text != "" && !strings.HasSuffix(text, "\n") {
+				text += "\n"
+			}
+			_, err = io.WriteString(x.stdout, text)
+			return err
+		},
+	}
+}

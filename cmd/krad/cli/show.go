@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/krad-ade/krad/api"
+)
+
+// How krad shows agents to people. Everything in an agent came from the app and is escaped with
+// printable; a title is the user's or an agent's free text.
+
+// agentID is an agent's terminal, "main:2".
+func agentID(a api.Agent) string {
+	return printable(a.Environment, api.MaxEnvironmentName) + ":" + strconv.Itoa(a.Terminal)
+}
+
+// agentState is an agent's state, with the exit code of one whose process ended: "failed (1)".
+func agentState(a api.Agent) string {
+	s := printable(a.State, 40)
+	if a.ExitCode != nil && (a.State == api.StateDone || a.State == api.StateFailed) {
+		s += " (" + strconv.Itoa(*a.ExitCode) + ")"
+	}
+	return s
+}
+
+// agentTitle is a title in single quotes, a quote inside it escaped: 'fix flaky test'.
+func agentTitle(a api.Agent) string {
+	return "'" + strings.ReplaceAll(printable(a.Title, api.MaxTitle), "'", `\'`) + "'"
+}
+
+// agentLine is one agent on one line: "main:2 worker idle 'fix flaky test'".
+func agentLine(a api.Agent) string {
+	return agentID(a) + " " + printable(a.Role, 40) + " " + agentState(a) + " " + agentTitle(a)
+}
+
+// writeAgentTable writes agents as a table with a header, columns two spaces apart.
+func writeAgentTable(w io.Writer, agents []api.Agent) error {
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TERMINAL\tROLE\tSTATE\tTITLE")
+	for _, a := range agents {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", agentID(a), printable(a.Role, 40), agentState(a), printable(a.Title, api.MaxTitle))
+	}
+	_ = tw.Flush()
+	// An empty title leaves its row padded to the title column: trim each line.
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(b.String(), "\n") {
+		if line != "" {
+			out.WriteString(strings.TrimRight(line, " \n") + "\n")
+		}
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
+}
+
+// eventLine is one message of SubscribeAgents after the snapshot, for people: a changed agent as
+// agentLine, an added or removed one with its kind after the terminal, an app event as
+// "environment main down: <message>". ok is false for a message krad does not know, which a
+// newer app may send.
+func eventLine(a api.Answer) (line string, ok bool) {
+	switch a.Name {
+	case "AgentEvent":
+		var e api.AgentEvent
+		if json.Unmarshal(a.Body, &e) != nil {
+			return "", false
+		}
+		if e.Kind == api.AgentChanged {
+			return agentLine(e.Agent), true
+		}
+		return agentID(e.Agent) + " " + printable(e.Kind, 40) + " " + strings.TrimPrefix(agentLine(e.Agent), agentID(e.Agent)+" "), true
+	case "AppEvent":
+		var e api.AppEvent
+		if json.Unmarshal(a.Body, &e) != nil {
+			return "", false
+		}
+		kind := printable(e.Kind, 40)
+		switch e.Kind {
+		case api.EnvironmentUp:
+			kind = "up"
+		case api.EnvironmentDown:
+			kind = "down"
+		}
+		line = "environment " + printable(e.Environment, api.MaxEnvironmentName) + " " + kind
+		if e.Message != "" {
+			line += ": " + printable(e.Message, maxLine)
+		}
+		return line, true
+	}
+	return "", false
+}
+
+// writeLine writes s and a newline in one write, so that a reader of a pipe (a status bar) gets
+// whole lines as they come.
+func writeLine(w io.Writer, s string) error {
+	_, err := io.WriteString(w, s+"\n")
+	return err
+}
+
+// writeRaw writes a JSON value from the app as one line, as the app sent it but compacted.
+func writeRaw(w io.Writer, raw json.RawMessage) error {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return fmt.Errorf("the app's answer is not valid JSON: %w", err)
+	}
+	b.WriteByte('\n')
+	_, err := w.Write(b.Bytes())
+	return err
+}

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"path"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/spf13/pflag"
+)
+
+// spawnCommand is `krad spawn -- CMD…`: Spawn.
+func spawnCommand() *command {
+	var title, group, prompt string
+	var asJSON bool
+	return &command{
+		name:    "spawn",
+		args:    "[--title T] [--group G] [--prompt P] [--json] -- CMD…",
+		summary: "start a worker of this lead's session",
+		help: `
+Starts CMD as a new worker of this lead's session, in a new terminal of its environment, and
+prints it as krad check does:
+
+  main:2 worker working 'fix flaky test'
+
+Only a session's lead may spawn workers. CMD and its arguments come after --.`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&title, "title", "", "the worker's title `T` (by default the command's name)")
+			fs.StringVar(&group, "group", "", "the group `G` (worktree) it works in (by default the environment's main checkout)")
+			fs.StringVar(&prompt, "prompt", "", "the agent's first prompt `P`")
+			fs.BoolVar(&asJSON, "json", false, `print the worker as one JSON object`)
+		},
+		run: func(x *invocation, args []string) error {
+			if len(args) == 0 {
+				return x.usageError("%s needs a command after --, like: %s -- claude", x.path, x.path)
+			}
+			if title == "" {
+				title = path.Base(args[0])
+			}
+			if len(title) > api.MaxTitle {
+				return x.usageError("the title is longer than %d bytes", api.MaxTitle)
+			}
+			b, err := x.bus()
+			if err != nil {
+				return err
+			}
+			body := &api.SpawnBody{Title: title, Command: args, Prompt: prompt, Group: group}
+			var a api.Agent
+			raw, err := b.answer(x.ctx, api.NewRequest(api.Spawn, body), "Agent", &a)
+			if err != nil {
+				return err
+			}
+			return x.printAgent(a, raw, asJSON)
+		},
+	}
+}

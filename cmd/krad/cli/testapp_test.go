@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/local"
+)
+
+// testApp is the app behind a test bus (a real local.Server): it records every request that
+// passes the bus's checks, as its wire JSON, and answers with what its test gave it.
+type testApp struct {
+	// role is a Terminal caller's role; RoleLead when zero, so that every request passes.
+	role local.Role
+	// answer answers every request but SubscribeAgents, unless answers has one for the
+	// request; Ok when zero.
+	answer  api.Answer
+	answers map[api.Name]api.Answer
+	// stream is what SubscribeAgents sends before the stream ends, unless hold keeps it open
+	// until the client leaves.
+	stream []api.Answer
+	hold   bool
+	// hang makes every request wait until the client leaves.
+	hang bool
+
+	mu  sync.Mutex
+	got []string // "<from> <request JSON>"
+	// sent is closed once a stream's messages are queued.
+	sent chan struct{}
+}
+
+func (h *testApp) Role(_ context.Context, from api.Caller) (local.Role, error) {
+	if from.Kind == api.CallerClient {
+		return local.RoleClient, nil
+	}
+	if h.role == 0 {
+		return local.RoleLead, nil
+	}
+	return h.role, nil
+}
+
+func (h *testApp) OwnsWorker(context.Context, api.TerminalID, api.Target) (bool, error) {
+	return true, nil
+}
+
+func (h *testApp) Handle(ctx context.Context, c *local.Call) api.Answer {
+	req, err := json.Marshal(c.Request)
+	if err != nil {
+		panic(err)
+	}
+	h.mu.Lock()
+	h.got = append(h.got, c.From.String()+" "+string(req))
+	h.mu.Unlock()
+	if h.hang {
+		<-ctx.Done()
+		return api.Answer{}
+	}
+	if c.Stream != nil {
+		for _, a := range h.stream {
+			c.Stream.Send(a)
+		}
+		if h.sent != nil {
+			close(h.sent)
+		}
+		if h.hold {
+			<-ctx.Done()
+		}
+		return api.Answer{}
+	}
+	if a, ok := h.answers[c.Request.Name]; ok {
+		return a
+	}
+	if h.answer.Name == "" {
+		return api.OK
+	}
+	return h.answer
+}
+
+// requests is what the app got, in order.
+func (h *testApp) requests() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.got...)
+}
+
+// startApp starts a bus with h behind it and returns the variables of terminal main:4 of its
+// environment, and its token.
+func startApp(t *testing.T, h local.Handler) (map[string]string, api.Token) {
+	t.Helper()
+	tok := newToken(t)
+	srv, err := local.Listen(local.Config{BusToken: tok, LeadToken: newToken(t), Build: "test", PID: 4321, Handler: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return map[string]string{varEndpoint: srv.Addr(), varToken: tok.Reveal(), varTerminal: "main:4"}, tok
+}
+
+// answer makes the answer {name: v}.
+func answer(t *testing.T, name string, v any) api.Answer {
+	t.Helper()
+	a, err := api.NewAnswer(name, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// agent is an agent of environment main.
+func agent(n int, role, state, title string, exit ...int) api.Agent {
+	a := api.Agent{Environment: "main", Terminal: n, Title: title, Role: role, State: state, Session: "s1"}
+	if len(exit) > 0 {
+		a.ExitCode = &exit[0]
+	}
+	return a
+}
+
+// jsonOf is v's JSON, for wanted output.
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// runAs runs one command line in-process as prog, with stdin, and returns what it wrote and its
+// exit code.
+func runAs(t *testing.T, prog string, env map[string]string, stdin io.Reader, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	code = Run(context.Background(), append([]string{prog}, args...), MapEnv(env), stdin, &out, &errOut, Options{})
+	return out.String(), errOut.String(), code
+}
+
+// notifyWriter is a buffer that tells when something was written to it, safe to read while a
+// command writes to it.
+type notifyWriter struct {
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{}
+}
+
+func newNotifyWriter() *notifyWriter { return &notifyWriter{written: make(chan struct{}, 1)} }
+
+func (w *notifyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	select {
+	case w.written <- struct{}{}:
+	default:
+	}
+	return w.b.Write(p)
+}
+
+func (w *notifyWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}

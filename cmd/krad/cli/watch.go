@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"encoding/json"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/spf13/pflag"
+)
+
+// watchCommand is `krad watch`: SubscribeAgents, printed as it comes.
+func watchCommand() *command {
+	var asJSON bool
+	return &command{
+		name:    "watch",
+		args:    "[--json]",
+		summary: "print the agents, then each change, until interrupted",
+		help: `
+Prints the agents as krad list does, then one line per change as it happens, until interrupted:
+
+  main:2 worker idle 'fix flaky test'           an agent changed
+  main:3 added worker starting 'review'         an agent was added (or removed)
+  environment main down: ssh: connection lost   an environment went down (or up)
+
+With --json, krad prints each message of the stream as the app sends it, one JSON line each,
+written as it arrives: first {"Agents":[…]}, then {"AgentEvent":{"kind","agent"}} and
+{"AppEvent":{"kind","environment","message"}}. A status bar can read it from a pipe. Lines of
+kinds krad does not know are passed on with --json and left out without.
+
+When the app ends the stream (it stopped or restarted), krad exits with 2.`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&asJSON, "json", false, "print each message of the stream as one JSON line")
+		},
+		run: func(x *invocation, args []string) error {
+			if err := x.noArgs(args); err != nil {
+				return err
+			}
+			b, err := x.bus()
+			if err != nil {
+				return err
+			}
+			req := api.NewRequest(api.SubscribeAgents, nil)
+			return b.subscribe(x.ctx, req, func(a api.Answer) error {
+				if asJSON {
+					line, err := json.Marshal(a)
+					if err != nil {
+						return err
+					}
+					return writeLine(x.stdout, string(line))
+				}
+				if a.Name == "Agents" {
+					var agents []api.Agent
+					if err := a.Decode("Agents", &agents); err != nil {
+						return b.unexpected(req, err)
+					}
+					return writeAgentTable(x.stdout, agents)
+				}
+				if line, ok := eventLine(a); ok {
+					return writeLine(x.stdout, line)
+				}
+				return nil
+			})
+		},
+	}
+}
