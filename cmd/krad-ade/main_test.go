@@ -59,13 +59,23 @@ func (s *syncBuffer) String() string {
 
 var busLine = regexp.MustCompile(`^krad-ade: bus on (127\.0\.0\.1:\d+); (.*)$`)
 
-// baseEnv is a minimal environment: PATH with the programs' folder first, and the config home.
+// baseEnv is a minimal environment: PATH with the programs' folder first, the config home, and
+// a tmux socket folder of the test's own, so that the app's tmux server is the test's.
 func baseEnv(bin, home string) []string {
 	return []string{
 		"PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin",
 		"HOME=" + home,
 		"XDG_CONFIG_HOME=" + home,
+		"TMUX_TMPDIR=" + home,
+		"SHELL=/bin/sh",
 	}
+}
+
+// killTmux stops the tmux server an app started under home.
+func killTmux(home string) {
+	cmd := exec.Command("tmux", "-L", "krad-ade", "kill-server")
+	cmd.Env = []string{"TMUX_TMPDIR=" + home, "PATH=/usr/bin:/bin"}
+	_ = cmd.Run()
 }
 
 func startApp(t *testing.T, home string, args ...string) *app {
@@ -75,6 +85,7 @@ func startApp(t *testing.T, home string, args ...string) *app {
 		home = t.TempDir()
 	}
 	a := &app{t: t, home: home, dir: filepath.Join(home, "krad-ade"), stderr: &syncBuffer{}, exited: make(chan struct{})}
+	t.Cleanup(func() { killTmux(home) })
 	a.cmd = exec.Command(filepath.Join(bin, "krad-ade"), args...)
 	a.cmd.Env = baseEnv(bin, home)
 	a.cmd.Stderr = a.stderr
@@ -302,6 +313,7 @@ func TestCompanionOnPath(t *testing.T) {
 	raw, _ := os.ReadFile(filepath.Join(bin, "krad-ade"))
 	_ = os.WriteFile(filepath.Join(lonely, "krad-ade"), raw, 0o755)
 	home := t.TempDir()
+	t.Cleanup(func() { killTmux(home) })
 	cmd := exec.Command(filepath.Join(lonely, "krad-ade"))
 	cmd.Env = baseEnv(bin, home) // krad-ade-agents only on PATH
 	out, _ := cmd.StdoutPipe()

@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/config"
 	"github.com/krad-ade/krad/discovery"
 	"github.com/krad-ade/krad/internal/version"
@@ -49,6 +50,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.SetOutput(io.Discard)
 	configDir := fs.String("config-dir", "", "the folder of config.toml and api.json (default: $XDG_CONFIG_HOME/krad-ade, else ~/.config/krad-ade)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	leads := fs.StringArray("lead", nil, "open a terminal running `CMD` as the lead of a new session (repeatable)")
 	showVersion := fs.Bool("version", false, "print the build and exit")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
@@ -93,26 +95,38 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			"fix that line, or move the file away to start on the defaults")
 	}
 
-	app := &App{
+	for _, cmd := range *leads {
+		if strings.TrimSpace(cmd) == "" {
+			return fail(stderr, exitUsage, "--lead needs a command", "run krad-ade --lead 'claude'")
+		}
+		cfg.Terminals = append(cfg.Terminals, config.Terminal{Command: cmd, Lead: true})
+	}
+
+	r := &run{
 		log:       log,
 		dir:       dir,
 		stdout:    stdout,
 		companion: companion,
+		getenv:    getenv,
 	}
-	return app.serve(ctx, cfg, configPath, stderr)
+	return r.serve(ctx, cfg, configPath, stderr)
 }
 
-// App is one run of krad-ade.
-type App struct {
+// run is one run of krad-ade.
+type run struct {
 	log       *slog.Logger
 	dir       string
 	stdout    io.Writer
 	companion string
+	getenv    func(string) string
 
 	file discovery.File // what api.json says while discovery is on
 }
 
-func (a *App) serve(ctx context.Context, cfg config.Config, configPath string, stderr io.Writer) int {
+// readyWait is how long krad-ade waits for its local environment before it says it is not up.
+const readyWait = 15 * time.Second
+
+func (a *run) serve(ctx context.Context, cfg config.Config, configPath string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)
@@ -128,14 +142,31 @@ func (a *App) serve(ctx context.Context, cfg config.Config, configPath string, s
 		return fail(stderr, exitError, err.Error(), "the system's random source failed; try again")
 	}
 	pid := os.Getpid()
+	ln, err := local.ListenLoopback()
+	if err != nil {
+		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
+	}
+	model := app.New(app.Config{
+		Endpoint:  ln.Addr().String(),
+		Token:     busToken,
+		BinDir:    filepath.Dir(a.companion),
+		Path:      a.getenv("PATH"),
+		Tmux:      app.TmuxConfig{Env: tmuxEnv(os.Environ())},
+		Quiet:     cfg.Quiet,
+		Terminals: terminalSpecs(cfg.Terminals),
+		Logger:    a.log,
+	})
 	srv, err := local.Listen(local.Config{
 		BusToken:  busToken,
 		LeadToken: leadToken,
 		Build:     version.Build,
 		PID:       pid,
 		Logger:    a.log,
+		Handler:   model,
+		Listener:  ln,
 	})
 	if err != nil {
+		ln.Close()
 		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
 	}
 	a.file = discovery.File{
@@ -149,6 +180,11 @@ func (a *App) serve(ctx context.Context, cfg config.Config, configPath string, s
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
+	modelled := make(chan struct{})
+	go func() {
+		defer close(modelled)
+		_ = model.Run(ctx)
+	}()
 
 	where := "discovery is off (config.toml), so only the app's terminals find the bus"
 	if cfg.Discovery {
@@ -162,6 +198,13 @@ func (a *App) serve(ctx context.Context, cfg config.Config, configPath string, s
 	}
 	fmt.Fprintf(a.stdout, "krad-ade: bus on %s; %s\n", srv.Addr(), where)
 	a.log.Info("serving", "endpoint", srv.Addr(), "build", version.Build, "pid", pid, "companion", a.companion, "discovery", cfg.Discovery)
+	select {
+	case <-model.Ready():
+		fmt.Fprintf(a.stdout, "krad-ade: environment %s: %s\n", app.Local, model.AttachHint(app.Local))
+	case <-time.After(readyWait):
+		fmt.Fprintf(a.stdout, "krad-ade: environment %s is not up yet; the log says why (is tmux installed?)\n", app.Local)
+	case <-ctx.Done():
+	}
 
 	reload := make(chan struct{}, 1)
 	go func() {
@@ -189,6 +232,7 @@ func (a *App) serve(ctx context.Context, cfg config.Config, configPath string, s
 
 	<-ctx.Done()
 	<-served
+	<-modelled
 	<-watched
 	if err := discovery.RemoveIfOurs(apiPath, pid); err != nil && !errors.Is(err, discovery.ErrNotOurs) {
 		a.log.Warn("api.json left in place", "path", apiPath, "err", err)
@@ -198,7 +242,7 @@ func (a *App) serve(ctx context.Context, cfg config.Config, configPath string, s
 }
 
 // apply makes a new configuration true: discovery on writes api.json, off removes it at once.
-func (a *App) apply(c config.Config, apiPath string) {
+func (a *run) apply(c config.Config, apiPath string) {
 	if c.Discovery {
 		if err := discovery.Write(a.dir, a.file); err != nil {
 			a.log.Error("discovery turned on, but api.json could not be written", "path", apiPath, "err", err)
@@ -215,6 +259,33 @@ func (a *App) apply(c config.Config, apiPath string) {
 		return
 	}
 	a.log.Info("discovery off: api.json removed", "path", apiPath)
+}
+
+// tmuxEnv is the environment of the app's tmux processes: the app's own, without the KRAD_ADE_*
+// variables of a terminal the app may have been started from, since every window of the tmux
+// server would inherit them.
+func tmuxEnv(environ []string) []string {
+	var env []string
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "KRAD_ADE_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
+func terminalSpecs(ts []config.Terminal) []app.TerminalSpec {
+	specs := make([]app.TerminalSpec, 0, len(ts))
+	for _, t := range ts {
+		specs = append(specs, app.TerminalSpec{
+			Environment: t.Environment,
+			Title:       t.Title,
+			Command:     t.Command,
+			Dir:         t.Dir,
+			Lead:        t.Lead,
+		})
+	}
+	return specs
 }
 
 // findCompanion looks for krad-ade-agents next to the running executable, then on the PATH that

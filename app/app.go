@@ -1,0 +1,589 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/local"
+	"github.com/krad-ade/krad/tmux"
+)
+
+// Defaults of Config.
+const (
+	DefaultQuiet      = 2 * time.Second
+	DefaultReaction   = 10 * time.Second
+	DefaultPasteDelay = 150 * time.Millisecond
+	// Local is the environment of this computer.
+	Local = "main"
+)
+
+// TerminalSpec is a terminal the user named in config.toml or with --lead.
+type TerminalSpec struct {
+	Environment string // "" means main
+	Title       string
+	Command     string // a shell command line; "" means the user's shell
+	Dir         string // working folder; "" means the environment's
+	Lead        bool
+}
+
+// Config is what the App needs from krad-ade.
+type Config struct {
+	// Endpoint and Token are what terminals get as KRAD_ADE_ENDPOINT and KRAD_ADE_TOKEN.
+	Endpoint string
+	Token    api.Token
+	// BinDir is the app's folder, where krad and krad-ade-agents live: first on every
+	// terminal's PATH.
+	BinDir string
+	// Path is the PATH terminals get after BinDir.
+	Path string
+	// Tmux says how to reach the environment's tmux server.
+	Tmux TmuxConfig
+	// Quiet is how long an agent that never reported prints nothing before it is idle.
+	Quiet time.Duration
+	// Reaction is how long a Wait after a Send waits for the worker to react before it takes the
+	// worker's settled state as its answer.
+	Reaction time.Duration
+	// PasteDelay is the pause between the text a Send types and its Enter: agent TUIs take an
+	// Enter that arrives within about 120 ms of pasted text as part of the paste.
+	PasteDelay time.Duration
+	// Terminals are opened when the environment first comes up in this run.
+	Terminals []TerminalSpec
+	Logger    *slog.Logger
+}
+
+// App is the app's model: environments, their terminals and sessions, and one handler per
+// request. It implements local.Handler.
+type App struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	envs    map[string]*environment
+	hub     hub
+	changed chan struct{} // closed and replaced on every change, for waiters
+}
+
+var _ local.Handler = (*App)(nil)
+
+// New makes an App; Run brings its environments up.
+func New(cfg Config) *App {
+	if cfg.Quiet <= 0 {
+		cfg.Quiet = DefaultQuiet
+	}
+	if cfg.Reaction <= 0 {
+		cfg.Reaction = DefaultReaction
+	}
+	if cfg.PasteDelay <= 0 {
+		cfg.PasteDelay = DefaultPasteDelay
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	a := &App{cfg: cfg, log: cfg.Logger, envs: map[string]*environment{}, changed: make(chan struct{})}
+	var specs []TerminalSpec
+	for _, s := range cfg.Terminals {
+		if s.Environment == "" || s.Environment == Local {
+			specs = append(specs, s)
+		}
+	}
+	a.envs[Local] = newEnvironment(a, Local, cfg.Tmux, specs)
+	return a
+}
+
+// Run keeps the local environment up until ctx is done: when its tmux goes away, the terminals
+// are closed, an AppEvent says so, and the environment is brought up again. When ctx is done
+// the app detaches from tmux, which keeps the terminals running for the next start to adopt.
+func (a *App) Run(ctx context.Context) error {
+	a.envs[Local].run(ctx)
+	return nil
+}
+
+// Ready is closed once the local environment is up for the first time.
+func (a *App) Ready() <-chan struct{} { return a.envs[Local].ready }
+
+// AttachHint is the command that attaches a person to an environment's terminals.
+func (a *App) AttachHint(env string) string { return a.cfg.Tmux.attachHint(env) }
+
+// notifyLocked tells waiters that something changed. a.mu must be held.
+func (a *App) notifyLocked() {
+	close(a.changed)
+	a.changed = make(chan struct{})
+}
+
+// publishLocked sends an agent event to subscribers and wakes waiters. a.mu must be held.
+func (a *App) publishLocked(kind string, t *terminal) {
+	ans, err := api.NewAnswer("AgentEvent", api.AgentEvent{Kind: kind, Agent: t.agent()})
+	if err == nil {
+		a.hub.publish(ans)
+	}
+	a.notifyLocked()
+}
+
+func (a *App) publishAppLocked(ev api.AppEvent) {
+	ans, err := api.NewAnswer("AppEvent", ev)
+	if err == nil {
+		a.hub.publish(ans)
+	}
+	a.notifyLocked()
+}
+
+// terminalLocked finds terminal n of environment env. a.mu must be held.
+func (a *App) terminalLocked(env string, n int) *terminal {
+	e := a.envs[env]
+	if e == nil {
+		return nil
+	}
+	return e.terminals[n]
+}
+
+// Role resolves a caller: a Terminal caller must name a live terminal of this app; the lead of
+// a session is RoleLead.
+func (a *App) Role(_ context.Context, from api.Caller) (local.Role, error) {
+	switch from.Kind {
+	case api.CallerClient:
+		return local.RoleClient, nil
+	case api.CallerGit:
+		return local.RoleGit, nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.terminalLocked(from.Terminal.Environment, from.Terminal.Terminal)
+	if t == nil {
+		return 0, api.Errorf(api.CodeForbidden, "%s is not a terminal of this app: it may have been closed, or be from an earlier run", from.Terminal)
+	}
+	if t.role == api.RoleLead {
+		return local.RoleLead, nil
+	}
+	return local.RoleTerminal, nil
+}
+
+// OwnsWorker reports whether target is a worker of the session lead leads.
+func (a *App) OwnsWorker(_ context.Context, lead api.TerminalID, target api.Target) (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.terminalLocked(lead.Environment, int(target))
+	if t == nil {
+		return false, notFound(lead.Environment, int(target))
+	}
+	return t.role == api.RoleWorker && t.lead == lead.Terminal, nil
+}
+
+func notFound(env string, n int) error {
+	return api.Errorf(api.CodeNotFound, "no terminal %s:%d: see krad list", env, n)
+}
+
+// Handle answers one request that passed the bus's checks.
+func (a *App) Handle(ctx context.Context, c *local.Call) api.Answer {
+	var (
+		v   any
+		err error
+	)
+	name := ""
+	switch b := c.Request.Body.(type) {
+	case nil:
+		switch c.Request.Name {
+		case api.List:
+			name, v = "Agents", a.list(c.From, false)
+		case api.ListAll:
+			name, v = "Agents", a.list(c.From, true)
+		case api.SubscribeAgents:
+			a.subscribe(ctx, c)
+			return api.Answer{}
+		case api.CloseSession:
+			err = a.closeSession(ctx, c.From.Terminal)
+		default:
+			err = unserved(c.Request.Name)
+		}
+	case *api.CheckBody:
+		name = "Agent"
+		v, err = a.check(ctx, c.From.Terminal, b)
+	case *api.WaitBody:
+		name = "Agent"
+		v, err = a.wait(ctx, c.From.Terminal, b)
+	case *api.ReadBody:
+		name = "Screen"
+		v, err = a.read(ctx, c.From.Terminal, b)
+	case *api.SendBody:
+		err = a.send(ctx, c.From.Terminal, b)
+	case *api.SpawnBody:
+		name = "Agent"
+		v, err = a.spawn(ctx, c.From.Terminal, b)
+	case *api.CloseBody:
+		err = a.close(ctx, c.From.Terminal, int(b.Target))
+	case *api.ReportBody:
+		err = a.report(c.From.Terminal, b)
+	default:
+		err = unserved(c.Request.Name)
+	}
+	if err != nil {
+		var e *api.Error
+		if errors.Is(err, api.ErrTimedOut) {
+			return api.TimedOut
+		}
+		if errors.As(err, &e) {
+			return api.ErrorAnswer(e)
+		}
+		a.log.Error("request failed", "request", string(c.Request.Name), "from", c.From.String(), "err", err)
+		return api.ErrorAnswer(api.Errorf(api.CodeInternal, "%s failed: %s", c.Request.Name, errorSummary(err)))
+	}
+	if name == "" {
+		return api.OK
+	}
+	ans, err := api.NewAnswer(name, v)
+	if err != nil {
+		return api.ErrorAnswer(api.Errorf(api.CodeInternal, "encode the answer"))
+	}
+	return ans
+}
+
+func unserved(n api.Name) error {
+	return api.Errorf(api.CodeUnavailable, "this app does not serve %s yet", n)
+}
+
+// errorSummary keeps an internal error's message short enough for an answer.
+func errorSummary(err error) string {
+	s := err.Error()
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+// list answers List and ListAll. A terminal's List is its group in its environment, its ListAll
+// its environment; a Client gets every open environment for both.
+func (a *App) list(from api.Caller, all bool) []api.Agent {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.agentsLocked(from, all)
+}
+
+func (a *App) agentsLocked(from api.Caller, all bool) []api.Agent {
+	agents := []api.Agent{}
+	var group string
+	if from.Kind != api.CallerClient {
+		if t := a.terminalLocked(from.Terminal.Environment, from.Terminal.Terminal); t != nil {
+			group = t.group
+		}
+	}
+	for name, e := range a.envs {
+		if from.Kind != api.CallerClient && name != from.Terminal.Environment {
+			continue
+		}
+		for _, t := range e.terminals {
+			if from.Kind != api.CallerClient && !all && t.group != group {
+				continue
+			}
+			agents = append(agents, t.agent())
+		}
+	}
+	sort.Slice(agents, func(i, j int) bool {
+		if agents[i].Environment != agents[j].Environment {
+			return agents[i].Environment < agents[j].Environment
+		}
+		return agents[i].Terminal < agents[j].Terminal
+	})
+	return agents
+}
+
+// subscribe streams a snapshot, then every change, until the subscriber leaves or is dropped.
+func (a *App) subscribe(ctx context.Context, c *local.Call) {
+	a.mu.Lock()
+	snap, err := api.NewAnswer("Agents", a.agentsLocked(c.From, true))
+	if err != nil || !a.hub.add(c.Stream, snap) {
+		a.mu.Unlock()
+		return
+	}
+	a.mu.Unlock()
+	select {
+	case <-ctx.Done():
+	case <-c.Stream.Gone():
+	}
+	a.mu.Lock()
+	a.hub.remove(c.Stream)
+	a.mu.Unlock()
+}
+
+// Subscribers is how many subscribers the app has now.
+func (a *App) Subscribers() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.hub.len()
+}
+
+// check answers Check: the agent now, or after its next change within wait_secs.
+func (a *App) check(ctx context.Context, from api.TerminalID, b *api.CheckBody) (api.Agent, error) {
+	a.mu.Lock()
+	t := a.terminalLocked(from.Environment, int(b.Target))
+	if t == nil {
+		a.mu.Unlock()
+		return api.Agent{}, notFound(from.Environment, int(b.Target))
+	}
+	first := t.agent()
+	a.mu.Unlock()
+	if b.WaitSecs == nil {
+		return first, nil
+	}
+	wait := api.NewRequest(api.Check, b).WaitFor()
+	got, err := a.waitFor(ctx, from.Environment, int(b.Target), wait, func(t *terminal) bool {
+		return t.agent() != first
+	})
+	if errors.Is(err, api.ErrTimedOut) {
+		return got, nil // the wait ended without a change: the agent as it is
+	}
+	return got, err
+}
+
+// wait answers Wait: the agent once it settles after the request arrived.
+func (a *App) wait(ctx context.Context, from api.TerminalID, b *api.WaitBody) (api.Agent, error) {
+	d := api.NewRequest(api.Wait, b).WaitFor()
+	return a.waitFor(ctx, from.Environment, int(b.Target), d, func(t *terminal) bool {
+		return t.settled(time.Now(), a.cfg.Reaction)
+	})
+}
+
+// waitFor waits up to d for cond to hold for terminal n, re-checking it on every change and when
+// a pending Send's reaction window ends. A terminal that is removed meanwhile is answered as
+// closed. When d passes it returns the agent as it is and api.ErrTimedOut.
+func (a *App) waitFor(ctx context.Context, env string, n int, d time.Duration, cond func(*terminal) bool) (api.Agent, error) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	var last api.Agent
+	for {
+		a.mu.Lock()
+		t := a.terminalLocked(env, n)
+		if t == nil {
+			a.mu.Unlock()
+			if last.Terminal == 0 {
+				return api.Agent{}, notFound(env, n)
+			}
+			last.State = api.StateClosed
+			return last, nil
+		}
+		last = t.agent()
+		if cond(t) {
+			a.mu.Unlock()
+			return last, nil
+		}
+		changed := a.changed
+		var recheck <-chan time.Time
+		if !t.sentAt.IsZero() && !t.sending {
+			left := a.cfg.Reaction - time.Since(t.sentAt)
+			recheck = time.After(max(left, time.Millisecond))
+		}
+		a.mu.Unlock()
+		select {
+		case <-changed:
+		case <-recheck:
+		case <-timer.C:
+			return last, api.ErrTimedOut
+		case <-ctx.Done():
+			return last, ctx.Err()
+		}
+	}
+}
+
+// report applies an agent's report about itself.
+func (a *App) report(from api.TerminalID, b *api.ReportBody) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.terminalLocked(from.Environment, from.Terminal)
+	if t == nil {
+		return notFound(from.Environment, from.Terminal)
+	}
+	if t.report(b, time.Now()) {
+		a.publishLocked(api.AgentChanged, t)
+	}
+	if !t.reported {
+		a.envs[from.Environment].armQuietLocked(t)
+	}
+	return nil
+}
+
+// env returns the environment a caller's request is about, or unavailable while it is down.
+func (a *App) env(name string) (*environment, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e := a.envs[name]
+	if e == nil {
+		return nil, api.Errorf(api.CodeNotFound, "no environment %s", name)
+	}
+	if !e.up {
+		return nil, api.Errorf(api.CodeUnavailable, "environment %s is down; the app is bringing it back", name)
+	}
+	return e, nil
+}
+
+// live finds terminal n of env for a request that acts on it: not_found when there is none,
+// conflict when its process has exited.
+func (a *App) live(env string, n int, verb string) (*terminal, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.terminalLocked(env, n)
+	if t == nil {
+		return nil, notFound(env, n)
+	}
+	if t.dead {
+		return nil, api.Errorf(api.CodeConflict, "cannot %s %s: its process has exited (%s)", verb, t.id(), t.state)
+	}
+	if !t.attached() {
+		return nil, api.Errorf(api.CodeConflict, "cannot %s %s: it is still opening; try again", verb, t.id())
+	}
+	return t, nil
+}
+
+func (a *App) read(ctx context.Context, from api.TerminalID, b *api.ReadBody) (api.Screen, error) {
+	e, err := a.env(from.Environment)
+	if err != nil {
+		return api.Screen{}, err
+	}
+	a.mu.Lock()
+	t := a.terminalLocked(from.Environment, int(b.Target))
+	var pane tmux.PaneID
+	opening := false
+	if t != nil {
+		pane, opening = t.pane, !t.attached()
+	}
+	a.mu.Unlock()
+	if t == nil {
+		return api.Screen{}, notFound(from.Environment, int(b.Target))
+	}
+	if opening {
+		return api.Screen{}, api.Errorf(api.CodeConflict, "%s is still opening; try again", t.id())
+	}
+	lines := 0
+	if b.Lines != nil {
+		lines = *b.Lines
+	}
+	text, err := e.capture(ctx, pane, lines)
+	if err != nil {
+		return api.Screen{}, err
+	}
+	return api.Screen{Terminal: int(b.Target), Text: text}, nil
+}
+
+func (a *App) send(ctx context.Context, from api.TerminalID, b *api.SendBody) error {
+	e, err := a.env(from.Environment)
+	if err != nil {
+		return err
+	}
+	t, err := a.live(from.Environment, int(b.Target), "send to")
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	t.sending = true
+	pane := t.pane
+	a.mu.Unlock()
+	enter := b.Enter == nil || *b.Enter
+	err = e.sendKeys(ctx, pane, b.Text, enter)
+	a.mu.Lock()
+	t.sending = false
+	t.sentAt = time.Now()
+	a.notifyLocked()
+	a.mu.Unlock()
+	return err
+}
+
+func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) (api.Agent, error) {
+	e, err := a.env(from.Environment)
+	if err != nil {
+		return api.Agent{}, err
+	}
+	if b.Group != "" {
+		return api.Agent{}, api.Errorf(api.CodeUnavailable, "groups come with worktrees (CreateWorktree), which this app does not serve yet: spawn without --group")
+	}
+	a.mu.Lock()
+	lead := a.terminalLocked(from.Environment, from.Terminal)
+	if lead == nil {
+		a.mu.Unlock()
+		return api.Agent{}, notFound(from.Environment, from.Terminal)
+	}
+	spec := windowSpec{
+		title:   b.Title,
+		role:    api.RoleWorker,
+		session: lead.session,
+		group:   lead.group,
+		lead:    lead.number,
+		argv:    spawnArgv(b),
+	}
+	a.mu.Unlock()
+	if spec.title == "" {
+		spec.title = defaultTitle(spec.argv)
+	}
+	t, err := e.open(ctx, spec)
+	if err != nil {
+		return api.Agent{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return t.agent(), nil
+}
+
+// spawnArgv is the worker's command: its command, or its agent, with the prompt as the last
+// argument. Empty means the user's shell.
+func spawnArgv(b *api.SpawnBody) []string {
+	argv := append([]string(nil), b.Command...)
+	if len(argv) == 0 && b.Agent != "" {
+		argv = []string{b.Agent}
+	}
+	if b.Prompt != "" && len(argv) > 0 {
+		argv = append(argv, b.Prompt)
+	}
+	return argv
+}
+
+func defaultTitle(argv []string) string {
+	if len(argv) == 0 {
+		return "shell"
+	}
+	s := argv[0]
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '/' {
+			return s[i+1:]
+		}
+	}
+	return s
+}
+
+func (a *App) close(ctx context.Context, from api.TerminalID, n int) error {
+	e, err := a.env(from.Environment)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	t := a.terminalLocked(from.Environment, n)
+	a.mu.Unlock()
+	if t == nil {
+		return notFound(from.Environment, n)
+	}
+	return e.kill(ctx, t)
+}
+
+// closeSession closes every worker of the lead's session.
+func (a *App) closeSession(ctx context.Context, lead api.TerminalID) error {
+	e, err := a.env(lead.Environment)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	var workers []*terminal
+	for _, t := range e.terminals {
+		if t.role == api.RoleWorker && t.lead == lead.Terminal {
+			workers = append(workers, t)
+		}
+	}
+	a.mu.Unlock()
+	var errs []error
+	for _, t := range workers {
+		if err := e.kill(ctx, t); err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", t.id(), err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,705 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/tmux"
+)
+
+// holderName is the window tmux needs to create a session before the app opens its terminals in
+// it; the app closes it once the first terminal is open. It never gets a number.
+const holderName = "krad-ade-starting"
+
+// deadSubscription is the name of the control-mode subscription that reports pane deaths.
+const deadSubscription = "krad-dead"
+
+// environment is one environment: a tmux session on a tmux server, driven in control mode.
+type environment struct {
+	app   *App
+	name  string
+	tmux  TmuxConfig
+	specs []TerminalSpec
+
+	ready     chan struct{}
+	readyOnce sync.Once
+
+	// createMu serialises opening windows with numbering the windows tmux reports, so that a
+	// window the app opens is never also taken for one a person opened.
+	createMu sync.Mutex
+
+	// Guarded by app.mu.
+	up        bool
+	client    *tmux.Client
+	terminals map[int]*terminal
+	byPane    map[tmux.PaneID]*terminal
+	byWindow  map[tmux.WindowID]*terminal
+	next      int
+	started   bool // the configured terminals were opened in this run
+}
+
+func newEnvironment(a *App, name string, tc TmuxConfig, specs []TerminalSpec) *environment {
+	return &environment{
+		app:       a,
+		name:      name,
+		tmux:      tc,
+		specs:     specs,
+		ready:     make(chan struct{}),
+		terminals: map[int]*terminal{},
+		byPane:    map[tmux.PaneID]*terminal{},
+		byWindow:  map[tmux.WindowID]*terminal{},
+		next:      1,
+	}
+}
+
+// run keeps the environment up until ctx is done, bringing its tmux session back with capped,
+// jittered backoff whenever it goes away.
+func (e *environment) run(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for {
+		began := time.Now()
+		err := e.session(ctx)
+		e.down(err)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) > time.Minute {
+			backoff = 100 * time.Millisecond
+		}
+		wait := backoff/2 + rand.N(backoff/2+1)
+		e.app.log.Warn("environment down", "environment", e.name, "err", err, "retry_in", wait.Round(time.Millisecond))
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// session is one life of the environment's control client: attach (creating the session if need
+// be), adopt the windows that are there, open the configured terminals, then follow tmux's
+// notifications until it goes away or ctx is done.
+func (e *environment) session(ctx context.Context) error {
+	c, err := e.tmux.attach(ctx, e.name, e.onNote)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	a := e.app
+	a.mu.Lock()
+	e.client = c
+	a.mu.Unlock()
+
+	if err := e.setup(ctx, c); err != nil {
+		return err
+	}
+	if err := e.adopt(ctx, c); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	first := !e.started
+	e.started = true
+	a.mu.Unlock()
+	if first {
+		for _, s := range e.specs {
+			spec := windowSpec{title: s.Title, dir: s.Dir, role: api.RoleShell}
+			if s.Command != "" {
+				spec.argv = []string{"sh", "-c", s.Command}
+			}
+			if s.Lead {
+				spec.role = api.RoleLead
+			}
+			if spec.title == "" {
+				spec.title = defaultTitle(strings.Fields(s.Command))
+			}
+			if _, err := e.open(ctx, spec); err != nil {
+				return fmt.Errorf("open terminal %q: %w", s.Title, err)
+			}
+		}
+	}
+	a.mu.Lock()
+	empty := len(e.terminals) == 0
+	a.mu.Unlock()
+	if empty {
+		if _, err := e.open(ctx, windowSpec{title: "shell", role: api.RoleShell}); err != nil {
+			return fmt.Errorf("open a shell: %w", err)
+		}
+	}
+	// The holder served its purpose once a terminal is open.
+	_, _ = c.Command(ctx, "kill-window", "-t", e.name+":"+holderName)
+
+	a.mu.Lock()
+	e.up = true
+	a.publishAppLocked(api.AppEvent{Kind: api.EnvironmentUp, Environment: e.name})
+	a.mu.Unlock()
+	e.readyOnce.Do(func() { close(e.ready) })
+	a.log.Info("environment up", "environment", e.name, "attach", e.tmux.attachHint(e.name))
+
+	select {
+	case <-c.Done():
+		return fmt.Errorf("tmux went away: %w", c.Err())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// setup makes the session fit for the app: exit status kept, the variables every new window
+// gets (windows a person opens included), the companion as the command of those windows, and
+// the subscription that reports pane deaths.
+func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
+	cfg := e.app.cfg
+	companion := cfg.BinDir + "/krad-ade-agents"
+	cmds := [][]string{
+		{"set-option", "-gw", "remain-on-exit", "on"},
+		{"set-environment", "-t", e.name, "KRAD_ADE_ENDPOINT", cfg.Endpoint},
+		{"set-environment", "-t", e.name, "KRAD_ADE_TOKEN", cfg.Token.Reveal()},
+		{"set-environment", "-t", e.name, "PATH", e.path()},
+		{"set-environment", "-t", e.name, "-r", "KRAD_ADE_TERMINAL"},
+		{"set-environment", "-t", e.name, "-r", "KRAD_ADE_TOKEN_FILE"},
+		{"set-option", "-t", e.name, "default-command", shellQuote(companion) + " shell"},
+		{"refresh-client", "-C", "200x50"},
+		{"refresh-client", "-B", deadSubscription + ":%*:#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"},
+	}
+	for _, args := range cmds {
+		if _, err := c.Command(ctx, args...); err != nil {
+			return fmt.Errorf("tmux %s: %w", args[0], err)
+		}
+	}
+	return nil
+}
+
+func (e *environment) path() string {
+	p := e.app.cfg.BinDir
+	if e.app.cfg.Path != "" {
+		p += ":" + e.app.cfg.Path
+	}
+	return p
+}
+
+// windowMeta is what the app keeps in a window's @krad option, so that a restarted app adopts
+// the window with its number, role and session.
+type windowMeta struct {
+	Terminal int    `json:"terminal"`
+	Title    string `json:"title"`
+	Role     string `json:"role"`
+	Session  string `json:"session,omitempty"`
+	Group    string `json:"group,omitempty"`
+	Lead     int    `json:"lead,omitempty"`
+	Runs     bool   `json:"runs,omitempty"`
+}
+
+// adopt takes over the windows the session already has: the app's own from an earlier run, with
+// their numbers, and any a person opened while the app was away, as new shells.
+func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
+	e.createMu.Lock()
+	defer e.createMu.Unlock()
+	lines, err := c.Command(ctx, "list-windows", "-t", e.name, "-F",
+		"#{window_id} #{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal} #{window_name}\t#{@krad}")
+	if err != nil {
+		return fmt.Errorf("list windows: %w", err)
+	}
+	next, _ := c.Command(ctx, "show-options", "-qv", "-t", e.name, "@krad_next")
+	a := e.app
+	var strangers []tmux.WindowID
+	for _, line := range lines {
+		w, err := parseWindowLine(line)
+		if err != nil {
+			a.log.Warn("tmux listed a window the app cannot read", "environment", e.name, "err", err)
+			continue
+		}
+		if w.name == holderName {
+			continue
+		}
+		if w.meta == nil {
+			strangers = append(strangers, w.window)
+			continue
+		}
+		a.mu.Lock()
+		if _, taken := e.terminals[w.meta.Terminal]; !taken && w.meta.Terminal > 0 {
+			t := e.register(*w.meta)
+			e.attachLocked(t, w.window, w.pane)
+			if w.dead {
+				t.exited(w.status, time.Now())
+			}
+			a.publishLocked(api.AgentAdded, t)
+		}
+		a.mu.Unlock()
+	}
+	if len(next) == 1 {
+		if n, err := strconv.Atoi(next[0]); err == nil {
+			a.mu.Lock()
+			e.next = max(e.next, n)
+			a.mu.Unlock()
+		}
+	}
+	for _, w := range strangers {
+		if err := e.numberLocked(ctx, c, w); err != nil {
+			a.log.Warn("could not number a window", "environment", e.name, "window", w.String(), "err", err)
+		}
+	}
+	return nil
+}
+
+type windowLine struct {
+	window tmux.WindowID
+	pane   tmux.PaneID
+	dead   bool
+	status int
+	name   string
+	meta   *windowMeta
+}
+
+// parseWindowLine reads one line of adopt's list-windows.
+func parseWindowLine(line string) (windowLine, error) {
+	head, metaJSON, _ := strings.Cut(line, "\t")
+	f := strings.SplitN(head, " ", 6)
+	if len(f) < 6 {
+		return windowLine{}, fmt.Errorf("%d fields, want 6", len(f))
+	}
+	var w windowLine
+	var err error
+	if w.window, err = tmux.ParseWindowID(f[0]); err != nil {
+		return w, err
+	}
+	if w.pane, err = tmux.ParsePaneID(f[1]); err != nil {
+		return w, err
+	}
+	w.dead = f[2] == "1"
+	w.status = deadStatus(f[3], f[4])
+	w.name = f[5]
+	if metaJSON != "" {
+		var m windowMeta
+		if err := json.Unmarshal([]byte(metaJSON), &m); err == nil {
+			w.meta = &m
+		}
+	}
+	return w, nil
+}
+
+// deadStatus is a dead pane's exit code: its status, or 128 plus the signal that killed it.
+func deadStatus(status, signal string) int {
+	if n, err := strconv.Atoi(status); err == nil {
+		return n
+	}
+	if n, err := strconv.Atoi(signal); err == nil {
+		return 128 + n
+	}
+	return -1
+}
+
+// register records a terminal under its number; attachLocked gives it its window. app.mu must be
+// held.
+func (e *environment) register(m windowMeta) *terminal {
+	now := time.Now()
+	t := &terminal{
+		env:     e.name,
+		number:  m.Terminal,
+		title:   m.Title,
+		role:    m.Role,
+		session: m.Session,
+		group:   m.Group,
+		lead:    m.Lead,
+		runs:    m.Runs,
+		state:   api.StateStarting,
+		since:   now,
+	}
+	e.terminals[t.number] = t
+	e.next = max(e.next, t.number+1)
+	e.armQuietLocked(t)
+	return t
+}
+
+// attachLocked gives a terminal its window and pane. app.mu must be held.
+func (e *environment) attachLocked(t *terminal, w tmux.WindowID, p tmux.PaneID) {
+	t.window, t.pane = w, p
+	e.byPane[p] = t
+	e.byWindow[w] = t
+}
+
+// windowSpec is a terminal to open.
+type windowSpec struct {
+	title   string
+	dir     string
+	role    string
+	session string
+	group   string
+	lead    int
+	argv    []string // the agent's command; empty for the user's shell
+}
+
+// open opens a terminal: a new tmux window with the KRAD_ADE_* variables, running the command
+// through krad-ade-agents (which reports its start and end), or the user's shell.
+//
+// The terminal is registered under its number before its window exists, so that the first
+// thing its process does, a report through the bus, finds it; its window and pane are filled in
+// once tmux has made them, and a process that died meanwhile is noticed by asking tmux.
+func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error) {
+	e.createMu.Lock()
+	defer e.createMu.Unlock()
+	a := e.app
+	a.mu.Lock()
+	c := e.client
+	if c == nil {
+		a.mu.Unlock()
+		return nil, api.Errorf(api.CodeUnavailable, "environment %s is down", e.name)
+	}
+	n := e.next
+	e.next++
+	id := api.TerminalID{Environment: e.name, Terminal: n}
+	if s.role == api.RoleLead {
+		s.session = id.String()
+	}
+	meta := windowMeta{Terminal: n, Title: s.title, Role: s.role, Session: s.session, Group: s.group, Lead: s.lead, Runs: len(s.argv) > 0}
+	t := e.register(meta)
+	a.publishLocked(api.AgentAdded, t)
+	a.mu.Unlock()
+
+	w, p, err := e.newWindow(ctx, c, id, s)
+	if err == nil {
+		err = e.mark(ctx, c, w, id, meta)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		if e.terminals[n] == t {
+			e.removeLocked(t)
+		}
+		return nil, err
+	}
+	if e.terminals[n] != t {
+		return nil, api.Errorf(api.CodeConflict, "terminal %s closed as it opened", id)
+	}
+	e.attachLocked(t, w, p)
+	a.mu.Unlock()
+	dead, status, derr := e.paneDead(ctx, c, p)
+	a.mu.Lock()
+	if derr == nil && dead && t.exited(status, time.Now()) {
+		a.publishLocked(api.AgentChanged, t)
+	}
+	return t, nil
+}
+
+// newWindow asks tmux for the terminal's window.
+func (e *environment) newWindow(ctx context.Context, c *tmux.Client, id api.TerminalID, s windowSpec) (tmux.WindowID, tmux.PaneID, error) {
+	cfg := e.app.cfg
+	companion := cfg.BinDir + "/krad-ade-agents"
+	args := []string{"new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "-t", e.name + ":", "-n", s.title,
+		"-e", "KRAD_ADE_ENDPOINT=" + cfg.Endpoint,
+		"-e", "KRAD_ADE_TOKEN=" + cfg.Token.Reveal(),
+		"-e", "KRAD_ADE_TERMINAL=" + id.String(),
+		"-e", "PATH=" + e.path(),
+	}
+	if s.dir != "" {
+		args = append(args, "-c", s.dir)
+	}
+	if len(s.argv) == 0 {
+		args = append(args, "--", companion, "shell")
+	} else {
+		args = append(args, "--", companion, "run", "--title", s.title, "--")
+		args = append(args, s.argv...)
+	}
+	out, err := c.Command(ctx, args...)
+	if err != nil {
+		return 0, 0, fmt.Errorf("tmux new-window: %w", err)
+	}
+	if len(out) != 1 {
+		return 0, 0, fmt.Errorf("tmux new-window answered %d lines, want 1", len(out))
+	}
+	ws, ps, _ := strings.Cut(out[0], " ")
+	w, err := tmux.ParseWindowID(ws)
+	if err != nil {
+		return 0, 0, fmt.Errorf("tmux new-window: %w", err)
+	}
+	p, err := tmux.ParsePaneID(ps)
+	if err != nil {
+		return 0, 0, fmt.Errorf("tmux new-window: %w", err)
+	}
+	return w, p, nil
+}
+
+// paneDead asks tmux whether a pane's process has exited, and with what.
+func (e *environment) paneDead(ctx context.Context, c *tmux.Client, p tmux.PaneID) (bool, int, error) {
+	out, err := c.Command(ctx, "display-message", "-p", "-t", p.String(), "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
+	if err != nil || len(out) != 1 {
+		return false, 0, fmt.Errorf("tmux display-message: %w", err)
+	}
+	f := strings.Split(out[0], " ")
+	if len(f) < 3 || f[0] != "1" {
+		return false, 0, nil
+	}
+	return true, deadStatus(f[1], f[2]), nil
+}
+
+// mark stores a terminal's number and metadata in its window's options.
+func (e *environment) mark(ctx context.Context, c *tmux.Client, w tmux.WindowID, id api.TerminalID, meta windowMeta) error {
+	js, _ := json.Marshal(meta)
+	for _, args := range [][]string{
+		{"set-option", "-w", "-t", w.String(), "@krad", string(js)},
+		{"set-option", "-w", "-t", w.String(), "@krad_terminal", id.String()},
+		{"set-option", "-t", e.name, "@krad_next", strconv.Itoa(id.Terminal + 1)},
+	} {
+		if _, err := c.Command(ctx, args...); err != nil {
+			return fmt.Errorf("tmux set-option: %w", err)
+		}
+	}
+	return nil
+}
+
+// numberLocked gives a window a person opened a number, as a shell. e.createMu must be held.
+func (e *environment) numberLocked(ctx context.Context, c *tmux.Client, w tmux.WindowID) error {
+	out, err := c.Command(ctx, "display-message", "-p", "-t", w.String(), "#{pane_id} #{window_name}")
+	if err != nil {
+		return err
+	}
+	if len(out) != 1 {
+		return fmt.Errorf("display-message answered %d lines", len(out))
+	}
+	ps, name, _ := strings.Cut(out[0], " ")
+	if name == holderName {
+		return nil
+	}
+	p, err := tmux.ParsePaneID(ps)
+	if err != nil {
+		return err
+	}
+	a := e.app
+	a.mu.Lock()
+	n := e.next
+	e.next++
+	a.mu.Unlock()
+	id := api.TerminalID{Environment: e.name, Terminal: n}
+	meta := windowMeta{Terminal: n, Title: name, Role: api.RoleShell}
+	if err := e.mark(ctx, c, w, id, meta); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := e.register(meta)
+	e.attachLocked(t, w, p)
+	a.publishLocked(api.AgentAdded, t)
+	return nil
+}
+
+// windowAdded numbers a window tmux reports that the app did not open.
+func (e *environment) windowAdded(c *tmux.Client, w tmux.WindowID) {
+	e.createMu.Lock()
+	defer e.createMu.Unlock()
+	a := e.app
+	a.mu.Lock()
+	_, known := e.byWindow[w]
+	current := e.client == c
+	a.mu.Unlock()
+	if known || !current {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.numberLocked(ctx, c, w); err != nil {
+		a.log.Warn("could not number a window", "environment", e.name, "window", w.String(), "err", err)
+	}
+}
+
+// onNote handles tmux's notifications. It runs on the client's reading goroutine, so it never
+// waits on tmux: numbering a new window, which needs commands, happens on a goroutine of its own.
+// c is nil for notifications that arrive before the client is set up.
+func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
+	a := e.app
+	switch n := n.(type) {
+	case tmux.Output:
+		a.mu.Lock()
+		if t := e.byPane[n.Pane]; t != nil {
+			if t.output(time.Now()) {
+				a.publishLocked(api.AgentChanged, t)
+			}
+			e.armQuietLocked(t)
+		}
+		a.mu.Unlock()
+	case tmux.WindowAdd:
+		if !n.Unlinked && c != nil {
+			go e.windowAdded(c, n.Window)
+		}
+	case tmux.WindowClose:
+		a.mu.Lock()
+		if t := e.byWindow[n.Window]; t != nil {
+			e.removeLocked(t)
+		}
+		a.mu.Unlock()
+	case tmux.SubscriptionChanged:
+		if n.Name != deadSubscription || n.Pane < 0 {
+			return
+		}
+		f := strings.Split(n.Value, " ")
+		if len(f) < 3 || f[0] != "1" {
+			return
+		}
+		a.mu.Lock()
+		if t := e.byPane[n.Pane]; t != nil && t.exited(deadStatus(f[1], f[2]), time.Now()) {
+			a.publishLocked(api.AgentChanged, t)
+		}
+		a.mu.Unlock()
+	}
+}
+
+// removeLocked closes a terminal and forgets it: subscribers see it closed, then removed.
+// app.mu must be held.
+func (e *environment) removeLocked(t *terminal) {
+	a := e.app
+	if t.quietTimer != nil {
+		t.quietTimer.Stop()
+		t.quietTimer = nil
+	}
+	if t.closed(time.Now()) {
+		a.publishLocked(api.AgentChanged, t)
+	}
+	delete(e.terminals, t.number)
+	if e.byPane[t.pane] == t {
+		delete(e.byPane, t.pane)
+	}
+	if e.byWindow[t.window] == t {
+		delete(e.byWindow, t.window)
+	}
+	a.publishLocked(api.AgentRemoved, t)
+}
+
+// down marks the environment down: its terminals are closed and forgotten (they come back, with
+// their numbers, if tmux still has them when the environment is up again).
+func (e *environment) down(err error) {
+	a := e.app
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	wasUp := e.up
+	e.up = false
+	e.client = nil
+	for _, t := range e.terminals {
+		e.removeLocked(t)
+	}
+	if wasUp {
+		msg := "the app stopped"
+		if err != nil && !errors.Is(err, context.Canceled) {
+			msg = err.Error()
+		}
+		a.publishAppLocked(api.AppEvent{Kind: api.EnvironmentDown, Environment: e.name, Message: msg})
+	}
+}
+
+// armQuietLocked makes sure a timer will move the terminal to idle after its quiet spell.
+// app.mu must be held.
+func (e *environment) armQuietLocked(t *terminal) {
+	if t.quietTimer != nil || t.reported || t.dead {
+		return
+	}
+	a := e.app
+	var fire func()
+	fire = func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		t.quietTimer = nil
+		if e.terminals[t.number] != t {
+			return
+		}
+		changed, again := t.quiet(time.Now(), a.cfg.Quiet)
+		if changed {
+			a.publishLocked(api.AgentChanged, t)
+		}
+		if again > 0 {
+			t.quietTimer = time.AfterFunc(again, fire)
+		}
+	}
+	t.quietTimer = time.AfterFunc(a.cfg.Quiet, fire)
+}
+
+// capture reads a pane's screen: the visible screen, or its last lines (from history too) when
+// lines is set. Trailing blank lines are left out.
+func (e *environment) capture(ctx context.Context, pane tmux.PaneID, lines int) (string, error) {
+	c, err := e.current()
+	if err != nil {
+		return "", err
+	}
+	args := []string{"capture-pane", "-p", "-J", "-t", pane.String()}
+	if lines > 0 {
+		args = append(args, "-S", "-"+strconv.Itoa(lines))
+	}
+	out, err := c.Command(ctx, args...)
+	if err != nil {
+		return "", fmt.Errorf("tmux capture-pane: %w", err)
+	}
+	for len(out) > 0 && strings.TrimSpace(out[len(out)-1]) == "" {
+		out = out[:len(out)-1]
+	}
+	if lines > 0 && len(out) > lines {
+		out = out[len(out)-lines:]
+	}
+	return strings.Join(out, "\n"), nil
+}
+
+// sendKeys types text into a pane literally, then, after the paste delay, Enter.
+func (e *environment) sendKeys(ctx context.Context, pane tmux.PaneID, text string, enter bool) error {
+	c, err := e.current()
+	if err != nil {
+		return err
+	}
+	if text != "" {
+		if _, err := c.Command(ctx, "send-keys", "-t", pane.String(), "-l", "--", text); err != nil {
+			return fmt.Errorf("tmux send-keys: %w", err)
+		}
+	}
+	if !enter {
+		return nil
+	}
+	if text != "" {
+		select {
+		case <-time.After(e.app.cfg.PasteDelay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if _, err := c.Command(ctx, "send-keys", "-t", pane.String(), "Enter"); err != nil {
+		return fmt.Errorf("tmux send-keys Enter: %w", err)
+	}
+	return nil
+}
+
+// kill closes a terminal's window and forgets the terminal.
+func (e *environment) kill(ctx context.Context, t *terminal) error {
+	c, err := e.current()
+	if err != nil {
+		return err
+	}
+	if _, err := c.Command(ctx, "kill-window", "-t", t.window.String()); err != nil {
+		var ce *tmux.CommandError
+		if !errors.As(err, &ce) { // a window already gone is closed all the same
+			return fmt.Errorf("tmux kill-window: %w", err)
+		}
+	}
+	a := e.app
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e.terminals[t.number] == t {
+		e.removeLocked(t)
+	}
+	return nil
+}
+
+func (e *environment) current() (*tmux.Client, error) {
+	a := e.app
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e.client == nil {
+		return nil, api.Errorf(api.CodeUnavailable, "environment %s is down; the app is bringing it back", e.name)
+	}
+	return e.client, nil
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

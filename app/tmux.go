@@ -1,0 +1,73 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/krad-ade/krad/tmux"
+)
+
+// TmuxConfig says how to reach an environment's tmux server.
+type TmuxConfig struct {
+	// Program is the tmux executable; empty means "tmux" from PATH.
+	Program string
+	// SocketName is the server's socket name (tmux -L); empty means "krad-ade". SocketPath, when
+	// set, picks the server by path instead (tmux -S); tests use one in a temporary folder.
+	SocketName string
+	SocketPath string
+	// ConfigFile is what a server the app starts reads (tmux -f): empty means the user's own
+	// ~/.tmux.conf, so that people who attach get their key bindings.
+	ConfigFile string
+	// Env is the environment of tmux processes; terminals inherit the server's.
+	Env []string
+}
+
+// SocketName is the tmux socket name of the app's server.
+const SocketName = "krad-ade"
+
+func (tc TmuxConfig) socket() (name, path string) {
+	if tc.SocketPath != "" {
+		return "", tc.SocketPath
+	}
+	if tc.SocketName != "" {
+		return tc.SocketName, ""
+	}
+	return SocketName, ""
+}
+
+// attachHint is the command a person runs to see an environment's terminals.
+func (tc TmuxConfig) attachHint(session string) string {
+	name, path := tc.socket()
+	if path != "" {
+		return fmt.Sprintf("tmux -S %s attach -t %s", shellQuote(path), session)
+	}
+	return fmt.Sprintf("tmux -L %s attach -t %s", name, session)
+}
+
+// attach starts a control client attached to session, creating the session (with a holder
+// window, which the app closes once its first terminal is open) if it does not exist.
+func (tc TmuxConfig) attach(ctx context.Context, session string, onNote func(*tmux.Client, tmux.Notification)) (*tmux.Client, error) {
+	name, path := tc.socket()
+	// Notifications can come before Start returns (tmux's own replies, a remote shell's banner):
+	// they are handled with no client, which only numbering new windows needs.
+	var cell atomic.Pointer[tmux.Client]
+	c, err := tmux.Start(ctx, tmux.StartOptions{
+		Program:    tc.Program,
+		SocketName: name,
+		SocketPath: path,
+		ConfigFile: tc.ConfigFile,
+		Session:    session,
+		WindowName: holderName,
+		Command:    []string{"sleep", "2147483647"},
+		Env:        tc.Env,
+		OnNotification: func(n tmux.Notification) {
+			onNote(cell.Load(), n)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	cell.Store(c)
+	return c, nil
+}
