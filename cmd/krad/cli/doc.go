@@ -68,6 +68,17 @@
 //
 // # krad-ade-agents
 //
-// Called by the name krad-ade-agents, the same executable is the agents' companion, whose verbs
-// (run, for one) come later.
+// Called by the name krad-ade-agents, the same executable is the agents' companion:
+//
+//	krad-ade-agents run [--title T] -- CMD…   run CMD in this terminal; report working when it
+//	                                          starts, done or failed with its exit code when it
+//	                                          ends; exit with its exit code
+//	krad-ade-agents shell                     tmux's default-command: the user's shell, with
+//	                                          KRAD_ADE_TERMINAL from the window's @krad_terminal
+//
+// run's reports go through the variables only, each waits at most 2 seconds, and one that fails
+// is a warning, never a reason to stop or delay the command. CMD shares the terminal's process
+// group (Ctrl-C reaches it directly); SIGTERM and SIGHUP sent to run are passed on. run exits
+// with CMD's exit code, 128 plus the signal's number when a signal killed it, 127 when CMD is
+// not found and 126 when it cannot run.
 package cli

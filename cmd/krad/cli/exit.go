@@ -2,6 +2,7 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/krad-ade/krad/api"
 )
@@ -29,10 +30,13 @@ func exitCode(err error) int {
 	var (
 		answered    *api.Error
 		unreachable *api.UnreachableError
+		child       *exited
 	)
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &child):
+		return child.code
 	case errors.Is(err, errUsage):
 		return ExitUsage
 	case errors.Is(err, errNoAPI), errors.As(err, &unreachable):
@@ -79,3 +83,26 @@ func hintOf(err error) string {
 
 // errUsageShown says that the usage went to stderr already: only the exit code is left to give.
 var errUsageShown = &problem{err: errors.New("usage shown"), kind: errUsage}
+
+// exited is the exit code krad-ade-agents run passes on from its command: the command's own, 128
+// plus the signal that killed it, or 127 and 126 when it could not start. err says why when it
+// could not start; nil means there is nothing to say, since the command spoke for itself.
+type exited struct {
+	code int
+	err  error
+}
+
+func (e *exited) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("the command exited with %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exited) Unwrap() error { return e.err }
+
+// silent reports whether err is only an exit code, with nothing to print.
+func silent(err error) bool {
+	var e *exited
+	return err == errUsageShown || errors.As(err, &e) && e.err == nil
+}

@@ -56,7 +56,7 @@ func Run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, s
 	}
 	x := &invocation{ctx: ctx, env: env, stdin: stdin, stdout: stdout, stderr: stderr, opts: opts, prog: root.name}
 	err := x.dispatch(root, args)
-	if err != nil && err != errUsageShown {
+	if err != nil && !silent(err) {
 		fmt.Fprintf(stderr, "%s: error: %s\n", x.prog, printable(err.Error(), maxLine))
 		if hint := hintOf(err); hint != "" {
 			fmt.Fprintf(stderr, "%s: hint: %s\n", x.prog, printable(hint, maxLine))
@@ -95,4 +95,9 @@ func (x *invocation) noArgs(args []string) error {
 		return x.usageError("%s takes no arguments, and %s is not one of its commands", x.path, quote(args[0]))
 	}
 	return nil
+}
+
+// warn prints one warning line: something went wrong that does not stop the command.
+func (x *invocation) warn(format string, args ...any) {
+	fmt.Fprintf(x.stderr, "%s: warning: %s\n", x.prog, printable(fmt.Sprintf(format, args...), maxLine))
 }

@@ -83,8 +83,12 @@ func TestAgentsName(t *testing.T) {
 	}{
 		{"/opt/krad-ade/krad-ade-agents", []string{"--help"}, "krad-ade-agents run -- CMD…", "", ExitOK},
 		{`krad-ade-agents.exe`, []string{"-h"}, "the agents' companion", "", ExitOK},
-		{"krad-ade-agents", []string{"run", "--", "claude"}, "",
-			"krad-ade-agents: error: unknown command \"run\"\nkrad-ade-agents: hint: run 'krad-ade-agents --help'\n", ExitUsage},
+		{"krad-ade-agents", []string{"run", "--help"}, "krad-ade-agents run [--title T] -- CMD…", "", ExitOK},
+		{"krad-ade-agents", []string{"shell", "--help"}, "  krad-ade-agents shell\n", "", ExitOK},
+		{"krad-ade-agents", []string{"list"}, "",
+			"krad-ade-agents: error: unknown command \"list\"\nkrad-ade-agents: hint: run 'krad-ade-agents --help'\n", ExitUsage},
+		{"krad-ade-agents", []string{"run"}, "",
+			"krad-ade-agents: error: krad-ade-agents run needs a command after --, like: krad-ade-agents run -- claude\nkrad-ade-agents: hint: run 'krad-ade-agents run --help'\n", ExitUsage},
 		{"krad-ade-agents", []string{"api"}, "",
 			"krad-ade-agents: error: unknown command \"api\"\nkrad-ade-agents: hint: run 'krad-ade-agents --help'\n", ExitUsage},
 		{"krad-ade-agents", []string{"--bogus"}, "",
@@ -180,6 +184,10 @@ func TestNoTokenInOutput(t *testing.T) {
 				check(t, out, errOut, secrets)
 			})
 		}
+		t.Run(s.name+"/krad-ade-agents run", func(t *testing.T) {
+			out, errOut, _ := runAs(t, agentsProg, s.env, nil, "run", "--", "sh", "-c", "exit 1")
+			check(t, out, errOut, secrets)
+		})
 	}
 	// And where the app answers, in success.
 	idle := agent(2, "worker", "idle", "fix flaky test")
@@ -204,6 +212,8 @@ func TestNoTokenInOutput(t *testing.T) {
 	if succeeded != len(commands)-7 {
 		t.Errorf("%d commands succeeded against the app, want every one that can", succeeded)
 	}
+	out, errOut, _ := runAs(t, agentsProg, env, nil, "run", "--", "sh", "-c", "exit 1")
+	check(t, out, errOut, []string{appTok.Reveal()})
 	for _, args := range [][]string{{"api", "info", "--show-token"}, {"api", "info", "--show-token", "--json"}} {
 		out, _, code := run(t, setups[0].env, setups[0].opts, args...)
 		if !strings.Contains(out, tok.Reveal()) || code != ExitOK {

@@ -1,0 +1,122 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// buildAgents builds the executable as krad-ade-agents into a temporary folder.
+func buildAgents(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the executable")
+	}
+	path := filepath.Join(t.TempDir(), "krad-ade-agents")
+	if out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return path
+}
+
+// printTerminal is a $SHELL that prints the KRAD_ADE_TERMINAL it was started with, and its
+// argv[0].
+func printTerminal(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "shell")
+	script := "#!/bin/sh\necho \"KRAD_ADE_TERMINAL=${KRAD_ADE_TERMINAL-unset} argv0=$0 args=$#\"\n"
+	if err := os.WriteFile(path, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestShellExecs runs krad-ade-agents shell for real: it becomes $SHELL.
+func TestShellExecs(t *testing.T) {
+	agents := buildAgents(t)
+	shell := printTerminal(t)
+
+	t.Run("KRAD_ADE_TERMINAL set", func(t *testing.T) {
+		cmd := exec.Command(agents, "shell")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "SHELL=" + shell, "KRAD_ADE_TERMINAL=main:4"}
+		out, err := cmd.Output()
+		if want := "KRAD_ADE_TERMINAL=main:4 argv0=" + shell + " args=0\n"; err != nil || string(out) != want {
+			t.Errorf("got %q, %v; want %q", out, err, want)
+		}
+	})
+
+	t.Run("numbered by the app through tmux", func(t *testing.T) {
+		tmux, err := exec.LookPath("tmux")
+		if err != nil {
+			t.Skip("tmux is not installed")
+		}
+		socket := filepath.Join(t.TempDir(), "tmux.sock")
+		start := exec.Command(tmux, "-S", socket, "-f", "/dev/null", "new-session", "-d", "-s", "t", "sleep 600")
+		start.Env = append(os.Environ(), "TMUX=")
+		if out, err := start.CombinedOutput(); err != nil {
+			t.Fatalf("tmux new-session: %v\n%s", err, out)
+		}
+		defer exec.Command(tmux, "-S", socket, "kill-server").Run()
+		pane, err := exec.Command(tmux, "-S", socket, "display-message", "-p", "-t", "t", "#{pane_id}").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := exec.Command(tmux, "-S", socket, "set-option", "-w", "-t", "t", "@krad_terminal", "main:7").Run(); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(agents, "shell")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "SHELL=" + shell, "TMUX=" + socket + ",1,0", "TMUX_PANE=" + strings.TrimSpace(string(pane))}
+		out, err := cmd.Output()
+		if want := "KRAD_ADE_TERMINAL=main:7 argv0=" + shell + " args=0\n"; err != nil || string(out) != want {
+			t.Errorf("got %q, %v; want %q", out, err, want)
+		}
+	})
+}
+
+// TestRunForwardsSignals: SIGTERM sent to krad-ade-agents run reaches its command, whose exit
+// code it exits with.
+func TestRunForwardsSignals(t *testing.T) {
+	agents := buildAgents(t)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			cmd := exec.Command(agents, "run", "--", "sh", "-c", `trap "echo got it; exit 7" TERM HUP; echo ready; while :; do sleep 0.05; done`)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			// Its own process group, so that the signal goes to krad-ade-agents alone, as
+			// kill(1) would send it.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(stdout)
+			if line, err := r.ReadString('\n'); err != nil || line != "ready\n" {
+				t.Fatalf("got %q, %v; want ready", line, err)
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			rest, _ := r.ReadString('\n')
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("krad-ade-agents run did not end after the signal")
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 7 || rest != "got it\n" {
+				t.Errorf("got exit code %d and %q; want 7 and the command's trap", code, rest)
+			}
+		})
+	}
+}

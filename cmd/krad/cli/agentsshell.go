@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+)
+
+// How long and how often `krad-ade-agents shell` asks tmux for the window's number, and how it
+// replaces itself with the shell; tests change them.
+var (
+	shellWait = 5 * time.Second
+	shellPoll = 20 * time.Millisecond
+	execShell = syscall.Exec
+)
+
+// windowOption is the tmux window option in which the app writes the number it gave a window,
+// "E:N", on every window it sees.
+const windowOption = "@krad_terminal"
+
+// agentsShellCommand is `krad-ade-agents shell`, tmux's default-command in the app's tmux.
+func agentsShellCommand() *command {
+	return &command{
+		name:    "shell",
+		summary: "start the user's shell in a window opened by hand, once the app has numbered it",
+		help: `
+Starts the user's shell ($SHELL, else /bin/sh) in place of krad-ade-agents. It is the command of
+the windows a person opens by hand in the app's tmux (prefix c), which the app did not create
+and so could not give KRAD_ADE_TERMINAL.
+
+When KRAD_ADE_TERMINAL is set, the shell starts at once. Otherwise krad-ade-agents asks tmux
+for the window option @krad_terminal, in which the app writes the number it gives every window
+it sees ("main:5"), every 20 ms for up to 5 s, and starts the shell with KRAD_ADE_TERMINAL set
+to it. If the number never comes, it says so in one warning and starts the shell anyway.`,
+		run: func(x *invocation, args []string) error {
+			if err := x.noArgs(args); err != nil {
+				return err
+			}
+			env := os.Environ()
+			if x.env(varTerminal) == "" {
+				id, ok := x.windowTerminal()
+				if !ok {
+					x.warn("the app did not number this window; krad commands here will not know their terminal")
+				} else {
+					env = setEnv(env, varTerminal, id)
+				}
+			}
+			return x.startShell(env)
+		},
+	}
+}
+
+// windowTerminal asks tmux for this window's @krad_terminal until the app has set it or
+// shellWait has passed. tmux reaches its server through $TMUX, and the window through $TMUX_PANE.
+func (x *invocation) windowTerminal() (string, bool) {
+	if x.env("TMUX") == "" {
+		return "", false // not in tmux: no one will number this window
+	}
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		return "", false
+	}
+	args := []string{"show-options", "-wqv"}
+	if pane := x.env("TMUX_PANE"); pane != "" {
+		args = append(args, "-t", pane)
+	}
+	args = append(args, windowOption)
+	ctx, cancel := context.WithTimeout(x.ctx, shellWait)
+	defer cancel()
+	for {
+		cmd := exec.CommandContext(ctx, tmux, args...)
+		cmd.Env = setEnv(os.Environ(), "TMUX", x.env("TMUX"))
+		if out, err := cmd.Output(); err == nil {
+			if id, err := api.ParseTerminalID(strings.TrimSpace(string(out))); err == nil {
+				return id.String(), true
+			}
+		}
+		select {
+		case <-time.After(shellPoll):
+		case <-ctx.Done():
+			return "", false
+		}
+	}
+}
+
+// startShell replaces krad-ade-agents with the user's shell, an interactive shell (not a login
+// one: argv[0] is $SHELL as it is), or /bin/sh when that fails. It returns only when neither
+// starts.
+func (x *invocation) startShell(env []string) error {
+	shell := x.env("SHELL")
+	if shell == "" {
+		shell = "/bin/sh"
+	}
+	err := execFile(shell, env)
+	if err == nil {
+		return nil // only a test's execShell returns
+	}
+	if shell != "/bin/sh" {
+		x.warn("cannot start SHELL=%s (%v); starting /bin/sh", quote(shell), err)
+		if err = execFile("/bin/sh", env); err == nil {
+			return nil
+		}
+	}
+	return &exited{code: 127, err: fmt.Errorf("cannot start a shell: %w", err)}
+}
+
+// execFile replaces the process with the program name, found as a shell would.
+func execFile(name string, env []string) error {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return err
+	}
+	return execShell(path, []string{name}, env)
+}
+
+// setEnv sets key=value in env, a list of key=value.
+func setEnv(env []string, key, value string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
