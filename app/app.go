@@ -2,10 +2,14 @@ package app
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +34,12 @@ type TerminalSpec struct {
 	Command     string // a shell command line; "" means the user's shell
 	Dir         string // working folder; "" means the environment's
 	Lead        bool
+}
+
+// key names a configured terminal in its window's options.
+func (s TerminalSpec) key() string {
+	sum := sha256.Sum256([]byte(strings.Join([]string{s.Environment, s.Title, s.Command, s.Dir, strconv.FormatBool(s.Lead)}, "\x00")))
+	return hex.EncodeToString(sum[:8])
 }
 
 // Config is what the App needs from krad-ade.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -340,5 +341,232 @@ func TestRights(t *testing.T) {
 		if code(err) != tt.want {
 			t.Errorf("%s: got %v, want %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// events subscribes as a Client and returns a channel of the stream's answers.
+func (h *harness) events(ctx context.Context) <-chan api.Answer {
+	ch := make(chan api.Answer, 1024)
+	go func() {
+		defer close(ch)
+		_ = h.as(0).Subscribe(ctx, api.NewRequest(api.SubscribeAgents, nil), func(a api.Answer) error {
+			ch <- a
+			return nil
+		})
+	}()
+	return ch
+}
+
+// next waits for the first answer on ch that match accepts.
+func next(t *testing.T, ch <-chan api.Answer, what string, match func(api.Answer) bool) api.Answer {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case a, ok := <-ch:
+			if !ok {
+				t.Fatalf("the stream ended before %s", what)
+			}
+			if match(a) {
+				return a
+			}
+		case <-timeout:
+			t.Fatalf("no %s within 20 s", what)
+		}
+	}
+}
+
+func agentEvent(kind string, n int, state string) func(api.Answer) bool {
+	return func(a api.Answer) bool {
+		var ev api.AgentEvent
+		if a.Decode("AgentEvent", &ev) != nil {
+			return false
+		}
+		return ev.Kind == kind && ev.Agent.Terminal == n && (state == "" || ev.Agent.State == state)
+	}
+}
+
+func appEvent(kind string) func(api.Answer) bool {
+	return func(a api.Answer) bool {
+		var ev api.AppEvent
+		return a.Decode("AppEvent", &ev) == nil && ev.Kind == kind
+	}
+}
+
+func TestSubscribeAgents(t *testing.T) {
+	h := start(t, lead())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := h.events(ctx)
+	snap := next(t, ch, "the snapshot", func(a api.Answer) bool { return a.Name == "Agents" })
+	var agents []api.Agent
+	_ = snap.Decode("Agents", &agents)
+	if len(agents) != 1 || agents[0].Role != api.RoleLead {
+		t.Fatalf("snapshot %+v, want the lead", agents)
+	}
+	c := h.as(1)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "quick", Command: []string{"sh", "-c", "echo secret-screen-text; sleep 0.2; exit 4"}})
+	next(t, ch, "added", agentEvent(api.AgentAdded, w.Terminal, ""))
+	got := next(t, ch, "failed", agentEvent(api.AgentChanged, w.Terminal, api.StateFailed))
+	if strings.Contains(string(got.Body), "secret-screen-text") {
+		t.Error("an event carries screen contents")
+	}
+	if _, err := h.call(c, api.Close, &api.CloseBody{Target: api.Target(w.Terminal)}); err != nil {
+		t.Fatal(err)
+	}
+	next(t, ch, "closed", agentEvent(api.AgentChanged, w.Terminal, api.StateClosed))
+	next(t, ch, "removed", agentEvent(api.AgentRemoved, w.Terminal, ""))
+}
+
+func TestCheckWaitsForTheNextChange(t *testing.T) {
+	h := start(t, lead())
+	c := h.as(1)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "later", Command: []string{"sh", "-c", "sleep 1; exit 0"}})
+	now := h.agent(c, api.Check, &api.CheckBody{Target: api.Target(w.Terminal)})
+	if api.Ended(now.State) {
+		t.Fatalf("Check without a wait: %s already", now.State)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		got := h.agent(c, api.Check, &api.CheckBody{Target: api.Target(w.Terminal), WaitSecs: secs(10)})
+		if got.State == api.StateDone {
+			return
+		}
+	}
+	t.Error("Check with a wait never saw the worker finish")
+}
+
+// TestWindowOpenedByHand: a person who opens a window in the app's tmux gets a numbered terminal
+// with the variables.
+func TestWindowOpenedByHand(t *testing.T) {
+	h := start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := h.events(ctx)
+	if out, err := exec.Command("tmux", "-S", h.socket, "new-window", "-t", "main:").CombinedOutput(); err != nil {
+		t.Fatalf("tmux new-window: %v %s", err, out)
+	}
+	added := next(t, ch, "the new window", func(a api.Answer) bool {
+		var ev api.AgentEvent
+		return a.Decode("AgentEvent", &ev) == nil && ev.Kind == api.AgentAdded
+	})
+	var ev api.AgentEvent
+	_ = added.Decode("AgentEvent", &ev)
+	if ev.Agent.Role != api.RoleShell || ev.Agent.Terminal != 2 {
+		t.Errorf("the window came as %+v, want shell main:2", ev.Agent)
+	}
+	c := h.as(1)
+	h.waitScreen(c, 2, "#") // the shell's prompt: a person types once they see it
+	// Type into it as its person would: its krad knows which terminal it is.
+	if _, err := exec.Command("tmux", "-S", h.socket, "send-keys", "-t", h.window(2), `echo "I am $KRAD_ADE_TERMINAL"; krad api >/dev/null && echo BUS-OK`, "Enter").CombinedOutput(); err != nil {
+		t.Fatal(err)
+	}
+	h.waitScreen(c, 2, "I am main:2")
+	h.waitScreen(c, 2, "BUS-OK")
+}
+
+// window is the tmux window id of terminal n of main.
+func (h *harness) window(n int) string {
+	h.t.Helper()
+	out, err := exec.Command("tmux", "-S", h.socket, "list-windows", "-t", "main", "-F", "#{window_id} #{@krad_terminal}").Output()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if id, term, ok := strings.Cut(line, " "); ok && term == fmt.Sprintf("main:%d", n) {
+			return id
+		}
+	}
+	h.t.Fatalf("no window for main:%d in\n%s", n, out)
+	return ""
+}
+
+// TestTmuxKilled: tmux killed from outside closes the terminals, says the environment went down,
+// and the app brings the environment back and keeps serving.
+func TestTmuxKilled(t *testing.T) {
+	h := start(t, lead())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := h.events(ctx)
+	next(t, ch, "the snapshot", func(a api.Answer) bool { return a.Name == "Agents" })
+	if err := exec.Command("tmux", "-S", h.socket, "kill-server").Run(); err != nil {
+		t.Fatal(err)
+	}
+	next(t, ch, "the lead closed", agentEvent(api.AgentChanged, 1, api.StateClosed))
+	next(t, ch, "environment down", appEvent(api.EnvironmentDown))
+	next(t, ch, "environment up", appEvent(api.EnvironmentUp))
+	agents := h.agents(h.as(0))
+	if len(agents) != 1 || agents[0].Terminal < 2 || agents[0].Role != api.RoleShell {
+		t.Errorf("after the restart: %+v, want one new shell with a new number", agents)
+	}
+	if _, err := h.call(h.as(0), api.Hello, nil); err != nil {
+		t.Errorf("Hello after the restart: %v", err)
+	}
+}
+
+// TestRestartAdopts: a new app on the same tmux server adopts the live windows with their numbers,
+// roles and sessions.
+func TestRestartAdopts(t *testing.T) {
+	h := start(t, lead())
+	c := h.as(1)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "survivor", Command: []string{"sh", "-c", "sleep 60"}})
+	h.stop()
+	h.start(testbin.Dir(t), lead()) // the same socket: the same tmux server
+	agents := h.agents(h.as(0))
+	if len(agents) != 2 {
+		t.Fatalf("after the restart: %+v, want the lead and its worker", agents)
+	}
+	if agents[0].Terminal != 1 || agents[0].Role != api.RoleLead || agents[1].Terminal != w.Terminal || agents[1].Role != api.RoleWorker || agents[1].Session != "main:1" || agents[1].Title != "survivor" {
+		t.Errorf("after the restart: %+v", agents)
+	}
+	// The lead still directs its worker, and new terminals get new numbers.
+	if _, err := h.call(h.as(1), api.Send, &api.SendBody{Target: api.Target(w.Terminal), Text: "x", Enter: new(bool)}); err != nil {
+		t.Errorf("Send after the restart: %v", err)
+	}
+	w2 := h.agent(h.as(1), api.Spawn, &api.SpawnBody{Title: "new", Command: []string{"sleep", "60"}})
+	if w2.Terminal <= w.Terminal {
+		t.Errorf("a new worker got number %d, not after %d", w2.Terminal, w.Terminal)
+	}
+}
+
+// TestSpawnCloseLoop: 200 workers spawned and closed leave no process, file descriptor or
+// goroutine behind.
+func TestSpawnCloseLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns 200 workers")
+	}
+	h := start(t, lead())
+	c := h.as(1)
+	fds := func() int { ents, _ := os.ReadDir("/proc/self/fd"); return len(ents) }
+	panes := func() int {
+		out, _ := exec.Command("tmux", "-S", h.socket, "list-panes", "-a", "-F", "#{pane_pid}").Output()
+		return len(strings.Fields(string(out)))
+	}
+	// One round first, so that lazily made things (connections, buffers) exist before counting.
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "warm", Command: []string{"sleep", "4242"}})
+	if _, err := h.call(c, api.Close, &api.CloseBody{Target: api.Target(w.Terminal)}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	fd0, g0, p0 := fds(), runtime.NumGoroutine(), panes()
+	for i := range 200 {
+		w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "loop", Command: []string{"sleep", "4242"}})
+		if _, err := h.call(c, api.Close, &api.CloseBody{Target: api.Target(w.Terminal)}); err != nil {
+			t.Fatalf("round %d: Close: %v", i, err)
+		}
+	}
+	if n := len(h.agents(h.as(0))); n != 1 {
+		t.Errorf("%d agents after the loop, want the lead alone", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && (fds() > fd0+2 || runtime.NumGoroutine() > g0+5 || panes() > p0) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if fds() > fd0+2 || runtime.NumGoroutine() > g0+5 || panes() > p0 {
+		t.Errorf("after 200 rounds: %d fds (was %d), %d goroutines (was %d), %d panes (was %d)", fds(), fd0, runtime.NumGoroutine(), g0, panes(), p0)
+	}
+	out, _ := exec.Command("pgrep", "-f", "sleep 4242").Output()
+	if n := len(strings.Fields(string(out))); n > 0 {
+		t.Errorf("%d 'sleep 4242' processes are left", n)
 	}
 }

@@ -110,8 +110,21 @@ func (e *environment) session(ctx context.Context) error {
 	e.started = true
 	a.mu.Unlock()
 	if first {
+		a.mu.Lock()
+		have := map[string]int{} // configured terminals adopted from an earlier run, by spec
+		for _, t := range e.terminals {
+			if t.spec != "" {
+				have[t.spec]++
+			}
+		}
+		a.mu.Unlock()
 		for _, s := range e.specs {
-			spec := windowSpec{title: s.Title, dir: s.Dir, role: api.RoleShell}
+			key := s.key()
+			if have[key] > 0 {
+				have[key]--
+				continue
+			}
+			spec := windowSpec{title: s.Title, dir: s.Dir, role: api.RoleShell, spec: key}
 			if s.Command != "" {
 				spec.argv = []string{"sh", "-c", s.Command}
 			}
@@ -195,6 +208,9 @@ type windowMeta struct {
 	Group    string `json:"group,omitempty"`
 	Lead     int    `json:"lead,omitempty"`
 	Runs     bool   `json:"runs,omitempty"`
+	// Spec is the configured terminal the window was opened for, so that a restarted app does
+	// not open it again.
+	Spec string `json:"spec,omitempty"`
 }
 
 // adopt takes over the windows the session already has: the app's own from an earlier run, with
@@ -309,6 +325,7 @@ func (e *environment) register(m windowMeta) *terminal {
 		group:   m.Group,
 		lead:    m.Lead,
 		runs:    m.Runs,
+		spec:    m.Spec,
 		state:   api.StateStarting,
 		since:   now,
 	}
@@ -334,6 +351,7 @@ type windowSpec struct {
 	group   string
 	lead    int
 	argv    []string // the agent's command; empty for the user's shell
+	spec    string   // TerminalSpec.key of a configured terminal
 }
 
 // open opens a terminal: a new tmux window with the KRAD_ADE_* variables, running the command
@@ -358,7 +376,7 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 	if s.role == api.RoleLead {
 		s.session = id.String()
 	}
-	meta := windowMeta{Terminal: n, Title: s.title, Role: s.role, Session: s.session, Group: s.group, Lead: s.lead, Runs: len(s.argv) > 0}
+	meta := windowMeta{Terminal: n, Title: s.title, Role: s.role, Session: s.session, Group: s.group, Lead: s.lead, Runs: len(s.argv) > 0, Spec: s.spec}
 	t := e.register(meta)
 	a.publishLocked(api.AgentAdded, t)
 	a.mu.Unlock()

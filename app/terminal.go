@@ -37,6 +37,8 @@ type terminal struct {
 	// runs is set when the window's process is krad-ade-agents run: its end report is the end
 	// of the terminal's process.
 	runs bool
+	// spec is the configured terminal this one was opened for, if any.
+	spec string
 
 	// dead is set once the terminal's process has exited or the terminal is closed: nothing
 	// but closing changes it after that.
