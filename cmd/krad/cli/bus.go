@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"time"
 
 	"github.com/krad-ade/krad/api"
@@ -180,6 +181,11 @@ func (b *bus) callWithin(ctx context.Context, req api.Request, wait time.Duratio
 		return a, nil
 	case *api.Error: // Call returns the app's error answers as they are, unwrapped
 		return a, &problem{err: fmt.Errorf("%s: the app answered %w", req.Name, e), hint: b.hintFor(req.Name, e.Code)}
+	}
+	// The client sets the connection's deadline to cctx's, so a wait that ran out can come back
+	// as the read's deadline before cctx itself says so.
+	if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
+		err = context.DeadlineExceeded
 	}
 	switch {
 	case ctx.Err() != nil:
