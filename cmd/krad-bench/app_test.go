@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/krad-ade/krad/internal/testbin"
+)
+
+// hexToken is the shape of a token: no output of krad-bench may hold one.
+var hexToken = regexp.MustCompile(`[0-9a-f]{32}`)
+
+// runMain runs krad-bench as its main does, with the baseline re-executed from the test binary.
+func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	t.Setenv(asMain, "1")
+	t.Setenv("GORACE", "atexit_sleep_ms=0")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errs bytes.Buffer
+	code = Run(ctx, args, os.Environ(), nil, &out, &errs)
+	return code, out.String(), errs.String()
+}
+
+// TestHelloAgainstTheApp runs `krad-bench hello` for a tiny count against the real programs,
+// built as scripts/start builds them. It checks that nothing failed, not how fast anything was.
+func TestHelloAgainstTheApp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts krad-ade")
+	}
+	bin := testbin.Dir(t)
+	code, stdout, stderr := runMain(t, "hello", "--bin", bin, "--seq", "30", "--conc", "100",
+		"--clients", "4", "--rounds", "2", "--warmup", "5", "--json")
+	if code != exitOK {
+		t.Fatalf("exit code %d, want 0; stderr:\n%s", code, stderr)
+	}
+	var rep Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("the JSON report does not parse: %v\n%s", err, stdout)
+	}
+	if rep.Hello == nil || len(rep.Hello.Modes) != 2 {
+		t.Fatalf("got %+v, want two modes", rep.Hello)
+	}
+	for _, m := range rep.Hello.Modes {
+		for _, s := range []Stats{m.App, m.Baseline} {
+			if s.Failed != 0 || s.Requests != 2*m.Requests {
+				t.Errorf("%s, %s: %d measured, %d failed (%s), want %d and 0", m.Mode, s.Server, s.Requests, s.Failed, s.Failures.String(), 2*m.Requests)
+			}
+		}
+	}
+	if strings.Contains(stderr, "DATA RACE") {
+		t.Errorf("a child reported a race:\n%s", stderr)
+	}
+	if rep.AppBuild == "" {
+		t.Error("the report names no app build")
+	}
+	for _, n := range rep.Notes {
+		t.Logf("note: %s", n)
+	}
+	if hexToken.MatchString(stdout) || hexToken.MatchString(stderr) {
+		t.Error("the output holds something shaped like a token")
+	}
+}
+
+// TestProcessAgainstTheApp runs `krad-bench process` for a few runs: krad api and printf | nc
+// must both get their Hello.
+func TestProcessAgainstTheApp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts krad-ade")
+	}
+	if _, err := exec.LookPath("nc"); err != nil {
+		t.Skip("nc is missing (scripts/test installs netcat-openbsd)")
+	}
+	bin := testbin.Dir(t)
+	code, stdout, stderr := runMain(t, "process", "--bin", bin, "--runs", "4", "--warmup", "1")
+	if code != exitOK {
+		t.Fatalf("exit code %d, want 0; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"| krad api | 4 | 0 |", `| printf \| nc | 4 | 0 |`} {
+		if !bytes.Contains([]byte(stdout), []byte(want)) {
+			t.Errorf("the report lacks %q:\n%s", want, stdout)
+		}
+	}
+	if hexToken.MatchString(stdout) || hexToken.MatchString(stderr) {
+		t.Error("the output holds something shaped like a token")
+	}
+}
