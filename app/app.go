@@ -128,9 +128,10 @@ func (a *App) notifyLocked() {
 
 // publishLocked sends an agent event to subscribers and wakes waiters. a.mu must be held.
 func (a *App) publishLocked(kind string, t *terminal) {
-	ans, err := api.NewAnswer("AgentEvent", api.AgentEvent{Kind: kind, Agent: t.agent()})
-	if err == nil {
-		a.hub.publish(ans)
+	if a.hub.len() > 0 {
+		if ans, err := api.NewAnswer("AgentEvent", api.AgentEvent{Kind: kind, Agent: t.agent()}); err == nil {
+			a.hub.publish(ans)
+		}
 	}
 	a.notifyLocked()
 }

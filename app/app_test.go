@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func needTmux(t *testing.T) {
+func needTmux(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -36,7 +36,7 @@ func needTmux(t *testing.T) {
 
 // harness is an app on a tmux server of its own, behind a real bus.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	app    *app.App
 	bus    *local.Server
 	token  api.Token
@@ -49,7 +49,7 @@ type harness struct {
 
 type option func(*app.Config)
 
-func start(t *testing.T, opts ...option) *harness {
+func start(t testing.TB, opts ...option) *harness {
 	t.Helper()
 	needTmux(t)
 	bin := testbin.Dir(t)

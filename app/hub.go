@@ -28,8 +28,15 @@ func (h *hub) remove(s *local.Stream) { delete(h.subs, s) }
 // publish queues one message for every subscriber; Send never blocks, and a subscriber whose
 // buffer is full is dropped by its stream and forgotten here.
 func (h *hub) publish(a api.Answer) {
+	if len(h.subs) == 0 {
+		return
+	}
+	line, err := local.EncodeLine(a) // once for every subscriber
+	if err != nil {
+		return
+	}
 	for s := range h.subs {
-		if !s.Send(a) {
+		if !s.SendLine(line) {
 			delete(h.subs, s)
 		}
 	}

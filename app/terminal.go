@@ -123,8 +123,16 @@ func (t *terminal) report(b *api.ReportBody, now time.Time) bool {
 	if b.Lifecycle {
 		switch b.State {
 		case api.StateWorking:
-			// A start: the agent's output decides working and idle from here.
-			t.reported = false
+			// A start. The agent's output decides working and idle from here, unless the agent
+			// has already reported itself (its first report can beat run's, which is sent as the
+			// agent starts). After an end that run reported, it is a new command in a shell
+			// that lives on: heard anew.
+			if t.state == api.StateDone || t.state == api.StateFailed {
+				t.reported = false
+			}
+			if t.reported {
+				return false
+			}
 			t.lastOutput = now
 			return t.setState(api.StateWorking, now)
 		case api.StateDone, api.StateFailed:

@@ -36,26 +36,45 @@ type Call struct {
 // reading falls behind by at most the stream's buffer, and is then dropped, so that it slows no
 // one else.
 type Stream struct {
-	ch      chan api.Answer
+	ch      chan []byte // encoded lines, newline included
 	gone    chan struct{}
 	dropped bool
 	once    sync.Once
 }
 
 func newStream(buffer int) *Stream {
-	return &Stream{ch: make(chan api.Answer, buffer), gone: make(chan struct{})}
+	return &Stream{ch: make(chan []byte, buffer), gone: make(chan struct{})}
 }
 
 // Send queues one message for the subscriber. It reports false once the subscriber is gone: it
 // left, its buffer filled up, or the bus is shutting down.
 func (s *Stream) Send(a api.Answer) bool {
+	line, err := EncodeLine(a)
+	if err != nil {
+		s.drop(false)
+		return false
+	}
+	return s.SendLine(line)
+}
+
+// EncodeLine encodes an answer as a stream line, once, for SendLine to many streams.
+func EncodeLine(a api.Answer) ([]byte, error) {
+	b, err := a.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// SendLine is Send for a line EncodeLine made; the line is shared, never modified.
+func (s *Stream) SendLine(line []byte) bool {
 	select {
 	case <-s.gone:
 		return false
 	default:
 	}
 	select {
-	case s.ch <- a:
+	case s.ch <- line:
 		return true
 	default:
 		s.drop(true)

@@ -326,6 +326,14 @@ func (s *Server) stream(ctx context.Context, conn net.Conn, call *Call) {
 		defer close(handled)
 		s.cfg.Handler.Handle(ctx, call)
 	}()
+	// A subscriber that stops reading blocks the write below once the socket's buffers are full;
+	// its stream then fills and is dropped, and closing the connection ends the write. So stream
+	// writes need no deadline of their own.
+	_ = conn.SetWriteDeadline(time.Time{})
+	go func() {
+		<-st.gone
+		conn.Close()
+	}()
 	defer func() {
 		st.drop(false)
 		cancel()
@@ -333,13 +341,8 @@ func (s *Server) stream(ctx context.Context, conn net.Conn, call *Call) {
 	}()
 	for {
 		select {
-		case a := <-st.ch:
-			line, err := a.MarshalJSON()
-			if err != nil {
-				s.cfg.Logger.Error("encode stream message", "err", err)
-				return
-			}
-			if !s.write(conn, append(line, '\n')) {
+		case line := <-st.ch:
+			if !writeLines(conn, st.ch, line) {
 				return
 			}
 		case <-st.gone:
@@ -349,21 +352,32 @@ func (s *Server) stream(ctx context.Context, conn net.Conn, call *Call) {
 			return
 		case <-handled:
 			// Flush what the handler queued before it returned.
-			for {
-				select {
-				case a := <-st.ch:
-					line, _ := a.MarshalJSON()
-					if !s.write(conn, append(line, '\n')) {
-						return
-					}
-				default:
-					return
-				}
+			select {
+			case line := <-st.ch:
+				writeLines(conn, st.ch, line)
+			default:
 			}
+			return
 		case <-ctx.Done():
 			return
 		}
 	}
+}
+
+// writeLines writes first and whatever else is queued on ch (up to a batch) in one write.
+func writeLines(conn net.Conn, ch chan []byte, first []byte) bool {
+	bufs := net.Buffers{first}
+	for len(bufs) < 64 {
+		select {
+		case line := <-ch:
+			bufs = append(bufs, line)
+			continue
+		default:
+		}
+		break
+	}
+	_, err := bufs.WriteTo(conn)
+	return err == nil
 }
 
 // refuse answers an error found before the handler and logs it. The log line names the code,

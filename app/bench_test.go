@@ -1,0 +1,299 @@
+package app_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/tmux"
+)
+
+// These benchmarks measure the app against real tmux: run them with
+//
+//	go test -run '^$' -bench . -benchtime 200x ./app
+//
+// Each reports p50 and p99 in milliseconds beside the usual ns/op.
+
+func reportPercentiles(b *testing.B, d []time.Duration) {
+	b.Helper()
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	pct := func(p float64) float64 {
+		return float64(d[min(len(d)-1, int(float64(len(d))*p))]) / float64(time.Millisecond)
+	}
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+// BenchmarkFanout: 1,000 subscribers on the bus; each op is one state change (a terminal's
+// Report), timed from the Report's start to the moment the last subscriber has read its event.
+func BenchmarkFanout(b *testing.B) {
+	for _, n := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprintf("subscribers=%d", n), func(b *testing.B) { benchFanout(b, n) })
+	}
+}
+
+func benchFanout(b *testing.B, subscribers int) {
+	h := start(b, lead())
+	lines := make(chan time.Time, subscribers*4)
+	var ready sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range subscribers {
+		conn, err := net.Dial("tcp", h.bus.Addr())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer conn.Close()
+		ready.Add(1)
+		go func() {
+			_ = api.WriteLine(conn, api.Envelope{Token: h.token, From: api.FromClient, Request: api.NewRequest(api.SubscribeAgents, nil)})
+			r := bufio.NewReaderSize(conn, 64<<10)
+			if _, err := r.ReadSlice('\n'); err != nil { // the snapshot
+				ready.Done()
+				return
+			}
+			ready.Done()
+			for {
+				line, err := r.ReadSlice('\n')
+				if err != nil || ctx.Err() != nil {
+					return
+				}
+				if bytes.HasPrefix(line, []byte(`{"AgentEvent"`)) {
+					lines <- time.Now()
+				}
+			}
+		}()
+	}
+	ready.Wait()
+	c := h.as(1)
+	states := []string{api.StateIdle, api.StateWorking}
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		if _, err := h.call(c, api.Report, &api.ReportBody{State: states[i%2]}); err != nil {
+			b.Fatal(err)
+		}
+		var last time.Time
+		for range subscribers {
+			select {
+			case t := <-lines:
+				last = t
+			case <-time.After(10 * time.Second):
+				b.Fatal("a subscriber did not get the event within 10 s")
+			}
+		}
+		lat = append(lat, last.Sub(start))
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+}
+
+// BenchmarkWaitWakeup: a lead waits on a worker that exits; each op is timed from the worker's
+// exit (the time it wrote just before it exited) to the lead's answer.
+//
+//   - via=companion: the worker runs through krad-ade-agents run, which reports its end over
+//     the bus (how every spawned worker runs).
+//   - via=tmux: the worker's window runs the command itself, so the app learns of the exit from
+//     tmux's pane-death subscription alone.
+func BenchmarkWaitWakeup(b *testing.B) {
+	b.Run("via=companion", func(b *testing.B) { benchWaitWakeup(b, true) })
+	b.Run("via=tmux", func(b *testing.B) { benchWaitWakeup(b, false) })
+}
+
+func benchWaitWakeup(b *testing.B, companion bool) {
+	h := start(b, lead())
+	c := h.as(1)
+	dir := b.TempDir()
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		stamp := filepath.Join(dir, strconv.Itoa(i))
+		script := fmt.Sprintf(`read x; date +%%s%%N > %s; exit 0`, stamp)
+		var n int
+		if companion {
+			// Believed working until it exits, as an agent whose hooks report is.
+			script = "krad report working; " + script
+			w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "w", Command: []string{"sh", "-c", script}})
+			n = w.Terminal
+		} else {
+			n = h.rawWindow(b, "sh -c '"+script+"'")
+			// Believed working from now on, so that only its exit settles it.
+			if _, err := h.call(h.as(n), api.Report, &api.ReportBody{State: api.StateWorking}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		woke := make(chan time.Time, 1)
+		go func() {
+			_, err := h.call(c, api.Wait, &api.WaitBody{Target: api.Target(n), TimeoutSecs: secs(30)})
+			if err != nil {
+				woke <- time.Time{}
+				return
+			}
+			woke <- time.Now()
+		}()
+		// The Wait is in; the random part samples every phase of tmux's once-a-second checks.
+		time.Sleep(50*time.Millisecond + rand.N(time.Second))
+		b.StartTimer()
+		if err := exec.Command("tmux", "-S", h.socket, "send-keys", "-t", h.window(n), "Enter").Run(); err != nil {
+			b.Fatal(err)
+		}
+		answered := <-woke
+		b.StopTimer()
+		if answered.IsZero() {
+			b.Fatal("the Wait failed")
+		}
+		lat = append(lat, answered.Sub(readStamp(b, stamp)))
+		_, _ = h.call(c, api.Close, &api.CloseBody{Target: api.Target(n)})
+		b.StartTimer()
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+}
+
+func readStamp(b *testing.B, path string) time.Time {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ns, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return time.Unix(0, ns)
+}
+
+// rawWindow opens a window by hand that runs command itself (not through the companion) and
+// returns the number the app gave it.
+func (h *harness) rawWindow(b *testing.B, command string) int {
+	before := map[int]bool{}
+	for _, a := range h.agents(h.as(0)) {
+		before[a.Terminal] = true
+	}
+	if out, err := exec.Command("tmux", "-S", h.socket, "new-window", "-d", "-t", "main:", command).CombinedOutput(); err != nil {
+		b.Fatalf("tmux new-window: %v %s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, a := range h.agents(h.as(0)) {
+			if !before[a.Terminal] {
+				return a.Terminal
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.Fatal("the app did not number the window")
+	return 0
+}
+
+// BenchmarkTmuxPaneDeath is the baseline of via=tmux: tmux alone, a control client subscribed to
+// pane deaths, timed from the process's exit to the notification.
+func BenchmarkTmuxPaneDeath(b *testing.B) {
+	dir := b.TempDir()
+	sock := filepath.Join(dir, "s")
+	deaths := make(chan time.Time, 16)
+	c, err := tmux.Start(context.Background(), tmux.StartOptions{
+		SocketPath: sock, ConfigFile: "/dev/null", Session: "bench",
+		OnNotification: func(n tmux.Notification) {
+			if s, ok := n.(tmux.SubscriptionChanged); ok && strings.HasPrefix(s.Value, "1 ") {
+				deaths <- time.Now()
+			}
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _, _ = c.Command(context.Background(), "kill-server"); c.Close() }()
+	ctx := context.Background()
+	for _, args := range [][]string{
+		{"set-option", "-gw", "remain-on-exit", "on"},
+		{"refresh-client", "-B", "dead:%*:#{pane_dead} #{pane_dead_status}"},
+	} {
+		if _, err := c.Command(ctx, args...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var lat []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		stamp := filepath.Join(dir, strconv.Itoa(i))
+		out, err := c.Command(ctx, "new-window", "-d", "-P", "-F", "#{window_id}", fmt.Sprintf("read x; date +%%s%%N > %s; exit 0", stamp))
+		if err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(50*time.Millisecond + rand.N(time.Second)) // every phase of tmux's checks
+		b.StartTimer()
+		if _, err := c.Command(ctx, "send-keys", "-t", out[0], "Enter"); err != nil {
+			b.Fatal(err)
+		}
+		var got time.Time
+		select {
+		case got = <-deaths:
+		case <-time.After(10 * time.Second):
+			b.Fatal("no pane death notification in 10 s")
+		}
+		b.StopTimer()
+		lat = append(lat, got.Sub(readStamp(b, stamp)))
+		_, _ = c.Command(ctx, "kill-window", "-t", out[0])
+		b.StartTimer()
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+}
+
+// BenchmarkRead and BenchmarkSend: one request each, lead to worker, through the bus and tmux.
+func BenchmarkRead(b *testing.B) {
+	h := start(b, lead())
+	c := h.as(1)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "w", Command: []string{"sh", "-c", "seq 1 40; sleep 600"}})
+	var lat []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if _, err := h.call(c, api.Read, &api.ReadBody{Target: api.Target(w.Terminal)}); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	b.StopTimer()
+	reportPercentiles(b, lat)
+}
+
+func BenchmarkSend(b *testing.B) {
+	for _, enter := range []bool{false, true} {
+		b.Run(fmt.Sprintf("enter=%v", enter), func(b *testing.B) {
+			h := start(b, lead())
+					c := h.as(1)
+			w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "w", Command: []string{"sh", "-c", "cat >/dev/null"}})
+			var lat []time.Duration
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				if _, err := h.call(c, api.Send, &api.SendBody{Target: api.Target(w.Terminal), Text: "hello", Enter: &enter}); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			reportPercentiles(b, lat)
+		})
+	}
+}
