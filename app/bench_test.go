@@ -281,7 +281,7 @@ func BenchmarkSend(b *testing.B) {
 	for _, enter := range []bool{false, true} {
 		b.Run(fmt.Sprintf("enter=%v", enter), func(b *testing.B) {
 			h := start(b, lead())
-					c := h.as(1)
+			c := h.as(1)
 			w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "w", Command: []string{"sh", "-c", "cat >/dev/null"}})
 			var lat []time.Duration
 			b.ResetTimer()
