@@ -16,7 +16,7 @@ func checkCommand() *command {
 		help: `
 Prints the agent of terminal T in one line: its terminal, role, state and title.
 
-  main:2 worker idle 'fix flaky test'
+  main:2 worker 'fix flaky test' idle
 
 T is a terminal of this terminal's own environment: its number, like 2, or main:2. With
 --wait, the app answers after the agent's next change, or when D has passed.`,

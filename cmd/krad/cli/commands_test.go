@@ -124,15 +124,15 @@ func TestCommands(t *testing.T) {
 			wantCode: ExitFailed},
 
 		{name: "check", args: []string{"check", "2"}, answer: agentAnswer(idle), wantReq: `{"Check":{"target":2}}`,
-			wantOut: "main:2 worker idle 'fix flaky test'\n"},
+			wantOut: "main:2 worker 'fix flaky test' idle\n"},
 		{name: "check E:N --wait", args: []string{"check", "main:2", "--wait", "90s"}, answer: agentAnswer(failed),
-			wantReq: `{"Check":{"target":2,"wait_secs":90}}`, wantOut: "main:2 worker failed (1) 'fix flaky test'\n"},
+			wantReq: `{"Check":{"target":2,"wait_secs":90}}`, wantOut: "main:2 worker 'fix flaky test' failed (1)\n"},
 		{name: "check --wait rounds up to whole seconds", args: []string{"check", "2", "--wait", "1500ms"}, answer: agentAnswer(idle),
-			wantReq: `{"Check":{"target":2,"wait_secs":2}}`, wantOut: "main:2 worker idle 'fix flaky test'\n"},
+			wantReq: `{"Check":{"target":2,"wait_secs":2}}`, wantOut: "main:2 worker 'fix flaky test' idle\n"},
 		{name: "check --wait 30m", args: []string{"check", "2", "--wait=30m"}, answer: agentAnswer(idle),
-			wantReq: `{"Check":{"target":2,"wait_secs":1800}}`, wantOut: "main:2 worker idle 'fix flaky test'\n"},
+			wantReq: `{"Check":{"target":2,"wait_secs":1800}}`, wantOut: "main:2 worker 'fix flaky test' idle\n"},
 		{name: "check: a quote in the title", args: []string{"check", "3"}, answer: agentAnswer(evil),
-			wantReq: `{"Check":{"target":3}}`, wantOut: `main:3 worker working 'it\'s \x1b]0;pwned\a red'` + "\n"},
+			wantReq: `{"Check":{"target":3}}`, wantOut: `main:3 worker 'it\'s \x1b]0;pwned\a red' working` + "\n"},
 		{name: "check --json", args: []string{"check", "2", "--json"}, answer: agentAnswer(failed),
 			wantReq: `{"Check":{"target":2}}`, wantOut: jsonOf(t, failed) + "\n"},
 		{name: "check --wait over 30m", args: []string{"check", "2", "--wait", "31m"},
@@ -146,13 +146,13 @@ func TestCommands(t *testing.T) {
 			wantReq: `{"Check":{"target":9}}`, wantErr: "krad: error: Check: the app answered not_found: main has no terminal 9\n", wantCode: ExitFailed},
 
 		{name: "wait: idle", args: []string{"wait", "2"}, answer: agentAnswer(idle),
-			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: "main:2 worker idle 'fix flaky test'\n"},
+			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: "main:2 worker 'fix flaky test' idle\n"},
 		{name: "wait: done", args: []string{"wait", "main:2", "--timeout", "5m"}, answer: agentAnswer(done),
-			wantReq: `{"Wait":{"target":2,"timeout_secs":300}}`, wantOut: "main:2 worker done (0) 'fix flaky test'\n"},
+			wantReq: `{"Wait":{"target":2,"timeout_secs":300}}`, wantOut: "main:2 worker 'fix flaky test' done (0)\n"},
 		{name: "wait: needs input", args: []string{"wait", "2"}, answer: agentAnswer(agent(2, "worker", "needs_input", "fix flaky test")),
-			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: "main:2 worker needs_input 'fix flaky test'\n"},
+			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: "main:2 worker 'fix flaky test' needs_input\n"},
 		{name: "wait: failed", args: []string{"wait", "2"}, answer: agentAnswer(failed),
-			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: "main:2 worker failed (1) 'fix flaky test'\n",
+			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: "main:2 worker 'fix flaky test' failed (1)\n",
 			wantErr:  "krad: error: main:2 failed (exit code 1)\nkrad: hint: see its last output with 'krad read 2'\n",
 			wantCode: ExitFailed},
 		{name: "wait --json: failed", args: []string{"wait", "2", "--json"}, answer: agentAnswer(failed),
@@ -160,7 +160,7 @@ func TestCommands(t *testing.T) {
 			wantErr:  "krad: error: main:2 failed (exit code 1)\nkrad: hint: see its last output with 'krad read 2'\n",
 			wantCode: ExitFailed},
 		{name: "wait: closed", args: []string{"wait", "2"}, answer: agentAnswer(agent(2, "worker", "closed", "fix flaky test")),
-			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: "main:2 worker closed 'fix flaky test'\n",
+			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: "main:2 worker 'fix flaky test' closed\n",
 			wantErr: "krad: error: main:2 was closed (no exit code)\n", wantCode: ExitFailed},
 		{name: "wait: timed out", args: []string{"wait", "2", "--timeout", "90s"}, answer: timedOut,
 			wantReq:  `{"Wait":{"target":2,"timeout_secs":90}}`,
@@ -193,11 +193,11 @@ func TestCommands(t *testing.T) {
 			wantErr: "krad: error: Send: the request is 80158 bytes, and the bus reads at most 65536\nkrad: hint: shorten the text you give it\n", wantCode: ExitUsage},
 
 		{name: "spawn", args: []string{"spawn", "--", "claude", "--resume"}, answer: agentAnswer(agent(3, "worker", "starting", "claude")),
-			wantReq: `{"Spawn":{"title":"claude","command":["claude","--resume"]}}`, wantOut: "main:3 worker starting 'claude'\n"},
+			wantReq: `{"Spawn":{"title":"claude","command":["claude","--resume"]}}`, wantOut: "main:3 worker 'claude' starting\n"},
 		{name: "spawn with everything", args: []string{"spawn", "--title", "fix flaky test", "--group", "flaky", "--prompt", "make it pass", "--", "/usr/local/bin/claude"},
 			answer:  agentAnswer(agent(3, "worker", "working", "fix flaky test")),
 			wantReq: `{"Spawn":{"title":"fix flaky test","command":["/usr/local/bin/claude"],"prompt":"make it pass","group":"flaky"}}`,
-			wantOut: "main:3 worker working 'fix flaky test'\n"},
+			wantOut: "main:3 worker 'fix flaky test' working\n"},
 		{name: "spawn --json", args: []string{"spawn", "--json", "--", "sh"}, answer: agentAnswer(agent(3, "worker", "starting", "sh")),
 			wantReq: `{"Spawn":{"title":"sh","command":["sh"]}}`, wantOut: jsonOf(t, agent(3, "worker", "starting", "sh")) + "\n"},
 		{name: "spawn: no command", args: []string{"spawn", "--title", "x"},
@@ -306,9 +306,9 @@ func TestWatch(t *testing.T) {
 			"TERMINAL  ROLE    STATE    TITLE\n" +
 			"main:1    lead    working  claude\n" +
 			"main:2    worker  working  fix flaky test\n" +
-			"main:2 worker idle 'fix flaky test'\n" +
-			"main:3 added worker starting 'review'\n" +
-			"main:3 removed worker closed 'review'\n" +
+			"main:2 worker 'fix flaky test' idle\n" +
+			"main:3 added worker 'review' starting\n" +
+			"main:3 removed worker 'review' closed\n" +
 			"environment main down: ssh: connection lost\n" +
 			"environment main up\n"
 		if out != want {

@@ -51,9 +51,9 @@
 // # Output
 //
 // Data goes to stdout: a line, a table or aligned "key  value" lines for people, one line of
-// JSON with --json. An agent in one line is "main:2 worker idle 'fix flaky test'": terminal,
-// role, state (with the exit code of an ended one: "failed (1)") and title. Errors go to stderr as "krad: error: <what failed>", then "krad: hint: <next step>"
-// when there is one. No output contains the bus token, except `krad api info --show-token`, and
+// JSON with --json. An agent in one line is "main:2 worker 'fix flaky test' idle": terminal,
+// role, title and state (with the exit code of an ended one: "failed (1)"). Errors go to
+// stderr as "krad: error: <what failed>", then "krad: hint: <next step>" when there is one. No output contains the bus token, except `krad api info --show-token`, and
 // nothing read from outside (arguments, variables, answers) is printed without escaping what a
 // terminal would act on, but for the one thing asked for as it is: the screen krad read prints.
 //

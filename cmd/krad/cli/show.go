@@ -34,9 +34,9 @@ func agentTitle(a api.Agent) string {
 	return "'" + strings.ReplaceAll(printable(a.Title, api.MaxTitle), "'", `\'`) + "'"
 }
 
-// agentLine is one agent on one line: "main:2 worker idle 'fix flaky test'".
+// agentLine is one agent on one line: "main:2 worker 'fix flaky test' idle".
 func agentLine(a api.Agent) string {
-	return agentID(a) + " " + printable(a.Role, 40) + " " + agentState(a) + " " + agentTitle(a)
+	return agentID(a) + " " + printable(a.Role, 40) + " " + agentTitle(a) + " " + agentState(a)
 }
 
 // writeAgentTable writes agents as a table with a header, columns two spaces apart.

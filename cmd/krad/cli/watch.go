@@ -17,8 +17,8 @@ func watchCommand() *command {
 		help: `
 Prints the agents as krad list does, then one line per change as it happens, until interrupted:
 
-  main:2 worker idle 'fix flaky test'           an agent changed
-  main:3 added worker starting 'review'         an agent was added (or removed)
+  main:2 worker 'fix flaky test' idle           an agent changed
+  main:3 added worker 'review' starting         an agent was added (or removed)
   environment main down: ssh: connection lost   an environment went down (or up)
 
 With --json, krad prints each message of the stream as the app sends it, one JSON line each,
