@@ -570,3 +570,18 @@ func TestSpawnCloseLoop(t *testing.T) {
 		t.Errorf("%d 'sleep 4242' processes are left", n)
 	}
 }
+
+// TestShellExitCloses: a shell's window closes when its person types exit; an agent's stays to
+// show how it ended.
+func TestShellExitCloses(t *testing.T) {
+	h := start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := h.events(ctx)
+	h.waitScreen(h.as(1), 1, "#")
+	if err := exec.Command("tmux", "-S", h.socket, "send-keys", "-t", h.window(1), "exit 5", "Enter").Run(); err != nil {
+		t.Fatal(err)
+	}
+	next(t, ch, "the shell closed", agentEvent(api.AgentChanged, 1, api.StateClosed))
+	next(t, ch, "the shell removed", agentEvent(api.AgentRemoved, 1, ""))
+}

@@ -460,11 +460,18 @@ func (e *environment) paneDead(ctx context.Context, c *tmux.Client, p tmux.PaneI
 // mark stores a terminal's number and metadata in its window's options.
 func (e *environment) mark(ctx context.Context, c *tmux.Client, w tmux.WindowID, id api.TerminalID, meta windowMeta) error {
 	js, _ := json.Marshal(meta)
-	for _, args := range [][]string{
+	cmds := [][]string{
 		{"set-option", "-w", "-t", w.String(), "@krad", string(js)},
 		{"set-option", "-w", "-t", w.String(), "@krad_terminal", id.String()},
 		{"set-option", "-t", e.name, "@krad_next", strconv.Itoa(id.Terminal + 1)},
-	} {
+	}
+	if !meta.Runs {
+		// A shell's window closes when its person types exit, as tmux's windows do; only
+		// agents' windows stay to show how they ended (remain-on-exit is on for every window
+		// from the start, so that no agent can end before it is set).
+		cmds = append(cmds, []string{"set-option", "-w", "-t", w.String(), "remain-on-exit", "off"})
+	}
+	for _, args := range cmds {
 		if _, err := c.Command(ctx, args...); err != nil {
 			return fmt.Errorf("tmux set-option: %w", err)
 		}
