@@ -32,7 +32,7 @@ func closeSessionCommand() *command {
 		name:    "close-session",
 		summary: "close this lead's session and all its workers",
 		help: `
-Closes the session this terminal leads, and every one of its workers.`,
+Closes every worker of the session this terminal leads. The lead itself stays open.`,
 		run: func(x *invocation, args []string) error {
 			if err := x.noArgs(args); err != nil {
 				return err
