@@ -1,8 +1,13 @@
 module github.com/krad-ade/krad
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/spf13/pflag v1.1.0
+)
+
+require (
+	github.com/kevinburke/ssh_config v1.6.0 // indirect
+	golang.org/x/crypto v0.59.0 // indirect
 )
