@@ -531,10 +531,19 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 	if err != nil {
 		return api.Agent{}, err
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return t.agent(), nil
+	// Give the worker a moment to start, so that one whose command fails at once (not found,
+	// say) is answered as failed, with its exit code, rather than starting.
+	ag, err := a.waitFor(ctx, from.Environment, t.number, spawnSettle, func(t *terminal) bool {
+		return t.state != api.StateStarting
+	})
+	if err != nil && !errors.Is(err, api.ErrTimedOut) {
+		return api.Agent{}, err
+	}
+	return ag, nil
 }
+
+// spawnSettle is how long Spawn waits for its worker to leave starting.
+const spawnSettle = time.Second
 
 // spawnArgv is the worker's command: its command, or its agent, with the prompt as the last
 // argument. Empty means the user's shell.

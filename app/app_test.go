@@ -295,6 +295,9 @@ func TestExitCodes(t *testing.T) {
 	ok := h.agent(c, api.Spawn, &api.SpawnBody{Title: "ok", Command: []string{"true"}})
 	bad := h.agent(c, api.Spawn, &api.SpawnBody{Title: "bad", Command: []string{"sh", "-c", "exit 3"}})
 	missing := h.agent(c, api.Spawn, &api.SpawnBody{Title: "missing", Command: []string{"no-such-command-krad"}})
+	if missing.State != api.StateFailed || missing.ExitCode == nil || *missing.ExitCode != 127 {
+		t.Errorf("Spawn of a missing command answered %s %v, want failed 127: the lead must be told", missing.State, missing.ExitCode)
+	}
 	for _, tt := range []struct {
 		a     api.Agent
 		state string

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"path"
 
 	"github.com/krad-ade/krad/api"
@@ -19,9 +20,11 @@ func spawnCommand() *command {
 Starts CMD as a new worker of this lead's session, in a new terminal of its environment, and
 prints it as krad check does:
 
-  main:2 worker working 'fix flaky test'
+  main:2 worker 'fix flaky test' working
 
-Only a session's lead may spawn workers. CMD and its arguments come after --.`,
+If CMD fails at once (a command that does not exist, say), the worker is shown failed with its
+exit code and krad exits 1. Only a session's lead may spawn workers. CMD and its arguments come
+after --.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&title, "title", "", "the worker's title `T` (by default the command's name)")
 			fs.StringVar(&group, "group", "", "the group `G` (worktree) it works in (by default the environment's main checkout)")
@@ -48,7 +51,20 @@ Only a session's lead may spawn workers. CMD and its arguments come after --.`,
 			if err != nil {
 				return err
 			}
-			return x.printAgent(a, raw, asJSON)
+			if err := x.printAgent(a, raw, asJSON); err != nil {
+				return err
+			}
+			if a.State == api.StateFailed {
+				code := "no exit code"
+				if a.ExitCode != nil {
+					code = fmt.Sprintf("exit code %d", *a.ExitCode)
+				}
+				return &problem{
+					err:  fmt.Errorf("%s failed as it started (%s)", agentID(a), code),
+					hint: fmt.Sprintf("see what it printed with 'krad read %d'; 127 means the command was not found", a.Terminal),
+				}
+			}
+			return nil
 		},
 	}
 }
