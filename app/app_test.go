@@ -55,8 +55,6 @@ func start(t testing.TB, opts ...option) *harness {
 	bin := testbin.Dir(t)
 	dir := t.TempDir()
 	h := &harness{t: t, socket: filepath.Join(dir, "tmux.sock")}
-	h.token, _ = api.NewToken()
-	h.lead, _ = api.NewToken()
 	h.env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "SHELL=/bin/sh", "TERM=xterm-256color", "LANG=C.UTF-8"}
 	h.start(bin, opts...)
 	t.Cleanup(func() {
@@ -68,7 +66,10 @@ func start(t testing.TB, opts ...option) *harness {
 
 func (h *harness) start(bin string, opts ...option) {
 	t := h.t
-	ln, err := local.ListenLoopback()
+	h.token, _ = api.NewToken() // fresh tokens each run, as krad-ade makes them
+	h.lead, _ = api.NewToken()
+	tc := app.TmuxConfig{SocketPath: h.socket, ConfigFile: "/dev/null", Env: h.env}
+	ln, err := local.ListenLoopback(app.PreviousEndpoint(context.Background(), tc, app.Local))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func (h *harness) start(bin string, opts ...option) {
 		Token:      h.token,
 		BinDir:     bin,
 		Path:       "/usr/local/bin:/usr/bin:/bin",
-		Tmux:       app.TmuxConfig{SocketPath: h.socket, ConfigFile: "/dev/null", Env: h.env},
+		Tmux:       tc,
 		Quiet:      500 * time.Millisecond,
 		Reaction:   5 * time.Second,
 		PasteDelay: 50 * time.Millisecond,
@@ -529,6 +530,15 @@ func TestRestartAdopts(t *testing.T) {
 	w2 := h.agent(h.as(1), api.Spawn, &api.SpawnBody{Title: "new", Command: []string{"sleep", "60"}})
 	if w2.Terminal <= w.Terminal {
 		t.Errorf("a new worker got number %d, not after %d", w2.Terminal, w.Terminal)
+	}
+	// The lead's shell outlived the first run: its KRAD_ADE_TOKEN is that run's, and its krad
+	// says so.
+	if err := exec.Command("tmux", "-S", h.socket, "send-keys", "-t", h.window(1), "krad list; echo rc=$?", "Enter").Run(); err != nil {
+		t.Fatal(err)
+	}
+	screen := h.waitScreen(h.as(1), 1, "\nrc=")
+	if !strings.Contains(screen, "rc=3") || !strings.Contains(screen, "KRAD_ADE_TOKEN is from an earlier run of krad-ade") {
+		t.Errorf("krad in a terminal from the earlier run:\n%s", screen)
 	}
 }
 

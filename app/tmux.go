@@ -3,7 +3,10 @@ package app
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/krad-ade/krad/tmux"
 )
@@ -70,4 +73,33 @@ func (tc TmuxConfig) attach(ctx context.Context, session string, onNote func(*tm
 	}
 	cell.Store(c)
 	return c, nil
+}
+
+// PreviousEndpoint is the bus address that the terminals of an earlier run of the app were given,
+// if that run's tmux server still has environment env: a new run that listens there again is
+// reached by those terminals, which then learn that their token is from the earlier run (their
+// KRAD_ADE_TOKEN cannot change) instead of finding nothing at all. It is "" when there is none.
+func PreviousEndpoint(ctx context.Context, tc TmuxConfig, env string) string {
+	name, path := tc.socket()
+	args := []string{"-L", name}
+	if path != "" {
+		args = []string{"-S", path}
+	}
+	program := tc.Program
+	if program == "" {
+		program = "tmux"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, program, append(args, "show-environment", "-t", env, "KRAD_ADE_ENDPOINT")...)
+	cmd.Env = tc.Env
+	out, err := cmd.Output()
+	if err != nil {
+		return "" // no server, no session, no variable: nothing to go back to
+	}
+	_, v, ok := strings.Cut(strings.TrimSpace(string(out)), "=")
+	if !ok {
+		return ""
+	}
+	return v
 }

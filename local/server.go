@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -40,8 +41,15 @@ type Config struct {
 	Listener net.Listener
 }
 
-// ListenLoopback opens a TCP listener on 127.0.0.1 with a port the system picks.
-func ListenLoopback() (net.Listener, error) {
+// ListenLoopback opens a TCP listener on 127.0.0.1: on the port of prefer ("127.0.0.1:52144")
+// when it is given and free, else on a port the system picks. Nothing but a 127.0.0.1 address is
+// ever listened on.
+func ListenLoopback(prefer string) (net.Listener, error) {
+	if ap, err := netip.ParseAddrPort(prefer); err == nil && ap.Addr() == netip.MustParseAddr("127.0.0.1") && ap.Port() != 0 {
+		if ln, err := net.Listen("tcp4", ap.String()); err == nil {
+			return ln, nil
+		}
+	}
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen on 127.0.0.1: %w", err)
@@ -93,7 +101,7 @@ func Listen(cfg Config) (*Server, error) {
 	}
 	ln := cfg.Listener
 	if ln == nil {
-		if ln, err = ListenLoopback(); err != nil {
+		if ln, err = ListenLoopback(""); err != nil {
 			return nil, err
 		}
 	}

@@ -142,7 +142,9 @@ func (a *run) serve(ctx context.Context, cfg config.Config, configPath string, s
 		return fail(stderr, exitError, err.Error(), "the system's random source failed; try again")
 	}
 	pid := os.Getpid()
-	ln, err := local.ListenLoopback()
+	tmuxConfig := app.TmuxConfig{Env: tmuxEnv(os.Environ())}
+	// Listen where the terminals of an earlier run still look for the bus, if that port is free.
+	ln, err := local.ListenLoopback(app.PreviousEndpoint(ctx, tmuxConfig, app.Local))
 	if err != nil {
 		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
 	}
@@ -151,7 +153,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, configPath string, s
 		Token:     busToken,
 		BinDir:    filepath.Dir(a.companion),
 		Path:      a.getenv("PATH"),
-		Tmux:      app.TmuxConfig{Env: tmuxEnv(os.Environ())},
+		Tmux:      tmuxConfig,
 		Quiet:     cfg.Quiet,
 		Terminals: terminalSpecs(cfg.Terminals),
 		Logger:    a.log,
