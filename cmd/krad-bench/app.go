@@ -33,7 +33,8 @@ const (
 
 // app is a krad-ade started for the run, with a config folder of its own.
 type app struct {
-	cmd      *exec.Cmd
+	proc     *child
+	env      []string
 	home     string // XDG_CONFIG_HOME of the app, removed by stop
 	apiJSON  string
 	logPath  string
@@ -43,9 +44,7 @@ type app struct {
 	hello    []byte // its answer line to Hello, newline included
 	build    string
 
-	exited  chan struct{} // closed once cmd.Wait returned
-	waitErr error
-	notes   []string // odd things seen, for the report
+	notes []string // odd things seen, for the report
 }
 
 // findBin checks that dir holds the three programs of a build.
@@ -97,7 +96,6 @@ func startApp(ctx context.Context, dir string, env []string) (_ *app, err error)
 		home:    home,
 		apiJSON: filepath.Join(home, "krad-ade", "api.json"),
 		logPath: filepath.Join(home, "krad-ade.log"),
-		exited:  make(chan struct{}),
 	}
 	defer func() {
 		if err != nil {
@@ -116,25 +114,20 @@ func startApp(ctx context.Context, dir string, env []string) (_ *app, err error)
 	if err := os.Mkdir(tmuxDir, 0o700); err != nil {
 		return nil, fmt.Errorf("make the app's tmux folder: %w", err)
 	}
-	a.cmd = exec.Command(filepath.Join(abs, appName))
-	a.cmd.Dir = home
-	a.cmd.Env = childEnv(env,
+	cmd := exec.Command(filepath.Join(abs, appName))
+	cmd.Dir = home
+	a.env = childEnv(env,
 		"TMUX_TMPDIR="+tmuxDir,
 		"XDG_CONFIG_HOME="+home,
 		"XDG_STATE_HOME="+filepath.Join(home, "state"),
 		"XDG_DATA_HOME="+filepath.Join(home, "data"),
 		"XDG_CACHE_HOME="+filepath.Join(home, "cache"),
 	)
-	a.cmd.Stdout, a.cmd.Stderr = logf, logf
-	a.cmd.SysProcAttr = childAttr()
-	if err := a.cmd.Start(); err != nil {
-		close(a.exited)
-		return nil, fmt.Errorf("start %s: %w", appName, err)
+	cmd.Env = a.env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if a.proc, err = startChild(cmd); err != nil {
+		return nil, err
 	}
-	go func() {
-		a.waitErr = a.cmd.Wait()
-		close(a.exited)
-	}()
 
 	if err := a.readAPIJSON(ctx); err != nil {
 		return nil, err
@@ -153,8 +146,8 @@ func startApp(ctx context.Context, dir string, env []string) (_ *app, err error)
 	}
 	if err := json.Unmarshal(line, &h); err == nil {
 		a.build = h.Hello.Build
-		if h.Hello.PID != 0 && h.Hello.PID != a.cmd.Process.Pid {
-			a.note("Hello answers pid %d, the app's process is %d", h.Hello.PID, a.cmd.Process.Pid)
+		if h.Hello.PID != 0 && h.Hello.PID != a.proc.pid() {
+			a.note("Hello answers pid %d, the app's process is %d", h.Hello.PID, a.proc.pid())
 		}
 	}
 	return a, nil
@@ -172,8 +165,8 @@ func (a *app) readAPIJSON(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-a.exited:
-			return fmt.Errorf("%s exited before it wrote a valid api.json (%v); its output:\n%s", appName, a.waitErr, a.logTail())
+		case <-a.proc.done:
+			return fmt.Errorf("%s exited before it wrote a valid api.json (%v); its output:\n%s", appName, a.proc.err, a.logTail())
 		case <-ctx.Done():
 			if errors.Is(last, fs.ErrNotExist) {
 				return fmt.Errorf("%s wrote no api.json within %s (does it find %s?); its output:\n%s", appName, appStartTimeout, agentsName, a.logTail())
@@ -209,8 +202,8 @@ func (a *app) parseAPIJSON() error {
 		return fmt.Errorf("api.json token: %w", err)
 	}
 	a.endpoint, a.token, a.pid = f.Endpoint, tok, f.PID
-	if a.pid != a.cmd.Process.Pid {
-		a.note("api.json names pid %d, the app's process is %d", a.pid, a.cmd.Process.Pid)
+	if a.pid != a.proc.pid() {
+		a.note("api.json names pid %d, the app's process is %d", a.pid, a.proc.pid())
 	}
 	if fi, err := os.Stat(a.apiJSON); err == nil && fi.Mode().Perm() != 0o600 {
 		a.note("api.json has mode %04o, want 0600", fi.Mode().Perm())
@@ -250,25 +243,25 @@ func redact(s string, tok api.Token) string {
 // other than a clean one and an api.json left behind, and removes the config folder.
 func (a *app) stop() {
 	defer os.RemoveAll(a.home)
-	if a.cmd == nil || a.cmd.Process == nil {
+	if a.proc == nil {
 		return
 	}
 	defer a.killTmux()
 	select {
-	case <-a.exited:
-		a.note("%s exited during the run: %v", appName, a.waitErr)
+	case <-a.proc.done:
+		a.note("%s exited during the run (%s)", appName, exitText(a.proc.err))
 		return
 	default:
 	}
-	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	_ = a.proc.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-a.exited:
-		if a.waitErr != nil {
-			a.note("%s exited with %v after SIGTERM", appName, a.waitErr)
+	case <-a.proc.done:
+		if a.proc.err != nil {
+			a.note("%s exited with %v after SIGTERM", appName, a.proc.err)
 		}
 	case <-time.After(appStopTimeout):
-		_ = a.cmd.Process.Kill()
-		<-a.exited
+		_ = a.proc.cmd.Process.Kill()
+		<-a.proc.done
 		a.note("%s did not exit within %s of SIGTERM and was killed", appName, appStopTimeout)
 		return
 	}
@@ -285,8 +278,16 @@ func (a *app) killTmux() {
 	for _, sock := range socks {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		cmd := exec.CommandContext(ctx, "tmux", "-S", sock, "kill-server")
-		cmd.Env = a.cmd.Env
+		cmd.Env = a.env
 		_ = cmd.Run() // a server already gone is fine; one that is not cannot be helped here
 		cancel()
 	}
+}
+
+// exitText says how a process ended, for a note.
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
 }

@@ -92,3 +92,29 @@ func TestProcessAgainstTheApp(t *testing.T) {
 		t.Error("the output holds something shaped like a token")
 	}
 }
+
+// TestAppThatExitsEarlyIsNoted: an app that is gone before krad-bench stops it is a note in the
+// report, and its config folder is removed all the same.
+func TestAppThatExitsEarlyIsNoted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts krad-ade")
+	}
+	bin := testbin.Dir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := startApp(ctx, bin, os.Environ())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.proc.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	<-a.proc.done
+	a.stop()
+	if len(a.notes) != 1 || !strings.Contains(a.notes[0], "exited during the run") {
+		t.Errorf("got notes %q, want one that says the app exited during the run", a.notes)
+	}
+	if _, err := os.Stat(a.home); !os.IsNotExist(err) {
+		t.Errorf("the app's config folder is still there (%v)", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -97,10 +98,9 @@ func serveBaselineCmd(ctx context.Context, args []string, stdin io.Reader, stdou
 // baselineProc is the baseline running in a child process: the same executable in
 // serve-baseline mode.
 type baselineProc struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	addr   string
-	exited chan struct{}
+	proc  *child
+	stdin io.WriteCloser
+	addr  string
 }
 
 // startBaseline starts self in serve-baseline mode answering answer (a line with its newline)
@@ -110,26 +110,28 @@ func startBaseline(ctx context.Context, self string, env []string, answer []byte
 	cmd := exec.Command(self, baselineMode, "--answer", line)
 	cmd.Env = childEnv(env)
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = childAttr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, fmt.Errorf("baseline stdin: %w", err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	// A pipe of our own rather than StdoutPipe, which Wait would close under the reader.
+	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("baseline stdout: %w", err)
 	}
-	if err := cmd.Start(); err != nil {
+	defer pr.Close()
+	cmd.Stdout = pw
+	proc, err := startChild(cmd)
+	pw.Close()
+	if err != nil {
+		stdin.Close()
 		return nil, fmt.Errorf("start the baseline: %w", err)
 	}
-	b := &baselineProc{cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	b := &baselineProc{proc: proc, stdin: stdin}
 	got := make(chan string, 1)
 	go func() {
-		s, _ := bufio.NewReader(stdout).ReadString('\n')
+		s, _ := bufio.NewReader(pr).ReadString('\n')
 		got <- strings.TrimSpace(s)
-		_, _ = io.Copy(io.Discard, stdout)
-		_ = cmd.Wait()
-		close(b.exited)
 	}()
 	select {
 	case b.addr = <-got:
@@ -151,15 +153,15 @@ func startBaseline(ctx context.Context, self string, env []string, answer []byte
 func (b *baselineProc) stop() {
 	_ = b.stdin.Close()
 	select {
-	case <-b.exited:
+	case <-b.proc.done:
 		return
 	case <-time.After(2 * time.Second):
 	}
-	_ = b.cmd.Process.Signal(syscall.SIGTERM)
+	_ = b.proc.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-b.exited:
+	case <-b.proc.done:
 	case <-time.After(5 * time.Second):
-		_ = b.cmd.Process.Kill()
-		<-b.exited
+		_ = b.proc.cmd.Process.Kill()
+		<-b.proc.done
 	}
 }

@@ -222,7 +222,7 @@ func TestBaselineProcess(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("the baseline took %s to stop after its stdin closed", d)
 	}
-	if code := b.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := b.proc.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("the baseline exited with %d, want 0", code)
 	}
 }

@@ -59,14 +59,14 @@ func benchHello(ctx context.Context, bin, self string, env []string, o helloOpti
 	if err != nil {
 		return nil, err
 	}
-	appT.pid = a.cmd.Process.Pid
+	appT.pid = a.proc.pid()
 	b, err := startBaseline(ctx, self, env, a.hello, progress)
 	if err != nil {
 		return nil, err
 	}
 	defer b.stop()
 	// The baseline checks no token; it gets the same line so that both servers read as much.
-	baseT := &target{name: "baseline", addr: b.addr, line: appT.line, pid: b.cmd.Process.Pid}
+	baseT := &target{name: "baseline", addr: b.addr, line: appT.line, pid: b.proc.pid()}
 
 	rep.Hello = measureHello(ctx, appT, baseT, o, progress)
 	if err := context.Cause(ctx); err != nil && errors.Is(err, context.DeadlineExceeded) {
