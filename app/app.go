@@ -532,9 +532,10 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 		return api.Agent{}, err
 	}
 	// Give the worker a moment to start, so that one whose command fails at once (not found,
-	// say) is answered as failed, with its exit code, rather than starting.
+	// say) is answered as failed, with its exit code, rather than starting: wait for run's first
+	// report (its start, or its end) or the end of the window's process.
 	ag, err := a.waitFor(ctx, from.Environment, t.number, spawnSettle, func(t *terminal) bool {
-		return t.state != api.StateStarting
+		return t.heard || t.dead
 	})
 	if err != nil && !errors.Is(err, api.ErrTimedOut) {
 		return api.Agent{}, err

@@ -39,6 +39,8 @@ type terminal struct {
 	runs bool
 	// spec is the configured terminal this one was opened for, if any.
 	spec string
+	// heard is set once any report came from the terminal: for a worker, run's start or end.
+	heard bool
 
 	// dead is set once the terminal's process has exited or the terminal is closed: nothing
 	// but closing changes it after that.
@@ -117,6 +119,7 @@ func (t *terminal) report(b *api.ReportBody, now time.Time) bool {
 	if t.dead {
 		return false
 	}
+	t.heard = true
 	if b.State == api.StateWorking && !b.Lifecycle {
 		t.sentAt = time.Time{}
 	}
