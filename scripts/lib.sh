@@ -20,11 +20,12 @@ need_go() {
 }
 
 # build_bin DIR builds the three programs into DIR: krad-ade, krad, and krad-ade-agents (the same
-# executable as krad, chosen by the name it is called by).
+# executable as krad, chosen by the name it is called by). Without cgo: statically linked
+# programs start about a millisecond sooner, which an agent's hooks calling krad notice.
 build_bin() {
   local dir=$1
   mkdir -p "$dir"
-  go build -trimpath -o "$dir/" ./cmd/krad-ade ./cmd/krad
+  CGO_ENABLED=0 go build -trimpath -o "$dir/" ./cmd/krad-ade ./cmd/krad
   ln -f "$dir/krad" "$dir/krad-ade-agents"
 }
 

@@ -48,6 +48,7 @@ func build(dir string) error {
 	root := filepath.Join(filepath.Dir(file), "..", "..")
 	cmd := exec.Command("go", "build", "-trimpath", "-o", dir+"/", "./cmd/krad-ade", "./cmd/krad")
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as scripts/lib.sh builds them
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %w\n%s", err, out)
 	}
