@@ -12,6 +12,10 @@
 //	title = "claude"
 //	command = "claude"
 //	lead = true
+//	# SSH environments; see [Environment].
+//	[[environment]]
+//	name = "build"
+//	ssh = "buildbox"
 //
 // Only discovery takes effect while the app runs; the others are read when it starts.
 //
@@ -74,6 +78,20 @@ type Config struct {
 	Quiet time.Duration
 	// Terminals are the terminals the app opens when it starts: [[terminal]] tables.
 	Terminals []Terminal
+	// Environments are the SSH environments: [[environment]] tables.
+	Environments []Environment
+}
+
+// Environment is one [[environment]] table: terminals on an SSH host.
+//
+//	[[environment]]
+//	name = "build"             # the environment's name: E in E:N
+//	ssh = "buildbox"           # a Host of ~/.ssh/config (ProxyJump and all), or user@host:port
+//	dir = "~/src/app"          # the terminals' working folder on the host
+type Environment struct {
+	Name string
+	SSH  string
+	Dir  string
 }
 
 // Terminal is one [[terminal]] table: a terminal the app opens when it starts.
@@ -147,6 +165,12 @@ func Parse(data []byte) (Config, error) {
 				return Config{}, err
 			}
 			c.Terminals = terms
+		case "environment":
+			envs, err := d.environments(top[key])
+			if err != nil {
+				return Config{}, err
+			}
+			c.Environments = envs
 		default:
 			return Config{}, d.errorAt(toml.Key{key}, "unknown key "+quote(key))
 		}
@@ -313,6 +337,70 @@ func (d *document) terminals(p toml.Primitive) ([]Terminal, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// environments decodes the [[environment]] tables.
+func (d *document) environments(p toml.Primitive) ([]Environment, error) {
+	var tables []map[string]toml.Primitive
+	if err := d.md.PrimitiveDecode(p, &tables); err != nil {
+		return nil, d.errorAt(toml.Key{"environment"}, "environment must be [[environment]] tables")
+	}
+	var out []Environment
+	seen := map[string]bool{"main": true}
+	for _, table := range tables {
+		var e Environment
+		keys := make([]string, 0, len(table))
+		for k := range table {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b string) int { return d.valueLine(table[a]) - d.valueLine(table[b]) })
+		first := 0
+		for i, k := range keys {
+			v := table[k]
+			if i == 0 {
+				first = d.valueLine(v)
+			}
+			var dst *string
+			switch k {
+			case "name":
+				dst = &e.Name
+			case "ssh":
+				dst = &e.SSH
+			case "dir":
+				dst = &e.Dir
+			default:
+				return nil, &Error{Line: d.valueLine(v), Msg: "unknown key " + quote(k) + " in [[environment]]; the keys are name, ssh and dir"}
+			}
+			if d.md.PrimitiveDecode(v, dst) != nil {
+				return nil, &Error{Line: d.valueLine(v), Msg: "environment " + k + " must be a string"}
+			}
+		}
+		switch {
+		case e.Name == "" || e.SSH == "":
+			return nil, &Error{Line: first, Msg: "an [[environment]] needs a name and an ssh host"}
+		case !validName(e.Name):
+			return nil, &Error{Line: d.valueLine(table["name"]), Msg: "environment name " + quote(e.Name) + " must be 1 to 64 letters, digits, '_' and '-', not starting with '-'"}
+		case seen[e.Name]:
+			return nil, &Error{Line: d.valueLine(table["name"]), Msg: "environment " + quote(e.Name) + " is named twice (main is this computer)"}
+		}
+		seen[e.Name] = true
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// validName is api.ValidEnvironment's rule, kept here so that config does not import the
+// protocol: 1 to 64 of A-Z a-z 0-9 _ -, not starting with '-'.
+func validName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '-' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // valueLine is the line of a value, or 0 if the decoder does not know.

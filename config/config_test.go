@@ -29,7 +29,7 @@ func TestParse(t *testing.T) {
 		{"key in another case", "Discovery = false\n", Config{}, 1, `unknown key "Discovery"`},
 		{"unknown key after a good one", "discovery = false\nqiet = \"2s\"\n", Config{}, 2, `unknown key "qiet"`},
 		{"terminal as one table", "discovery = true\n\n[terminal]\ncommand = \"sh\"\n", Config{}, 3, `[[terminal]] tables`},
-		{"unknown array of tables", "\n[[environment]]\nname = \"x\"\n", Config{}, 2, `unknown key "environment"`},
+		{"unknown array of tables", "\n[[environments]]\nname = \"x\"\n", Config{}, 2, `unknown key "environments"`},
 		{"unknown dotted key", "\n\na.b.c = 1\n", Config{}, 3, `unknown key "a"`},
 		{"long unknown key", strings.Repeat("k", 100) + " = 1\n", Config{}, 1, `unknown key "` + strings.Repeat("k", 40) + `…"`},
 		{"string for a bool", "\ndiscovery = \"no\"\n", Config{}, 2, "discovery must be true or false"},
@@ -328,6 +328,34 @@ func TestParseTerminalsAndQuiet(t *testing.T) {
 		{"[[terminal]]\ntitle = \"a\"\n[[terminal]]\ntitle = \"b\"\n\ncolour = 1\n", 6, `unknown key "colour" in [[terminal]]`},
 		{"[[terminal]]\ncommand = 7\n", 2, "command must be a string"},
 		{"terminal = 1\n", 1, "[[terminal]] tables"},
+	} {
+		_, err := Parse([]byte(tt.data))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Line != tt.line || !strings.Contains(ce.Msg, tt.msg) {
+			t.Errorf("Parse(%q) = %v, want line %d and %q", tt.data, err, tt.line, tt.msg)
+		}
+	}
+}
+
+func TestParseEnvironments(t *testing.T) {
+	data := "[[environment]]\nname = \"build\"\nssh = \"buildbox\"\ndir = \"~/src/app\"\n"
+	got, err := Parse([]byte(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Environment{{Name: "build", SSH: "buildbox", Dir: "~/src/app"}}; !reflect.DeepEqual(got.Environments, want) {
+		t.Errorf("got %+v, want %+v", got.Environments, want)
+	}
+	for _, tt := range []struct {
+		data string
+		line int
+		msg  string
+	}{
+		{"[[environment]]\nname = \"b\"\n", 2, "needs a name and an ssh host"},
+		{"[[environment]]\nname = \"main\"\nssh = \"h\"\n", 2, "named twice"},
+		{"[[environment]]\nname = \"a.b\"\nssh = \"h\"\n", 2, "must be 1 to 64"},
+		{"[[environment]]\nname = \"b\"\nssh = \"h\"\nport = 22\n", 4, `unknown key "port"`},
+		{"[[environment]]\nname = \"b\"\nssh = \"h\"\n[[environment]]\nname = \"b\"\nssh = \"i\"\n", 5, "named twice"},
 	} {
 		_, err := Parse([]byte(tt.data))
 		var ce *Error
