@@ -15,6 +15,10 @@
 //     busy. Other requests go to the app's [Handler], which resolves the caller to a [Role]; the
 //     access table, the pure function [Decide], says whether that role may make that request.
 //
+// One line is answered before any decoding: a Client's Hello exactly as api.Client and the spec's
+// printf write it, compared whole and in constant time with the line the bus makes from its own
+// token. It is the line every check of the order would pass; any other line takes the checks.
+//
 // The handler then runs under the request's deadline (the spec's table, [api.Request.Deadline]);
 // when it passes, the bus answers "TimedOut" and cancels the handler's context. A client that
 // closes its connection while its request waits cancels the handler's context too.

@@ -3,6 +3,8 @@ package local
 import (
 	"bufio"
 	"context"
+	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -69,6 +71,9 @@ type Server struct {
 	cfg   Config
 	ln    net.Listener
 	hello []byte // the answer line to Hello, made once
+	// clientHello is the one request line a Client's Hello is, byte for byte, as api.Client
+	// and the spec's printf write it: the bus answers it without decoding it.
+	clientHello []byte
 
 	wg sync.WaitGroup
 }
@@ -105,7 +110,11 @@ func Listen(cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
-	return &Server{cfg: cfg, ln: ln, hello: append(line, '\n')}, nil
+	clientHello, err := json.Marshal(api.Envelope{APIVersion: api.Version, Token: cfg.BusToken, From: api.FromClient, Request: api.NewRequest(api.Hello, nil)})
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, ln: ln, hello: append(line, '\n'), clientHello: clientHello}, nil
 }
 
 // Addr is the endpoint clients dial, like 127.0.0.1:52144.
@@ -160,6 +169,13 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 			err = api.Errorf(api.CodeBadRequest, "no request line arrived within %s of connecting", s.cfg.LineTimeout)
 		}
 		s.refuse(conn, err)
+		return
+	}
+	// The most common request, a Client's Hello, compared whole and in constant time: equal
+	// means every check of the order would pass, so it is answered at once. Any other line,
+	// this one with any byte changed included, goes through the checks.
+	if len(line) == len(s.clientHello) && subtle.ConstantTimeCompare(line, s.clientHello) == 1 {
+		s.write(conn, s.hello)
 		return
 	}
 	call, err := s.check(line)

@@ -159,6 +159,23 @@ func TestHello(t *testing.T) {
 	}
 }
 
+// TestClientHelloFastPath: the line api.Client writes for a Client's Hello is answered, and the
+// same line with the token's last digit changed is not.
+func TestClientHelloFastPath(t *testing.T) {
+	b := startBus(t, nil, nil)
+	line, err := json.Marshal(api.Envelope{Token: mustToken(t, busHex), From: api.FromClient, Request: api.NewRequest(api.Hello, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := roundTrip(t, b.Addr(), string(line)+"\n"); !strings.HasPrefix(got, `{"Hello":`) {
+		t.Errorf("got %q, want a Hello answer", got)
+	}
+	wrong := strings.Replace(string(line), busHex, busHex[:31]+"1", 1)
+	if got := roundTrip(t, b.Addr(), wrong+"\n"); errorCode(t, got) != api.CodeUnauthorized {
+		t.Errorf("a wrong token got %q, want unauthorized", got)
+	}
+}
+
 func TestHelloWithoutPID(t *testing.T) {
 	b := startBus(t, nil, func(c *Config) { c.PID = 0 })
 	got := roundTrip(t, b.Addr(), envelope(`"Client"`, `"Hello"`))
