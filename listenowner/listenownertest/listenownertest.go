@@ -1,0 +1,154 @@
+//go:build unix
+
+// Package listenownertest starts TCP listeners owned by another user, for the tests of code that
+// must refuse them: listenowner's own, and the CLIs'. The listener runs in a child process (the
+// squatter command beside this file, built on the fly) started as uid and gid 65534, nobody.
+//
+// Switching users needs root. Start skips the test when it is not root, except under CI (the
+// variable CI set), where a skip would hide that the check went untested: there it fails.
+package listenownertest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Nobody is the uid and gid the squatter runs as.
+const Nobody = 65534
+
+// Squatter is a listener of another user's.
+type Squatter struct {
+	// Addr is the address it listens on, as it reports it ("127.0.0.1:41877", "[::]:41877").
+	Addr string
+	// Port is Addr's port.
+	Port int
+
+	lines chan string
+}
+
+// Start runs a squatter as Nobody listening on addr ("127.0.0.1:0", "0.0.0.0:0", "[::1]:0",
+// "[::]:0"…), and stops it when t ends. accept false leaves connections in its queue, never
+// accepted.
+func Start(t testing.TB, addr string, accept bool) *Squatter {
+	t.Helper()
+	return start(t, nil, "-accept="+strconv.FormatBool(accept), addr)
+}
+
+// Adopt runs a squatter as Nobody that accepts the connections of ln, a listener of the test's
+// own: the listener is ours, the process that reads from its connections is not.
+func Adopt(t testing.TB, ln *net.TCPListener) *Squatter {
+	t.Helper()
+	f, err := ln.File()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	return start(t, f, "-inherited")
+}
+
+func start(t testing.TB, fd3 *os.File, args ...string) *Squatter {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") != "" {
+			t.Fatal("a listener of another user needs root to start, and CI must run this test: run the tests as root")
+		}
+		t.Skip("a listener of another user needs root to start")
+	}
+	bin := build(t)
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: Nobody, Gid: Nobody, Groups: []uint32{}}}
+	cmd.Dir = "/"
+	cmd.Stderr = os.Stderr
+	if fd3 != nil {
+		cmd.ExtraFiles = []*os.File{fd3}
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start the squatter as uid %d (its folder must be open to that user): %v", Nobody, err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	s := &Squatter{lines: make(chan string, 16)}
+	go func() {
+		defer close(s.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
+	}()
+	first, ok := s.next(10 * time.Second)
+	var uid int
+	if n, _ := fmt.Sscanf(first, "listening %s uid %d", &s.Addr, &uid); !ok || n != 2 {
+		t.Fatalf("the squatter did not start: %q", first)
+	}
+	if uid != Nobody {
+		t.Fatalf("the squatter runs as uid %d, want %d", uid, Nobody)
+	}
+	i := strings.LastIndexByte(s.Addr, ':')
+	if s.Port, err = strconv.Atoi(s.Addr[i+1:]); err != nil {
+		t.Fatalf("the squatter listens on %q, which has no port", s.Addr)
+	}
+	return s
+}
+
+// Received waits up to d for the squatter's report on its next connection, which comes when the
+// client closed it, and returns what the connection sent: nothing, for a client that refused to
+// talk to it.
+func (s *Squatter) Received(t testing.TB, d time.Duration) []byte {
+	t.Helper()
+	line, ok := s.next(d)
+	if !ok {
+		t.Fatalf("the squatter at %s reported no connection within %s", s.Addr, d)
+	}
+	q, found := strings.CutPrefix(line, "received ")
+	got, err := strconv.Unquote(q)
+	if !found || err != nil {
+		t.Fatalf("the squatter said %q, want received and a quoted string", line)
+	}
+	return []byte(got)
+}
+
+func (s *Squatter) next(d time.Duration) (string, bool) {
+	select {
+	case line, ok := <-s.lines:
+		return line, ok
+	case <-time.After(d):
+		return "", false
+	}
+}
+
+// build builds the squatter into a folder that Nobody can reach.
+func build(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "listenownertest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, file, _, _ := runtime.Caller(0)
+	bin := filepath.Join(dir, "squatter")
+	cmd := exec.Command("go", "build", "-o", bin, "./squatter")
+	cmd.Dir = filepath.Dir(file)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the squatter: %v\n%s", err, out)
+	}
+	return bin
+}

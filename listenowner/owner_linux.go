@@ -1,0 +1,100 @@
+//go:build linux
+
+package listenowner
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/netip"
+	"os"
+)
+
+// Check returns nil when the socket that would receive what is written on conn belongs to this
+// process's user (os.Getuid), a *ForeignListenerError when it belongs to another, and another
+// error when it cannot tell: conn is not TCP to loopback (ErrNotLoopback), no socket serves it
+// (ErrNoListener), or /proc/net/tcp cannot be read. Only nil means "safe to send".
+func Check(conn net.Conn) error {
+	remote, uid, err := owner(conn)
+	if err != nil {
+		return err
+	}
+	if self := os.Getuid(); uid != self {
+		return &ForeignListenerError{Addr: remote, UID: uid, Self: self}
+	}
+	return nil
+}
+
+// Owner returns the uid that owns the socket serving conn, as Check decides it: the far end of
+// the connection when /proc shows it, else the listener the kernel would pick for it (when
+// listeners tie, one that is not this process's user's, if any). Its errors are Check's.
+func Owner(conn net.Conn) (int, error) {
+	_, uid, err := owner(conn)
+	return uid, err
+}
+
+func owner(conn net.Conn) (netip.AddrPort, int, error) {
+	local, remote, err := ends(conn)
+	if err != nil {
+		return remote, -1, err
+	}
+	// An IPv4 connection may be served from either table (a dual-stack [::] listener is in
+	// tcp6), an IPv6 one only from tcp6. Each read walks the kernel's whole table of the host's
+	// connections, so tcp6 is left unread when tcp holds the answer already: the far end, which
+	// is in one table only, or a listener on the address itself, which beats any in tcp6.
+	var sockets, found []socket
+	if remote.Addr().Is4() {
+		s, err := readTableFile("/proc/net/tcp", remote.Port())
+		if err != nil {
+			return remote, -1, err
+		}
+		sockets = s
+		found = servers(sockets, local, remote)
+		if len(found) > 0 && (found[0].state != stateListen || listenRank(found[0], remote) == rankExact4) {
+			return remote, uidOf(found), nil
+		}
+	}
+	s, err := readTableFile("/proc/net/tcp6", remote.Port())
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && remote.Addr().Is4():
+		// A kernel without IPv6 has no tcp6.
+	case err != nil:
+		return remote, -1, err
+	default:
+		sockets = append(sockets, s...)
+		found = servers(sockets, local, remote)
+	}
+	if len(found) == 0 {
+		return remote, -1, fmt.Errorf("%w at %s in /proc/net/tcp and /proc/net/tcp6", ErrNoListener, remote)
+	}
+	return remote, uidOf(found), nil
+}
+
+// uidOf is the uid that owns the sockets servers found: when several listeners tie, one that is
+// not this process's user's, if any, so that a squatter among them is refused.
+func uidOf(found []socket) int {
+	self := os.Getuid()
+	for _, s := range found {
+		if int(s.uid) != self {
+			return int(s.uid)
+		}
+	}
+	return int(found[0].uid)
+}
+
+// readTableFile reads the sockets with local port port from one of /proc/net/tcp and
+// /proc/net/tcp6, whose addresses the kernel prints in the host's byte order.
+func readTableFile(path string, port uint16) ([]socket, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the sockets: %w", err)
+	}
+	defer f.Close()
+	s, err := readTable(f, binary.NativeEndian, port)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,18 @@
+//go:build !linux
+
+package listenowner
+
+import (
+	"errors"
+	"fmt"
+	"net"
+)
+
+// Check returns nil on this system: only Linux shows who owns a socket in a form this package
+// reads (/proc/net/tcp). See the package documentation for what that leaves open.
+func Check(conn net.Conn) error { return nil }
+
+// Owner returns an error wrapping errors.ErrUnsupported on this system.
+func Owner(conn net.Conn) (int, error) {
+	return -1, fmt.Errorf("who owns a listener: %w", errors.ErrUnsupported)
+}
