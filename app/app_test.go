@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -597,4 +598,35 @@ func TestShellExitCloses(t *testing.T) {
 	}
 	next(t, ch, "the shell closed", agentEvent(api.AgentChanged, 1, api.StateClosed))
 	next(t, ch, "the shell removed", agentEvent(api.AgentRemoved, 1, ""))
+}
+
+// TestClientLost: when only the way to tmux breaks (its control client dies; over SSH, the
+// connection drops), the terminals live on in tmux: they keep their numbers and states, and the
+// app attaches again.
+func TestClientLost(t *testing.T) {
+	h := start(t, lead())
+	c := h.as(1)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "long", Command: []string{"sh", "-c", "krad report working; sleep 60"}})
+	h.agent(c, api.Check, &api.CheckBody{Target: api.Target(w.Terminal), WaitSecs: secs(5)})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := h.events(ctx)
+	next(t, ch, "the snapshot", func(a api.Answer) bool { return a.Name == "Agents" })
+	// The client is this process's child; the server, which shows the same command line, is not.
+	out, err := exec.Command("pgrep", "-P", strconv.Itoa(os.Getpid()), "-f", "tmux -u -S "+h.socket+" .*-C").Output()
+	if err != nil {
+		t.Fatalf("no control client found: %v", err)
+	}
+	for _, pid := range strings.Fields(string(out)) {
+		_ = exec.Command("kill", "-9", pid).Run()
+	}
+	next(t, ch, "environment down", appEvent(api.EnvironmentDown))
+	next(t, ch, "environment up", appEvent(api.EnvironmentUp))
+	agents := h.agents(h.as(0))
+	if len(agents) != 2 || agents[1].Terminal != w.Terminal || agents[1].State != api.StateWorking {
+		t.Errorf("after the client came back: %+v, want the lead and its worker, working", agents)
+	}
+	if _, err := h.call(c, api.Send, &api.SendBody{Target: api.Target(w.Terminal), Text: "x", Enter: new(bool)}); err != nil {
+		t.Errorf("Send after the client came back: %v", err)
+	}
 }

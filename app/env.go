@@ -226,6 +226,7 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 	next, _ := c.Command(ctx, "show-options", "-qv", "-t", e.name, "@krad_next")
 	a := e.app
 	var strangers []tmux.WindowID
+	seen := map[tmux.WindowID]bool{}
 	for _, line := range lines {
 		w, err := parseWindowLine(line)
 		if err != nil {
@@ -240,7 +241,13 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 			continue
 		}
 		a.mu.Lock()
-		if _, taken := e.terminals[w.meta.Terminal]; !taken && w.meta.Terminal > 0 {
+		seen[w.window] = true
+		if t, known := e.terminals[w.meta.Terminal]; known && t.window == w.window {
+			// Kept through a broken connection: it may have ended meanwhile.
+			if w.dead && t.exited(w.status, time.Now()) {
+				a.publishLocked(api.AgentChanged, t)
+			}
+		} else if !known && w.meta.Terminal > 0 {
 			t := e.register(*w.meta)
 			e.attachLocked(t, w.window, w.pane)
 			if w.dead {
@@ -250,6 +257,14 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 		}
 		a.mu.Unlock()
 	}
+	// Terminals kept through a broken connection whose windows closed meanwhile.
+	a.mu.Lock()
+	for _, t := range e.terminals {
+		if t.attached() && !seen[t.window] {
+			e.removeLocked(t)
+		}
+	}
+	a.mu.Unlock()
 	if len(next) == 1 {
 		if n, err := strconv.Atoi(next[0]); err == nil {
 			a.mu.Lock()
@@ -595,8 +610,10 @@ func (e *environment) removeLocked(t *terminal) {
 	a.publishLocked(api.AgentRemoved, t)
 }
 
-// down marks the environment down: its terminals are closed and forgotten (they come back, with
-// their numbers, if tmux still has them when the environment is up again).
+// down marks the environment down. When tmux ended the session (kill-server, the session
+// closed), its terminals are gone: they are closed and forgotten. When only the way to tmux broke
+// (its client process died, an SSH connection dropped), the terminals live on in tmux: they keep
+// their numbers and states, and the next attach reconciles them with what tmux has.
 func (e *environment) down(err error) {
 	a := e.app
 	a.mu.Lock()
@@ -604,8 +621,11 @@ func (e *environment) down(err error) {
 	wasUp := e.up
 	e.up = false
 	e.client = nil
-	for _, t := range e.terminals {
-		e.removeLocked(t)
+	var ended *tmux.ExitError
+	if errors.As(err, &ended) {
+		for _, t := range e.terminals {
+			e.removeLocked(t)
+		}
 	}
 	if wasUp {
 		msg := "the app stopped"
