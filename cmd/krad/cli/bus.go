@@ -77,12 +77,14 @@ func findBus(env Env, discover func(func(string) string) (Discovered, error)) (*
 	case d.Token.IsZero():
 		return nil, &problem{err: fmt.Errorf("%s holds no token", where), kind: errNoToken, hint: staleHint}
 	}
-	return &bus{
+	b := &bus{
 		client:  api.Client{Endpoint: d.Endpoint, Token: d.Token, From: api.FromClient},
 		file:    d.Path,
 		filePID: d.PID,
 		home:    home,
-	}, nil
+	}
+	b.client.Verify = b.verify
+	return b, nil
 }
 
 // staleHint is the next step when api.json is stale or unusable.
@@ -91,6 +93,7 @@ const staleHint = "start krad-ade; the next start replaces the file"
 // fromVariables finds the bus through the KRAD_ADE_* variables alone.
 func fromVariables(env Env) (*bus, error) {
 	b := &bus{client: api.Client{Endpoint: env(varEndpoint), From: api.FromClient}, home: env("HOME")}
+	b.client.Verify = b.verify
 	if b.client.Endpoint == "" {
 		return nil, &problem{
 			err:  errors.New("KRAD_ADE_TERMINAL is set, but KRAD_ADE_ENDPOINT is not"),
@@ -181,6 +184,9 @@ func (b *bus) callWithin(ctx context.Context, req api.Request, wait time.Duratio
 		return a, nil
 	case *api.Error: // Call returns the app's error answers as they are, unwrapped
 		return a, &problem{err: fmt.Errorf("%s: the app answered %w", req.Name, e), hint: b.hintFor(req.Name, e.Code)}
+	}
+	if refused(err) {
+		return a, err
 	}
 	// The client sets the connection's deadline to cctx's, so a wait that ran out can come back
 	// as the read's deadline before cctx itself says so.
@@ -379,6 +385,8 @@ func (b *bus) subscribe(ctx context.Context, req api.Request, fn func(api.Answer
 		return nil
 	case fnErr != nil:
 		return fnErr
+	case !got && refused(err):
+		return err
 	case errors.Is(context.Cause(sctx), errNoSnapshot):
 		return b.unreachable(&api.UnreachableError{Endpoint: b.client.Endpoint, Err: fmt.Errorf("no answer within %s", snapshotWait)}, true)
 	case errors.As(err, &u):

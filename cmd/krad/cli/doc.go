@@ -14,6 +14,12 @@
 // through [Options.Discover], and calls as "Client". The static build has no Discover: it uses
 // the variables only, and says so when they are missing.
 //
+// Before it writes the token on a connection, krad checks on Linux that the listener there is
+// its own user's (package listenowner): every user of the computer can reach the loopback port,
+// and once the app's bus or forward is gone another user may bind it to collect tokens. Another
+// user's listener is refused, and the token is not sent (exit code 2). Elsewhere every listener
+// passes.
+//
 // # Commands
 //
 //	krad list [--all]                 List / ListAll: the agents, as a table
@@ -41,7 +47,8 @@
 //	0  success
 //	1  the app answered an error (not_found, conflict, bad_request, unavailable, internal),
 //	   or another failure
-//	2  no live API: nothing answers, api.json is stale, or no endpoint was found
+//	2  no live API: nothing answers, api.json is stale, no endpoint was found, or the listener
+//	   at the endpoint is another user's (the token is not sent to it)
 //	3  unauthorized or forbidden, or no token that krad may use (KRAD_ADE_TOKEN malformed, the
 //	   token file missing or refused)
 //	4  timed out: the app answered "TimedOut"
