@@ -1,0 +1,162 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Host runs commands on an SSH host. [SSH] is the one over an *ssh.Client; tokenfile.Host has
+// the same method, so one value serves both packages.
+type Host interface {
+	// Run runs command (a command line for the user's login shell) with stdin as its standard
+	// input (nil is empty), and returns what it printed on stdout. When the command ran and did
+	// not exit 0, err is an *ExitError and stdout is still what it printed. When ctx ends first,
+	// Run returns at once with an error that wraps ctx's: the host is asked to kill the command
+	// (OpenSSH's sshd does so only with privilege separation, not for root), and the session is
+	// closed, so the command reads end of file and gets a broken pipe when it next writes.
+	Run(ctx context.Context, command string, stdin io.Reader) (stdout []byte, err error)
+}
+
+// Limits on what a command may print: stdout beyond MaxStdout is an error (our commands print a
+// few lines), and stderr is kept up to MaxStderr, for errors.
+const (
+	MaxStdout = 1 << 20
+	MaxStderr = 4 << 10
+)
+
+// ErrStdoutTooLong says that a command printed more than [MaxStdout] bytes on stdout.
+var ErrStdoutTooLong = errors.New("the command printed more than 1 MiB")
+
+// SSH is the [Host] that runs each command in a new session of client.
+func SSH(client *ssh.Client) Host { return sshHost{client} }
+
+type sshHost struct{ c *ssh.Client }
+
+func (h sshHost) Run(ctx context.Context, command string, stdin io.Reader) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s, err := h.c.NewSession()
+	if err != nil {
+		return nil, fmt.Errorf("open an ssh session: %w", err)
+	}
+	defer s.Close()
+	stdout := &limitWriter{max: MaxStdout, err: ErrStdoutTooLong}
+	stderr := &capWriter{max: MaxStderr}
+	s.Stdin, s.Stdout, s.Stderr = stdin, stdout, stderr
+	done := make(chan error, 1)
+	go func() { done <- s.Run(command) }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		// Ask the host to kill the command, and close our end of the session. The host may
+		// keep the session open until the command's last process ends; Run does not wait for
+		// that, and the goroutine above ends with the session.
+		s.Signal(ssh.SIGKILL)
+		s.Close()
+		return stdout.bytes(), fmt.Errorf("run on the host: %w", context.Cause(ctx))
+	}
+	out := stdout.bytes()
+	var exit *ssh.ExitError
+	var missing *ssh.ExitMissingError
+	switch {
+	case err == nil:
+		return out, nil
+	case errors.As(err, &exit):
+		return out, &ExitError{Status: exit.ExitStatus(), Signal: exit.Signal(), Stderr: stderr.bytes(), Truncated: stderr.cut()}
+	case errors.As(err, &missing):
+		return out, &ExitError{Status: -1, Stderr: stderr.bytes(), Truncated: stderr.cut()}
+	case errors.Is(err, ErrStdoutTooLong):
+		return out, err
+	}
+	return out, fmt.Errorf("run on the host: %w", err)
+}
+
+// ExitError is a command that ran on the host and did not exit 0.
+type ExitError struct {
+	Status    int    // the exit status; -1 when there was none (a signal, or a session cut)
+	Signal    string // the signal that ended the command, like "KILL", if the host said
+	Stderr    []byte // what the command wrote to stderr: the first MaxStderr bytes
+	Truncated bool   // whether Stderr is cut short
+}
+
+func (e *ExitError) Error() string {
+	var b strings.Builder
+	switch {
+	case e.Signal != "":
+		fmt.Fprintf(&b, "killed by signal %s on the host", printable(e.Signal, 20))
+	case e.Status < 0:
+		b.WriteString("the host ended the command without an exit status")
+	default:
+		fmt.Fprintf(&b, "exit status %d on the host", e.Status)
+	}
+	if msg := strings.TrimSpace(string(e.Stderr)); msg != "" {
+		fmt.Fprintf(&b, ": %s", printable(msg, 400))
+		if e.Truncated {
+			b.WriteString("…")
+		}
+	}
+	return b.String()
+}
+
+// limitWriter keeps what is written, and fails once more than max bytes come.
+type limitWriter struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+	err error
+}
+
+func (w *limitWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.buf.Len()+len(p) > w.max {
+		return 0, w.err
+	}
+	return w.buf.Write(p)
+}
+
+func (w *limitWriter) bytes() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return bytes.Clone(w.buf.Bytes())
+}
+
+// capWriter keeps the first max bytes written and drops the rest, never failing: a command's
+// stderr must not stop it.
+type capWriter struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	max     int
+	dropped bool
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := len(p)
+	if room := w.max - w.buf.Len(); len(p) > room {
+		p, w.dropped = p[:room], true
+	}
+	w.buf.Write(p)
+	return n, nil
+}
+
+func (w *capWriter) bytes() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return bytes.Clone(w.buf.Bytes())
+}
+
+func (w *capWriter) cut() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.dropped
+}

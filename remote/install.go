@@ -1,0 +1,259 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/krad-ade/krad/remote/shell"
+)
+
+// Binary is a static krad to install on hosts of one platform.
+type Binary struct {
+	Platform Platform
+	// Version names the folder it is installed in, ~/.krad-ade/bin/<Version>, and is what the
+	// binary must print as its version. Letters, digits and . _ + -.
+	Version string
+	Content io.ReaderAt
+	Size    int64
+	// SHA256 is the lowercase hex SHA-256 of the content; the host checks its copy against it.
+	SHA256 string
+}
+
+// ReadBinary reads the static krad for p from the file at path (see [Platform.StaticName]), and
+// checks that it is a static ELF executable for p.
+func ReadBinary(path string, p Platform, version string) (Binary, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Binary{}, fmt.Errorf("read the static krad: %w", err)
+	}
+	if err := checkELF(b, p); err != nil {
+		return Binary{}, fmt.Errorf("static krad %q: %w", path, err)
+	}
+	sum := sha256.Sum256(b)
+	return Binary{Platform: p, Version: version, Content: bytes.NewReader(b), Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:])}, nil
+}
+
+// checkELF checks that b is a static executable for p: a binary for another processor would not
+// run there, and one that needs a C library may find none, or another.
+func checkELF(b []byte, p Platform) error {
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("not an ELF executable: %w", err)
+	}
+	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[p.Arch]
+	if p.OS != "linux" || want == elf.EM_NONE {
+		return &UnsupportedError{System: p.OS, Machine: p.Arch}
+	}
+	if f.Machine != want || f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB {
+		return fmt.Errorf("built for %s, not for %s", f.Machine, p)
+	}
+	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
+		return fmt.Errorf("not an executable (%s)", f.Type)
+	}
+	for _, prog := range f.Progs {
+		if prog.Type == elf.PT_INTERP {
+			return errors.New("not static: it names a dynamic loader (build it with CGO_ENABLED=0)")
+		}
+	}
+	return nil
+}
+
+// ErrNoexec says that the host does not let programs in ~/.krad-ade run: its filesystem is
+// mounted noexec.
+var ErrNoexec = errors.New("the filesystem of ~/.krad-ade is mounted noexec, so krad cannot run there: ask for a home that allows programs, or a mount without noexec")
+
+// Install puts b on the host as krad and krad-ade-agents (one file under two names) in
+// ~/.krad-ade/bin/<version>/, and returns that folder's absolute path, for PATH. When the folder
+// already holds both with b's SHA-256, nothing is copied. Otherwise the binary goes over on the
+// session's stdin into a temporary file in that folder, is checked by size and SHA-256 on the
+// host, made executable, run once (krad version --json), and only then renamed into place, so a
+// cut or corrupt copy never takes the place of a good one. Either way the installed krad is run
+// and must print b.Version: a home mounted noexec is [ErrNoexec].
+func Install(ctx context.Context, h Host, b Binary) (dir string, err error) {
+	if err := b.check(); err != nil {
+		return "", fmt.Errorf("install krad: %w", err)
+	}
+	size := strconv.FormatInt(b.Size, 10)
+	out, err := h.Run(ctx, checkScript.Command(b.Version, b.SHA256), nil)
+	rep, err := checkScript.Result(out, err)
+	if err != nil {
+		return "", fmt.Errorf("install krad: look in ~/.krad-ade/bin/%s: %w", b.Version, err)
+	}
+	if len(rep) >= 2 && rep[0] == "present" {
+		return ran(rep[1], rep[2:], b)
+	}
+	if len(rep) != 2 || rep[0] != "missing" {
+		return "", fmt.Errorf("install krad: look in ~/.krad-ade/bin/%s: %w", b.Version, unknown(rep))
+	}
+	out, err = h.Run(ctx, uploadScript.Command(b.Version, b.SHA256, size), io.NewSectionReader(b.Content, 0, b.Size))
+	rep, err = uploadScript.Result(out, err)
+	if err != nil {
+		return "", fmt.Errorf("install krad in ~/.krad-ade/bin/%s: %w", b.Version, err)
+	}
+	switch {
+	case len(rep) == 2 && rep[0] == "short":
+		return "", fmt.Errorf("install krad in ~/.krad-ade/bin/%s: the host received %s bytes of %s: the copy was cut short, and removed", b.Version, printable(rep[1], 20), size)
+	case len(rep) == 2 && rep[0] == "corrupt":
+		return "", fmt.Errorf("install krad in ~/.krad-ade/bin/%s: %w", b.Version, &CorruptError{Want: b.SHA256, Got: printable(rep[1], 64)})
+	case len(rep) >= 2 && (rep[0] == "installed" || rep[0] == "unrunnable"):
+		return ran(rep[1], rep[2:], b)
+	}
+	return "", fmt.Errorf("install krad in ~/.krad-ade/bin/%s: %w", b.Version, unknown(rep))
+}
+
+// CorruptError says that the copy on the host does not have the SHA-256 it should. It was
+// removed, and nothing was replaced.
+type CorruptError struct {
+	Want, Got string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("the copy on the host has SHA-256 %s, not %s: it was removed", e.Got, e.Want)
+}
+
+// ran reads the report of a run of krad version --json in dir: out is its exit status and
+// output for a copy that failed to run, or its output alone for one that ran.
+func ran(dir string, out []string, b Binary) (string, error) {
+	if !path.IsAbs(dir) || strings.ContainsFunc(dir, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return "", fmt.Errorf("install krad: the host named the folder %q, not an absolute path", shorten(dir, 200))
+	}
+	if len(out) >= 1 && out[0] == "status" {
+		return "", runError(out[1:])
+	}
+	var v struct {
+		Version       string `json:"version"`
+		VariablesOnly bool   `json:"variables_only"`
+	}
+	text := strings.Join(out, "\n")
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		return "", fmt.Errorf("install krad: krad version --json on the host printed %q, not its version", shorten(text, 200))
+	}
+	if v.Version != b.Version {
+		return "", fmt.Errorf("install krad: the binary says it is version %q, not %q", shorten(v.Version, 40), b.Version)
+	}
+	if !v.VariablesOnly {
+		return "", errors.New("install krad: the binary is not the static krad (it reads api.json): build cmd/krad-static")
+	}
+	return dir, nil
+}
+
+// runError explains a krad that did not run: out is its exit status, then its output.
+func runError(out []string) error {
+	if len(out) == 0 {
+		return fmt.Errorf("install krad: %w", unknown(out))
+	}
+	status, text := out[0], strings.Join(out[1:], "\n")
+	if status == "126" && strings.Contains(text, "Permission denied") {
+		return fmt.Errorf("install krad: %w", ErrNoexec)
+	}
+	return fmt.Errorf("install krad: krad version --json on the host exited %s: %s", printable(status, 10), printable(text, 400))
+}
+
+func unknown(rep []string) error {
+	return fmt.Errorf("the host's script gave an unknown report %q", shorten(strings.Join(rep, "\n"), 200))
+}
+
+// check refuses a Binary that is not whole, or whose version cannot name a folder.
+func (b Binary) check() error {
+	if err := checkVersion(b.Version); err != nil {
+		return err
+	}
+	if b.Content == nil || b.Size <= 0 {
+		return errors.New("no binary to install")
+	}
+	if len(b.SHA256) != 64 || strings.ContainsFunc(b.SHA256, func(r rune) bool { return !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') }) {
+		return errors.New("the binary's SHA-256 is not 64 lowercase hex digits")
+	}
+	return nil
+}
+
+// checkVersion accepts a version that is a safe folder name: letters, digits and . _ + -, not
+// starting with a dot or a dash, at most 64 bytes.
+func checkVersion(v string) error {
+	ok := v != "" && len(v) <= 64 && v[0] != '.' && v[0] != '-'
+	for _, r := range v {
+		ok = ok && ('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("._+-", r))
+	}
+	if !ok {
+		return fmt.Errorf("version %q cannot name a folder: letters, digits and . _ + - only", shorten(v, 64))
+	}
+	return nil
+}
+
+// sums picks the host's SHA-256 command: sha256sum (coreutils, busybox), shasum (perl), or
+// openssl. krad_sha FILE prints the file's SHA-256 in lowercase hex.
+const sums = `
+if command -v sha256sum >/dev/null 2>&1; then KRAD_SUM=sha256sum;
+elif command -v shasum >/dev/null 2>&1; then KRAD_SUM="shasum -a 256";
+elif command -v openssl >/dev/null 2>&1; then KRAD_SUM="openssl dgst -sha256 -r";
+else krad_fail "hash files: the host has none of sha256sum, shasum and openssl"; fi;
+krad_sha() { h=$($KRAD_SUM < "$1") || return 1; echo "${h%% *}"; };
+krad_have() { [ -f "$1" ] && [ ! -L "$1" ] && [ -O "$1" ] && [ -x "$1" ]; };
+`
+
+// checkScript ($1 version, $2 SHA-256) reports "present DIR" and the output of krad version --json
+// (or "status N" and the output, if it failed), or "missing DIR".
+var checkScript = shell.Script{
+	Name: "INSTALL",
+	Body: `
+umask 077;
+krad_home;
+krad_enter .krad-ade "~/.krad-ade";
+krad_enter bin "~/.krad-ade/bin";
+krad_enter "$1" "~/.krad-ade/bin/$1";
+` + sums + `
+if krad_have krad && krad_have krad-ade-agents && [ "$(krad_sha krad)" = "$2" ]; then
+  if [ krad -ef krad-ade-agents ] || [ "$(krad_sha krad-ade-agents)" = "$2" ]; then
+    o=$(./krad version --json 2>&1); s=$?;
+    if [ $s -ne 0 ]; then krad_say ok present "$(pwd -P)" status $s "$o"; exit 0; fi;
+    krad_say ok present "$(pwd -P)" "$o"; exit 0;
+  fi;
+fi;
+krad_say ok missing "$(pwd -P)";
+`,
+}
+
+// uploadScript ($1 version, $2 SHA-256, $3 size; the binary on stdin) reports "installed DIR" and
+// the output of krad version --json; or "short N", "corrupt SHA256", or "unrunnable DIR status N"
+// and the output when the copy would not run, and then nothing was put in place.
+var uploadScript = shell.Script{
+	Name: "INSTALL",
+	Body: `
+umask 077;
+krad_home;
+krad_enter .krad-ade "~/.krad-ade";
+krad_enter bin "~/.krad-ade/bin";
+krad_enter "$1" "~/.krad-ade/bin/$1";
+` + sums + `
+t=.krad.$$.tmp; a=.krad-ade-agents.$$.tmp;
+trap 'rm -f "$t" "$a"' EXIT; trap 'exit 1' HUP INT TERM PIPE;
+rm -f "$t" "$a";
+set -C;
+cat > "$t" || krad_fail "copy krad to the host";
+set +C;
+if [ -L "$t" ] || [ ! -f "$t" ] || [ ! -O "$t" ]; then krad_refuse notfile "~/.krad-ade/bin/$1/$t"; fi;
+n=$(wc -c < "$t");
+if [ $n -eq "$3" ]; then :; else krad_say ok short "$n"; exit 0; fi;
+h=$(krad_sha "$t") || krad_fail "hash the copy";
+if [ "$h" != "$2" ]; then krad_say ok corrupt "$h"; exit 0; fi;
+chmod 755 "$t" || krad_fail "make the copy executable";
+o=$(./"$t" version --json 2>&1); s=$?;
+if [ $s -ne 0 ]; then krad_say ok unrunnable "$(pwd -P)" status $s "$o"; exit 0; fi;
+ln "$t" "$a" 2>/dev/null || cp "$t" "$a" || krad_fail "copy krad to krad-ade-agents";
+chmod 755 "$a" || krad_fail "make krad-ade-agents executable";
+mv -f "$a" krad-ade-agents || krad_fail "rename krad-ade-agents into place";
+mv -f "$t" krad || krad_fail "rename krad into place";
+krad_say ok installed "$(pwd -P)" "$o";
+`,
+}

@@ -1,0 +1,366 @@
+package remote_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/krad-ade/krad/internal/version"
+	"github.com/krad-ade/krad/remote"
+	"github.com/krad-ade/krad/remote/shell"
+	"github.com/krad-ade/krad/remote/sshdtest"
+)
+
+// stat is what tells one copy of a file from another.
+type stat struct {
+	ino, mtime, ctime int64
+	mode              os.FileMode
+	nlink             uint64
+}
+
+func statOf(t *testing.T, path string) stat {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return stat{int64(st.Ino), st.Mtim.Nano(), st.Ctim.Nano(), fi.Mode(), uint64(st.Nlink)}
+}
+
+// entries lists a folder's names.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, de := range des {
+		names = append(names, de.Name())
+	}
+	return names
+}
+
+func TestInstall(t *testing.T) {
+	b := binary(t)
+	srv, h := start(t, "", sshdtest.Options{})
+	ctx := context.Background()
+
+	dir, err := remote.Install(ctx, h, b)
+	if err != nil {
+		t.Fatalf("install: %v", err)
+	}
+	want := filepath.Join(srv.Home, ".krad-ade", "bin", version.Build)
+	if dir != want {
+		t.Errorf("got folder %q, want %q", dir, want)
+	}
+	if got := entries(t, dir); !slices.Equal(got, []string{"krad", "krad-ade-agents"}) {
+		t.Errorf("the folder holds %q, want krad and krad-ade-agents only", got)
+	}
+	krad, agents := statOf(t, filepath.Join(dir, "krad")), statOf(t, filepath.Join(dir, "krad-ade-agents"))
+	if krad.mode != 0o755 || agents.mode != 0o755 {
+		t.Errorf("got modes %v and %v, want 0755", krad.mode, agents.mode)
+	}
+	if krad.ino != agents.ino {
+		t.Errorf("krad-ade-agents is a copy, want a hard link to krad")
+	}
+	content, err := os.ReadFile(filepath.Join(dir, "krad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(content); hex.EncodeToString(sum[:]) != b.SHA256 {
+		t.Errorf("the installed krad has another SHA-256 than the binary")
+	}
+	for _, d := range []string{filepath.Join(srv.Home, ".krad-ade"), filepath.Join(srv.Home, ".krad-ade", "bin"), dir} {
+		if m := statOf(t, d).mode.Perm(); m != 0o700 {
+			t.Errorf("%s has mode %04o, want 0700", d, m)
+		}
+	}
+
+	// The installed krad runs on the host, found through the PATH of the terminals' variables.
+	env, err := remote.Vars{Endpoint: "127.0.0.1:41877", TokenFile: "/t/token", Terminal: "build:3", BinDir: dir}.Env()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Run(ctx, "env "+strings.Join(quoteAll(env), " ")+" sh -c 'krad version --json; command -v krad-ade-agents'", nil)
+	if err != nil {
+		t.Fatalf("krad version --json on the host: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var v struct {
+		Version       string `json:"version"`
+		VariablesOnly bool   `json:"variables_only"`
+	}
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &v) != nil || v.Version != version.Build || !v.VariablesOnly {
+		t.Errorf("got %q, want the static krad's version and the path of krad-ade-agents", out)
+	}
+	if len(lines) == 2 && lines[1] != filepath.Join(dir, "krad-ade-agents") {
+		t.Errorf("krad-ade-agents is %q, want it in %s", lines[1], dir)
+	}
+
+	// A second install copies nothing: the files are the same files, untouched.
+	dir2, err := remote.Install(ctx, h, b)
+	if err != nil || dir2 != dir {
+		t.Fatalf("second install: got %q, %v", dir2, err)
+	}
+	if got := statOf(t, filepath.Join(dir, "krad")); got != krad {
+		t.Errorf("the second install touched krad: %+v, was %+v", got, krad)
+	}
+	if got := statOf(t, filepath.Join(dir, "krad-ade-agents")); got != agents {
+		t.Errorf("the second install touched krad-ade-agents: %+v, was %+v", got, agents)
+	}
+
+	// A damaged copy is replaced, whole.
+	f, err := os.OpenFile(filepath.Join(dir, "krad-ade-agents"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("x"))
+	f.Close()
+	if _, err := remote.Install(ctx, h, b); err != nil {
+		t.Fatalf("install over a damaged copy: %v", err)
+	}
+	got := statOf(t, filepath.Join(dir, "krad"))
+	if got.ino == krad.ino {
+		t.Errorf("krad was not replaced")
+	}
+	if content2, _ := os.ReadFile(filepath.Join(dir, "krad-ade-agents")); !bytes.Equal(content2, content) {
+		t.Errorf("krad-ade-agents was not repaired")
+	}
+	if got := entries(t, dir); !slices.Equal(got, []string{"krad", "krad-ade-agents"}) {
+		t.Errorf("the folder holds %q, want krad and krad-ade-agents only", got)
+	}
+}
+
+func quoteAll(ss []string) []string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = shell.Quote(s)
+	}
+	return q
+}
+
+func TestInstallCorrupt(t *testing.T) {
+	b := binary(t)
+	srv, h := start(t, "", sshdtest.Options{})
+	ctx := context.Background()
+	dir := filepath.Join(srv.Home, ".krad-ade", "bin", version.Build)
+
+	bad := b
+	bad.SHA256 = strings.Repeat("0", 64)
+	_, err := remote.Install(ctx, h, bad)
+	var ce *remote.CorruptError
+	if !errors.As(err, &ce) || ce.Got != b.SHA256 {
+		t.Fatalf("got %v, want a *CorruptError with the real SHA-256", err)
+	}
+	if got := entries(t, dir); len(got) != 0 {
+		t.Errorf("after a corrupt copy the folder holds %q, want nothing", got)
+	}
+
+	// A copy cut short (what arrives is shorter than the binary) is removed too.
+	whole, err := os.ReadFile(staticKrad(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := b
+	short.Content = bytes.NewReader(whole[:len(whole)/2])
+	if _, err := remote.Install(ctx, h, short); err == nil || !strings.Contains(err.Error(), "cut short") {
+		t.Errorf("got %v, want an error about a copy cut short", err)
+	}
+	if got := entries(t, dir); len(got) != 0 {
+		t.Errorf("after a short copy the folder holds %q, want nothing", got)
+	}
+
+	// Over a good install, a corrupt copy leaves the good one in place.
+	if _, err := remote.Install(ctx, h, b); err != nil {
+		t.Fatal(err)
+	}
+	before := statOf(t, filepath.Join(dir, "krad"))
+	if _, err := remote.Install(ctx, h, bad); !errors.As(err, &ce) {
+		t.Fatalf("got %v, want a *CorruptError", err)
+	}
+	if got := statOf(t, filepath.Join(dir, "krad")); got != before {
+		t.Errorf("a corrupt copy touched the installed krad")
+	}
+	if got := entries(t, dir); !slices.Equal(got, []string{"krad", "krad-ade-agents"}) {
+		t.Errorf("the folder holds %q, want krad and krad-ade-agents only", got)
+	}
+
+}
+
+func TestInstallNoisyShell(t *testing.T) {
+	b := binary(t)
+	_, h := start(t, noisyBashrc, sshdtest.Options{})
+	for range 2 {
+		if _, err := remote.Install(context.Background(), h, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestInstallRefuses(t *testing.T) {
+	b := binary(t)
+	ctx := context.Background()
+
+	t.Run("symlinked bin", func(t *testing.T) {
+		srv, h := start(t, "", sshdtest.Options{})
+		elsewhere := t.TempDir()
+		os.Mkdir(filepath.Join(srv.Home, ".krad-ade"), 0o700)
+		if err := os.Symlink(elsewhere, filepath.Join(srv.Home, ".krad-ade", "bin")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := remote.Install(ctx, h, b)
+		var re *shell.RefusedError
+		if !errors.As(err, &re) || re.Path != "~/.krad-ade/bin" || re.Reason != "symlink" {
+			t.Fatalf("got %v, want ~/.krad-ade/bin refused as a symbolic link", err)
+		}
+		if !strings.Contains(err.Error(), "~/.krad-ade/bin is a symbolic link: refused; remove it") {
+			t.Errorf("got %q", err)
+		}
+		if got := entries(t, elsewhere); len(got) != 0 {
+			t.Errorf("the link's target holds %q, want nothing", got)
+		}
+	})
+
+	t.Run("another user's version folder", func(t *testing.T) {
+		if os.Getuid() != 0 {
+			t.Skip("making a folder that another user owns needs root")
+		}
+		srv, h := start(t, "", sshdtest.Options{})
+		dir := filepath.Join(srv.Home, ".krad-ade", "bin", version.Build)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(dir, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		_, err := remote.Install(ctx, h, b)
+		var re *shell.RefusedError
+		if !errors.As(err, &re) || re.Reason != "owner" {
+			t.Fatalf("got %v, want the folder refused for its owner", err)
+		}
+		if got := entries(t, dir); len(got) != 0 {
+			t.Errorf("the folder holds %q, want nothing", got)
+		}
+	})
+}
+
+func TestInstallNoexec(t *testing.T) {
+	b := binary(t)
+	srv, h := start(t, "", sshdtest.Options{})
+	bin := filepath.Join(srv.Home, ".krad-ade", "bin")
+	if err := os.MkdirAll(bin, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "noexec,mode=700,size=64m", "tmpfs", bin).CombinedOutput(); err != nil {
+		t.Skipf("mounting a noexec tmpfs needs root and mount rights: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", bin).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", bin, err, out)
+		}
+	})
+	_, err := remote.Install(context.Background(), h, b)
+	if !errors.Is(err, remote.ErrNoexec) {
+		t.Fatalf("got %v, want ErrNoexec", err)
+	}
+	if got := entries(t, filepath.Join(bin, version.Build)); len(got) != 0 {
+		t.Errorf("the folder holds %q, want nothing put in place", got)
+	}
+}
+
+// TestInstallWithoutSha256sum runs the install on a host whose PATH has the tools the scripts use,
+// but neither sha256sum nor shasum: the check falls back to openssl.
+func TestInstallWithoutSha256sum(t *testing.T) {
+	b := binary(t)
+	tools := t.TempDir()
+	for _, name := range []string{"sh", "uname", "mkdir", "chmod", "cat", "wc", "mv", "rm", "ln", "cp", "openssl", "env"} {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			t.Skipf("%s is not installed", name)
+		}
+		if err := os.Symlink(p, filepath.Join(tools, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, h := start(t, "", sshdtest.Options{Env: []string{"PATH=" + tools}})
+	ctx := context.Background()
+	if out, err := h.Run(ctx, "command -v sha256sum shasum; echo $PATH", nil); err != nil || string(out) != tools+"\n" {
+		t.Fatalf("the host's PATH: got %q, %v; want only %s", out, err, tools)
+	}
+	dir, err := remote.Install(ctx, h, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := statOf(t, filepath.Join(dir, "krad"))
+	if _, err := remote.Install(ctx, h, b); err != nil {
+		t.Fatal(err)
+	}
+	if statOf(t, filepath.Join(dir, "krad")) != before {
+		t.Errorf("the second install copied again: openssl's SHA-256 did not match")
+	}
+	os.Remove(filepath.Join(tools, "openssl"))
+	os.RemoveAll(filepath.Join(srv.Home, ".krad-ade"))
+	if _, err := remote.Install(ctx, h, b); err == nil || !strings.Contains(err.Error(), "none of sha256sum, shasum and openssl") {
+		t.Errorf("without any SHA-256 tool: got %v, want an error that names them", err)
+	}
+}
+
+func TestReadBinary(t *testing.T) {
+	path := staticKrad(t)
+	if _, err := remote.ReadBinary(path, thisPlatform, version.Build); err != nil {
+		t.Fatal(err)
+	}
+	other := remote.Platform{OS: "linux", Arch: "arm64"}
+	if thisPlatform.Arch == "arm64" {
+		other.Arch = "amd64"
+	}
+	if _, err := remote.ReadBinary(path, other, version.Build); err == nil || !strings.Contains(err.Error(), "built for") {
+		t.Errorf("for %v: got %v, want an error about the processor", other, err)
+	}
+	self, err := os.Executable() // the test binary: built with cgo on, and dynamic
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := remote.ReadBinary(self, thisPlatform, version.Build); err == nil {
+		t.Logf("the test binary counts as static here (cgo off?)")
+	}
+	if _, err := remote.ReadBinary(filepath.Join(t.TempDir(), "missing"), thisPlatform, version.Build); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("got %v, want ErrNotExist", err)
+	}
+}
+
+func TestInstallChecksItsInput(t *testing.T) {
+	b := binary(t)
+	for _, tt := range []struct {
+		name string
+		edit func(*remote.Binary)
+	}{
+		{"no version", func(b *remote.Binary) { b.Version = "" }},
+		{"version with a slash", func(b *remote.Binary) { b.Version = "../x" }},
+		{"version starting with a dot", func(b *remote.Binary) { b.Version = ".." }},
+		{"version with a quote", func(b *remote.Binary) { b.Version = "1'2" }},
+		{"no content", func(b *remote.Binary) { b.Content = nil }},
+		{"short sha", func(b *remote.Binary) { b.SHA256 = "abc" }},
+		{"upper case sha", func(b *remote.Binary) { b.SHA256 = strings.ToUpper(b.SHA256) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bb := b
+			tt.edit(&bb)
+			if _, err := remote.Install(context.Background(), nil, bb); err == nil {
+				t.Errorf("got no error")
+			}
+		})
+	}
+}

@@ -1,0 +1,32 @@
+// Package remote prepares an SSH host for krad-ade's terminals: it finds the host's platform,
+// installs the static krad there, and makes the variables the host's terminals get.
+//
+// Everything runs through a [Host], a way to run one command line with a given stdin; [SSH] is
+// the one over an *ssh.Client, each command in a session of its own. Per host the app:
+//
+//  1. calls [Probe] for the [Platform] (`uname -s -m`: linux/amd64 or linux/arm64, anything else an
+//     [*UnsupportedError]);
+//  2. picks the static krad for it ([Platform.StaticName], like krad-linux-arm64), reads it with
+//     [ReadBinary] and calls [Install], which puts it in ~/.krad-ade/bin/<version>/ as krad and
+//     krad-ade-agents, once per version;
+//  3. gives each terminal it opens there the [Vars] of that terminal.
+//
+// The commands are sh scripts from package remote/shell: they run under sh whatever the user's
+// login shell, and report between marker lines, so a ~/.bashrc that prints does not confuse them.
+// The package knows nothing of the agents bus: it moves files and runs commands.
+//
+// # Security model
+//
+// What Install puts in ~/.krad-ade/bin/<version> goes first in the PATH of the host's terminals,
+// where the agents run. So no one but the user may choose it: ~/.krad-ade, bin and the version
+// folder are refused when they are symbolic links, not folders, or owned by another user, and
+// made owner-only (0700) otherwise; the binary is written to a fresh temporary file in that folder,
+// which only the user can enter, checked against the SHA-256 the app computed from its own copy,
+// and renamed over the old names, never written in place, so a terminal never runs half a file.
+// An installed pair is trusted again only if both files are regular files of the user's with that
+// SHA-256.
+//
+// The package does not protect against root on the host, nor against other programs of the same
+// user, which can replace anything in the user's home (their ~/.bashrc included). Variables hold
+// no secret: [Vars] has no field for the token, which lives in the token file (package tokenfile).
+package remote
