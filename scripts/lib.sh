@@ -21,12 +21,15 @@ need_go() {
 
 # build_bin DIR builds the three programs into DIR: krad-ade, krad, and krad-ade-agents (the same
 # executable as krad, chosen by the name it is called by). Without cgo: statically linked
-# programs start about a millisecond sooner, which an agent's hooks calling krad notice.
+# programs start about a millisecond sooner, which an agent's hooks calling krad notice. Beside
+# them, the static krad the app installs on SSH hosts from its own folder: krad-linux-amd64 and
+# krad-linux-arm64 with their .sha256 (build/linux-static/build, which proves them static).
 build_bin() {
   local dir=$1
   mkdir -p "$dir"
   CGO_ENABLED=0 go build -trimpath -o "$dir/" ./cmd/krad-ade ./cmd/krad
   ln -f "$dir/krad" "$dir/krad-ade-agents"
+  build/linux-static/build "$dir" >/dev/null
 }
 
 # need_debs PKG:CMD... installs, through apt-get, each Debian package whose command is missing.

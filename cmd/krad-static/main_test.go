@@ -1,12 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/krad-ade/krad/internal/version"
 )
 
 // The packages the static krad must not link: it finds the bus through the variables only, and
@@ -47,16 +55,118 @@ func TestDeps(t *testing.T) {
 	}
 }
 
-func TestBuildsStatic(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the executable")
+// script is build/linux-static/build, run from the repository's root with args.
+func script(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join("build", "linux-static", "build"), args...)
+	cmd.Dir = filepath.Join("..", "..")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("build/linux-static/build %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
 	}
-	for _, arch := range []string{"amd64", "arm64"} {
-		out := filepath.Join(t.TempDir(), "krad-linux-"+arch)
-		cmd := exec.Command("go", "build", "-o", out, ".")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("CGO_ENABLED=0 GOOS=linux GOARCH=%s go build: %v\n%s", arch, err, b)
-		}
+	return string(out)
+}
+
+// TestBuildScript runs build/linux-static/build as a release would, with a version of its own,
+// and checks what it leaves: for each platform an ELF executable of the right machine, static
+// (no interpreter, nothing dynamic), under 6 MB, its SHA-256 beside it, and the version stamped.
+func TestBuildScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the executables")
+	}
+	if got := strings.TrimSpace(script(t, "--print-version")); got != version.Build {
+		t.Errorf("by default the script stamps %q, want internal/version's %q", got, version.Build)
+	}
+
+	// A version that would split -ldflags is refused before anything is built.
+	bad := exec.Command(filepath.Join("build", "linux-static", "build"), "--version", "1.0 -X main.x=y", t.TempDir())
+	bad.Dir = filepath.Join("..", "..")
+	if msg, err := bad.CombinedOutput(); err == nil || !strings.Contains(string(msg), "is not like 1.2.3") {
+		t.Errorf("--version with a space: got %v, %q, want a refusal", err, msg)
+	}
+
+	const stamped = "9.8.7-test.1"
+	dir := t.TempDir()
+	out := script(t, "--version", stamped, dir)
+	t.Logf("build/linux-static/build said:\n%s", out)
+	for _, tt := range []struct {
+		arch    string
+		machine elf.Machine
+	}{{"amd64", elf.EM_X86_64}, {"arm64", elf.EM_AARCH64}} {
+		t.Run(tt.arch, func(t *testing.T) {
+			path := filepath.Join(dir, "krad-linux-"+tt.arch)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) >= 6_000_000 {
+				t.Errorf("%s is %d bytes, want under 6 MB", path, len(b))
+			}
+			if !strings.Contains(out, fmt.Sprintf("krad-linux-%s  %.2f MB (%d bytes)", tt.arch, float64(len(b))/1e6, len(b))) {
+				t.Errorf("the script did not print the size of krad-linux-%s (%d bytes)", tt.arch, len(b))
+			}
+
+			f, err := elf.NewFile(bytes.NewReader(b))
+			if err != nil {
+				t.Fatalf("%s is not ELF: %v", path, err)
+			}
+			if f.Class != elf.ELFCLASS64 || f.Machine != tt.machine || f.Type != elf.ET_EXEC {
+				t.Errorf("got %s %s %s, want ELFCLASS64 %s ET_EXEC", f.Class, f.Machine, f.Type, tt.machine)
+			}
+			for _, p := range f.Progs {
+				if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
+					t.Errorf("%s has a %s program header: it is not static", path, p.Type)
+				}
+			}
+			if s := f.Section(".dynamic"); s != nil {
+				t.Errorf("%s has a .dynamic section: it is not static", path)
+			}
+			if libs, err := f.ImportedLibraries(); err != nil || len(libs) != 0 {
+				t.Errorf("%s imports libraries %v (%v), want none", path, libs, err)
+			}
+
+			sum, err := os.ReadFile(path + ".sha256")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("%x  krad-linux-%s\n", sha256.Sum256(b), tt.arch); string(sum) != want {
+				t.Errorf("got %s.sha256 %q, want %q", path, sum, want)
+			}
+
+			if tt.arch != runtime.GOARCH || runtime.GOOS != "linux" {
+				return
+			}
+			v, err := exec.Command(path, "version", "--json").Output()
+			if err != nil {
+				t.Fatalf("%s version --json: %v", path, err)
+			}
+			var got struct {
+				Version       string `json:"version"`
+				VariablesOnly bool   `json:"variables_only"`
+			}
+			if err := json.Unmarshal(v, &got); err != nil {
+				t.Fatalf("%s version --json printed %q: %v", path, v, err)
+			}
+			if got.Version != stamped || !got.VariablesOnly {
+				t.Errorf("%s version --json: got %s, want version %q, variables only", path, v, stamped)
+			}
+		})
+	}
+	if t.Failed() {
+		return
+	}
+	// Only the two binaries and their sums: the script's work folder is gone.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"krad-linux-amd64", "krad-linux-amd64.sha256", "krad-linux-arm64", "krad-linux-arm64.sha256"}; !slices.Equal(names, want) {
+		t.Errorf("the folder holds %v, want %v", names, want)
 	}
 }
