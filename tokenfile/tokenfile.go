@@ -1,17 +1,30 @@
-// Package tokenfile reads the owner-only file that holds the bus token on an SSH host.
+// Package tokenfile keeps the bus token in an owner-only file on an SSH host: [Write] puts it
+// there over SSH, [Remove] takes it away, and [Read] is how krad on the host reads it.
 //
 // On this computer krad-ade hands the bus token to its terminals as KRAD_ADE_TOKEN. On an SSH host
 // it writes the token to a file instead and names it in KRAD_ADE_TOKEN_FILE: the token changes each
 // time the app starts, and a file can be rewritten when the app reconnects, where a terminal's
-// environment cannot. krad reads the file on every call, so long-lived terminals on the host keep
-// working across restarts of the app. (The writing side, an atomic owner-only write over SSH, comes
-// with the forwarding manager.)
+// environment cannot. The file is ~/.krad-ade/run/<instance>/token, the same path for each start
+// of the same app instance, and krad reads it on every call, so long-lived terminals on the host
+// keep working across restarts of the app. The app removes the file when it exits cleanly.
 //
 // # Security model
 //
 // Whoever reads the file holds the token, and whoever holds the token can call the bus as any
-// terminal of the app, a lead's included (the caller is declared, not proven). [Read] therefore
-// refuses a file that anyone but its owner could have read or planted:
+// terminal of the app, a lead's included (the caller is declared, not proven).
+//
+// [Write] therefore keeps the token out of everyone else's reach on the way and at rest:
+//
+//   - the token travels on the SSH session's stdin, never in a command line or an environment,
+//     where other users of the host could read it in /proc;
+//   - the folders ~/.krad-ade, run and <instance> must be real folders the user owns: a symbolic
+//     link, anything but a folder, or another user's folder is refused, since whoever controls
+//     the folder chooses where the token goes; the user's own folders are made 0700;
+//   - the token is written with umask 077 to a new temporary file in the instance's folder, checked
+//     to be a regular file of the user's holding all of the token, made 0600, and renamed over the
+//     old file, so a reader sees the old token or the new one, never a mix or nothing.
+//
+// [Read] refuses a file that anyone but its owner could have read or planted:
 //
 //   - a symbolic link: it could point anywhere, and be swapped between a check and the read. The
 //     file is opened with O_NOFOLLOW and checked again once open, so a link swapped in after the
@@ -30,11 +43,14 @@
 //
 // Processes of the same user can read the file, as they can read the user's terminals' environments;
 // the bus protects the app from other users and other machines, not from the user's own programs.
-// Root can read anything. Read does not judge the folder the file is in: the writer makes it
-// owner-only, and a folder others can write lets them remove the file, not plant one Read accepts.
+// Root can read anything. A home folder that other users can write is not defended: they could
+// swap ~/.krad-ade between Write's checks and its use (and replace the user's ~/.bashrc anyway).
+// Read does not judge the folder the file is in: Write makes it owner-only, and a folder others
+// can write lets them remove the file, not plant one Read accepts.
 //
 // Reading token files needs the file's owner and mode bits, so it works on Unix only; elsewhere
-// Read returns an error.
+// Read returns an error. Write and Remove run POSIX sh on the host (see package remote/shell) and
+// work from any system.
 package tokenfile
 
 import (

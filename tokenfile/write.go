@@ -1,0 +1,161 @@
+package tokenfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/remote/shell"
+)
+
+// Host runs commands on an SSH host: remote.SSH gives one over an *ssh.Client (remote.Host has
+// the same method). Run runs command with stdin as its standard input and returns its stdout; when
+// the command exits non-zero, the error says so, with its stderr, and stdout is still returned.
+type Host interface {
+	Run(ctx context.Context, command string, stdin io.Reader) (stdout []byte, err error)
+}
+
+// Write writes tok to ~/.krad-ade/run/<instance>/token on the host and returns the file's
+// absolute path, for KRAD_ADE_TOKEN_FILE. instance names the app instance: the same instance gets
+// the same path each time, and a new Write replaces the token in it atomically, so terminals that
+// outlive the app's restart read the new token from the same path.
+//
+// The token travels on the session's stdin, never in a command line or an environment. On the host
+// one sh script, with umask 077, enters ~/.krad-ade, run and <instance> (creating what is missing,
+// refusing symbolic links, non-folders and other users' folders with a *shell.RefusedError, making
+// its own folders 0700), writes stdin to a new temporary file in the instance's folder, checks that
+// the whole token arrived, and renames the file over token. See the package documentation.
+func Write(ctx context.Context, h Host, instance string, tok api.Token) (path string, err error) {
+	if err := checkInstance(instance); err != nil {
+		return "", fmt.Errorf("write the token file: %w", err)
+	}
+	if tok.IsZero() {
+		return "", errors.New("write the token file: no token")
+	}
+	content := tok.Reveal() + "\n" // the one reveal: onto the session's stdin
+	out, err := h.Run(ctx, writeScript.Command(instance, strconv.Itoa(len(content))), strings.NewReader(content))
+	rep, err := writeScript.Result(out, err)
+	if err != nil {
+		return "", fmt.Errorf("write the token file on the host: %w", err)
+	}
+	if len(rep) != 1 || !isTokenPath(rep[0], instance) {
+		return "", fmt.Errorf("write the token file on the host: the host reported %q, not the file's absolute path", shorten(strings.Join(rep, "\n")))
+	}
+	return rep[0], nil
+}
+
+// Remove removes the token file at path, as Write returned it, from the host: only a path in the
+// host's ~/.krad-ade/run/<instance>/, and only a regular file of the user's. A file that is already
+// gone is no error.
+func Remove(ctx context.Context, h Host, path string) error {
+	instance, ok := instanceOf(path)
+	if !ok {
+		return fmt.Errorf("remove the token file %q: not a path Write returns (…/.krad-ade/run/<instance>/token)", shorten(path))
+	}
+	out, err := h.Run(ctx, removeScript.Command(instance, path), nil)
+	rep, err := removeScript.Result(out, err)
+	if err != nil {
+		return fmt.Errorf("remove the token file %q from the host: %w", path, err)
+	}
+	if len(rep) != 1 || (rep[0] != "removed" && rep[0] != "absent") {
+		return fmt.Errorf("remove the token file %q from the host: the host reported %q", path, shorten(strings.Join(rep, "\n")))
+	}
+	return nil
+}
+
+// ErrInstance says that an instance name is not a short name of lowercase letters, digits and
+// dashes.
+var ErrInstance = errors.New("an instance is 1 to 63 lowercase letters, digits and dashes, starting with a letter or digit")
+
+func checkInstance(s string) error {
+	ok := s != "" && len(s) <= 63 && s[0] != '-'
+	for _, r := range s {
+		ok = ok && ('a' <= r && r <= 'z' || '0' <= r && r <= '9' || r == '-')
+	}
+	if !ok {
+		return ErrInstance
+	}
+	return nil
+}
+
+// isTokenPath says whether p is an absolute path, without control characters, of the token file of
+// instance.
+func isTokenPath(p, instance string) bool {
+	i, ok := instanceOf(p)
+	return ok && i == instance
+}
+
+// instanceOf returns the instance of a token file's path: /…/.krad-ade/run/<instance>/token.
+func instanceOf(p string) (string, bool) {
+	if !path.IsAbs(p) || path.Clean(p) != p || strings.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return "", false
+	}
+	dir, file := path.Split(p)
+	if file != "token" {
+		return "", false
+	}
+	run, instance := path.Split(path.Clean(dir))
+	if !strings.HasSuffix(run, "/.krad-ade/run/") || checkInstance(instance) != nil {
+		return "", false
+	}
+	return instance, true
+}
+
+// shorten keeps the first 200 bytes of s, for a message that %q then escapes.
+func shorten(s string) string {
+	if len(s) > 200 {
+		return strings.ToValidUTF8(s[:200], "") + "…"
+	}
+	return s
+}
+
+// writeScript ($1 instance, $2 the size of the content; the content on stdin) reports the token
+// file's absolute path.
+var writeScript = shell.Script{
+	Name: "TOKENFILE",
+	Body: `
+umask 077;
+krad_home;
+krad_enter .krad-ade "~/.krad-ade";
+krad_enter run "~/.krad-ade/run";
+krad_enter "$1" "~/.krad-ade/run/$1";
+if [ -L token ]; then krad_refuse symlink "~/.krad-ade/run/$1/token"; fi;
+if [ -e token ] && [ ! -f token ]; then krad_refuse notfile "~/.krad-ade/run/$1/token"; fi;
+t=.token.$$.tmp;
+trap 'rm -f "$t"' EXIT; trap 'exit 1' HUP INT TERM PIPE;
+rm -f "$t";
+set -C;
+cat > "$t" || krad_fail "write the token to a temporary file";
+set +C;
+if [ -L "$t" ] || [ ! -f "$t" ] || [ ! -O "$t" ]; then krad_refuse notfile "~/.krad-ade/run/$1/$t"; fi;
+n=$(wc -c < "$t");
+if [ $n -eq "$2" ]; then :; else krad_fail "write the token: $n bytes of $2 arrived"; fi;
+chmod 600 "$t" || krad_fail "make the token file owner-only";
+mv -f "$t" token || krad_fail "rename the token file into place";
+krad_say ok "$(pwd -P)/token";
+`,
+}
+
+// removeScript ($1 instance, $2 the path Write returned) reports "removed", or "absent" when there
+// is no token file.
+var removeScript = shell.Script{
+	Name: "TOKENFILE",
+	Body: `
+krad_home;
+if [ ! -e ".krad-ade/run/$1/token" ] && [ ! -L ".krad-ade/run/$1/token" ]; then krad_say ok absent; exit 0; fi;
+krad_enter .krad-ade "~/.krad-ade";
+krad_enter run "~/.krad-ade/run";
+krad_enter "$1" "~/.krad-ade/run/$1";
+if [ "$(pwd -P)/token" != "$2" ]; then krad_refuse elsewhere "$2"; fi;
+if [ -L token ]; then krad_refuse symlink "~/.krad-ade/run/$1/token"; fi;
+if [ ! -f token ]; then krad_refuse notfile "~/.krad-ade/run/$1/token"; fi;
+if [ ! -O token ]; then krad_refuse owner "~/.krad-ade/run/$1/token"; fi;
+rm -f token || krad_fail "remove the token file";
+krad_say ok removed;
+`,
+}

@@ -1,0 +1,454 @@
+//go:build unix
+
+package tokenfile_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/remote"
+	"github.com/krad-ade/krad/remote/shell"
+	"github.com/krad-ade/krad/remote/sshdtest"
+	"github.com/krad-ade/krad/tokenfile"
+)
+
+// host starts an sshd whose sessions' HOME is a temporary folder, and connects to it.
+func host(t *testing.T) (*sshdtest.Server, tokenfile.Host) {
+	t.Helper()
+	srv := sshdtest.Start(t, sshdtest.Options{})
+	return srv, remote.SSH(srv.Dial(t))
+}
+
+func newToken(t *testing.T) api.Token {
+	t.Helper()
+	tok, err := api.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func mode(t *testing.T, path string) os.FileMode {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Mode()
+}
+
+func ino(t *testing.T, path string) uint64 {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n []string
+	for _, de := range des {
+		n = append(n, de.Name())
+	}
+	return n
+}
+
+func TestWrite(t *testing.T) {
+	srv, h := host(t)
+	ctx := context.Background()
+	tok := newToken(t)
+
+	path, err := tokenfile.Write(ctx, h, "main", tok)
+	if err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	if want := filepath.Join(srv.Home, ".krad-ade", "run", "main", "token"); path != want {
+		t.Errorf("got path %q, want %q", path, want)
+	}
+	if m := mode(t, path); m != 0o600 {
+		t.Errorf("the file has mode %v, want -rw-------", m)
+	}
+	for _, d := range []string{".krad-ade", ".krad-ade/run", ".krad-ade/run/main"} {
+		if m := mode(t, filepath.Join(srv.Home, d)); m != os.ModeDir|0o700 {
+			t.Errorf("~/%s has mode %v, want drwx------", d, m)
+		}
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != tok.Reveal()+"\n" {
+		t.Errorf("the file holds %q (%v), want the token and a newline", b, err)
+	}
+	got, err := tokenfile.Read(path)
+	if err != nil || !got.Equal(tok) {
+		t.Errorf("Read: got a different token, or %v", err)
+	}
+
+	// Another write replaces the file at the same path with a new one.
+	before := ino(t, path)
+	tok2 := newToken(t)
+	path2, err := tokenfile.Write(ctx, h, "main", tok2)
+	if err != nil || path2 != path {
+		t.Fatalf("second write: got %q, %v; want %q", path2, err, path)
+	}
+	if got, err := tokenfile.Read(path); err != nil || !got.Equal(tok2) {
+		t.Errorf("after the second write Read gives another token, or %v", err)
+	}
+	if ino(t, path) == before {
+		t.Errorf("the second write wrote in place, want a new file renamed over the old one")
+	}
+	if n := names(t, filepath.Dir(path)); !slices.Equal(n, []string{"token"}) {
+		t.Errorf("the folder holds %q, want only the token file", n)
+	}
+
+	// Another instance has a path of its own.
+	other, err := tokenfile.Write(ctx, h, "second-1", tok)
+	if err != nil || other != filepath.Join(srv.Home, ".krad-ade", "run", "second-1", "token") {
+		t.Errorf("another instance: got %q, %v", other, err)
+	}
+}
+
+func TestWriteNoisyShell(t *testing.T) {
+	srv, h := host(t)
+	bashrc := "echo 'Welcome to the build box'\necho 'conda: base' >&2\nprintf 'no newline'\n"
+	if err := os.WriteFile(filepath.Join(srv.Home, ".bashrc"), []byte(bashrc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tok := newToken(t)
+	path, err := tokenfile.Write(context.Background(), h, "main", tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tokenfile.Read(path); err != nil || !got.Equal(tok) {
+		t.Errorf("Read: got another token, or %v", err)
+	}
+}
+
+func TestWriteFixesLooseFolders(t *testing.T) {
+	srv, h := host(t)
+	dir := filepath.Join(srv.Home, ".krad-ade", "run", "main")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(srv.Home, ".krad-ade"), 0o755)
+	os.Chmod(filepath.Join(srv.Home, ".krad-ade", "run"), 0o777)
+	os.Chmod(dir, 0o750)
+	if _, err := tokenfile.Write(context.Background(), h, "main", newToken(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{".krad-ade", ".krad-ade/run", ".krad-ade/run/main"} {
+		if m := mode(t, filepath.Join(srv.Home, d)); m != os.ModeDir|0o700 {
+			t.Errorf("~/%s has mode %v, want drwx------", d, m)
+		}
+	}
+}
+
+func TestWriteRefuses(t *testing.T) {
+	ctx := context.Background()
+	refused := func(t *testing.T, err error, path, reason, msg string) {
+		t.Helper()
+		var re *shell.RefusedError
+		if !errors.As(err, &re) || re.Path != path || re.Reason != reason {
+			t.Fatalf("got %v, want %s refused (%s)", err, path, reason)
+		}
+		if want := "write the token file on the host: " + msg; err.Error() != want {
+			t.Errorf("got %q, want %q", err, want)
+		}
+	}
+
+	t.Run("symlinked run folder", func(t *testing.T) {
+		srv, h := host(t)
+		target := t.TempDir()
+		targetMode := mode(t, target)
+		os.Mkdir(filepath.Join(srv.Home, ".krad-ade"), 0o700)
+		if err := os.Symlink(target, filepath.Join(srv.Home, ".krad-ade", "run")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tokenfile.Write(ctx, h, "main", newToken(t))
+		refused(t, err, "~/.krad-ade/run", "symlink", "~/.krad-ade/run is a symbolic link: refused; remove it")
+		if n := names(t, target); len(n) != 0 {
+			t.Errorf("the link's target holds %q, want it untouched", n)
+		}
+		if m := mode(t, target); m != targetMode {
+			t.Errorf("the link's target has mode %v, want it untouched (%v)", m, targetMode)
+		}
+	})
+
+	t.Run("symlinked home folder", func(t *testing.T) {
+		srv, h := host(t)
+		target := t.TempDir()
+		if err := os.Symlink(target, filepath.Join(srv.Home, ".krad-ade")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tokenfile.Write(ctx, h, "main", newToken(t))
+		refused(t, err, "~/.krad-ade", "symlink", "~/.krad-ade is a symbolic link: refused; remove it")
+		if n := names(t, target); len(n) != 0 {
+			t.Errorf("the link's target holds %q, want it untouched", n)
+		}
+	})
+
+	t.Run("symlinked token file", func(t *testing.T) {
+		srv, h := host(t)
+		dir := filepath.Join(srv.Home, ".krad-ade", "run", "main")
+		os.MkdirAll(dir, 0o700)
+		target := filepath.Join(t.TempDir(), "elsewhere")
+		os.WriteFile(target, []byte("theirs\n"), 0o644)
+		if err := os.Symlink(target, filepath.Join(dir, "token")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := tokenfile.Write(ctx, h, "main", newToken(t))
+		refused(t, err, "~/.krad-ade/run/main/token", "symlink", "~/.krad-ade/run/main/token is a symbolic link: refused; remove it")
+		if b, _ := os.ReadFile(target); string(b) != "theirs\n" {
+			t.Errorf("the link's target holds %q, want it untouched", b)
+		}
+	})
+
+	t.Run("a file where a folder goes", func(t *testing.T) {
+		srv, h := host(t)
+		os.WriteFile(filepath.Join(srv.Home, ".krad-ade"), nil, 0o600)
+		_, err := tokenfile.Write(ctx, h, "main", newToken(t))
+		refused(t, err, "~/.krad-ade", "notdir", "~/.krad-ade is not a folder: refused; remove it")
+	})
+
+	t.Run("a folder where the token goes", func(t *testing.T) {
+		srv, h := host(t)
+		os.MkdirAll(filepath.Join(srv.Home, ".krad-ade", "run", "main", "token"), 0o700)
+		_, err := tokenfile.Write(ctx, h, "main", newToken(t))
+		refused(t, err, "~/.krad-ade/run/main/token", "notfile", "~/.krad-ade/run/main/token is not a regular file: refused; remove it")
+	})
+
+	t.Run("another user's folder", func(t *testing.T) {
+		if os.Getuid() != 0 {
+			t.Skip("making a folder that another user owns needs root")
+		}
+		srv, h := host(t)
+		run := filepath.Join(srv.Home, ".krad-ade", "run")
+		os.MkdirAll(run, 0o700)
+		if err := os.Chown(run, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(run, 0o777)
+		_, err := tokenfile.Write(ctx, h, "main", newToken(t))
+		refused(t, err, "~/.krad-ade/run", "owner", "~/.krad-ade/run is owned by another user: refused; remove it (as its owner or root)")
+		if n := names(t, run); len(n) != 0 {
+			t.Errorf("the folder holds %q, want nothing written", n)
+		}
+		if m := mode(t, run); m != os.ModeDir|0o777 {
+			t.Errorf("the folder has mode %v, want it untouched", m)
+		}
+	})
+}
+
+func TestWriteChecksItsInput(t *testing.T) {
+	ctx := context.Background()
+	for _, instance := range []string{"", "Main", "-x", "a/b", "..", "a b", "a'b", "a\nb", strings.Repeat("a", 64)} {
+		if _, err := tokenfile.Write(ctx, nil, instance, newToken(t)); !errors.Is(err, tokenfile.ErrInstance) {
+			t.Errorf("instance %q: got %v, want ErrInstance", instance, err)
+		}
+	}
+	if _, err := tokenfile.Write(ctx, nil, "main", api.Token{}); err == nil {
+		t.Errorf("the zero token: got no error")
+	}
+}
+
+// cutHost passes only the first n bytes of stdin on, as a connection that drops mid-write would.
+type cutHost struct {
+	tokenfile.Host
+	n int64
+}
+
+func (h cutHost) Run(ctx context.Context, command string, stdin io.Reader) ([]byte, error) {
+	return h.Host.Run(ctx, command, io.LimitReader(stdin, h.n))
+}
+
+func TestWriteCutShort(t *testing.T) {
+	_, h := host(t)
+	ctx := context.Background()
+	tok := newToken(t)
+	path, err := tokenfile.Write(ctx, h, "main", tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tokenfile.Write(ctx, cutHost{h, 10}, "main", newToken(t))
+	var ee *remote.ExitError
+	if !errors.As(err, &ee) || !strings.Contains(err.Error(), "write the token: 10 bytes of 33 arrived") {
+		t.Fatalf("got %v, want an error that says the token did not arrive whole", err)
+	}
+	if got, err := tokenfile.Read(path); err != nil || !got.Equal(tok) {
+		t.Errorf("after a cut write Read gives another token, or %v: want the old one, whole", err)
+	}
+	if n := names(t, filepath.Dir(path)); !slices.Equal(n, []string{"token"}) {
+		t.Errorf("the folder holds %q, want only the token file", n)
+	}
+}
+
+// TestTokenNeverOnTheCommandLine samples every process's command line and environment on the
+// host while tokens are written, and looks for them. A canary on a command line and another in an
+// environment, each in a command as short-lived as a write, prove that the sampling would see a
+// token sent that way.
+func TestTokenNeverOnTheCommandLine(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("needs /proc")
+	}
+	srv, h := host(t)
+	ctx := context.Background()
+	const writes = 60
+	var secrets []string
+	var tokens []api.Token
+	for range writes {
+		tok := newToken(t)
+		tokens = append(tokens, tok)
+		secrets = append(secrets, tok.Reveal())
+	}
+	argCanary, envCanary := "canary-"+newToken(t).Reveal(), "canary-"+newToken(t).Reveal()
+	w := watch(t, append([]string{argCanary, envCanary}, secrets...))
+
+	for _, tok := range tokens {
+		if _, err := tokenfile.Write(ctx, h, "main", tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The canaries go the way a careless writer would send the token: as an argument of the
+	// command, or in its environment, for a process that reads stdin and ends, like a write's.
+	for range 20 {
+		if _, err := h.Run(ctx, "sh -c 'cat > /dev/null' sh "+argCanary, strings.NewReader("x\n")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.Run(ctx, "env KRAD_CANARY="+envCanary+" sh -c 'cat > /dev/null'", strings.NewReader("x\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := w.stop()
+	if !seen[argCanary] || !seen[envCanary] {
+		t.Fatalf("the watcher missed the canaries (command line: %v, environment: %v): it proves nothing", seen[argCanary], seen[envCanary])
+	}
+	for i, s := range secrets {
+		if seen[s] {
+			t.Errorf("token %d of %d was in a process's command line or environment on the host", i+1, writes)
+		}
+		if strings.Contains(srv.Log(), s) {
+			t.Errorf("token %d of %d is in sshd's log", i+1, writes)
+		}
+	}
+	t.Logf("%d samples of every process while %d tokens were written", w.samples, writes)
+}
+
+type watcher struct {
+	done    chan struct{}
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	seen    map[string]bool
+	samples int
+}
+
+// watch reads /proc/*/cmdline and /proc/*/environ of every process, over and over, until stop, and
+// records which of secrets it saw.
+func watch(t *testing.T, secrets []string) *watcher {
+	w := &watcher{done: make(chan struct{}), seen: map[string]bool{}}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		for {
+			select {
+			case <-w.done:
+				return
+			default:
+			}
+			dirs, _ := filepath.Glob("/proc/[0-9]*")
+			for _, d := range dirs {
+				for _, f := range []string{"cmdline", "environ"} {
+					b, err := os.ReadFile(filepath.Join(d, f))
+					if err != nil || len(b) == 0 {
+						continue
+					}
+					for _, s := range secrets {
+						if bytes.Contains(b, []byte(s)) {
+							w.mu.Lock()
+							w.seen[s] = true
+							w.mu.Unlock()
+						}
+					}
+				}
+			}
+			w.mu.Lock()
+			w.samples++
+			w.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { w.stop() })
+	return w
+}
+
+func (w *watcher) stop() map[string]bool {
+	select {
+	case <-w.done:
+	default:
+		close(w.done)
+	}
+	w.wg.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen
+}
+
+func TestRemove(t *testing.T) {
+	srv, h := host(t)
+	ctx := context.Background()
+	path, err := tokenfile.Write(ctx, h, "main", newToken(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tokenfile.Remove(ctx, h, path); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the file is still there: %v", err)
+	}
+	if err := tokenfile.Remove(ctx, h, path); err != nil {
+		t.Errorf("removing a file that is gone: %v, want no error", err)
+	}
+
+	for _, p := range []string{"", "token", "/etc/passwd", srv.Home + "/.krad-ade/run/main/other", srv.Home + "/.krad-ade/run/../run/main/token", srv.Home + "/.krad-ade/run/Main/token", srv.Home + "/.krad-ade/bin/main/token"} {
+		if err := tokenfile.Remove(ctx, nil, p); err == nil {
+			t.Errorf("remove %q: got no error", p)
+		}
+	}
+
+	// A path under another home, even with the right shape, is not this host's token file.
+	if _, err := tokenfile.Write(ctx, h, "main", newToken(t)); err != nil {
+		t.Fatal(err)
+	}
+	err = tokenfile.Remove(ctx, h, "/elsewhere/.krad-ade/run/main/token")
+	var re *shell.RefusedError
+	if !errors.As(err, &re) || re.Reason != "elsewhere" {
+		t.Errorf("got %v, want the path refused as not this host's", err)
+	}
+	if _, err := os.Lstat(path); err != nil {
+		t.Errorf("the token file was removed: %v", err)
+	}
+
+	// A symbolic link in the token file's place is refused, and its target kept.
+	target := filepath.Join(t.TempDir(), "kept")
+	os.WriteFile(target, []byte("kept"), 0o600)
+	os.Remove(path)
+	os.Symlink(target, path)
+	if err := tokenfile.Remove(ctx, h, path); !errors.As(err, &re) || re.Reason != "symlink" {
+		t.Errorf("got %v, want the link refused", err)
+	}
+	if _, err := os.Stat(target); err != nil {
+		t.Errorf("the link's target is gone: %v", err)
+	}
+}
