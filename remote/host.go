@@ -41,14 +41,15 @@ type sshHost struct{ c *ssh.Client }
 
 func (h sshHost) Run(ctx context.Context, command string, stdin io.Reader) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("run on the host: %w", err)
 	}
 	s, err := h.c.NewSession()
 	if err != nil {
 		return nil, fmt.Errorf("open an ssh session: %w", err)
 	}
 	defer s.Close()
-	stdout := &limitWriter{max: MaxStdout, err: ErrStdoutTooLong}
+	// A command that prints without end is cut off: the session is closed, as on a cancel.
+	stdout := &limitWriter{max: MaxStdout, full: func() { s.Close() }}
 	stderr := &capWriter{max: MaxStderr}
 	s.Stdin, s.Stdout, s.Stderr = stdin, stdout, stderr
 	done := make(chan error, 1)
@@ -64,6 +65,9 @@ func (h sshHost) Run(ctx context.Context, command string, stdin io.Reader) ([]by
 		return stdout.bytes(), fmt.Errorf("run on the host: %w", context.Cause(ctx))
 	}
 	out := stdout.bytes()
+	if stdout.overflowed() {
+		return out, ErrStdoutTooLong
+	}
 	var exit *ssh.ExitError
 	var missing *ssh.ExitMissingError
 	switch {
@@ -73,8 +77,6 @@ func (h sshHost) Run(ctx context.Context, command string, stdin io.Reader) ([]by
 		return out, &ExitError{Status: exit.ExitStatus(), Signal: exit.Signal(), Stderr: stderr.bytes(), Truncated: stderr.cut()}
 	case errors.As(err, &missing):
 		return out, &ExitError{Status: -1, Stderr: stderr.bytes(), Truncated: stderr.cut()}
-	case errors.Is(err, ErrStdoutTooLong):
-		return out, err
 	}
 	return out, fmt.Errorf("run on the host: %w", err)
 }
@@ -106,21 +108,33 @@ func (e *ExitError) Error() string {
 	return b.String()
 }
 
-// limitWriter keeps what is written, and fails once more than max bytes come.
+// limitWriter keeps what is written, and fails once more than max bytes come, calling full the
+// first time.
 type limitWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-	err error
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	max  int
+	full func()
+	over bool
 }
 
 func (w *limitWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.buf.Len()+len(p) > w.max {
-		return 0, w.err
+		if !w.over {
+			w.over = true
+			go w.full() // not under the lock: closing the session may wait for this writer
+		}
+		return 0, ErrStdoutTooLong
 	}
 	return w.buf.Write(p)
+}
+
+func (w *limitWriter) overflowed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.over
 }
 
 func (w *limitWriter) bytes() []byte {

@@ -64,9 +64,11 @@ func TestRun(t *testing.T) {
 	})
 
 	t.Run("stdout limit", func(t *testing.T) {
-		_, err := h.Run(ctx, "head -c 2000000 /dev/zero", nil)
-		if !errors.Is(err, remote.ErrStdoutTooLong) {
-			t.Errorf("got %v, want ErrStdoutTooLong", err)
+		for _, cmd := range []string{"head -c 2000000 /dev/zero", "yes"} {
+			_, err := h.Run(ctx, cmd, nil)
+			if !errors.Is(err, remote.ErrStdoutTooLong) {
+				t.Errorf("%s: got %v, want ErrStdoutTooLong", cmd, err)
+			}
 		}
 	})
 
