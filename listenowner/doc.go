@@ -18,8 +18,11 @@
 //
 // # How
 //
-// On Linux, Check reads /proc/net/tcp and /proc/net/tcp6 (the network namespace of the calling
-// process, which is the connection's: loopback does not cross namespaces). It looks for the far
+// On Linux, Check asks the kernel through sock_diag netlink for just the sockets that matter, the
+// far end of conn and the TCP listeners, and reads /proc/net/tcp and /proc/net/tcp6 where
+// netlink is refused; both see the network namespace of the calling process, which is the
+// connection's (loopback does not cross namespaces), and tests hold both to the same answers. It
+// looks for the far
 // end of conn itself, once a process accepted it: that process reads what is written, and the
 // line's uid is its user. Before the accept, the connection waits in the queue of the listener
 // the kernel handed it to, which it finds the way the kernel does: bound to the address itself
@@ -47,8 +50,9 @@
 // listener closes, so no listener that takes the port after Check can receive what was written
 // on a connection Check passed; and once accepted, the accepting process is what Check judges.
 //
-// Each read of /proc/net/tcp walks the kernel's table of every TCP socket of the host, whatever
-// the namespace: Check costs about 2 ms on an idle machine and 40 ms on one holding 30,000
-// connections in TIME_WAIT (BenchmarkCheck). It reads tcp6 only when tcp does not settle the
-// question, and parses only the lines of the endpoint's port.
+// Cost: through sock_diag, Check takes about 0.1 ms (BenchmarkCheck), however many connections
+// the host holds. Each read of /proc/net/tcp walks the kernel's table of every TCP socket,
+// TIME_WAIT ones included: about 2 ms on an idle machine and 40 ms on one holding 30,000
+// connections in TIME_WAIT. The fallback reads tcp6 only when tcp does not settle the question,
+// and parses only the lines of the endpoint's port.
 package listenowner

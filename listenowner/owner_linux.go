@@ -40,6 +40,19 @@ func owner(conn net.Conn) (netip.AddrPort, int, error) {
 	if err != nil {
 		return remote, -1, err
 	}
+	// sock_diag first: it asks for just the sockets wanted. /proc/net/tcp when it is refused.
+	if sockets, err := diagSockets(local, remote); err == nil {
+		found := servers(sockets, local, remote)
+		if len(found) == 0 {
+			return remote, -1, fmt.Errorf("%w at %s", ErrNoListener, remote)
+		}
+		return remote, uidOf(found), nil
+	}
+	return ownerFromProc(local, remote)
+}
+
+// ownerFromProc is owner from /proc/net/tcp and /proc/net/tcp6.
+func ownerFromProc(local, remote netip.AddrPort) (netip.AddrPort, int, error) {
 	// An IPv4 connection may be served from either table (a dual-stack [::] listener is in
 	// tcp6), an IPv6 one only from tcp6. Each read walks the kernel's whole table of the host's
 	// connections, so tcp6 is left unread when tcp holds the answer already: the far end, which

@@ -81,6 +81,9 @@ func TestCheckOurs(t *testing.T) {
 					if uid, err := listenowner.Owner(conn); uid != os.Getuid() || err != nil {
 						t.Errorf("Owner: got %d, %v, want %d", uid, err, os.Getuid())
 					}
+					if uid, err := listenowner.ProcOwner(conn); uid != os.Getuid() || err != nil {
+						t.Errorf("from /proc: got %d, %v, want %d", uid, err, os.Getuid())
+					}
 				})
 			}
 		}
@@ -123,6 +126,9 @@ func TestCheckForeign(t *testing.T) {
 						}
 						if uid, err := listenowner.Owner(conn); uid != listenownertest.Nobody || err != nil {
 							t.Errorf("Owner: got %d, %v, want %d", uid, err, listenownertest.Nobody)
+						}
+						if uid, err := listenowner.ProcOwner(conn); uid != listenownertest.Nobody || err != nil {
+							t.Errorf("from /proc: got %d, %v, want %d", uid, err, listenownertest.Nobody)
 						}
 						if accept {
 							conn.Close()
