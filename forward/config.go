@@ -1,0 +1,141 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Defaults for what neither Config nor ssh_config sets.
+const (
+	DefaultConnectTimeout      = 15 * time.Second
+	DefaultServerAliveInterval = 15 * time.Second
+	DefaultServerAliveCountMax = 3
+	DefaultMinBackoff          = 250 * time.Millisecond
+	DefaultMaxBackoff          = 30 * time.Second
+)
+
+// None, as a file or socket in Config, means no file or socket at all, as ssh -F none does.
+const None = "none"
+
+// Config describes one SSH environment's connection. Host and Target are required; the zero
+// value of every other field means ssh's own default.
+type Config struct {
+	// Host is the SSH host as ssh takes it on its command line: a Host alias of ssh_config
+	// ("buildbox"), or [user@]host[:port]. A user or port given here wins over ssh_config's.
+	Host string
+
+	// Target opens a connection to what the forward leads to (the local bus), once for each
+	// connection accepted on the host. The two are piped together both ways, with half-close.
+	Target func(ctx context.Context) (net.Conn, error)
+
+	// OnConnect, when set, runs after each (re)connect, once the forward is open and checked and
+	// before the state says connected: the caller's own steps on the new client (write the token
+	// file, install the CLI, attach tmux). Its ctx ends when the connection does. An error is
+	// treated as a failed connect: retried, unless it is wrapped in [Permanent].
+	OnConnect func(ctx context.Context, client *ssh.Client, fwd Forward) error
+
+	// OnStatus, when set, is called with each new status, in order, from Run's goroutine. It
+	// should return quickly.
+	OnStatus func(Status)
+
+	// OnWarning, when set, is called once for each ssh_config line the package could not read
+	// and left out. Without it warnings go to Logger.
+	OnWarning func(Warning)
+
+	// Logger receives the details: connections accepted and refused, a stale session ended.
+	// Nil discards them.
+	Logger *slog.Logger
+
+	// UserConfig is the user's ssh_config file, ~/.ssh/config if empty; SystemConfig the
+	// system-wide one, /etc/ssh/ssh_config if empty. [None] reads no file.
+	UserConfig, SystemConfig string
+
+	// KnownHosts is the user's known_hosts file, ~/.ssh/known_hosts (and known_hosts2) if empty.
+	// A UserKnownHostsFile in ssh_config wins over it. Unknown host keys accepted under
+	// StrictHostKeyChecking accept-new are added to it.
+	KnownHosts string
+
+	// AgentSocket is the ssh-agent's socket, $SSH_AUTH_SOCK if empty; [None] uses no agent. An
+	// IdentityAgent in ssh_config wins over it.
+	AgentSocket string
+
+	// Home is the folder "~" and %d stand for, and where OpenSSH's default identity files are
+	// looked for; the user's home if empty.
+	Home string
+
+	// ConnectTimeout, ServerAliveInterval and ServerAliveCountMax, when not zero, win over
+	// ssh_config's values, as ssh -o does. They take durations shorter than a second, which
+	// ssh_config cannot.
+	ConnectTimeout      time.Duration
+	ServerAliveInterval time.Duration
+	ServerAliveCountMax int
+
+	// PreferredPort is the port to ask the host for on the first connect, for instance the one
+	// the app had before it restarted; 0 lets the host choose. Later reconnects ask for the port
+	// of the connection before.
+	PreferredPort int
+
+	// Dialer, when set, opens the TCP connection to the first hop instead of net.Dialer. Tests
+	// route it through a proxy they control.
+	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// MinBackoff and MaxBackoff bound the wait between failed connects: it starts at MinBackoff,
+	// doubles up to MaxBackoff, and is jittered by ±20%. Defaults 250 ms and 30 s.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// check validates c and fills in its defaults.
+func (c Config) check() (Config, error) {
+	if c.Host == "" {
+		return c, errors.New("forward: Config.Host is empty")
+	}
+	if c.Target == nil {
+		return c, errors.New("forward: Config.Target is nil")
+	}
+	if c.PreferredPort < 0 || c.PreferredPort > 65535 {
+		return c, errors.New("forward: Config.PreferredPort out of range")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.MinBackoff <= 0 {
+		c.MinBackoff = DefaultMinBackoff
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	c.MaxBackoff = max(c.MaxBackoff, c.MinBackoff)
+	if c.Dialer == nil {
+		var d net.Dialer
+		c.Dialer = d.DialContext
+	}
+	return c, nil
+}
+
+// home returns the folder "~" stands for.
+func (c Config) home() string {
+	if c.Home != "" {
+		return c.Home
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return h
+	}
+	return "/"
+}
+
+// agentSocket returns the agent's socket as Config gives it: "" for none.
+func (c Config) agentSocket() string {
+	switch c.AgentSocket {
+	case None:
+		return ""
+	case "":
+		return os.Getenv("SSH_AUTH_SOCK")
+	}
+	return c.AgentSocket
+}

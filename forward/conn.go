@@ -1,0 +1,280 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// State is where a connection stands.
+type State int
+
+const (
+	// Connecting: dialing, authenticating, opening and checking the forward, running OnConnect.
+	Connecting State = iota
+	// Connected: the forward is open and served; Status.Addr says where on the host.
+	Connected
+	// Retrying: the last attempt failed with an error a retry may fix; the next one is due in
+	// Status.RetryIn.
+	Retrying
+	// Failed: an error retrying cannot fix (a host key, authentication, forwarding forbidden,
+	// GatewayPorts, a bad setting). Run has returned it.
+	Failed
+	// Stopped: Run's context ended.
+	Stopped
+)
+
+func (s State) String() string {
+	switch s {
+	case Connecting:
+		return "connecting"
+	case Connected:
+		return "connected"
+	case Retrying:
+		return "retrying"
+	case Failed:
+		return "failed"
+	case Stopped:
+		return "stopped"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// Status is a connection's state and what goes with it.
+type Status struct {
+	State State
+	Since time.Time
+	// Addr is the forwarded address on the host, when connected: "127.0.0.1:41877".
+	Addr string
+	// PortChanged is set when connected on another port than the one asked for.
+	PortChanged *PortChanged
+	// Err is why the last attempt or connection ended: set when retrying or failed, and when
+	// connecting again after a connection was lost.
+	Err error
+	// RetryIn is the wait before the next attempt, when retrying.
+	RetryIn time.Duration
+}
+
+// String is the status as people read it: "connecting", "connected: 127.0.0.1:41877 on the
+// host", "retrying in 8s: <error>", "failed: <error>", "stopped".
+func (s Status) String() string {
+	switch s.State {
+	case Connected:
+		return fmt.Sprintf("connected: %s on the host", s.Addr)
+	case Retrying:
+		return fmt.Sprintf("retrying in %s: %v", roundWait(s.RetryIn), s.Err)
+	case Failed:
+		return fmt.Sprintf("failed: %v", s.Err)
+	case Connecting:
+		if s.Err != nil {
+			return fmt.Sprintf("connecting (after: %v)", s.Err)
+		}
+	}
+	return s.State.String()
+}
+
+func roundWait(d time.Duration) time.Duration {
+	if d >= time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(10 * time.Millisecond)
+}
+
+// Conn is one supervised SSH connection with its reverse forward. Make it with [New], run it
+// with [Conn.Run]; the other methods may be called from any goroutine.
+type Conn struct {
+	cfg    Config // checked, defaults filled in
+	cfgErr error
+
+	running atomic.Bool
+
+	mu     sync.Mutex
+	status Status
+	client *ssh.Client
+	fwd    Forward
+	warned map[Warning]bool
+
+	// Carried from one connection to the next; only Run's goroutine touches them.
+	port int          // the port to ask for
+	prev *hostSession // the sshd session of the connection before
+}
+
+// New returns a Conn for cfg. Nothing happens until Run; a cfg missing Host or Target makes Run
+// fail.
+func New(cfg Config) *Conn {
+	checked, err := cfg.check()
+	return &Conn{cfg: checked, cfgErr: err, port: cfg.PreferredPort, status: Status{State: Connecting, Since: time.Now()}, warned: map[Warning]bool{}}
+}
+
+// Status returns the connection's current status.
+func (c *Conn) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status
+}
+
+// Client returns the live SSH client while connected, else nil. It is closed under the caller
+// when the connection is lost.
+func (c *Conn) Client() *ssh.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.client
+}
+
+// Addr returns the forwarded address on the host while connected ("127.0.0.1:41877"), else "".
+func (c *Conn) Addr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.client == nil {
+		return ""
+	}
+	return c.fwd.Addr
+}
+
+func (c *Conn) setStatus(s Status) {
+	s.Since = time.Now()
+	c.mu.Lock()
+	c.status = s
+	c.mu.Unlock()
+	if c.cfg.OnStatus != nil {
+		c.cfg.OnStatus(s)
+	}
+}
+
+// Run keeps the connection up until ctx ends, then closes it and returns nil. It reconnects
+// after every loss, at once after a connection that had proved healthy (it answered a
+// keepalive), else after a wait that starts at MinBackoff and doubles up to MaxBackoff, jittered
+// by ±20%. It returns the error when one comes that retrying cannot fix; the state is then
+// Failed. Run may be called again after it returned, not twice at once.
+func (c *Conn) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("forward: Run is already running")
+	}
+	defer c.running.Store(false)
+	if c.cfgErr != nil {
+		c.setStatus(Status{State: Failed, Err: c.cfgErr})
+		return c.cfgErr
+	}
+
+	failures := 1 // so that a first attempt that fails waits MinBackoff before the next
+	var last error
+	for {
+		c.setStatus(Status{State: Connecting, Err: last})
+		healthy, err := c.connectOnce(ctx)
+		if ctx.Err() != nil {
+			c.setStatus(Status{State: Stopped})
+			return nil
+		}
+		if isPermanent(err) {
+			c.setStatus(Status{State: Failed, Err: err})
+			return err
+		}
+		last = err
+		if healthy {
+			failures = 0
+		}
+		if failures > 0 {
+			wait := c.backoff(failures)
+			c.setStatus(Status{State: Retrying, Err: err, RetryIn: wait})
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				c.setStatus(Status{State: Stopped})
+				return nil
+			case <-t.C:
+			}
+		}
+		failures++
+	}
+}
+
+// backoff is the wait after the nth failure in a row (n ≥ 1).
+func (c *Conn) backoff(n int) time.Duration {
+	d := c.cfg.MinBackoff
+	for i := 1; i < n && d < c.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, c.cfg.MaxBackoff)
+	jitter := 0.8 + 0.4*rand.Float64()
+	return time.Duration(float64(d) * jitter)
+}
+
+// connectOnce makes one connection and serves it until it ends. healthy says whether it
+// answered a keepalive before it did.
+func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
+	h, warnings, err := c.cfg.Resolve()
+	c.warn(warnings)
+	if err != nil {
+		return false, err
+	}
+	l, err := dial(ctx, c.cfg, h)
+	if err != nil {
+		return false, err
+	}
+	defer l.close()
+	stop := context.AfterFunc(ctx, l.close)
+	defer stop()
+
+	var proved atomic.Bool
+	go l.keepalive(h.ServerAliveInterval, h.ServerAliveCountMax, func() { proved.Store(true) }, c.cfg.Logger)
+
+	ln, fwd, err := c.openForward(l.ctx, l, h, c.port, c.prev)
+	if err != nil {
+		return proved.Load(), l.cause(err)
+	}
+	ready := make(chan struct{})
+	go c.serve(l.ctx, ln, ready)
+
+	info, err := readHostInfo(l.ctx, l.client)
+	if err != nil {
+		return proved.Load(), l.cause(fmt.Errorf("check the forward on the host: %w", err))
+	}
+	if err := checkLoopback(info.sockets, fwd.Port); err != nil {
+		l.close()
+		return false, err
+	}
+	close(ready)
+	c.port = fwd.Port
+	c.prev = &info.session
+
+	if c.cfg.OnConnect != nil {
+		if err := c.cfg.OnConnect(l.ctx, l.client, fwd); err != nil {
+			return proved.Load(), l.cause(fmt.Errorf("on connect: %w", err))
+		}
+	}
+
+	c.mu.Lock()
+	c.client, c.fwd = l.client, fwd
+	c.mu.Unlock()
+	c.setStatus(Status{State: Connected, Addr: fwd.Addr, PortChanged: fwd.Changed})
+	<-l.ctx.Done()
+	c.mu.Lock()
+	c.client, c.fwd = nil, Forward{}
+	c.mu.Unlock()
+	return proved.Load(), l.cause(nil)
+}
+
+// warn reports each warning once for the life of c.
+func (c *Conn) warn(ws []Warning) {
+	for _, w := range ws {
+		c.mu.Lock()
+		seen := c.warned[w]
+		c.warned[w] = true
+		c.mu.Unlock()
+		if seen {
+			continue
+		}
+		if c.cfg.OnWarning != nil {
+			c.cfg.OnWarning(w)
+		} else {
+			c.cfg.Logger.Warn("ssh config line skipped", "file", w.File, "line", w.Line, "reason", w.Reason)
+		}
+	}
+}

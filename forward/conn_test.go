@@ -1,0 +1,423 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+func TestConnectKeyFile(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	e.writeConfig(hostBlock("build", s, "IdentityFile ~/.ssh/id_ed25519"))
+	e.trust(s.knownHostsLine(0))
+
+	var onConnect []Forward
+	cfg := e.cfg("build")
+	cfg.OnConnect = func(ctx context.Context, client *ssh.Client, fwd Forward) error {
+		// The caller's steps run on the new client, before the state says connected.
+		sess, err := client.NewSession()
+		if err != nil {
+			return err
+		}
+		defer sess.Close()
+		out, err := sess.Output("echo hello")
+		if err != nil || strings.TrimSpace(string(out)) != "hello" {
+			return errors.New("echo hello did not say hello")
+		}
+		onConnect = append(onConnect, fwd)
+		return nil
+	}
+	r := run(t, cfg)
+	st, _ := r.connected(0)
+
+	if !strings.HasPrefix(st.Addr, "127.0.0.1:") || st.Addr != r.c.Addr() || r.c.Client() == nil {
+		t.Fatalf("status %v, Addr() %q, Client() %v", st, r.c.Addr(), r.c.Client())
+	}
+	if len(onConnect) != 1 || onConnect[0].Addr != st.Addr || onConnect[0].Changed != nil {
+		t.Errorf("OnConnect saw %+v, want the forward %s", onConnect, st.Addr)
+	}
+	if got, want := st.String(), "connected: "+st.Addr+" on the host"; got != want {
+		t.Errorf("Status.String() = %q, want %q", got, want)
+	}
+	carries(t, st.Addr)
+	// Half-close with nothing sent: the target sees the end of input and closes.
+	if got, err := roundTrip(st.Addr, nil); err != nil || len(got) != 0 {
+		t.Errorf("empty round trip: %q, %v", got, err)
+	}
+}
+
+func TestConnectAgent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	sock := agentFor(t, e.key)
+	os.Remove(e.key) // only the agent has it now
+	e.writeConfig(hostBlock("build", s))
+	e.trust(s.knownHostsLine(0))
+
+	cfg := e.cfg("build")
+	cfg.AgentSocket = sock
+	r := run(t, cfg)
+	st, _ := r.connected(0)
+	carries(t, st.Addr)
+}
+
+// With IdentitiesOnly, the agent offers only the keys of the identity files: here the one key
+// it holds is the encrypted identity file's, which is never prompted for.
+func TestAgentIdentitiesOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	other := filepath.Join(e.home, "other")
+	keygen(t, other, "ed25519", "")
+	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub", other + ".pub"}})
+	sock := agentFor(t, e.key)
+	// Encrypt the file now that the agent holds the key.
+	if out, err := exec.Command("ssh-keygen", "-q", "-p", "-P", "", "-N", "secret", "-f", e.key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen -p: %v: %s", err, out)
+	}
+	e.trust(s.knownHostsLine(0))
+
+	t.Run("the agent's copy of the encrypted identity", func(t *testing.T) {
+		e.writeConfig(hostBlock("build", s, "IdentityFile ~/.ssh/id_ed25519", "IdentitiesOnly yes"))
+		cfg := e.cfg("build")
+		cfg.AgentSocket = sock
+		r := run(t, cfg)
+		r.connected(0)
+	})
+	t.Run("agent keys of other files are not offered", func(t *testing.T) {
+		sock := agentFor(t, other)
+		e.writeConfig(hostBlock("build", s, "IdentityFile ~/.ssh/id_ed25519", "IdentitiesOnly yes"))
+		cfg := e.cfg("build")
+		cfg.AgentSocket = sock
+		err := run(t, cfg).failed()
+		var ae *AuthError
+		if !errors.As(err, &ae) || len(ae.Tried) != 0 || !strings.Contains(err.Error(), "ssh-add "+e.key) {
+			t.Errorf("err = %v, want an *AuthError offering nothing and naming ssh-add %s", err, e.key)
+		}
+	})
+}
+
+func TestEncryptedKeyWithoutAgent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	os.Remove(e.key)
+	os.Remove(e.key + ".pub")
+	keygen(t, e.key, "ed25519", "secret")
+	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	e.writeConfig(hostBlock("build", s))
+	e.trust(s.knownHostsLine(0))
+
+	start := time.Now()
+	err := run(t, e.cfg("build")).failed()
+	var ae *AuthError
+	if !errors.As(err, &ae) || len(ae.Encrypted) != 1 || ae.Encrypted[0] != e.key {
+		t.Fatalf("err = %v, want an *AuthError naming %s", err, e.key)
+	}
+	for _, want := range []string{e.key + " needs a passphrase", "ssh-add " + e.key, "SSH_AUTH_SOCK"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %q, want it to say %q", err, want)
+		}
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("failing took %s", d)
+	}
+}
+
+func TestUnknownHostKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	fp := ssh.FingerprintSHA256(s.hostKeys[0])
+
+	for _, strict := range []string{"", "ask", "yes"} {
+		t.Run("StrictHostKeyChecking "+strict, func(t *testing.T) {
+			var extra []string
+			if strict != "" {
+				extra = append(extra, "StrictHostKeyChecking "+strict)
+			}
+			e.writeConfig(hostBlock("build", s, extra...))
+			err := run(t, e.cfg("build")).failed()
+			var hk *HostKeyError
+			if !errors.As(err, &hk) || !hk.Unknown() || hk.Got != fp || hk.Host != "[127.0.0.1]:"+strconv.Itoa(s.port) {
+				t.Fatalf("err = %#v, want an unknown *HostKeyError for %s", err, fp)
+			}
+			cmd := "ssh-keyscan -p " + strconv.Itoa(s.port) + " -t ed25519 127.0.0.1 >> " + e.knownHosts
+			for _, want := range []string{fp, cmd, "ssh build once"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %q, want it to say %q", err, want)
+				}
+			}
+			if _, err := os.Stat(e.knownHosts); err == nil {
+				t.Errorf("known_hosts was written")
+			}
+		})
+	}
+	t.Run("the command it gives works", func(t *testing.T) {
+		if _, err := exec.LookPath("ssh-keyscan"); err != nil {
+			t.Skip("no ssh-keyscan")
+		}
+		e.writeConfig(hostBlock("build", s))
+		err := run(t, e.cfg("build")).failed()
+		var hk *HostKeyError
+		errors.As(err, &hk)
+		_, cmd, _ := strings.Cut(hk.Hint, "trust it with: ")
+		cmd, _, _ = strings.Cut(cmd, ", or")
+		if out, err := exec.Command("sh", "-c", cmd+" 2>/dev/null").CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v: %s", cmd, err, out)
+		}
+		r := run(t, e.cfg("build"))
+		r.connected(0)
+		os.Remove(e.knownHosts)
+	})
+	for _, strict := range []string{"accept-new", "no"} {
+		t.Run("StrictHostKeyChecking "+strict, func(t *testing.T) {
+			e.writeConfig(hostBlock("build", s, "StrictHostKeyChecking "+strict))
+			// An existing file without a final newline keeps its mode and gets a line of its own.
+			if err := os.WriteFile(e.knownHosts, []byte("other.example.com "+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.hostKeys[0])))), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			os.Chmod(e.knownHosts, 0o640)
+			defer os.Remove(e.knownHosts)
+			r := run(t, e.cfg("build"))
+			st, _ := r.connected(0)
+			carries(t, st.Addr)
+			b, _ := os.ReadFile(e.knownHosts)
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			if len(lines) != 2 || lines[1] != s.knownHostsLine(0) {
+				t.Errorf("known_hosts = %q, want the host's line added as line 2", b)
+			}
+			if fi, _ := os.Stat(e.knownHosts); fi.Mode().Perm() != 0o640 {
+				t.Errorf("known_hosts mode = %v, want 0640 kept", fi.Mode())
+			}
+		})
+	}
+	t.Run("hashed", func(t *testing.T) {
+		e.writeConfig(hostBlock("build", s, "StrictHostKeyChecking accept-new", "HashKnownHosts yes"))
+		os.Remove(e.knownHosts)
+		defer os.Remove(e.knownHosts)
+		r := run(t, e.cfg("build"))
+		r.connected(0)
+		b, _ := os.ReadFile(e.knownHosts)
+		if !strings.HasPrefix(string(b), "|1|") || strings.Contains(string(b), "127.0.0.1") {
+			t.Errorf("known_hosts = %q, want a hashed name", b)
+		}
+		if fi, _ := os.Stat(e.knownHosts); fi.Mode().Perm() != 0o600 {
+			t.Errorf("new known_hosts mode = %v, want 0600", fi.Mode())
+		}
+		// And the hashed entry is found again, under ask.
+		e.writeConfig(hostBlock("build", s))
+		r2 := run(t, e.cfg("build"))
+		r2.connected(0)
+	})
+}
+
+func TestChangedHostKey(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	old := keygen(t, filepath.Join(e.home, "old_host_key"), "ed25519", "")
+	name := "[127.0.0.1]:" + strconv.Itoa(s.port)
+	e.trust("# line 1", name+" "+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(old))))
+
+	// Even accept-new refuses a changed key.
+	for _, strict := range []string{"ask", "accept-new", "no"} {
+		t.Run(strict, func(t *testing.T) {
+			e.writeConfig(hostBlock("build", s, "StrictHostKeyChecking "+strict))
+			err := run(t, e.cfg("build")).failed()
+			var hk *HostKeyError
+			if !errors.As(err, &hk) || hk.Unknown() {
+				t.Fatalf("err = %v, want a changed *HostKeyError", err)
+			}
+			got, was := ssh.FingerprintSHA256(s.hostKeys[0]), ssh.FingerprintSHA256(old)
+			line := e.knownHosts + ":2"
+			if hk.Got != got || len(hk.Known) != 1 || hk.Known[0] != was || hk.Line != line || hk.Host != name {
+				t.Errorf("HostKeyError = %+v, want got %s, known %s at %s", hk, got, was, line)
+			}
+			for _, want := range []string{got, was, line, "ssh-keygen -R '" + name + "' -f " + e.knownHosts} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %q, want it to say %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// A host with several keys, of which known_hosts holds only one (RSA here, the type x/crypto
+// would otherwise ask for after ECDSA's): the key asked for is the known one, not a "change".
+func TestMultiKeyHost(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}, hostKeyTypes: []string{"ed25519", "ecdsa", "rsa"}})
+	e.trust(s.knownHostsLine(2))
+	e.writeConfig(hostBlock("build", s))
+	r := run(t, e.cfg("build"))
+	r.connected(0)
+
+	// HostKeyAlias: the key is looked up under the alias.
+	e.trust("buildalias " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.hostKeys[1]))))
+	e.writeConfig(hostBlock("build", s, "HostKeyAlias buildalias"))
+	r2 := run(t, e.cfg("build"))
+	r2.connected(0)
+}
+
+func TestProxyJump(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	auth := sshdOptions{authorized: []string{e.key + ".pub"}}
+	jump1, jump2, target := startSSHD(t, auth), startSSHD(t, auth), startSSHD(t, auth)
+	e.trust(jump1.knownHostsLine(0), jump2.knownHostsLine(0), target.knownHostsLine(0))
+	e.writeConfig(hostBlock("jump1", jump1), hostBlock("jump2", jump2),
+		hostBlock("target", target, "ProxyJump jump1,"+localUser()+"@jump2:"+strconv.Itoa(jump2.port)))
+
+	cfg := e.cfg("target")
+	var dialed []string
+	cfg.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dialed = append(dialed, addr)
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	r := run(t, cfg)
+	st, _ := r.connected(0)
+	carries(t, st.Addr)
+	if len(dialed) != 1 || dialed[0] != jump1.addr() {
+		t.Errorf("dialed %q directly, want only the first hop %s", dialed, jump1.addr())
+	}
+	// Each hop's sshd has a session: the connection went through all three.
+	for _, s := range []*sshd{jump1, jump2, target} {
+		if len(s.sessions()) == 0 {
+			t.Errorf("sshd %s has no session", s.addr())
+		}
+	}
+}
+
+func TestJumpHostKeyUnknown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	auth := sshdOptions{authorized: []string{e.key + ".pub"}}
+	jump, target := startSSHD(t, auth), startSSHD(t, auth)
+	e.trust(target.knownHostsLine(0))
+	e.writeConfig(hostBlock("jump", jump), hostBlock("target", target, "ProxyJump jump"))
+	err := run(t, e.cfg("target")).failed()
+	var hk *HostKeyError
+	if !errors.As(err, &hk) || !strings.HasPrefix(err.Error(), "jump host jump") {
+		t.Errorf("err = %v, want the jump host's unknown key", err)
+	}
+}
+
+func TestForwardingForbidden(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name  string
+		sshd  []string
+		key   string
+		wants []string
+	}{
+		{name: "AllowTcpForwarding no", sshd: []string{"AllowTcpForwarding no"}},
+		{name: "AllowTcpForwarding local", sshd: []string{"AllowTcpForwarding local"}},
+		{name: "restrict in authorized_keys", key: "restrict "},
+		{name: "permitlisten in authorized_keys", key: `permitlisten="127.0.0.1:1" `},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ak := filepath.Join(t.TempDir(), "ak")
+			pub, _ := os.ReadFile(e.key + ".pub")
+			os.WriteFile(ak, append([]byte(tc.key), pub...), 0o600)
+			s := startSSHD(t, sshdOptions{authorized: []string{ak}, extra: tc.sshd})
+			e.writeConfig(hostBlock("build", s))
+			e.trust(s.knownHostsLine(0))
+			err := run(t, e.cfg("build")).failed()
+			if !errors.Is(err, ErrForwardingForbidden) {
+				t.Fatalf("err = %v, want ErrForwardingForbidden", err)
+			}
+			for _, want := range []string{"does not allow remote port forwarding", "AllowTcpForwarding", "authorized_keys"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("err = %q, want it to say %q", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "denied by peer") {
+				t.Errorf("err = %q: the library's words, not ours", err)
+			}
+		})
+	}
+}
+
+func TestGatewayPorts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}, extra: []string{"GatewayPorts yes"}})
+	e.writeConfig(hostBlock("build", s))
+	e.trust(s.knownHostsLine(0))
+	cfg := e.cfg("build")
+	var hook bool
+	cfg.OnConnect = func(context.Context, *ssh.Client, Forward) error { hook = true; return nil }
+	err := run(t, cfg).failed()
+	if !errors.Is(err, ErrNotLoopback) || !strings.Contains(err.Error(), "GatewayPorts no") {
+		t.Fatalf("err = %v, want ErrNotLoopback saying to set GatewayPorts no", err)
+	}
+	if hook {
+		t.Error("OnConnect ran on a forward that listens on every interface")
+	}
+	// The forward is gone: nothing listens on the port any more (the session is closed).
+	var port int
+	if i := strings.LastIndex(err.Error(), "0.0.0.0:"); i >= 0 {
+		port, _ = strconv.Atoi(strings.FieldsFunc(err.Error()[i+8:], func(r rune) bool { return r < '0' || r > '9' })[0])
+	}
+	if port == 0 {
+		t.Fatalf("err = %q names no port on 0.0.0.0", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("port %d still listens after the failure", port)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestHandshakeTimeout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// A server that accepts and never speaks.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	e.writeConfig("Host silent\n  HostName 127.0.0.1\n  Port " + strconv.Itoa(port) + "\n")
+	cfg := e.cfg("silent")
+	cfg.ConnectTimeout = 300 * time.Millisecond
+	r := run(t, cfg)
+	st, i := r.wait(5*time.Second, 0, func(s Status) bool { return s.State == Retrying })
+	if d := r.at(i).Sub(r.at(0)); d > 2*time.Second {
+		t.Errorf("the handshake timed out after %s, want about 300ms", d)
+	}
+	if !strings.Contains(st.String(), "no answer in 300ms (ConnectTimeout)") || !strings.HasPrefix(st.String(), "retrying in ") {
+		t.Errorf("status = %q", st)
+	}
+}

@@ -1,0 +1,208 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// link is one SSH connection and everything it runs over: the clients of the ProxyJump hops and
+// the TCP connection to the first. Closing it closes all of them, the TCP connection first, so
+// that nothing above it can block on a dead path. (Closing a reverse forward's listener alone
+// sends cancel-tcpip-forward and waits for a reply that a dead path never brings.)
+type link struct {
+	client  *ssh.Client
+	closers []io.Closer // the TCP connection first, then up the hops
+
+	ctx    context.Context // done when the link is
+	cancel context.CancelFunc
+
+	once sync.Once
+	mu   sync.Mutex
+	err  error // why the link ended, the first cause given
+}
+
+func newLink() *link {
+	l := &link{}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	return l
+}
+
+// fail ends the link with err as its cause, unless it had already ended.
+func (l *link) fail(err error) {
+	l.once.Do(func() {
+		l.mu.Lock()
+		l.err = err
+		l.mu.Unlock()
+		for _, c := range l.closers {
+			c.Close()
+		}
+		l.cancel()
+	})
+}
+
+// close ends the link, if it had not already ended, as closed by us.
+func (l *link) close() { l.fail(errClosed) }
+
+var errClosed = errors.New("connection closed")
+
+// cause returns why the link ended, or err if it has not.
+func (l *link) cause(err error) error {
+	if l.ctx.Err() == nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// dial connects to h through its ProxyJump hops, each with its own handshake timeout, and
+// authenticates on each.
+func dial(ctx context.Context, c Config, h *Host) (*link, error) {
+	l := newLink()
+	chain := append(append([]*Host(nil), h.Jump...), h)
+	var prev *ssh.Client
+	for i, hop := range chain {
+		client, conn, err := dialHop(ctx, c, hop, prev)
+		if err != nil {
+			l.close()
+			if i < len(chain)-1 {
+				return nil, fmt.Errorf("jump host %s: %w", hop, err)
+			}
+			return nil, err
+		}
+		l.closers = append(l.closers, conn, client)
+		prev = client
+	}
+	l.client = prev
+	go func() {
+		err := l.client.Wait()
+		if err == nil {
+			err = io.EOF
+		}
+		l.fail(fmt.Errorf("connection lost: %w", err))
+	}()
+	return l, nil
+}
+
+// dialHop opens the connection to one host, over prev's when there is one, and runs the SSH
+// handshake on it. The dial and the handshake share the host's ConnectTimeout: over TCP as a
+// deadline on the connection, and over anything as a timer that closes it.
+func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Client, net.Conn, error) {
+	hk, err := loadHostKeys(h, c.Logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	ks, err := loadKeys(h, c.agentSocket())
+	if err != nil {
+		return nil, nil, err
+	}
+	defer ks.close()
+	if len(ks.signers) == 0 {
+		return nil, nil, ks.authError(h, nil)
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, h.ConnectTimeout)
+	defer cancel()
+	var conn net.Conn
+	if prev == nil {
+		conn, err = c.Dialer(ctx, "tcp", h.Addr())
+	} else {
+		conn, err = prev.DialContext(ctx, "tcp", h.Addr())
+	}
+	if err != nil {
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, nil, fmt.Errorf("connect to %s: no answer in %s (ConnectTimeout)", h.Addr(), h.ConnectTimeout)
+		}
+		return nil, nil, fmt.Errorf("connect to %s: %w", h.Addr(), err)
+	}
+	if d, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(d) // a channel over a hop says it has no deadlines: the timer is for it
+	}
+	// The timer also closes the agent's connection: a signature the agent waits to confirm
+	// would otherwise hold the handshake past its deadline.
+	stop := context.AfterFunc(ctx, func() {
+		conn.Close()
+		ks.close()
+	})
+	cc, chans, reqs, err := ssh.NewClientConn(conn, h.Addr(), &ssh.ClientConfig{
+		User:              h.User,
+		Auth:              []ssh.AuthMethod{ssh.PublicKeys(ks.signers...)},
+		HostKeyCallback:   hk.check,
+		HostKeyAlgorithms: hk.algorithms(),
+	})
+	if !stop() || errors.Is(err, os.ErrDeadlineExceeded) {
+		// The timer fired, or the deadline did: whatever the handshake said, it was cut short.
+		conn.Close()
+		if cc != nil {
+			cc.Close()
+		}
+		if err := ctx.Err(); err != nil && err != context.DeadlineExceeded {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("ssh handshake with %s: no answer in %s (ConnectTimeout)", h.Addr(), h.ConnectTimeout)
+	}
+	if err != nil {
+		conn.Close()
+		var hke *HostKeyError
+		switch {
+		case errors.As(err, &hke):
+			return nil, nil, hke
+		case isAuthFailure(err):
+			return nil, nil, ks.authError(h, err)
+		}
+		return nil, nil, fmt.Errorf("ssh handshake with %s: %w", h.Addr(), err)
+	}
+	conn.SetDeadline(time.Time{})
+	return ssh.NewClient(cc, chans, reqs), conn, nil
+}
+
+// keepalive sends keepalive@openssh.com every interval and waits for the reply. When a request
+// has gone unanswered for max intervals the link is dead: it is ended whole. So a dead path is
+// noticed within interval × (max+1). onReply is called after each reply: the path works.
+func (l *link) keepalive(interval time.Duration, max int, onReply func(), logger *slog.Logger) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var (
+		pending chan error
+		missed  int
+	)
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case err := <-pending:
+			pending, missed = nil, 0
+			if err != nil {
+				l.fail(fmt.Errorf("keepalive: %w", err))
+				return
+			}
+			onReply()
+		case <-t.C:
+			if pending != nil {
+				missed++
+				if missed >= max {
+					l.fail(fmt.Errorf("%w: no reply in %s (ServerAliveInterval %s × ServerAliveCountMax %d)",
+						ErrKeepalive, time.Duration(max)*interval, interval, max))
+					return
+				}
+				logger.Debug("keepalive: no reply yet", "missed", missed)
+				continue
+			}
+			pending = make(chan error, 1)
+			go func(ch chan<- error) {
+				// OpenSSH answers with a failure: any answer is a reply.
+				_, _, err := l.client.SendRequest("keepalive@openssh.com", true, nil)
+				ch <- err
+			}(pending)
+		}
+	}
+}

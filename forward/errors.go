@@ -1,0 +1,167 @@
+package forward
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The errors callers branch on besides the types below. Errors from this package wrap them, so
+// test with [errors.Is].
+var (
+	// ErrForwardingForbidden: the host's sshd refused the reverse forward even on a port of its
+	// own choosing, so it forbids remote forwarding for this user or key. Retrying cannot fix it.
+	ErrForwardingForbidden = errors.New("the host's sshd does not allow remote port forwarding for this user")
+
+	// ErrNotLoopback: the host bound the forward to more than its loopback address, so anyone who
+	// can reach the host could reach the bus through it. The forward was closed at once.
+	// Retrying cannot fix it.
+	ErrNotLoopback = errors.New("the forward on the host is not bound to loopback only")
+
+	// ErrUncheckable: the host did not let the forward be checked (no /proc/net/tcp, or our
+	// listener missing from it), so it is not served. Retrying cannot fix it.
+	ErrUncheckable = errors.New("cannot check the forward's listening address on the host")
+
+	// ErrKeepalive: the host stopped answering keepalives; the connection was closed whole.
+	ErrKeepalive = errors.New("the host stopped answering keepalives")
+)
+
+// HostKeyError is a host key that known_hosts does not vouch for. Known empty means the host is
+// unknown (under StrictHostKeyChecking ask or yes, the default); Known non-empty means the host
+// offered a key other than the ones known for it: either it was reinstalled or someone is in the
+// middle. Both are refused, and retrying cannot fix either: a person must decide.
+type HostKeyError struct {
+	// Host is the name looked up in known_hosts: "buildbox.example.com", "[10.0.0.7]:2222", or
+	// the HostKeyAlias.
+	Host string
+	// Got is the fingerprint of the key the host offered, "SHA256:…", and GotType its type.
+	Got, GotType string
+	// Known are the fingerprints known_hosts holds for Host, and Lines their places there
+	// ("/home/me/.ssh/known_hosts:12"), in the same order. Line is the first of Lines.
+	Known, Lines []string
+	Line         string
+	// Revoked: the key offered is marked @revoked (at Line).
+	Revoked bool
+	// Hint is the next step for a person: a command to run.
+	Hint string
+}
+
+// Unknown says whether known_hosts holds no key at all for the host.
+func (e *HostKeyError) Unknown() bool { return len(e.Known) == 0 && !e.Revoked }
+
+func (e *HostKeyError) Error() string {
+	var b strings.Builder
+	switch {
+	case e.Revoked:
+		fmt.Fprintf(&b, "host key of %s is revoked (%s, %s at %s)", e.Host, e.GotType, e.Got, e.Line)
+	case len(e.Known) == 0:
+		fmt.Fprintf(&b, "host key of %s is unknown: it offers %s key %s, and known_hosts holds no key for it", e.Host, e.GotType, e.Got)
+	default:
+		fmt.Fprintf(&b, "host key of %s has changed: it offers %s key %s, but known_hosts holds ", e.Host, e.GotType, e.Got)
+		for i, k := range e.Known {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s (%s)", k, e.Lines[i])
+		}
+		b.WriteString("; the host was reinstalled, or someone is in the middle")
+	}
+	if e.Hint != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Hint)
+	}
+	return b.String()
+}
+
+// AuthError is an authentication that could not succeed: the host accepted none of the keys
+// offered, or there was no key to offer. Retrying cannot fix it.
+type AuthError struct {
+	User, Host string
+	// Tried lists the keys offered: "agent ED25519 SHA256:…", "/home/me/.ssh/id_ed25519".
+	Tried []string
+	// Encrypted lists identity files that need a passphrase and that no agent holds. They are
+	// never prompted for: add them to the agent with ssh-add.
+	Encrypted []string
+	// NoAgent says why no agent was asked ("SSH_AUTH_SOCK is not set"), when none was.
+	NoAgent string
+	// Err is the SSH library's own error, when the host refused.
+	Err error
+}
+
+func (e *AuthError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "authentication of %s@%s failed: ", e.User, e.Host)
+	if len(e.Tried) == 0 {
+		b.WriteString("no key to offer")
+	} else {
+		b.WriteString("the host accepted none of ")
+		b.WriteString(strings.Join(e.Tried, ", "))
+	}
+	if e.NoAgent != "" {
+		fmt.Fprintf(&b, " (no agent: %s)", e.NoAgent)
+	}
+	if len(e.Encrypted) > 0 {
+		fmt.Fprintf(&b, "; %s needs a passphrase and no agent holds it: add it with: ssh-add %s",
+			strings.Join(e.Encrypted, ", "), strings.Join(e.Encrypted, " "))
+	}
+	return b.String()
+}
+
+func (e *AuthError) Unwrap() error { return e.Err }
+
+// ConfigError is a setting the package cannot act on: a bad value in ssh_config, a ProxyCommand,
+// a malformed host. Retrying cannot fix it.
+type ConfigError struct {
+	// Host is the host whose settings are wrong, Key the setting ("Port"), Reason what is wrong.
+	Host, Key, Reason string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("ssh config for %s: %s", e.Host, e.Reason)
+	}
+	return fmt.Sprintf("ssh config for %s: %s: %s", e.Host, e.Key, e.Reason)
+}
+
+// Permanent marks err as one that retrying cannot fix: when OnConnect returns it, [Conn.Run]
+// stops with the state failed instead of retrying. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// isPermanent says whether retrying cannot fix err.
+func isPermanent(err error) bool {
+	var (
+		hk   *HostKeyError
+		auth *AuthError
+		conf *ConfigError
+		perm *permanentError
+	)
+	return errors.As(err, &hk) || errors.As(err, &auth) || errors.As(err, &conf) || errors.As(err, &perm) ||
+		errors.Is(err, ErrForwardingForbidden) || errors.Is(err, ErrNotLoopback) || errors.Is(err, ErrUncheckable)
+}
+
+// printable returns s as it is when it is valid UTF-8 without control characters, else quoted,
+// so that an error never carries control characters from a file or a host to a terminal.
+func printable(s string) string {
+	if !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}

@@ -1,0 +1,130 @@
+package forward
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// The parsers of outside input: ssh_config values and files (the user's), what a host prints
+// (/proc/net/tcp, /proc/PID/stat, the sections of our commands' output), and host specs.
+
+func FuzzExpandTokens(f *testing.F) {
+	for _, s := range []string{"", "plain", "%h:%p", "%%", "a%", "%z", "~/.ssh/id_%r@%h", "%%%%h%"} {
+		f.Add(s)
+	}
+	vals := map[byte]string{'h': "H", 'p': "22", 'r': "R", 'u': "U", 'd': "/D", '%': "never used"}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := expandTokens(s, vals)
+		if err != nil {
+			if got != "" {
+				t.Errorf("expandTokens(%q) = %q with error %v", s, got, err)
+			}
+			return
+		}
+		if !strings.Contains(s, "%") && got != s {
+			t.Errorf("expandTokens(%q) = %q, want it unchanged", s, got)
+		}
+		// Every '%' of the input went into a token: none is left unless a value holds one.
+		if strings.Count(got, "%") > strings.Count(s, "%%") {
+			t.Errorf("expandTokens(%q) = %q: more '%%' than the input's %%%%", s, got)
+		}
+	})
+}
+
+func FuzzParseHostSpec(f *testing.F) {
+	for _, s := range []string{"host", "u@h:22", "ssh://u@[::1]:2222", "[::1", "h:", "@", "a@b@c:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		h, err := parseHostSpec(s)
+		if err != nil {
+			if utf8.ValidString(s) && !strings.ContainsFunc(s, isControl) {
+				return
+			}
+			if strings.ContainsFunc(err.Error(), isControl) {
+				t.Errorf("parseHostSpec(%q): error %q carries control characters", s, err)
+			}
+			return
+		}
+		if h.Host == "" || h.Port < 0 || h.Port > 65535 {
+			t.Errorf("parseHostSpec(%q) = %+v", s, h)
+		}
+		// What String writes parses back to the same.
+		again, err := parseHostSpec(h.String())
+		if err != nil || again != h {
+			t.Errorf("parseHostSpec(%q) = %+v; its String %q parses to %+v, %v", s, h, h.String(), again, err)
+		}
+	})
+}
+
+func FuzzParseProcNetTCP(f *testing.F) {
+	f.Add([]byte(procNetTCP))
+	f.Add([]byte("   0: 0100007F:B355 00000000:0000 0A 0:0 0:0 0 1000 0 1 1\n"))
+	f.Add([]byte("0: :\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		socks := parseProcNetTCP(data)
+		for _, s := range socks {
+			if !s.Local.IsValid() {
+				t.Errorf("socket with an invalid address: %+v", s)
+			}
+		}
+		// Checking never panics, and says something definite.
+		err := checkLoopback(socks, 45909)
+		if err != nil && !errors.Is(err, ErrNotLoopback) && !errors.Is(err, ErrUncheckable) {
+			t.Errorf("checkLoopback = %v", err)
+		}
+	})
+}
+
+func FuzzParseProcStat(f *testing.F) {
+	f.Add([]byte("18610 (sshd) S 18551 18610 18610 0 -1 4194560 1043 0 0 0 2 1 0 0 20 0 1 0 40123456 16003072\n"))
+	f.Add([]byte("1 ((x)) R"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := parseProcStat(data)
+		if err == nil && strings.Contains(st.Comm, "\n") && !bytes.Contains(data, []byte("\n")) {
+			t.Errorf("parseProcStat(%q) = %+v", data, st)
+		}
+	})
+}
+
+func FuzzSections(f *testing.F) {
+	f.Add([]byte("noise\nkrad-forward:pid\n1\nkrad-forward:end\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		total := 0
+		for _, v := range sections(data) {
+			total += len(v)
+		}
+		if total > len(data) {
+			t.Errorf("sections hold %d bytes of %d", total, len(data))
+		}
+	})
+}
+
+func FuzzParseSSHConfig(f *testing.F) {
+	f.Add([]byte("Host a\n  Port 22\nMatch exec foo\n  User x\n"))
+	f.Add([]byte("Host *\n\tIdentityFile ~/.ssh/id_%h\n"))
+	f.Add([]byte("Match\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if bytes.Contains(bytes.ToLower(data), []byte("include")) {
+			// Include reads other files (/dev/zero among them): not this target's business.
+			t.Skip()
+		}
+		cfg, warnings := parseSSHConfig("config", data)
+		lines := bytes.Count(data, []byte("\n")) + 1
+		for _, w := range warnings {
+			if w.Line < 0 || w.Line > lines {
+				t.Errorf("warning on line %d of %d", w.Line, lines)
+			}
+			if strings.ContainsFunc(w.Reason, isControl) {
+				t.Errorf("warning %q carries control characters", w.Reason)
+			}
+		}
+		if cfg != nil {
+			sshConfigs{cfg}.get("host", "Port")
+			sshConfigs{cfg}.getAll("host", "IdentityFile")
+		}
+	})
+}

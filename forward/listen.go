@@ -1,0 +1,339 @@
+package forward
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Forward is the reverse forward of one connection: the address on the host that leads to
+// Config.Target.
+type Forward struct {
+	// Addr is the forwarded address on the host: "127.0.0.1:41877". Port is its port.
+	Addr string
+	Port int
+	// Changed is set when the host could not give back the port asked for (the one of the
+	// connection before, or Config.PreferredPort): terminals that hold the old address must be
+	// told.
+	Changed *PortChanged
+}
+
+// PortChanged says that a reconnect could not get its old port back on the host.
+type PortChanged struct {
+	Old, New string // "127.0.0.1:41877"
+}
+
+func (p *PortChanged) String() string {
+	return fmt.Sprintf("the forward moved from %s to %s on the host: the old port is taken", p.Old, p.New)
+}
+
+// hostSession is the host's sshd process that serves one connection, as recorded at connect
+// time: the one to end if it outlives the connection and keeps its port.
+type hostSession struct {
+	PID   int
+	Start uint64 // with the pid, names the process for good
+	UID   uint32 // the user we are on the host
+}
+
+// marker starts each section of the output of the commands this package runs on the host, so
+// that what a chatty shell start-up prints before them is never taken for theirs.
+const marker = "krad-forward:"
+
+// loopbackHost is the only address the forward listens on.
+const loopbackHost = "127.0.0.1"
+
+// maxOutput caps what a command on the host may print before it is cut off.
+const maxOutput = 4 << 20
+
+// openForward asks the host to listen on 127.0.0.1:port (0 for a port of its choosing) and to
+// forward what it accepts to us. When the port is taken and prev, the sshd session of the
+// connection before, still holds it, prev is ended and the port asked for again; when it is still
+// taken, the host chooses another and Forward.Changed says so. A refusal of a port of the host's
+// choosing means the host forbids forwarding: [ErrForwardingForbidden].
+func (c *Conn) openForward(ctx context.Context, l *link, h *Host, port int, prev *hostSession) (net.Listener, Forward, error) {
+	ln, err := listen(l.client, port)
+	if err != nil && port != 0 && isRefused(err) {
+		if prev != nil {
+			if freed, ferr := c.endStaleSession(ctx, l, port, prev); ferr != nil {
+				c.cfg.Logger.Warn("could not end the stale sshd session on the host", "host", h.Alias, "pid", prev.PID, "err", ferr)
+			} else if freed {
+				// The process is gone in a few milliseconds; its socket with it.
+				for i := 0; i < 20 && err != nil && isRefused(err); i++ {
+					select {
+					case <-ctx.Done():
+						return nil, Forward{}, l.cause(ctx.Err())
+					case <-time.After(50 * time.Millisecond):
+					}
+					ln, err = listen(l.client, port)
+				}
+			}
+		}
+		if err != nil && isRefused(err) {
+			c.cfg.Logger.Info("the old port is taken on the host; asking for another", "host", h.Alias, "port", port)
+			ln, err = listen(l.client, 0)
+		}
+	}
+	if err != nil {
+		if isRefused(err) {
+			return nil, Forward{}, fmt.Errorf("%w (%s on %s): the host's sshd_config has AllowTcpForwarding no or local, "+
+				"DisableForwarding yes, or a PermitListen that leaves out 127.0.0.1, or our key's line in authorized_keys "+
+				"has restrict, no-port-forwarding or permitlisten: allow remote forwarding for this user (AllowTcpForwarding yes or remote)",
+				ErrForwardingForbidden, h.User, h.Alias)
+		}
+		return nil, Forward{}, fmt.Errorf("ask the host for a forward: %w", l.cause(err))
+	}
+	got := ln.Addr().(*net.TCPAddr).Port
+	fwd := Forward{Addr: joinHostPort(loopbackHost, got), Port: got}
+	if port != 0 && got != port {
+		fwd.Changed = &PortChanged{Old: joinHostPort(loopbackHost, port), New: fwd.Addr}
+	}
+	return ln, fwd, nil
+}
+
+// listen asks the host for a reverse forward on 127.0.0.1:port. With port 0, x/crypto reads the
+// port the host chose from its reply and gives it in the listener's Addr.
+func listen(client *ssh.Client, port int) (net.Listener, error) {
+	return client.Listen("tcp", net.JoinHostPort(loopbackHost, strconv.Itoa(port)))
+}
+
+// isRefused says whether err is the host's refusal of a tcpip-forward request (as opposed to
+// the connection failing under it). x/crypto reports it with an unexported error.
+func isRefused(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "tcpip-forward request denied by peer")
+}
+
+// hostInfo is what the package reads on the host after the forward is open.
+type hostInfo struct {
+	session hostSession
+	sockets []socket
+}
+
+// infoCommand prints, after markers: the pid of the sshd process serving this connection (the
+// parent of the shell: the user's shell execs sh, whose parent is then sshd), our uid, that
+// process's /proc stat, and the host's TCP sockets.
+const infoCommand = `exec sh -c 'echo ` + marker + `pid; echo $PPID; echo ` + marker + `uid; id -u; ` +
+	`echo ` + marker + `stat; cat /proc/$PPID/stat; echo; ` +
+	`echo ` + marker + `tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; echo ` + marker + `end'`
+
+// readHostInfo runs infoCommand on the host.
+func readHostInfo(ctx context.Context, client *ssh.Client) (hostInfo, error) {
+	out, err := runOnHost(ctx, client, infoCommand)
+	if err != nil {
+		return hostInfo{}, err
+	}
+	sec := sections(out)
+	if _, ok := sec["end"]; !ok {
+		return hostInfo{}, errors.New("read the host's sockets: the output was cut short")
+	}
+	var info hostInfo
+	pid, err := strconv.Atoi(strings.TrimSpace(string(sec["pid"])))
+	if err != nil {
+		return hostInfo{}, errors.New("read the host's sshd pid: not a number")
+	}
+	uid, err := strconv.ParseUint(strings.TrimSpace(string(sec["uid"])), 10, 32)
+	if err != nil {
+		return hostInfo{}, errors.New("read our uid on the host: not a number")
+	}
+	info.session = hostSession{PID: pid, UID: uint32(uid)}
+	if st, err := parseProcStat(sec["stat"]); err == nil {
+		info.session.Start = st.Start
+	}
+	info.sockets = parseProcNetTCP(sec["tcp"])
+	return info, nil
+}
+
+// checkLoopback fails unless every listening socket on port is bound to a loopback address,
+// and there is at least one. An sshd with GatewayPorts yes ignores the address asked for and
+// listens on every interface.
+func checkLoopback(socks []socket, port int) error {
+	if len(socks) == 0 {
+		return fmt.Errorf("%w: the host has no /proc/net/tcp (the forward serves Linux hosts only)", ErrUncheckable)
+	}
+	ls := listeners(socks, port)
+	if len(ls) == 0 {
+		return fmt.Errorf("%w: port %d is not among the host's listening sockets in /proc/net/tcp", ErrUncheckable, port)
+	}
+	for _, s := range ls {
+		if !isLoopback(s.Local.Addr()) {
+			return fmt.Errorf("%w: it listens on %s: the host's sshd has GatewayPorts yes, so our forward would listen on every interface; "+
+				"set GatewayPorts no (or clientspecified) for this user in the host's sshd_config", ErrNotLoopback, s.Local)
+		}
+	}
+	return nil
+}
+
+// endStaleSession ends the sshd process of the connection before when it is still the same
+// process (pid and start time), still an sshd of our user, and still holds a listening socket
+// on port; it says whether it did. It is how a port comes back when the host has not yet
+// noticed that the old connection is dead.
+func (c *Conn) endStaleSession(ctx context.Context, l *link, port int, prev *hostSession) (bool, error) {
+	cmd := fmt.Sprintf(`exec sh -c 'echo %[1]sstat; cat /proc/%[2]d/stat 2>/dev/null; echo; echo %[1]sfd; ls -l /proc/%[2]d/fd 2>/dev/null; `+
+		`echo %[1]stcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; echo %[1]send'`, marker, prev.PID)
+	out, err := runOnHost(ctx, l.client, cmd)
+	if err != nil {
+		return false, err
+	}
+	sec := sections(out)
+	if _, ok := sec["end"]; !ok {
+		return false, errors.New("the output was cut short")
+	}
+	st, err := parseProcStat(sec["stat"])
+	if err != nil || st.Start != prev.Start || !strings.HasPrefix(st.Comm, "sshd") {
+		return false, nil // gone, or another process now
+	}
+	var held []socket
+	for _, s := range listeners(parseProcNetTCP(sec["tcp"]), port) {
+		if s.UID == prev.UID {
+			held = append(held, s)
+		}
+	}
+	if len(held) == 0 {
+		return false, nil // someone else's listener, or none
+	}
+	// Its descriptors are readable unless sshd made itself non-dumpable (as it does for users
+	// other than root): then its start time and our uid on the socket have to do.
+	if fds := sec["fd"]; bytes.Contains(fds, []byte("socket:[")) {
+		found := false
+		for _, s := range held {
+			found = found || bytes.Contains(fds, []byte("socket:["+strconv.FormatUint(s.Inode, 10)+"]"))
+		}
+		if !found {
+			return false, nil
+		}
+	}
+	// The start time is checked again by the command that kills, so that a pid reused in
+	// between is left alone.
+	kill := fmt.Sprintf(`exec sh -c 'set -- $(sed "s/^.*) //" /proc/%[2]d/stat 2>/dev/null); [ "${20}" = %[3]d ] && kill %[2]d && echo %[1]skilled'`,
+		marker, prev.PID, prev.Start)
+	out, err = runOnHost(ctx, l.client, kill)
+	if err != nil {
+		return false, err
+	}
+	_, killed := sections(out)["killed"]
+	if killed {
+		c.cfg.Logger.Info("ended the stale sshd session that held our port on the host", "pid", prev.PID, "port", port)
+	}
+	return killed, nil
+}
+
+// sections splits the output of a command on the host at its marker lines: "krad-forward:tcp"
+// starts section "tcp". What comes before the first marker is dropped.
+func sections(out []byte) map[string][]byte {
+	sec := map[string][]byte{}
+	name := ""
+	for _, line := range bytes.SplitAfter(out, []byte("\n")) {
+		t := bytes.TrimSpace(line)
+		if rest, ok := bytes.CutPrefix(t, []byte(marker)); ok && len(rest) > 0 && !bytes.ContainsAny(rest, " \t") {
+			name = string(rest)
+			sec[name] = []byte{}
+			continue
+		}
+		if name != "" {
+			sec[name] = append(sec[name], line...)
+		}
+	}
+	return sec
+}
+
+// runOnHost runs cmd in a session and returns what it printed. Its stderr, capped, goes into the
+// error when it fails.
+func runOnHost(ctx context.Context, client *ssh.Client, cmd string) ([]byte, error) {
+	s, err := client.NewSession()
+	if err != nil {
+		return nil, fmt.Errorf("open a session on the host: %w", err)
+	}
+	defer s.Close()
+	stop := context.AfterFunc(ctx, func() { s.Close() })
+	defer stop()
+	stdout := &cappedBuffer{max: maxOutput}
+	stderr := &cappedBuffer{max: 4096}
+	s.Stdout, s.Stderr = stdout, stderr
+	if err := s.Run(cmd); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return nil, fmt.Errorf("run a command on the host: %w: %s", err, printable(msg))
+		}
+		return nil, fmt.Errorf("run a command on the host: %w", err)
+	}
+	return stdout.Bytes(), nil
+}
+
+// cappedBuffer keeps the first max bytes written to it and drops the rest.
+type cappedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// serve accepts the forward's connections until the listener ends, and pipes each to a new
+// connection to the target, once ready is closed. Connections that arrive before are held (the
+// listener must be serviced, or the SSH connection stalls), and closed if ctx ends first.
+func (c *Conn) serve(ctx context.Context, ln net.Listener, ready <-chan struct{}) {
+	for {
+		remote, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			select {
+			case <-ready:
+			case <-ctx.Done():
+				remote.Close()
+				return
+			}
+			local, err := c.cfg.Target(ctx)
+			if err != nil {
+				c.cfg.Logger.Warn("forwarded connection: target unreachable", "err", err)
+				remote.Close()
+				return
+			}
+			pipe(ctx, remote, local)
+		}()
+	}
+}
+
+// pipe copies a to b and b to a until both directions end, passing each end of input on as a
+// half-close, then closes both. An error either way, or ctx ending, closes both at once.
+func pipe(ctx context.Context, a, b net.Conn) {
+	closeBoth := func() {
+		a.Close()
+		b.Close()
+	}
+	stop := context.AfterFunc(ctx, closeBoth)
+	defer stop()
+	done := make(chan struct{}, 2)
+	oneWay := func(dst, src net.Conn) {
+		defer func() { done <- struct{}{} }()
+		if _, err := io.Copy(dst, src); err != nil {
+			closeBoth()
+			return
+		}
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			if cw.CloseWrite() == nil {
+				return
+			}
+		}
+		closeBoth()
+	}
+	go oneWay(a, b)
+	go oneWay(b, a)
+	<-done
+	<-done
+	closeBoth()
+}

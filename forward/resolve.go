@@ -1,0 +1,403 @@
+package forward
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Host is one SSH host as ssh_config resolves it: where to connect, as whom, with which keys,
+// how to check its key, and the hops on the way.
+type Host struct {
+	// Alias is the name as given ("buildbox"); HostName, Port and User where and as whom to
+	// connect.
+	Alias    string
+	HostName string
+	Port     int
+	User     string
+
+	// IdentityFiles are the private key files to offer, expanded: the configured ones, else
+	// OpenSSH's default list. Files that do not exist are skipped when connecting.
+	IdentityFiles []string
+	// IdentitiesOnly restricts the agent's keys to those of IdentityFiles.
+	IdentitiesOnly bool
+	// IdentityAgent is the agent socket from ssh_config: "" when not set, [None] for no agent.
+	IdentityAgent string
+
+	// KnownHostsFiles are the user's known_hosts files (new keys go to the first);
+	// GlobalKnownHostsFiles the system's. HostKeyAlias, when set, is the name the host's key
+	// is looked up and saved under.
+	KnownHostsFiles       []string
+	GlobalKnownHostsFiles []string
+	HostKeyAlias          string
+	// StrictHostKeyChecking is "ask", "yes", "accept-new" or "no" ("off" reads as "no").
+	StrictHostKeyChecking string
+	// HashKnownHosts: keys added to known_hosts are saved under a hashed name.
+	HashKnownHosts bool
+
+	ConnectTimeout      time.Duration
+	ServerAliveInterval time.Duration
+	ServerAliveCountMax int
+
+	// Jump are the ProxyJump hops, in the order they are dialed; each resolved through its own
+	// Host block.
+	Jump []*Host
+}
+
+// Addr is the address to dial: "host:port".
+func (h *Host) Addr() string {
+	return joinHostPort(h.HostName, h.Port)
+}
+
+// String names the host for messages: "user@host:port", and the alias when it differs.
+func (h *Host) String() string {
+	s := hostSpec{User: h.User, Host: h.HostName, Port: h.Port}.String()
+	if h.Alias != h.HostName {
+		s = h.Alias + " (" + s + ")"
+	}
+	return s
+}
+
+func joinHostPort(host string, port int) string {
+	return hostSpec{Host: host, Port: port}.String()
+}
+
+// maxJumps bounds ProxyJump chains, which may loop through their own Host blocks.
+const maxJumps = 8
+
+// defaultIdentities are OpenSSH's identity files, tried when ssh_config names none. Security keys
+// (id_*_sk) need hardware this package does not drive.
+var defaultIdentities = []string{"~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa"}
+
+// Resolve reads the ssh_config files c names and resolves c.Host through them, as ssh would,
+// with c's overrides applied. It returns the lines of the files it could not read as warnings;
+// they are left out, and the rest counts. Errors are [*ConfigError] when a value is wrong.
+func (c Config) Resolve() (*Host, []Warning, error) {
+	home := c.home()
+	var (
+		cfgs     sshConfigs
+		warnings []Warning
+	)
+	for _, f := range []struct{ path, def string }{
+		{c.UserConfig, "~/.ssh/config"},
+		{c.SystemConfig, "/etc/ssh/ssh_config"},
+	} {
+		path := f.path
+		if path == None {
+			continue
+		}
+		if path == "" {
+			path = f.def
+		}
+		cfg, w, err := loadSSHConfig(expandTilde(path, home))
+		if err != nil {
+			return nil, nil, err
+		}
+		warnings = append(warnings, w...)
+		cfgs = append(cfgs, cfg)
+	}
+	r := resolver{cfgs: cfgs, c: c, home: home, localUser: localUser()}
+	h, err := r.resolve(c.Host, 0, true)
+	if err != nil {
+		return nil, warnings, err
+	}
+	return h, warnings, nil
+}
+
+type resolver struct {
+	cfgs      sshConfigs
+	c         Config
+	home      string
+	localUser string
+}
+
+// resolve resolves one host. withJumps is false for the hops after the first of a ProxyJump
+// list: ssh dials those with the list given on its command line, which wins over their own
+// ProxyJump.
+func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error) {
+	hs, err := parseHostSpec(spec)
+	if err != nil {
+		return nil, &ConfigError{Host: printable(spec), Reason: err.Error()}
+	}
+	alias := hs.Host
+	bad := func(key, format string, args ...any) error {
+		return &ConfigError{Host: alias, Key: key, Reason: fmt.Sprintf(format, args...)}
+	}
+	get := func(key string) string { return r.cfgs.get(alias, key) }
+
+	h := &Host{Alias: alias, HostName: alias, Port: hs.Port, User: hs.User}
+	if v := get("HostName"); v != "" {
+		name, err := expandTokens(v, map[byte]string{'h': alias})
+		if err != nil {
+			return nil, bad("HostName", "%v", err)
+		}
+		h.HostName = name
+	}
+	if h.Port == 0 {
+		h.Port = 22
+		if v := get("Port"); v != "" {
+			p, err := parsePort(v)
+			if err != nil {
+				return nil, bad("Port", "%v", err)
+			}
+			h.Port = p
+		}
+	}
+	if h.User == "" {
+		h.User = get("User")
+	}
+	if h.User == "" {
+		h.User = r.localUser
+	}
+	if v := get("HostKeyAlias"); v != "" && !strings.EqualFold(v, None) {
+		h.HostKeyAlias = v
+	}
+
+	tokens := r.tokens(h)
+	expandPath := func(key, v string) (string, error) {
+		v, err := expandTokens(v, tokens)
+		if err != nil {
+			return "", bad(key, "%v", err)
+		}
+		v = expandTilde(v, r.home)
+		if !filepath.IsAbs(v) {
+			// ssh takes relative paths from the current folder; a long-running app has no
+			// meaningful one, so they are taken from ~/.ssh, as Include does.
+			v = filepath.Join(r.home, ".ssh", v)
+		}
+		return v, nil
+	}
+
+	// Identities.
+	ids := r.cfgs.getAll(alias, "IdentityFile")
+	if len(ids) == 0 {
+		ids = defaultIdentities
+	}
+	for _, id := range ids {
+		if strings.EqualFold(id, None) {
+			continue
+		}
+		p, err := expandPath("IdentityFile", id)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(h.IdentityFiles, p) {
+			h.IdentityFiles = append(h.IdentityFiles, p)
+		}
+	}
+	if h.IdentitiesOnly, err = yesNo(get("IdentitiesOnly"), false); err != nil {
+		return nil, bad("IdentitiesOnly", "%v", err)
+	}
+	if v := get("IdentityAgent"); v != "" {
+		switch {
+		case strings.EqualFold(v, None):
+			h.IdentityAgent = None
+		case v == "SSH_AUTH_SOCK":
+			h.IdentityAgent = os.Getenv("SSH_AUTH_SOCK")
+		case strings.HasPrefix(v, "$"):
+			h.IdentityAgent = os.Getenv(strings.Trim(v[1:], "{}"))
+		default:
+			if h.IdentityAgent, err = expandPath("IdentityAgent", v); err != nil {
+				return nil, err
+			}
+		}
+		if h.IdentityAgent == "" {
+			h.IdentityAgent = None
+		}
+	}
+
+	// Host keys.
+	user := get("UserKnownHostsFile")
+	switch {
+	case user != "":
+		for _, f := range strings.Fields(user) {
+			if strings.EqualFold(f, None) {
+				continue
+			}
+			p, err := expandPath("UserKnownHostsFile", f)
+			if err != nil {
+				return nil, err
+			}
+			h.KnownHostsFiles = append(h.KnownHostsFiles, p)
+		}
+	case r.c.KnownHosts != "" && r.c.KnownHosts != None:
+		h.KnownHostsFiles = []string{expandTilde(r.c.KnownHosts, r.home)}
+	case r.c.KnownHosts == "":
+		h.KnownHostsFiles = []string{filepath.Join(r.home, ".ssh", "known_hosts"), filepath.Join(r.home, ".ssh", "known_hosts2")}
+	}
+	global := get("GlobalKnownHostsFile")
+	if global == "" {
+		global = "/etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2"
+	}
+	for _, f := range strings.Fields(global) {
+		if strings.EqualFold(f, None) {
+			continue
+		}
+		p, err := expandPath("GlobalKnownHostsFile", f)
+		if err != nil {
+			return nil, err
+		}
+		h.GlobalKnownHostsFiles = append(h.GlobalKnownHostsFiles, p)
+	}
+	switch v := strings.ToLower(get("StrictHostKeyChecking")); v {
+	case "", "ask":
+		h.StrictHostKeyChecking = "ask"
+	case "yes", "accept-new", "no":
+		h.StrictHostKeyChecking = v
+	case "off":
+		h.StrictHostKeyChecking = "no"
+	default:
+		return nil, bad("StrictHostKeyChecking", "%s is not yes, accept-new, no, off or ask", printable(v))
+	}
+	if h.HashKnownHosts, err = yesNo(get("HashKnownHosts"), false); err != nil {
+		return nil, bad("HashKnownHosts", "%v", err)
+	}
+
+	// Timers: Config wins, then ssh_config, then the defaults.
+	if h.ConnectTimeout, err = seconds(get("ConnectTimeout")); err != nil {
+		return nil, bad("ConnectTimeout", "%v", err)
+	}
+	h.ConnectTimeout = firstPositive(r.c.ConnectTimeout, h.ConnectTimeout, DefaultConnectTimeout)
+	if h.ServerAliveInterval, err = seconds(get("ServerAliveInterval")); err != nil {
+		return nil, bad("ServerAliveInterval", "%v", err)
+	}
+	// ServerAliveInterval 0 turns ssh's keepalives off; the forward cannot do without them,
+	// since they are how it notices a dead path, so 0 means the default here.
+	h.ServerAliveInterval = firstPositive(r.c.ServerAliveInterval, h.ServerAliveInterval, DefaultServerAliveInterval)
+	if v := get("ServerAliveCountMax"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, bad("ServerAliveCountMax", "%s is not a count", printable(v))
+		}
+		h.ServerAliveCountMax = n
+	}
+	h.ServerAliveCountMax = int(firstPositive(time.Duration(r.c.ServerAliveCountMax), time.Duration(h.ServerAliveCountMax), DefaultServerAliveCountMax))
+
+	// Hops.
+	if !withJumps {
+		return h, nil
+	}
+	jump := get("ProxyJump")
+	if jump == "" || strings.EqualFold(jump, None) {
+		if pc := get("ProxyCommand"); pc != "" && !strings.EqualFold(pc, None) {
+			return nil, bad("ProxyCommand", "not supported (the forward runs no local commands): use ProxyJump")
+		}
+		return h, nil
+	}
+	if depth >= maxJumps {
+		return nil, bad("ProxyJump", "more than %d hops (a loop?)", maxJumps)
+	}
+	for i, hop := range strings.Split(jump, ",") {
+		// The first hop is dialed as ssh would dial it, with its own ProxyJump; the next ones
+		// through the hop before them.
+		j, err := r.resolve(hop, depth+1, i == 0)
+		if err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			h.Jump = append(h.Jump, j.Jump...)
+			j.Jump = nil
+		}
+		h.Jump = append(h.Jump, j)
+	}
+	return h, nil
+}
+
+// tokens are the values of ssh_config's %-tokens for h.
+func (r *resolver) tokens(h *Host) map[byte]string {
+	long, _ := os.Hostname()
+	short, _, _ := strings.Cut(long, ".")
+	k := h.HostKeyAlias
+	if k == "" {
+		k = h.HostName
+	}
+	return map[byte]string{
+		'd': r.home,
+		'h': h.HostName,
+		'i': strconv.Itoa(os.Getuid()),
+		'k': k,
+		'L': short,
+		'l': long,
+		'n': h.Alias,
+		'p': strconv.Itoa(h.Port),
+		'r': h.User,
+		'u': r.localUser,
+	}
+}
+
+func localUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}
+
+// yesNo parses an ssh_config yes/no value; "" is def.
+func yesNo(v string, def bool) (bool, error) {
+	switch strings.ToLower(v) {
+	case "":
+		return def, nil
+	case "yes", "true":
+		return true, nil
+	case "no", "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s is not yes or no", printable(v))
+}
+
+// seconds parses a time in seconds as ssh_config writes it: "30", or with units as "1m30s"
+// (s, m, h, d, w). "" is 0.
+func seconds(v string) (time.Duration, error) {
+	if v == "" {
+		return 0, nil
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, nil
+	}
+	var total time.Duration
+	rest := strings.ToLower(v)
+	for rest != "" {
+		i := 0
+		for i < len(rest) && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 0 || i > 9 {
+			return 0, fmt.Errorf("%s is not a time", printable(v))
+		}
+		n, _ := strconv.Atoi(rest[:i])
+		unit := time.Second
+		if i < len(rest) {
+			switch rest[i] {
+			case 's':
+			case 'm':
+				unit = time.Minute
+			case 'h':
+				unit = time.Hour
+			case 'd':
+				unit = 24 * time.Hour
+			case 'w':
+				unit = 7 * 24 * time.Hour
+			default:
+				return 0, fmt.Errorf("%s is not a time", printable(v))
+			}
+			i++
+		}
+		total += time.Duration(n) * unit
+		rest = rest[i:]
+	}
+	return total, nil
+}
+
+func firstPositive(ds ...time.Duration) time.Duration {
+	for _, d := range ds {
+		if d > 0 {
+			return d
+		}
+	}
+	return 0
+}

@@ -1,0 +1,549 @@
+package forward
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// These tests run OpenSSH's own sshd, as the current user, on a loopback port, each with its own
+// folder: sshd_config, host keys made by ssh-keygen, authorized_keys and a pid file. No fake SSH
+// server. The host the forward opens its port on is this machine, so the tests dial the
+// forwarded port and read /proc themselves.
+
+const sshdPath = "/usr/sbin/sshd"
+
+// needSSHD skips the test when OpenSSH is missing, except in CI, where it fails.
+func needSSHD(t *testing.T) {
+	t.Helper()
+	for _, p := range []string{sshdPath, "ssh-keygen"} {
+		if _, err := exec.LookPath(p); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is missing in CI: install the openssh-server and openssh-client packages", p)
+			}
+			t.Skipf("%s is not installed", p)
+		}
+	}
+	if os.Getuid() == 0 {
+		// sshd run by root wants its privilege separation folder, which the package's
+		// service would create.
+		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
+			t.Fatalf("create /run/sshd: %v", err)
+		}
+	}
+}
+
+// keygen makes a key pair with ssh-keygen at path (and path.pub).
+func keygen(t *testing.T, path, typ, passphrase string) ssh.PublicKey {
+	t.Helper()
+	out, err := exec.Command("ssh-keygen", "-q", "-t", typ, "-N", passphrase, "-C", "test", "-f", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ssh-keygen -t %s: %v: %s", typ, err, out)
+	}
+	return readPublicKey(path + ".pub")
+}
+
+// sshd is one sshd started by a test.
+type sshd struct {
+	t        *testing.T
+	dir      string
+	port     int
+	config   string
+	hostKeys []ssh.PublicKey
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	exit chan struct{}
+}
+
+type sshdOptions struct {
+	hostKeyTypes []string // ed25519 if none
+	authorized   []string // public key files allowed in
+	extra        []string // more sshd_config lines
+}
+
+func startSSHD(t *testing.T, o sshdOptions) *sshd {
+	t.Helper()
+	needSSHD(t)
+	s := &sshd{t: t, dir: t.TempDir()}
+	if len(o.hostKeyTypes) == 0 {
+		o.hostKeyTypes = []string{"ed25519"}
+	}
+	var conf strings.Builder
+	for _, typ := range o.hostKeyTypes {
+		p := filepath.Join(s.dir, "host_"+typ)
+		s.hostKeys = append(s.hostKeys, keygen(t, p, typ, ""))
+		fmt.Fprintf(&conf, "HostKey %s\n", p)
+	}
+	var ak []byte
+	for _, f := range o.authorized {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ak = append(ak, b...)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "authorized_keys"), ak, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&conf, "ListenAddress 127.0.0.1\nAuthorizedKeysFile %s/authorized_keys\nStrictModes no\nUsePAM no\n", s.dir)
+	fmt.Fprintf(&conf, "PidFile %s/sshd.pid\nPermitRootLogin yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n", s.dir)
+	fmt.Fprintf(&conf, "LogLevel VERBOSE\n")
+	for _, l := range o.extra {
+		conf.WriteString(l + "\n")
+	}
+	s.config = filepath.Join(s.dir, "sshd_config")
+	for try := 0; ; try++ {
+		s.port = freePort(t)
+		text := fmt.Sprintf("Port %d\n%s", s.port, conf.String())
+		if err := os.WriteFile(s.config, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := s.start()
+		if err == nil {
+			break
+		}
+		if try == 3 {
+			t.Fatalf("start sshd: %v\n%s", err, s.logText())
+		}
+	}
+	t.Cleanup(func() {
+		s.kill()
+		if t.Failed() {
+			t.Logf("sshd log:\n%s", s.logText())
+		}
+	})
+	return s
+}
+
+// start runs sshd with its config and waits until it answers.
+func (s *sshd) start() error {
+	s.mu.Lock()
+	cmd := exec.Command(sshdPath, "-D", "-e", "-f", s.config)
+	if s.log == nil {
+		s.log = &syncBuffer{}
+	}
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	if err := cmd.Start(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	exit := make(chan struct{})
+	go func() { cmd.Wait(); close(exit) }()
+	s.cmd, s.exit = cmd, exit
+	s.mu.Unlock()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exit:
+			return fmt.Errorf("sshd exited")
+		default:
+		}
+		c, err := net.DialTimeout("tcp", s.addr(), time.Second)
+		if err == nil {
+			c.SetDeadline(time.Now().Add(2 * time.Second))
+			banner := make([]byte, 4)
+			_, err = io.ReadFull(c, banner)
+			c.Close()
+			if err == nil && string(banner) == "SSH-" {
+				return nil
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("sshd did not answer on %s", s.addr())
+}
+
+func (s *sshd) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+
+// pid is the listening sshd's pid.
+func (s *sshd) pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd.Process.Pid
+}
+
+// sessions returns the pids of the sshd processes serving connections: the listener's
+// children.
+func (s *sshd) sessions() []int { return childrenOf(s.pid()) }
+
+// kill ends the listening sshd and every session, with SIGKILL: nothing gets to say goodbye.
+func (s *sshd) kill() {
+	s.mu.Lock()
+	cmd, exit := s.cmd, s.exit
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	kids := childrenOf(cmd.Process.Pid)
+	cmd.Process.Kill()
+	for _, k := range kids {
+		syscall.Kill(k, syscall.SIGKILL)
+	}
+	<-exit
+}
+
+func (s *sshd) logText() string {
+	if s.log == nil {
+		return ""
+	}
+	return s.log.String()
+}
+
+// knownHostsLine is the line of known_hosts for this sshd's key of index i.
+func (s *sshd) knownHostsLine(i int) string {
+	return fmt.Sprintf("[127.0.0.1]:%d %s", s.port, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.hostKeys[i]))))
+}
+
+// childrenOf lists the processes whose parent is pid, from /proc.
+func childrenOf(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// agentFor starts an ssh-agent for the test and adds the keys to it; it returns its socket.
+func agentFor(t *testing.T, keys ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("ssh-agent"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ssh-agent is missing in CI: install openssh-client")
+		}
+		t.Skip("ssh-agent is not installed")
+	}
+	dir, err := os.MkdirTemp("", "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "s")
+	cmd := exec.Command("ssh-agent", "-D", "-a", sock)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for i := 0; ; i++ {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if i == 200 {
+			t.Fatal("ssh-agent did not make its socket")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, k := range keys {
+		add := exec.Command("ssh-add", k)
+		add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+		if out, err := add.CombinedOutput(); err != nil {
+			t.Fatalf("ssh-add %s: %v: %s", k, err, out)
+		}
+	}
+	return sock
+}
+
+// echoServer is the local target of the tests' forwards: it reads until the end of input, then
+// writes it all back and closes, so that a round trip proves both directions and both
+// half-closes.
+func echoServer(t *testing.T) func(ctx context.Context) (net.Conn, error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b, err := io.ReadAll(c)
+				if err != nil {
+					return
+				}
+				c.Write(b)
+			}()
+		}
+	}()
+	return func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", ln.Addr().String())
+	}
+}
+
+// roundTrip sends msg through the forward at addr (on this machine, the host) and returns what
+// came back after the end of input.
+func roundTrip(addr string, msg []byte) ([]byte, error) {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Write(msg)
+		if err == nil {
+			err = c.(*net.TCPConn).CloseWrite()
+		}
+		errc <- err
+	}()
+	got, err := io.ReadAll(c)
+	if werr := <-errc; werr != nil {
+		return got, werr
+	}
+	return got, err
+}
+
+// env is a user's side for a test: a home with .ssh, a key, an ssh_config.
+type env struct {
+	t          *testing.T
+	home       string
+	key        string // the identity file, authorized on the test's sshd
+	config     string // ~/.ssh/config
+	knownHosts string // ~/.ssh/known_hosts
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	needSSHD(t)
+	e := &env{t: t, home: t.TempDir()}
+	dir := filepath.Join(e.home, ".ssh")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e.key = filepath.Join(dir, "id_ed25519")
+	keygen(t, e.key, "ed25519", "")
+	e.config = filepath.Join(dir, "config")
+	e.knownHosts = filepath.Join(dir, "known_hosts")
+	return e
+}
+
+// writeConfig writes the blocks into ~/.ssh/config.
+func (e *env) writeConfig(blocks ...string) {
+	e.t.Helper()
+	if err := os.WriteFile(e.config, []byte(strings.Join(blocks, "")), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// trust writes lines into ~/.ssh/known_hosts.
+func (e *env) trust(lines ...string) {
+	e.t.Helper()
+	if err := os.WriteFile(e.knownHosts, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// hostBlock is an ssh_config Host block for an sshd of the test.
+func hostBlock(alias string, s *sshd, extra ...string) string {
+	b := fmt.Sprintf("Host %s\n  HostName 127.0.0.1\n  Port %d\n  User %s\n", alias, s.port, localUser())
+	for _, l := range extra {
+		b += "  " + l + "\n"
+	}
+	return b
+}
+
+// cfg is a Config for host in this env: its files only, no agent, short timers.
+func (e *env) cfg(host string) Config {
+	return Config{
+		Host:           host,
+		Target:         echoServer(e.t),
+		UserConfig:     e.config,
+		SystemConfig:   None,
+		AgentSocket:    None,
+		Home:           e.home,
+		ConnectTimeout: 5 * time.Second,
+	}
+}
+
+// running is a Conn whose Run runs in the background for the test, and the statuses it went
+// through.
+type running struct {
+	t    *testing.T
+	c    *Conn
+	done chan error
+
+	mu       sync.Mutex
+	statuses []timedStatus
+	changed  chan struct{}
+}
+
+type timedStatus struct {
+	Status
+	at time.Time
+}
+
+// run starts cfg's Conn; the test's end stops it and waits for Run to return.
+func run(t *testing.T, cfg Config) *running {
+	t.Helper()
+	r := &running{t: t, done: make(chan error, 1), changed: make(chan struct{}, 1)}
+	onStatus := cfg.OnStatus
+	cfg.OnStatus = func(s Status) {
+		r.mu.Lock()
+		r.statuses = append(r.statuses, timedStatus{s, time.Now()})
+		r.mu.Unlock()
+		select {
+		case r.changed <- struct{}{}:
+		default:
+		}
+		if onStatus != nil {
+			onStatus(s)
+		}
+	}
+	r.c = New(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { r.done <- r.c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(10 * time.Second):
+			t.Error("Run did not return within 10s of its context ending")
+		}
+	})
+	return r
+}
+
+// wait waits for a status that pred accepts, after the first `after` statuses, and returns it
+// with its index.
+func (r *running) wait(timeout time.Duration, after int, pred func(Status) bool) (Status, int) {
+	r.t.Helper()
+	deadline := time.After(timeout)
+	for {
+		r.mu.Lock()
+		for i := after; i < len(r.statuses); i++ {
+			if pred(r.statuses[i].Status) {
+				s := r.statuses[i].Status
+				r.mu.Unlock()
+				return s, i
+			}
+		}
+		r.mu.Unlock()
+		select {
+		case <-r.changed:
+		case <-deadline:
+			r.t.Fatalf("no such status within %s; statuses: %v", timeout, r.history())
+		}
+	}
+}
+
+func (r *running) at(i int) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.statuses[i].at
+}
+
+func (r *running) history() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, s := range r.statuses {
+		out = append(out, s.String())
+	}
+	return out
+}
+
+// connected waits for the state connected after the first `after` statuses.
+func (r *running) connected(after int) (Status, int) {
+	r.t.Helper()
+	return r.wait(20*time.Second, after, func(s Status) bool {
+		if s.State == Failed {
+			r.t.Fatalf("failed: %v", s.Err)
+		}
+		return s.State == Connected
+	})
+}
+
+// failed waits for Run to return an error, and for the state failed.
+func (r *running) failed() error {
+	r.t.Helper()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		if err == nil {
+			r.t.Fatalf("Run returned nil; statuses: %v", r.history())
+		}
+		if s := r.c.Status(); s.State != Failed || s.Err != err {
+			r.t.Errorf("Status() = %v, want failed with Run's error", s)
+		}
+		return err
+	case <-time.After(20 * time.Second):
+		r.t.Fatalf("Run did not fail within 20s; statuses: %v", r.history())
+	}
+	return nil
+}
+
+// carries checks that the forward at addr carries bytes both ways.
+func carries(t *testing.T, addr string) {
+	t.Helper()
+	msg := bytes.Repeat([]byte("krad through the tunnel\n"), 50000) // 1.2 MB, past every window
+	got, err := roundTrip(addr, msg)
+	if err != nil || !bytes.Equal(got, msg) {
+		t.Fatalf("round trip through %s: got %d bytes of %d, %v", addr, len(got), len(msg), err)
+	}
+}
