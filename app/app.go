@@ -102,7 +102,8 @@ func New(cfg Config) *App {
 			specs = append(specs, s)
 		}
 	}
-	a.envs[Local] = newEnvironment(a, Local, cfg.Tmux, specs)
+	local := &localHost{tmux: cfg.Tmux, vars: HostVars{Endpoint: cfg.Endpoint, Token: cfg.Token, BinDir: cfg.BinDir, Path: cfg.Path}}
+	a.envs[Local] = newEnvironment(a, Local, local, specs)
 	return a
 }
 
@@ -118,7 +119,7 @@ func (a *App) Run(ctx context.Context) error {
 func (a *App) Ready() <-chan struct{} { return a.envs[Local].ready }
 
 // AttachHint is the command that attaches a person to an environment's terminals.
-func (a *App) AttachHint(env string) string { return a.cfg.Tmux.attachHint(env) }
+func (a *App) AttachHint(env string) string { return a.envs[env].host.AttachHint(env) }
 
 // notifyLocked tells waiters that something changed. a.mu must be held.
 func (a *App) notifyLocked() {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,7 +27,7 @@ const deadSubscription = "krad-dead"
 type environment struct {
 	app   *App
 	name  string
-	tmux  TmuxConfig
+	host  Host
 	specs []TerminalSpec
 
 	ready     chan struct{}
@@ -46,11 +47,11 @@ type environment struct {
 	started   bool // the configured terminals were opened in this run
 }
 
-func newEnvironment(a *App, name string, tc TmuxConfig, specs []TerminalSpec) *environment {
+func newEnvironment(a *App, name string, host Host, specs []TerminalSpec) *environment {
 	return &environment{
 		app:       a,
 		name:      name,
-		tmux:      tc,
+		host:      host,
 		specs:     specs,
 		ready:     make(chan struct{}),
 		terminals: map[int]*terminal{},
@@ -89,7 +90,7 @@ func (e *environment) run(ctx context.Context) {
 // be), adopt the windows that are there, open the configured terminals, then follow tmux's
 // notifications until it goes away or ctx is done.
 func (e *environment) session(ctx context.Context) error {
-	c, err := e.tmux.attach(ctx, e.name, e.onNote)
+	c, err := e.host.Attach(ctx, e.name, e.onNote)
 	if err != nil {
 		return err
 	}
@@ -155,7 +156,7 @@ func (e *environment) session(ctx context.Context) error {
 	a.publishAppLocked(api.AppEvent{Kind: api.EnvironmentUp, Environment: e.name})
 	a.mu.Unlock()
 	e.readyOnce.Do(func() { close(e.ready) })
-	a.log.Info("environment up", "environment", e.name, "attach", e.tmux.attachHint(e.name))
+	a.log.Info("environment up", "environment", e.name, "attach", e.host.AttachHint(e.name))
 
 	select {
 	case <-c.Done():
@@ -169,16 +170,21 @@ func (e *environment) session(ctx context.Context) error {
 // gets (windows a person opens included), the companion as the command of those windows, and
 // the subscription that reports pane deaths.
 func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
-	cfg := e.app.cfg
-	companion := cfg.BinDir + "/krad-ade-agents"
+	v := e.host.Vars()
+	token := []string{"set-environment", "-t", e.name, "KRAD_ADE_TOKEN", v.Token.Reveal()}
+	tokenFile := []string{"set-environment", "-t", e.name, "-r", "KRAD_ADE_TOKEN_FILE"}
+	if v.TokenFile != "" { // an SSH host: the token stays in its file, out of every environment
+		token = []string{"set-environment", "-t", e.name, "-r", "KRAD_ADE_TOKEN"}
+		tokenFile = []string{"set-environment", "-t", e.name, "KRAD_ADE_TOKEN_FILE", v.TokenFile}
+	}
 	cmds := [][]string{
 		{"set-option", "-gw", "remain-on-exit", "on"},
-		{"set-environment", "-t", e.name, "KRAD_ADE_ENDPOINT", cfg.Endpoint},
-		{"set-environment", "-t", e.name, "KRAD_ADE_TOKEN", cfg.Token.Reveal()},
-		{"set-environment", "-t", e.name, "PATH", e.path()},
+		{"set-environment", "-t", e.name, "KRAD_ADE_ENDPOINT", v.Endpoint},
+		token,
+		tokenFile,
+		{"set-environment", "-t", e.name, "PATH", v.path()},
 		{"set-environment", "-t", e.name, "-r", "KRAD_ADE_TERMINAL"},
-		{"set-environment", "-t", e.name, "-r", "KRAD_ADE_TOKEN_FILE"},
-		{"set-option", "-t", e.name, "default-command", shellQuote(companion) + " shell"},
+		{"set-option", "-t", e.name, "default-command", shellQuote(v.companion()) + " shell"},
 		{"refresh-client", "-C", "200x50"},
 		{"refresh-client", "-B", deadSubscription + ":%*:#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"},
 	}
@@ -188,14 +194,6 @@ func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
 		}
 	}
 	return nil
-}
-
-func (e *environment) path() string {
-	p := e.app.cfg.BinDir
-	if e.app.cfg.Path != "" {
-		p += ":" + e.app.cfg.Path
-	}
-	return p
 }
 
 // windowMeta is what the app keeps in a window's @krad option, so that a restarted app adopts
@@ -423,21 +421,18 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 
 // newWindow asks tmux for the terminal's window.
 func (e *environment) newWindow(ctx context.Context, c *tmux.Client, id api.TerminalID, s windowSpec) (tmux.WindowID, tmux.PaneID, error) {
-	cfg := e.app.cfg
-	companion := cfg.BinDir + "/krad-ade-agents"
-	args := []string{"new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "-t", e.name + ":", "-n", s.title,
-		"-e", "KRAD_ADE_ENDPOINT=" + cfg.Endpoint,
-		"-e", "KRAD_ADE_TOKEN=" + cfg.Token.Reveal(),
-		"-e", "KRAD_ADE_TERMINAL=" + id.String(),
-		"-e", "PATH=" + e.path(),
+	v := e.host.Vars()
+	args := []string{"new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "-t", e.name + ":", "-n", s.title}
+	for _, kv := range v.env(id) {
+		args = append(args, "-e", kv)
 	}
-	if s.dir != "" {
-		args = append(args, "-c", s.dir)
+	if dir := cmp.Or(s.dir, v.Dir); dir != "" {
+		args = append(args, "-c", dir)
 	}
 	if len(s.argv) == 0 {
-		args = append(args, "--", companion, "shell")
+		args = append(args, "--", v.companion(), "shell")
 	} else {
-		args = append(args, "--", companion, "run", "--title", s.title, "--")
+		args = append(args, "--", v.companion(), "run", "--title", s.title, "--")
 		args = append(args, s.argv...)
 	}
 	out, err := c.Command(ctx, args...)
