@@ -182,16 +182,79 @@ func (c *Conn) Run(ctx context.Context) error {
 		if failures > 0 {
 			wait := c.backoff(failures)
 			c.setStatus(Status{State: Retrying, Err: err, RetryIn: wait})
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
+			var pe *pathError
+			if errors.As(err, &pe) {
+				c.waitForPath(ctx, wait, pe.addr)
+			} else {
+				sleep(ctx, wait)
+			}
+			if ctx.Err() != nil {
 				c.setStatus(Status{State: Stopped})
 				return nil
-			case <-t.C:
 			}
 		}
 		failures++
+	}
+}
+
+// probeInterval is how often a wait after a path failure checks whether the path is back.
+const probeInterval = 500 * time.Millisecond
+
+// waitForPath waits d, or until the first hop at addr answers: a probe every probeInterval
+// opens a TCP connection there and waits for the server's first bytes (its SSH banner), which
+// only come through a working path. So a long outage, whose backoff has grown to MaxBackoff,
+// heals within about probeInterval of the path coming back, while a host that answers and then
+// fails is still retried only at the backoff's pace.
+func (c *Conn) waitForPath(ctx context.Context, d time.Duration, addr string) {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	answered := make(chan struct{}, 1)
+	tick := time.NewTicker(probeInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-answered:
+			return
+		case <-tick.C:
+			go func() {
+				if c.probe(ctx, addr) {
+					select {
+					case answered <- struct{}{}:
+					default:
+					}
+				}
+			}()
+		}
+	}
+}
+
+// probe says whether the server at addr sends its first bytes within probeTimeout.
+func (c *Conn) probe(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	conn, err := c.cfg.Dialer(ctx, "tcp", addr)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	var b [1]byte
+	n, _ := conn.Read(b[:])
+	return n == 1
+}
+
+// probeTimeout bounds one probe; probes overlap when the path swallows them.
+const probeTimeout = 2 * time.Second
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
 	}
 }
 
@@ -225,14 +288,22 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	var proved atomic.Bool
 	go l.keepalive(h.ServerAliveInterval, h.ServerAliveCountMax, func() { proved.Store(true) }, c.cfg.Logger)
 
-	ln, fwd, err := c.openForward(l.ctx, l, h, c.port, c.prev)
+	// The shell starts first, so that the host runs the user's start-up files while it is
+	// asked for the forward.
+	sh, err := startShell(l.client)
 	if err != nil {
+		return proved.Load(), l.cause(err)
+	}
+	ln, fwd, err := c.openForward(l.ctx, l, sh, h, c.port, c.prev)
+	if err != nil {
+		sh.close()
 		return proved.Load(), l.cause(err)
 	}
 	ready := make(chan struct{})
 	go c.serve(l.ctx, ln, ready)
 
-	info, err := readHostInfo(l.ctx, l.client)
+	info, err := readHostInfo(l.ctx, sh)
+	sh.close()
 	if err != nil {
 		return proved.Load(), l.cause(fmt.Errorf("check the forward on the host: %w", err))
 	}

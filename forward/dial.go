@@ -120,9 +120,11 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Cli
 	}
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
-			return nil, nil, fmt.Errorf("connect to %s: no answer in %s (ConnectTimeout)", h.Addr(), h.ConnectTimeout)
+			err = fmt.Errorf("connect to %s: no answer in %s (ConnectTimeout)", h.Addr(), h.ConnectTimeout)
+		} else {
+			err = fmt.Errorf("connect to %s: %w", h.Addr(), err)
 		}
-		return nil, nil, fmt.Errorf("connect to %s: %w", h.Addr(), err)
+		return nil, nil, onPath(prev == nil, h.Addr(), err)
 	}
 	if d, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(d) // a channel over a hop says it has no deadlines: the timer is for it
@@ -148,7 +150,8 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Cli
 		if err := ctx.Err(); err != nil && err != context.DeadlineExceeded {
 			return nil, nil, err
 		}
-		return nil, nil, fmt.Errorf("ssh handshake with %s: no answer in %s (ConnectTimeout)", h.Addr(), h.ConnectTimeout)
+		err = fmt.Errorf("ssh handshake with %s: no answer in %s (ConnectTimeout)", h.Addr(), h.ConnectTimeout)
+		return nil, nil, onPath(prev == nil, h.Addr(), err)
 	}
 	if err != nil {
 		conn.Close()
@@ -163,6 +166,24 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Cli
 	}
 	conn.SetDeadline(time.Time{})
 	return ssh.NewClient(cc, chans, reqs), conn, nil
+}
+
+// pathError is a failure to reach the first hop at all: the network on the way, more likely than
+// the host, is down. Waits before the next attempt then watch the path (see [Conn.Run]).
+type pathError struct {
+	addr string // the first hop's address
+	err  error
+}
+
+func (e *pathError) Error() string { return e.err.Error() }
+func (e *pathError) Unwrap() error { return e.err }
+
+// onPath wraps err in a *pathError when it is the first hop's.
+func onPath(first bool, addr string, err error) error {
+	if !first {
+		return err
+	}
+	return &pathError{addr: addr, err: err}
 }
 
 // keepalive sends keepalive@openssh.com every interval and waits for the reply. When a request

@@ -58,19 +58,19 @@ const maxOutput = 4 << 20
 // connection before, still holds it, prev is ended and the port asked for again; when it is still
 // taken, the host chooses another and Forward.Changed says so. A refusal of a port of the host's
 // choosing means the host forbids forwarding: [ErrForwardingForbidden].
-func (c *Conn) openForward(ctx context.Context, l *link, h *Host, port int, prev *hostSession) (net.Listener, Forward, error) {
+func (c *Conn) openForward(ctx context.Context, l *link, sh *hostShell, h *Host, port int, prev *hostSession) (net.Listener, Forward, error) {
 	ln, err := listen(l.client, port)
 	if err != nil && port != 0 && isRefused(err) {
 		if prev != nil {
-			if freed, ferr := c.endStaleSession(ctx, l, port, prev); ferr != nil {
+			if freed, ferr := c.endStaleSession(ctx, sh, port, prev); ferr != nil {
 				c.cfg.Logger.Warn("could not end the stale sshd session on the host", "host", h.Alias, "pid", prev.PID, "err", ferr)
 			} else if freed {
 				// The process is gone in a few milliseconds; its socket with it.
-				for i := 0; i < 20 && err != nil && isRefused(err); i++ {
+				for i := 0; i < 100 && err != nil && isRefused(err); i++ {
 					select {
 					case <-ctx.Done():
 						return nil, Forward{}, l.cause(ctx.Err())
-					case <-time.After(50 * time.Millisecond):
+					case <-time.After(10 * time.Millisecond):
 					}
 					ln, err = listen(l.client, port)
 				}
@@ -116,16 +116,18 @@ type hostInfo struct {
 	sockets []socket
 }
 
-// infoCommand prints, after markers: the pid of the sshd process serving this connection (the
-// parent of the shell: the user's shell execs sh, whose parent is then sshd), our uid, that
-// process's /proc stat, and the host's TCP sockets.
-const infoCommand = `exec sh -c 'echo ` + marker + `pid; echo $PPID; echo ` + marker + `uid; id -u; ` +
-	`echo ` + marker + `stat; cat /proc/$PPID/stat; echo; ` +
-	`echo ` + marker + `tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; echo ` + marker + `end'`
+// infoScript prints, after markers: the pid of the sshd process serving this connection (the
+// shell's parent: see startShell), our uid, that process's /proc stat, and the host's TCP
+// sockets.
+const infoScript = `echo ` + marker + `pid; echo $PPID
+echo ` + marker + `uid; id -u
+echo ` + marker + `stat; cat /proc/$PPID/stat 2>/dev/null; echo
+echo ` + marker + `tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
+echo ` + marker + `end`
 
-// readHostInfo runs infoCommand on the host.
-func readHostInfo(ctx context.Context, client *ssh.Client) (hostInfo, error) {
-	out, err := runOnHost(ctx, client, infoCommand)
+// readHostInfo runs infoScript on the host.
+func readHostInfo(ctx context.Context, sh *hostShell) (hostInfo, error) {
+	out, err := sh.run(ctx, infoScript)
 	if err != nil {
 		return hostInfo{}, err
 	}
@@ -174,10 +176,12 @@ func checkLoopback(socks []socket, port int) error {
 // process (pid and start time), still an sshd of our user, and still holds a listening socket
 // on port; it says whether it did. It is how a port comes back when the host has not yet
 // noticed that the old connection is dead.
-func (c *Conn) endStaleSession(ctx context.Context, l *link, port int, prev *hostSession) (bool, error) {
-	cmd := fmt.Sprintf(`exec sh -c 'echo %[1]sstat; cat /proc/%[2]d/stat 2>/dev/null; echo; echo %[1]sfd; ls -l /proc/%[2]d/fd 2>/dev/null; `+
-		`echo %[1]stcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; echo %[1]send'`, marker, prev.PID)
-	out, err := runOnHost(ctx, l.client, cmd)
+func (c *Conn) endStaleSession(ctx context.Context, sh *hostShell, port int, prev *hostSession) (bool, error) {
+	script := fmt.Sprintf(`echo %[1]sstat; cat /proc/%[2]d/stat 2>/dev/null; echo
+echo %[1]sfd; ls -l /proc/%[2]d/fd 2>/dev/null
+echo %[1]stcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
+echo %[1]send`, marker, prev.PID)
+	out, err := sh.run(ctx, script)
 	if err != nil {
 		return false, err
 	}
@@ -211,9 +215,9 @@ func (c *Conn) endStaleSession(ctx context.Context, l *link, port int, prev *hos
 	}
 	// The start time is checked again by the command that kills, so that a pid reused in
 	// between is left alone.
-	kill := fmt.Sprintf(`exec sh -c 'set -- $(sed "s/^.*) //" /proc/%[2]d/stat 2>/dev/null); [ "${20}" = %[3]d ] && kill %[2]d && echo %[1]skilled'`,
+	kill := fmt.Sprintf(`( set -- $(sed 's/^.*) //' /proc/%[2]d/stat 2>/dev/null); [ "${20}" = %[3]d ] && kill %[2]d && echo %[1]skilled )`,
 		marker, prev.PID, prev.Start)
-	out, err = runOnHost(ctx, l.client, kill)
+	out, err = sh.run(ctx, kill)
 	if err != nil {
 		return false, err
 	}
@@ -241,44 +245,6 @@ func sections(out []byte) map[string][]byte {
 		}
 	}
 	return sec
-}
-
-// runOnHost runs cmd in a session and returns what it printed. Its stderr, capped, goes into the
-// error when it fails.
-func runOnHost(ctx context.Context, client *ssh.Client, cmd string) ([]byte, error) {
-	s, err := client.NewSession()
-	if err != nil {
-		return nil, fmt.Errorf("open a session on the host: %w", err)
-	}
-	defer s.Close()
-	stop := context.AfterFunc(ctx, func() { s.Close() })
-	defer stop()
-	stdout := &cappedBuffer{max: maxOutput}
-	stderr := &cappedBuffer{max: 4096}
-	s.Stdout, s.Stderr = stdout, stderr
-	if err := s.Run(cmd); err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return nil, fmt.Errorf("run a command on the host: %w: %s", err, printable(msg))
-		}
-		return nil, fmt.Errorf("run a command on the host: %w", err)
-	}
-	return stdout.Bytes(), nil
-}
-
-// cappedBuffer keeps the first max bytes written to it and drops the rest.
-type cappedBuffer struct {
-	bytes.Buffer
-	max int
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.Len(); room > 0 {
-		b.Buffer.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
 }
 
 // serve accepts the forward's connections until the listener ends, and pipes each to a new

@@ -48,9 +48,9 @@ func TestCheckLoopback(t *testing.T) {
 	}{
 		{port: 45909, want: ErrNotLoopback, says: "GatewayPorts"}, // 127.0.0.1 and [::]
 		{port: 22, want: ErrNotLoopback, says: "0.0.0.0:22"},
-		{port: 8080, want: nil},       // 127.0.0.2 is loopback too
-		{port: 8081, want: nil},       // ::ffff:127.0.0.1
-		{port: 631, want: nil},        // ::1
+		{port: 8080, want: nil},                                // 127.0.0.2 is loopback too
+		{port: 8081, want: nil},                                // ::ffff:127.0.0.1
+		{port: 631, want: nil},                                 // ::1
 		{port: 45189, want: ErrUncheckable, says: "not among"}, // not listening
 		{port: 1, want: ErrUncheckable},
 	} {

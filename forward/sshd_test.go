@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -27,7 +28,7 @@ import (
 const sshdPath = "/usr/sbin/sshd"
 
 // needSSHD skips the test when OpenSSH is missing, except in CI, where it fails.
-func needSSHD(t *testing.T) {
+func needSSHD(t testing.TB) {
 	t.Helper()
 	for _, p := range []string{sshdPath, "ssh-keygen"} {
 		if _, err := exec.LookPath(p); err != nil {
@@ -47,7 +48,7 @@ func needSSHD(t *testing.T) {
 }
 
 // keygen makes a key pair with ssh-keygen at path (and path.pub).
-func keygen(t *testing.T, path, typ, passphrase string) ssh.PublicKey {
+func keygen(t testing.TB, path, typ, passphrase string) ssh.PublicKey {
 	t.Helper()
 	out, err := exec.Command("ssh-keygen", "-q", "-t", typ, "-N", passphrase, "-C", "test", "-f", path).CombinedOutput()
 	if err != nil {
@@ -58,7 +59,7 @@ func keygen(t *testing.T, path, typ, passphrase string) ssh.PublicKey {
 
 // sshd is one sshd started by a test.
 type sshd struct {
-	t        *testing.T
+	t        testing.TB
 	dir      string
 	port     int
 	config   string
@@ -76,7 +77,7 @@ type sshdOptions struct {
 	extra        []string // more sshd_config lines
 }
 
-func startSSHD(t *testing.T, o sshdOptions) *sshd {
+func startSSHD(t testing.TB, o sshdOptions) *sshd {
 	t.Helper()
 	needSSHD(t)
 	s := &sshd{t: t, dir: t.TempDir()}
@@ -236,7 +237,7 @@ func childrenOf(pid int) []int {
 	return out
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -264,7 +265,7 @@ func (b *syncBuffer) String() string {
 }
 
 // agentFor starts an ssh-agent for the test and adds the keys to it; it returns its socket.
-func agentFor(t *testing.T, keys ...string) string {
+func agentFor(t testing.TB, keys ...string) string {
 	t.Helper()
 	if _, err := exec.LookPath("ssh-agent"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -306,7 +307,7 @@ func agentFor(t *testing.T, keys ...string) string {
 // echoServer is the local target of the tests' forwards: it reads until the end of input, then
 // writes it all back and closes, so that a round trip proves both directions and both
 // half-closes.
-func echoServer(t *testing.T) func(ctx context.Context) (net.Conn, error) {
+func echoServer(t testing.TB) func(ctx context.Context) (net.Conn, error) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -361,14 +362,14 @@ func roundTrip(addr string, msg []byte) ([]byte, error) {
 
 // env is a user's side for a test: a home with .ssh, a key, an ssh_config.
 type env struct {
-	t          *testing.T
+	t          testing.TB
 	home       string
 	key        string // the identity file, authorized on the test's sshd
 	config     string // ~/.ssh/config
 	knownHosts string // ~/.ssh/known_hosts
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	needSSHD(t)
 	e := &env{t: t, home: t.TempDir()}
@@ -424,7 +425,7 @@ func (e *env) cfg(host string) Config {
 // running is a Conn whose Run runs in the background for the test, and the statuses it went
 // through.
 type running struct {
-	t    *testing.T
+	t    testing.TB
 	c    *Conn
 	done chan error
 
@@ -439,7 +440,7 @@ type timedStatus struct {
 }
 
 // run starts cfg's Conn; the test's end stops it and waits for Run to return.
-func run(t *testing.T, cfg Config) *running {
+func run(t testing.TB, cfg Config) *running {
 	t.Helper()
 	r := &running{t: t, done: make(chan error, 1), changed: make(chan struct{}, 1)}
 	onStatus := cfg.OnStatus
@@ -503,7 +504,7 @@ func (r *running) history() []string {
 	defer r.mu.Unlock()
 	var out []string
 	for _, s := range r.statuses {
-		out = append(out, s.String())
+		out = append(out, s.at.Format("15:04:05.000")+" "+s.String())
 	}
 	return out
 }
@@ -539,11 +540,23 @@ func (r *running) failed() error {
 }
 
 // carries checks that the forward at addr carries bytes both ways.
-func carries(t *testing.T, addr string) {
+func carries(t testing.TB, addr string) {
 	t.Helper()
 	msg := bytes.Repeat([]byte("krad through the tunnel\n"), 50000) // 1.2 MB, past every window
 	got, err := roundTrip(addr, msg)
 	if err != nil || !bytes.Equal(got, msg) {
 		t.Fatalf("round trip through %s: got %d bytes of %d, %v", addr, len(got), len(msg), err)
 	}
+}
+
+// testLogger logs to the test's log, with the time.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }

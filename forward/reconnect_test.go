@@ -1,0 +1,297 @@
+package forward
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cutProxy stands for the network between the client and sshd. cut makes it a path that lost
+// its state: the connections open then never pass another byte (nor a close), and new ones are
+// accepted but pass nothing until restore. Nothing is closed, so neither side hears of it.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	blocking bool // new connections wait
+	closed   bool
+	conns    []*proxyConn
+}
+
+type proxyConn struct {
+	a, b   net.Conn
+	frozen bool // open during a cut: never passes again
+}
+
+func newCutProxy(t testing.TB, target string) *cutProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: target}
+	p.cond = sync.NewCond(&p.mu)
+	go p.accept()
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+
+// dialer is a Config.Dialer that goes through the proxy whatever the address.
+func (p *cutProxy) dialer(ctx context.Context, network, _ string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, network, p.addr())
+}
+
+func (p *cutProxy) accept() {
+	for {
+		a, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		b, err := net.Dial("tcp", p.target)
+		if err != nil {
+			a.Close()
+			continue
+		}
+		c := &proxyConn{a: a, b: b}
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			a.Close()
+			b.Close()
+			return
+		}
+		p.conns = append(p.conns, c)
+		p.mu.Unlock()
+		go p.pipe(c, a, b)
+		go p.pipe(c, b, a)
+	}
+}
+
+// pipe copies src to dst, each chunk (and the end) only when the path passes.
+func (p *cutProxy) pipe(c *proxyConn, src, dst net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if !p.wait(c) {
+			return
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				err = werr
+			}
+		}
+		if err != nil {
+			c.a.Close()
+			c.b.Close()
+			return
+		}
+	}
+}
+
+// wait blocks while c may not pass; false when the proxy closed.
+func (p *cutProxy) wait(c *proxyConn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !p.closed && (c.frozen || p.blocking) {
+		p.cond.Wait()
+	}
+	return !p.closed
+}
+
+func (p *cutProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.blocking = true
+	for _, c := range p.conns {
+		c.frozen = true
+	}
+}
+
+func (p *cutProxy) restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.blocking = false
+	p.cond.Broadcast()
+}
+
+func (p *cutProxy) close() {
+	p.mu.Lock()
+	p.closed = true
+	conns := p.conns
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	p.ln.Close()
+	for _, c := range conns {
+		c.a.Close()
+		c.b.Close()
+	}
+}
+
+func TestSSHDKilledAndRestarted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	e.writeConfig(hostBlock("build", s))
+	e.trust(s.knownHostsLine(0))
+	r := run(t, e.cfg("build"))
+	st, i := r.connected(0)
+	carries(t, st.Addr)
+
+	s.kill()
+	lost, j := r.wait(5*time.Second, i+1, func(s Status) bool { return s.State != Connected })
+	if lost.Err == nil || r.c.Client() != nil || r.c.Addr() != "" {
+		t.Errorf("after the kill: status %v, Client %v, Addr %q", lost, r.c.Client(), r.c.Addr())
+	}
+	// Down for a while: attempts fail and back off.
+	r.wait(5*time.Second, j, func(s Status) bool { return s.State == Retrying })
+	if err := s.start(); err != nil {
+		t.Fatalf("restart sshd: %v", err)
+	}
+	st2, _ := r.connected(j)
+	if st2.Addr != st.Addr || st2.PortChanged != nil {
+		t.Fatalf("after the restart: %v, want the same address %s", st2, st.Addr)
+	}
+	carries(t, st2.Addr)
+}
+
+func TestSilentDrop(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	e.writeConfig(hostBlock("build", s))
+	e.trust(s.knownHostsLine(0))
+	p := newCutProxy(t, s.addr())
+
+	const interval, count = 200 * time.Millisecond, 3
+	cfg := e.cfg("build")
+	cfg.Dialer = p.dialer
+	cfg.ServerAliveInterval, cfg.ServerAliveCountMax = interval, count
+	cfg.ConnectTimeout = time.Second
+	cfg.Logger = testLogger(t)
+	r := run(t, cfg)
+	st, i := r.connected(0)
+	carries(t, st.Addr)
+	old := s.sessions()
+
+	p.cut()
+	cutAt := time.Now()
+	lost, j := r.wait(5*time.Second, i+1, func(s Status) bool { return s.State != Connected })
+	noticed := r.at(j).Sub(cutAt)
+	if !errors.Is(lost.Err, ErrKeepalive) {
+		t.Errorf("lost with %v, want ErrKeepalive", lost.Err)
+	}
+	// The bound is interval × (count+1): a request goes out within an interval of the cut,
+	// and count intervals later it is given up.
+	if bound := interval*(count+1) + 200*time.Millisecond; noticed > bound {
+		t.Errorf("noticed the cut after %s, want within %s", noticed, bound)
+	}
+	// The path stays down a while: attempts time out.
+	r.wait(5*time.Second, j, func(s Status) bool { return s.State == Retrying })
+	time.Sleep(500 * time.Millisecond)
+
+	p.restore()
+	restoredAt := time.Now()
+	st2, k := r.connected(j)
+	t.Logf("noticed the cut in %s; connected %s after the path came back (at %s)", noticed.Round(time.Millisecond), r.at(k).Sub(restoredAt).Round(time.Millisecond), restoredAt.Format("15:04:05.000"))
+	for _, h := range r.history() {
+		t.Log(h)
+	}
+	if st2.Addr != st.Addr || st2.PortChanged != nil {
+		t.Fatalf("after the cut: %v, want the same address %s", st2, st.Addr)
+	}
+	carries(t, st2.Addr)
+	// The old session, which held the port and never heard of the cut, was ended.
+	for _, pid := range old {
+		if syscall.Kill(pid, 0) == nil && isSSHD(pid) {
+			t.Errorf("the old sshd session %d is still there", pid)
+		}
+	}
+}
+
+// isSSHD says whether pid is (still) an sshd: a killed one may linger as a zombie.
+func isSSHD(pid int) bool {
+	st, err := readStat(pid)
+	return err == nil && st.Comm == "sshd" && !st.zombie
+}
+
+type testStat struct {
+	procStat
+	zombie bool
+}
+
+func readStat(pid int) (testStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return testStat{}, err
+	}
+	st, err := parseProcStat(b)
+	if err != nil {
+		return testStat{}, err
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return testStat{st, len(s) > i+2 && s[i+2] == 'Z'}, nil
+}
+
+func TestPortSquatted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	e.writeConfig(hostBlock("build", s))
+	e.trust(s.knownHostsLine(0))
+
+	// The second dial waits until the test has taken the old port.
+	var dials atomic.Int32
+	gate := make(chan struct{})
+	cfg := e.cfg("build")
+	cfg.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if dials.Add(1) > 1 {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	r := run(t, cfg)
+	st, i := r.connected(0)
+
+	for _, pid := range s.sessions() {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	var squat net.Listener
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var err error
+		if squat, err = net.Listen("tcp", st.Addr); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the old port did not come free: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer squat.Close()
+	close(gate)
+
+	st2, _ := r.connected(i + 1)
+	if st2.Addr == st.Addr || st2.PortChanged == nil || *st2.PortChanged != (PortChanged{Old: st.Addr, New: st2.Addr}) {
+		t.Fatalf("after the squat: %v (%+v), want a new port and PortChanged from %s", st2, st2.PortChanged, st.Addr)
+	}
+	carries(t, st2.Addr)
+}

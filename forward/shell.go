@@ -1,0 +1,138 @@
+package forward
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// hostShell is a plain sh on the host that runs this package's commands one after the other
+// during a connect. sshd runs every command through the user's login shell, which reads its
+// start-up files first (bash reads ~/.bashrc for ssh commands); those can take a good part of a
+// second, so they are paid once per connection, while the forward is being asked for, and not
+// per command.
+type hostShell struct {
+	sess   *ssh.Session
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	stderr *cappedBuffer
+
+	mu     sync.Mutex
+	n      int
+	broken error
+}
+
+// startShell starts sh on the host and returns at once; the shell's start-up runs on the host
+// while the caller goes on.
+func startShell(client *ssh.Client) (*hostShell, error) {
+	s, err := client.NewSession()
+	if err != nil {
+		return nil, fmt.Errorf("open a session on the host: %w", err)
+	}
+	sh := &hostShell{sess: s, stderr: &cappedBuffer{max: 4096}}
+	s.Stderr = sh.stderr
+	if sh.stdin, err = s.StdinPipe(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	out, err := s.StdoutPipe()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	sh.stdout = bufio.NewReaderSize(out, 64<<10)
+	// exec: the login shell becomes sh, so that sh's parent, $PPID, is the sshd process that
+	// serves this connection.
+	if err := s.Start("exec sh"); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("start sh on the host: %w", err)
+	}
+	return sh, nil
+}
+
+// run runs script in the shell and returns what it printed on stdout. Output past maxOutput,
+// or ctx ending, breaks the shell: later runs fail.
+func (sh *hostShell) run(ctx context.Context, script string) ([]byte, error) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.broken != nil {
+		return nil, sh.broken
+	}
+	sh.n++
+	end := marker + "done-" + strconv.Itoa(sh.n)
+	stop := context.AfterFunc(ctx, func() { sh.sess.Close() })
+	defer stop()
+	// The script's stderr goes to the session's; the end marker starts a line of its own.
+	if _, err := io.WriteString(sh.stdin, "{\n"+script+"\n}\necho\necho "+end+"\n"); err != nil {
+		return nil, sh.fail(ctx, fmt.Errorf("write to sh on the host: %w", err))
+	}
+	var out bytes.Buffer
+	for {
+		line, err := sh.stdout.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			err = nil // a long line: keep it whole, in pieces
+		}
+		if string(bytes.TrimRight(line, "\r\n")) == end {
+			return out.Bytes(), nil
+		}
+		out.Write(line)
+		if out.Len() > maxOutput {
+			return nil, sh.fail(ctx, errors.New("the host printed too much"))
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = errors.New("sh on the host ended")
+			}
+			return nil, sh.fail(ctx, err)
+		}
+	}
+}
+
+// fail marks the shell broken with err, closes it, and returns the error to report: ctx's when
+// it ended, else err with the shell's stderr.
+func (sh *hostShell) fail(ctx context.Context, err error) error {
+	sh.sess.Close()
+	if ctx.Err() != nil {
+		err = ctx.Err()
+	} else if msg := strings.TrimSpace(sh.stderr.String()); msg != "" {
+		err = fmt.Errorf("%w: %s", err, printable(msg))
+	}
+	sh.broken = err
+	return err
+}
+
+// close ends the shell: the end of its input makes sh exit.
+func (sh *hostShell) close() {
+	sh.stdin.Close()
+	sh.sess.Close()
+}
+
+// cappedBuffer keeps the first max bytes written to it and drops the rest.
+type cappedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	max int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *cappedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
