@@ -1,0 +1,102 @@
+//go:build e2e
+
+package e2e_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/e2e"
+	"github.com/krad-ade/krad/internal/version"
+)
+
+// TestHostImage checks the recipe's fixes are in the image: no host keys baked in (each container
+// makes its own), pam_loginuid optional, no perl package (the merged-usr hook), the users, and
+// sshd's settings.
+func TestHostImage(t *testing.T) {
+	t.Parallel()
+	image := e2e.HostImage(t)
+	script := `set -e
+if ls /etc/ssh/ssh_host_* >/dev/null 2>&1; then echo "host keys baked in"; fi
+grep -Eq '^session[[:space:]]+optional[[:space:]]+pam_loginuid\.so' /etc/pam.d/sshd || echo "pam_loginuid not optional"
+grep -Eq '^session[[:space:]]+required[[:space:]]+pam_loginuid\.so' /etc/pam.d/sshd && echo "pam_loginuid required"
+for pkg in perl usrmerge; do
+	if [ "$(dpkg-query -W -f '${Status}' $pkg 2>/dev/null)" = "install ok installed" ]; then echo "$pkg installed"; fi
+done
+for cmd in sshd tmux ss ps pgrep bash timeout; do command -v $cmd >/dev/null || echo "no $cmd"; done
+test "$(id -u krad):$(id -u other)" = "1000:1001" || echo "users: $(id krad) $(id other)"
+test "$(stat -c %a:%u /home/krad)" = "700:1000" || echo "home of krad: $(stat -c %a:%u /home/krad)"
+ssh-keygen -A >/dev/null
+mkdir /run/sshd
+sshd -T | grep -E '^(maxstartups|maxsessions|authorizedkeysfile|passwordauthentication) '`
+	out := e2e.RunImage(t, image, "sh", "-c", script)
+	want := []string{
+		"maxsessions 200",
+		"maxstartups 200:30:200",
+		"passwordauthentication no",
+		"authorizedkeysfile /etc/ssh/authorized_keys/%u",
+	}
+	got := strings.Split(out, "\n")
+	if len(got) != len(want) {
+		t.Fatalf("image check said:\n%s\nwant only sshd -T lines %q", out, want)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("sshd -T: no %q in:\n%s", w, out)
+		}
+	}
+}
+
+// versionJSON is what `krad version --json` prints.
+type versionJSON struct {
+	Version       string `json:"version"`
+	APIVersion    int    `json:"api_version"`
+	VariablesOnly bool   `json:"variables_only"`
+}
+
+func checkVersion(t *testing.T, out string) {
+	t.Helper()
+	var got versionJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("krad version --json printed %q: %v", out, err)
+	}
+	want := versionJSON{version.Build, api.Version, true}
+	if got != want {
+		t.Errorf("krad version --json = %+v, want %+v", got, want)
+	}
+}
+
+// TestStaticKradRunsFromScratch runs the static krad in an image that holds nothing else: no
+// libc, no loader, no shell.
+func TestStaticKradRunsFromScratch(t *testing.T) {
+	t.Parallel()
+	image := e2e.StaticImage(t)
+	for path, size := range e2e.ImageFiles(t, image) {
+		if path != "/krad" && size != 0 {
+			t.Errorf("image %s holds %s (%d bytes): want nothing but /krad", image, path, size)
+		}
+	}
+	checkVersion(t, e2e.RunImage(t, image, "version", "--json"))
+}
+
+// TestStaticKradRunsOnHost copies the static krad into a Debian host with docker cp and runs it
+// there as the host's user, in a docker exec and in an SSH session.
+func TestStaticKradRunsOnHost(t *testing.T) {
+	t.Parallel()
+	krad := e2e.StaticKrad(t)
+	net := e2e.NewNetwork(t, "static", 25)
+	a := e2e.StartHost(t, "a", net, net.Addr(10), e2e.HostOptions{})
+	bin := readFile(t, krad)
+	a.WriteFile(t, "/usr/local/bin/krad", bin, 0o755, "root")
+
+	checkVersion(t, a.ExecAs(t, "krad", "krad", "version", "--json"))
+
+	cfg := e2e.WriteSSHConfig(t, t.TempDir(), e2e.SSHEntry{Alias: "a", Host: a})
+	out, err := cfg.Command(ctxFor(t, 1), "a", "krad", "version", "--json").Output()
+	if err != nil {
+		t.Fatalf("ssh a krad version --json: %v: %s", err, stderrOf(err))
+	}
+	checkVersion(t, string(out))
+}
