@@ -68,6 +68,9 @@ type AgentEvent struct {
 const (
 	EnvironmentUp   = "environment_up"
 	EnvironmentDown = "environment_down"
+	// EnvironmentState says how the way to an SSH environment is: Message is "connecting",
+	// "connected", "retrying in 8s: <last error>" or "failed: <why>".
+	EnvironmentState = "environment_state"
 )
 
 // AppEvent is a change of the app itself, streamed by SubscribeAgents as {"AppEvent":…}: an

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -62,9 +63,17 @@ type Config struct {
 	// PasteDelay is the pause between the text a Send types and its Enter: agent TUIs take an
 	// Enter that arrives within about 120 ms of pasted text as part of the paste.
 	PasteDelay time.Duration
-	// Terminals are opened when the environment first comes up in this run.
+	// Terminals are opened when their environment first comes up in this run.
 	Terminals []TerminalSpec
-	Logger    *slog.Logger
+	// Remotes are the SSH environments, each on its Host.
+	Remotes []Remote
+	Logger  *slog.Logger
+}
+
+// Remote is an environment on a host other than this computer.
+type Remote struct {
+	Name string
+	Host Host
 }
 
 // App is the app's model: environments, their terminals and sessions, and one handler per
@@ -96,23 +105,55 @@ func New(cfg Config) *App {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	a := &App{cfg: cfg, log: cfg.Logger, envs: map[string]*environment{}, changed: make(chan struct{})}
-	var specs []TerminalSpec
-	for _, s := range cfg.Terminals {
-		if s.Environment == "" || s.Environment == Local {
-			specs = append(specs, s)
+	specsOf := func(env string) []TerminalSpec {
+		var specs []TerminalSpec
+		for _, s := range cfg.Terminals {
+			if cmp.Or(s.Environment, Local) == env {
+				specs = append(specs, s)
+			}
 		}
+		return specs
 	}
 	local := &localHost{tmux: cfg.Tmux, vars: HostVars{Endpoint: cfg.Endpoint, Token: cfg.Token, BinDir: cfg.BinDir, Path: cfg.Path}}
-	a.envs[Local] = newEnvironment(a, Local, local, specs)
+	a.envs[Local] = newEnvironment(a, Local, local, specsOf(Local))
+	for _, r := range cfg.Remotes {
+		a.envs[r.Name] = newEnvironment(a, r.Name, r.Host, specsOf(r.Name))
+	}
 	return a
 }
 
-// Run keeps the local environment up until ctx is done: when its tmux goes away, the terminals
-// are closed, an AppEvent says so, and the environment is brought up again. When ctx is done
-// the app detaches from tmux, which keeps the terminals running for the next start to adopt.
+// Run keeps every environment up until ctx is done: when an environment's tmux goes away, its
+// terminals are closed, an AppEvent says so, and the environment is brought up again; when only
+// the way to it breaks (an SSH connection drops), its terminals live on and the app attaches again
+// once it can. When ctx is done the app detaches from every tmux, which keeps the terminals
+// running for the next start to adopt.
 func (a *App) Run(ctx context.Context) error {
-	a.envs[Local].run(ctx)
+	var wg sync.WaitGroup
+	for _, e := range a.envs {
+		wg.Go(func() { e.run(ctx) })
+	}
+	wg.Wait()
 	return nil
+}
+
+// Environments are the names of the app's environments, main first.
+func (a *App) Environments() []string {
+	names := []string{Local}
+	for _, r := range a.cfg.Remotes {
+		names = append(names, r.Name)
+	}
+	return names
+}
+
+// ReadyOf is closed once environment env is up for the first time.
+func (a *App) ReadyOf(env string) <-chan struct{} { return a.envs[env].ready }
+
+// EnvironmentState tells subscribers how the way to an environment is (an SSH connection:
+// connecting, connected, retrying in 8s: …, failed: …), as an AppEvent.
+func (a *App) EnvironmentState(env, state string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.publishAppLocked(api.AppEvent{Kind: api.EnvironmentState, Environment: env, Message: state})
 }
 
 // Ready is closed once the local environment is up for the first time.

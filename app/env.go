@@ -18,7 +18,11 @@ import (
 
 // holderName is the window tmux needs to create a session before the app opens its terminals in
 // it; the app closes it once the first terminal is open. It never gets a number.
-const holderName = "krad-ade-starting"
+const holderName = HolderName
+
+// HolderName is the name of the window tmux needs to create a session before the app opens its
+// terminals in it.
+const HolderName = "krad-ade-starting"
 
 // deadSubscription is the name of the control-mode subscription that reports pane deaths.
 const deadSubscription = "krad-dead"

@@ -1,6 +1,7 @@
 // Package testbin builds the project's programs for tests that run them as a user would: krad-ade,
-// krad, and krad-ade-agents (the krad executable under the companion's name), in one folder, as
-// scripts/start builds them.
+// krad, and krad-ade-agents (the krad executable under the companion's name), and the static krad
+// for this machine's architecture (krad-linux-amd64, say), in one folder, as scripts/start builds
+// them.
 package testbin
 
 import (
@@ -51,6 +52,14 @@ func build(dir string) error {
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as scripts/lib.sh builds them
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	// The static krad the app installs on SSH hosts, for this machine's architecture (the
+	// tests' hosts are this machine or containers on it).
+	static := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "krad-linux-"+runtime.GOARCH), "./cmd/krad-static")
+	static.Dir = root
+	static.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	if out, err := static.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/krad-static: %w\n%s", err, out)
 	}
 	return os.Link(filepath.Join(dir, "krad"), filepath.Join(dir, "krad-ade-agents"))
 }

@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
 )
 
 // Options change the server a test starts.
@@ -47,6 +49,11 @@ type Server struct {
 	Addr string // 127.0.0.1:port
 	Home string // the sessions' HOME
 	User string // the user to log in as: the current one
+	// KeyFile is the private key that logs in, in OpenSSH's format, for clients that read
+	// files (ssh -i, an IdentityFile of ssh_config).
+	KeyFile string
+	// KnownHosts is a known_hosts file that trusts the server's host key at Addr.
+	KnownHosts string
 
 	signer  ssh.Signer
 	hostKey ssh.PublicKey
@@ -98,7 +105,15 @@ func Start(t testing.TB, opts Options) *Server {
 	if err := os.WriteFile(authorized, ssh.MarshalAuthorizedKey(signer.PublicKey()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Home: opts.Home, User: u.Username, signer: signer, hostKey: hostKey}
+	keyBlock, err := ssh.MarshalPrivateKey(priv, "sshdtest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "id_ed25519")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(keyBlock), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{Home: opts.Home, User: u.Username, KeyFile: keyFile, signer: signer, hostKey: hostKey}
 	// A port that was free a moment ago may be taken by the time sshd binds it: try a few.
 	for attempt := 0; ; attempt++ {
 		port := freePort(t)
@@ -126,6 +141,11 @@ func Start(t testing.TB, opts Options) *Server {
 		addr, log, err := run(t, sshd, config)
 		if err == nil {
 			s.Addr, s.log = addr, log
+			s.KnownHosts = filepath.Join(dir, "known_hosts")
+			line := knownhosts.Line([]string{knownhosts.Normalize(addr)}, hostKey)
+			if err := os.WriteFile(s.KnownHosts, []byte(line+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			return s
 		}
 		if attempt == 4 || !strings.Contains(log.String(), "Address already in use") {

@@ -9,6 +9,8 @@ package launch
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +19,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,8 +27,10 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/bridge"
 	"github.com/krad-ade/krad/config"
 	"github.com/krad-ade/krad/discovery"
+	"github.com/krad-ade/krad/forward"
 	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/local"
 )
@@ -148,7 +153,11 @@ func (a *run) serve(ctx context.Context, cfg config.Config, configPath string, s
 	if err != nil {
 		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
 	}
-	model := app.New(app.Config{
+	var model *app.App
+	bridges, remotes := a.bridges(cfg.Environments, ln.Addr().String(), busToken, func(env, state string) {
+		model.EnvironmentState(env, state)
+	})
+	model = app.New(app.Config{
 		Endpoint:  ln.Addr().String(),
 		Token:     busToken,
 		BinDir:    filepath.Dir(a.companion),
@@ -156,6 +165,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, configPath string, s
 		Tmux:      tmuxConfig,
 		Quiet:     cfg.Quiet,
 		Terminals: terminalSpecs(cfg.Terminals),
+		Remotes:   remotes,
 		Logger:    a.log,
 	})
 	srv, err := local.Listen(local.Config{
@@ -187,6 +197,14 @@ func (a *run) serve(ctx context.Context, cfg config.Config, configPath string, s
 		defer close(modelled)
 		_ = model.Run(ctx)
 	}()
+	// The bridges outlive ctx by their cleanup: token files are removed from the hosts over the
+	// live connections before they close.
+	bctx, stopBridges := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBridges()
+	var bridged sync.WaitGroup
+	for _, b := range bridges {
+		bridged.Go(func() { _ = b.Run(bctx) })
+	}
 
 	where := "discovery is off (config.toml), so only the app's terminals find the bus"
 	if cfg.Discovery {
@@ -206,6 +224,18 @@ func (a *run) serve(ctx context.Context, cfg config.Config, configPath string, s
 	case <-time.After(readyWait):
 		fmt.Fprintf(a.stdout, "krad-ade: environment %s is not up yet; the log says why (is tmux installed?)\n", app.Local)
 	case <-ctx.Done():
+	}
+	for name, b := range bridges {
+		go func() {
+			select {
+			case <-model.ReadyOf(name):
+				fmt.Fprintf(a.stdout, "krad-ade: environment %s: connected to %s (forward %s on the host), krad %s installed; %s\n",
+					name, b.Host(), b.Vars().Endpoint, version.Build, b.AttachHint(name))
+			case <-time.After(readyWait):
+				fmt.Fprintf(a.stdout, "krad-ade: environment %s is not up yet: %s\n", name, b.Status())
+			case <-ctx.Done():
+			}
+		}()
 	}
 
 	reload := make(chan struct{}, 1)
@@ -236,6 +266,15 @@ func (a *run) serve(ctx context.Context, cfg config.Config, configPath string, s
 	<-served
 	<-modelled
 	<-watched
+	for name, b := range bridges {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := b.Cleanup(cctx); err != nil {
+			a.log.Warn("the token file was left on the host", "environment", name, "err", err)
+		}
+		cancel()
+	}
+	stopBridges()
+	bridged.Wait()
 	if err := discovery.RemoveIfOurs(apiPath, pid); err != nil && !errors.Is(err, discovery.ErrNotOurs) {
 		a.log.Warn("api.json left in place", "path", apiPath, "err", err)
 	}
@@ -261,6 +300,47 @@ func (a *run) apply(c config.Config, apiPath string) {
 		return
 	}
 	a.log.Info("discovery off: api.json removed", "path", apiPath)
+}
+
+// bridges makes the bridge of each SSH environment. state is told each change of a connection's
+// status.
+func (a *run) bridges(envs []config.Environment, bus string, token api.Token, state func(env, state string)) (map[string]*bridge.Environment, []app.Remote) {
+	out := map[string]*bridge.Environment{}
+	var remotes []app.Remote
+	for _, env := range envs {
+		b := bridge.New(bridge.Config{
+			Name:     env.Name,
+			Dir:      env.Dir,
+			Token:    token,
+			Instance: a.instance(),
+			BinDir:   filepath.Dir(a.companion),
+			Version:  version.Build,
+			Logger:   a.log,
+			Forward: forward.Config{
+				Host:   env.SSH,
+				Target: bridge.DialBus(bus),
+				Logger: a.log,
+				OnStatus: func(s forward.Status) {
+					a.log.Info("environment connection", "environment", env.Name, "host", env.SSH, "status", s.String())
+					state(env.Name, s.String())
+				},
+				OnWarning: func(w forward.Warning) {
+					a.log.Warn("ssh_config line left out", "environment", env.Name, "warning", w.String())
+				},
+			},
+		})
+		out[env.Name] = b
+		remotes = append(remotes, app.Remote{Name: env.Name, Host: b})
+	}
+	return out, remotes
+}
+
+// instance names this app among others that use the same SSH hosts: the same name across its
+// restarts (its token file on a host keeps its path), another for another user or config folder.
+func (a *run) instance() string {
+	host, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%s", host, os.Getuid(), a.dir)))
+	return "app-" + hex.EncodeToString(sum[:6])
 }
 
 // tmuxEnv is the environment of the app's tmux processes: the app's own, without the KRAD_ADE_*
