@@ -12,10 +12,12 @@
 // ([NewNetwork]), starts hosts at pinned addresses ([StartHost]), and writes an ssh_config and a
 // known_hosts that name those hosts ([WriteSSHConfig]):
 //
-//	net := e2e.NewNetwork(t, "outer", 21) // 172.29.21.0/24
-//	a := e2e.StartHost(t, "a", net, net.Addr(10), e2e.HostOptions{})
+//	lan := e2e.NewNetwork(t, "lan", 30) // 172.29.30.0/24
+//	a := e2e.StartHost(t, "a", lan, lan.Addr(10), e2e.HostOptions{})
 //	cfg := e2e.WriteSSHConfig(t, t.TempDir(), e2e.SSHEntry{Alias: "a", Host: a})
-//	out, err := cfg.Command(ctx, "a", "uname", "-n").Output()
+//	out, err := cfg.Command(ctx, "a", "uname -n").Output() // ssh -F cfg.Path a 'uname -n'
+//
+// e2e/README.md says how to run the suite, what it needs and what it caches.
 //
 // What it keeps to:
 //   - Traffic goes only to the containers the tests started, at the addresses they pinned: no other

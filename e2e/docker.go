@@ -37,7 +37,10 @@ func dockerNoTimeout(ctx context.Context, stdin io.Reader, args ...string) (stri
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	if err != nil {
-		what := strings.Join(args[:min(len(args), 2)], " ")
+		what := args[0]
+		if (what == "network" || what == "image") && len(args) > 1 {
+			what += " " + args[1]
+		}
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("docker %s: %w (after %v)", what, ctx.Err(), dockerTimeout)
 		}

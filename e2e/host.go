@@ -54,8 +54,8 @@ func NewNetwork(t testing.TB, name string, n int) *Network {
 	return nw
 }
 
-// free says whether no address of this machine is in the subnet, so that its addresses can only
-// be the run's containers.
+// free fails when an address of this machine is in the subnet: its addresses must be the run's
+// containers only.
 func (n *Network) free() error {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {

@@ -105,11 +105,11 @@ func TestSSHReachesHostsAndTheHostBehindTheBastion(t *testing.T) {
 func TestRemoteForwardOnTheHostVariants(t *testing.T) {
 	t.Parallel()
 	target := lineServer(t, "krad-e2e says hello")
-	net := e2e.NewNetwork(t, "forward", 23)
-	plain := e2e.StartHost(t, "plain", net, net.Addr(10), e2e.HostOptions{})
-	closed := e2e.StartHost(t, "closed", net, net.Addr(11), e2e.HostOptions{SSHDConfig: []string{"AllowTcpForwarding no"}})
-	open := e2e.StartHost(t, "open", net, net.Addr(12), e2e.HostOptions{SSHDConfig: []string{"GatewayPorts yes"}})
-	noTmux := e2e.StartHost(t, "notmux", net, net.Addr(13), e2e.HostOptions{WithoutTmux: true})
+	lan := e2e.NewNetwork(t, "forward", 23)
+	plain := e2e.StartHost(t, "plain", lan, lan.Addr(10), e2e.HostOptions{})
+	closed := e2e.StartHost(t, "closed", lan, lan.Addr(11), e2e.HostOptions{SSHDConfig: []string{"AllowTcpForwarding no"}})
+	open := e2e.StartHost(t, "open", lan, lan.Addr(12), e2e.HostOptions{SSHDConfig: []string{"GatewayPorts yes"}})
+	noTmux := e2e.StartHost(t, "notmux", lan, lan.Addr(13), e2e.HostOptions{WithoutTmux: true})
 	cfg := e2e.WriteSSHConfig(t, t.TempDir(),
 		e2e.SSHEntry{Alias: "plain", Host: plain},
 		e2e.SSHEntry{Alias: "closed", Host: closed},
@@ -260,8 +260,8 @@ func dialFrom(t *testing.T, h *e2e.Host, addr, port string) string {
 // address, its processes and its sshd, and SSH reaches it again.
 func TestNetworkDisconnectKeepsTheHost(t *testing.T) {
 	t.Parallel()
-	net := e2e.NewNetwork(t, "cut", 24)
-	a := e2e.StartHost(t, "a", net, net.Addr(10), e2e.HostOptions{})
+	lan := e2e.NewNetwork(t, "cut", 24)
+	a := e2e.StartHost(t, "a", lan, lan.Addr(10), e2e.HostOptions{})
 	cfg := e2e.WriteSSHConfig(t, t.TempDir(), e2e.SSHEntry{Alias: "a", Host: a, Options: []string{"ConnectTimeout 3"}})
 	sshA := func() error {
 		out, err := cfg.Command(ctxFor(t, 1), "a", "true").CombinedOutput()
@@ -277,7 +277,7 @@ func TestNetworkDisconnectKeepsTheHost(t *testing.T) {
 	sleeper := strings.TrimSpace(a.Exec(t, "sh", "-c", "sleep 600 </dev/null >/dev/null 2>&1 & echo $!"))
 
 	start := time.Now()
-	a.Disconnect(t, net)
+	a.Disconnect(t, lan)
 	t.Logf("disconnect: %v", time.Since(start).Round(time.Millisecond))
 	if got := a.Exec(t, "ip", "-4", "-o", "addr", "show", "scope", "global"); got != "" {
 		t.Errorf("after disconnect the host still has %q", got)
@@ -289,7 +289,7 @@ func TestNetworkDisconnectKeepsTheHost(t *testing.T) {
 	t.Logf("ssh a while cut off failed in %v", time.Since(start).Round(time.Millisecond))
 
 	start = time.Now()
-	a.Connect(t, net)
+	a.Connect(t, lan)
 	t.Logf("connect: %v", time.Since(start).Round(time.Millisecond))
 	got := strings.Fields(a.Exec(t, "ip", "-4", "-o", "addr", "show", "scope", "global"))
 	if len(got) < 4 || got[3] != a.Addr.String()+"/24" {
@@ -318,9 +318,9 @@ func TestNetworkDisconnectKeepsTheHost(t *testing.T) {
 // host key OpenSSH refuses until known_hosts is rewritten.
 func TestRestartAndReplace(t *testing.T) {
 	t.Parallel()
-	net := e2e.NewNetwork(t, "again", 26)
-	keep := e2e.StartHost(t, "keep", net, net.Addr(10), e2e.HostOptions{})
-	wipe := e2e.StartHost(t, "wipe", net, net.Addr(11), e2e.HostOptions{HomeOnTmpfs: true})
+	lan := e2e.NewNetwork(t, "again", 26)
+	keep := e2e.StartHost(t, "keep", lan, lan.Addr(10), e2e.HostOptions{})
+	wipe := e2e.StartHost(t, "wipe", lan, lan.Addr(11), e2e.HostOptions{HomeOnTmpfs: true})
 	cfg := e2e.WriteSSHConfig(t, t.TempDir(),
 		e2e.SSHEntry{Alias: "keep", Host: keep},
 		e2e.SSHEntry{Alias: "wipe", Host: wipe},

@@ -86,8 +86,8 @@ func TestStaticKradRunsFromScratch(t *testing.T) {
 func TestStaticKradRunsOnHost(t *testing.T) {
 	t.Parallel()
 	krad := e2e.StaticKrad(t)
-	net := e2e.NewNetwork(t, "static", 25)
-	a := e2e.StartHost(t, "a", net, net.Addr(10), e2e.HostOptions{})
+	lan := e2e.NewNetwork(t, "static", 25)
+	a := e2e.StartHost(t, "a", lan, lan.Addr(10), e2e.HostOptions{})
 	bin := readFile(t, krad)
 	a.WriteFile(t, "/usr/local/bin/krad", bin, 0o755, "root")
 
