@@ -421,3 +421,65 @@ func TestHandshakeTimeout(t *testing.T) {
 		t.Errorf("status = %q", st)
 	}
 }
+
+func TestOnConnectError(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	e.writeConfig(hostBlock("build", s))
+	e.trust(s.knownHostsLine(0))
+
+	t.Run("retried, on the same port", func(t *testing.T) {
+		var calls []Forward
+		cfg := e.cfg("build")
+		cfg.OnConnect = func(_ context.Context, _ *ssh.Client, fwd Forward) error {
+			calls = append(calls, fwd)
+			if len(calls) == 1 {
+				return errors.New("tmux is not installed")
+			}
+			return nil
+		}
+		r := run(t, cfg)
+		st, _ := r.connected(0)
+		retry, _ := r.wait(time.Second, 0, func(s Status) bool { return s.State == Retrying })
+		if want := "on connect: tmux is not installed"; !strings.HasSuffix(retry.String(), want) {
+			t.Errorf("status %q, want it to end with %q", retry, want)
+		}
+		if len(calls) != 2 || calls[0].Addr != calls[1].Addr || st.Addr != calls[1].Addr {
+			t.Errorf("OnConnect saw %+v, then connected on %s; want the same address twice", calls, st.Addr)
+		}
+	})
+	t.Run("Permanent fails", func(t *testing.T) {
+		cfg := e.cfg("build")
+		cfg.OnConnect = func(context.Context, *ssh.Client, Forward) error {
+			return Permanent(errors.New("the host's home is mounted noexec"))
+		}
+		err := run(t, cfg).failed()
+		if got := err.Error(); got != "on connect: the host's home is mounted noexec" {
+			t.Errorf("err = %q", got)
+		}
+	})
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no host", Config{Target: echoServer(t)}, "Config.Host is empty"},
+		{"no target", Config{Host: "build"}, "Config.Target is nil"},
+		{"an option for a host", Config{Host: "-oProxyCommand=x", Target: echoServer(t), UserConfig: None, SystemConfig: None}, "not a host name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(tc.cfg)
+			err := c.Run(context.Background())
+			if err == nil || (tc.want != "" && !strings.Contains(err.Error(), tc.want)) {
+				t.Fatalf("Run = %v, want an error saying %q", err, tc.want)
+			}
+			if s := c.Status(); s.State != Failed || s.String() != "failed: "+err.Error() {
+				t.Errorf("Status = %q", s)
+			}
+		})
+	}
+}

@@ -105,13 +105,8 @@ func parseHostSpec(s string) (hostSpec, error) {
 	if h.Host == "" {
 		return hostSpec{}, fmt.Errorf("host %s: no host name", printable(s))
 	}
-	if strings.ContainsAny(h.Host, " \t/[]@") || strings.ContainsFunc(h.Host, isControl) {
+	if !validHostName(h.Host) {
 		return hostSpec{}, fmt.Errorf("host %s: not a host name", printable(s))
-	}
-	if strings.Contains(h.Host, ":") {
-		if a, err := netip.ParseAddr(h.Host); err != nil || !a.Is6() {
-			return hostSpec{}, fmt.Errorf("host %s: not a host name", printable(s))
-		}
 	}
 	if strings.ContainsFunc(h.User, isControl) || strings.ContainsAny(h.User, " \t/") {
 		return hostSpec{}, fmt.Errorf("host %s: not a user name", printable(s))
@@ -129,6 +124,26 @@ func (h hostSpec) String() string {
 		s = h.User + "@" + s
 	}
 	return s
+}
+
+// validHostName says whether s can be a host name, an IP address or an ssh_config alias: letters,
+// digits, '.', '-' and '_', or an IPv6 address. A leading '-' is refused, as ssh refuses it: such
+// a name is an option to every command it may be passed to (ssh-keyscan in a hint).
+func validHostName(s string) bool {
+	if s == "" || s[0] == '-' {
+		return false
+	}
+	if strings.Contains(s, ":") {
+		a, err := netip.ParseAddr(s)
+		return err == nil && a.Is6()
+	}
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_'
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // parsePort parses a TCP port, 1 to 65535.

@@ -74,6 +74,12 @@ func TestParseHostSpec(t *testing.T) {
 		{in: "user@", err: true},
 		{in: "ho st", err: true},
 		{in: "host\x00", err: true},
+		{in: "-oProxyCommand=x", err: true},
+		{in: "me@-p", err: true},
+		{in: "a;b", err: true},
+		{in: "$(x)", err: true},
+		{in: "[fe80::1%eth0]:22", want: hostSpec{Host: "fe80::1%eth0", Port: 22}},
+		{in: "build_01.example-2.com", want: hostSpec{Host: "build_01.example-2.com"}},
 	} {
 		got, err := parseHostSpec(tc.in)
 		if tc.err {

@@ -54,9 +54,9 @@ func (h *Host) Addr() string {
 	return joinHostPort(h.HostName, h.Port)
 }
 
-// String names the host for messages: "user@host:port", and the alias when it differs.
+// String names the host for messages: "host:port", after the alias when it differs.
 func (h *Host) String() string {
-	s := hostSpec{User: h.User, Host: h.HostName, Port: h.Port}.String()
+	s := h.Addr()
 	if h.Alias != h.HostName {
 		s = h.Alias + " (" + s + ")"
 	}
@@ -135,6 +135,9 @@ func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error
 		name, err := expandTokens(v, map[byte]string{'h': alias})
 		if err != nil {
 			return nil, bad("HostName", "%v", err)
+		}
+		if !validHostName(name) {
+			return nil, bad("HostName", "%s is not a host name", printable(name))
 		}
 		h.HostName = name
 	}

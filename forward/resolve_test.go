@@ -118,6 +118,9 @@ Host badport
 Host badtoken
   IdentityFile ~/.ssh/%Z
 
+Host badname
+  HostName evil;rm
+
 Host badtimeout
   ConnectTimeout soon
 
@@ -227,6 +230,7 @@ Host sys
 		{name: "bad StrictHostKeyChecking", cfg: Config{Host: "badstrict"}, err: "maybe is not"},
 		{name: "bad port", cfg: Config{Host: "badport"}, err: "Port: bad port 70000"},
 		{name: "bad token", cfg: Config{Host: "badtoken"}, err: `IdentityFile: unknown token "%Z"`},
+		{name: "bad HostName", cfg: Config{Host: "badname"}, err: "HostName: evil;rm is not a host name"},
 		{name: "bad timeout", cfg: Config{Host: "badtimeout"}, err: "ConnectTimeout: soon is not a time"},
 		{name: "bad host", cfg: Config{Host: "a b"}, err: "not a host name"},
 	}

@@ -1,0 +1,160 @@
+// Package forward keeps one SSH connection per SSH environment up, with a reverse forward on the
+// host's loopback that leads back to a local target (the agents bus). It knows nothing of what
+// goes through: it moves bytes.
+//
+// # Use
+//
+//	c := forward.New(forward.Config{
+//		Host: "buildbox", // a Host alias of ~/.ssh/config, or [user@]host[:port]
+//		Target: func(ctx context.Context) (net.Conn, error) {
+//			var d net.Dialer
+//			return d.DialContext(ctx, "tcp", bus.Addr())
+//		},
+//		OnConnect: func(ctx context.Context, client *ssh.Client, fwd forward.Forward) error {
+//			// Write the token file, install the CLI, attach tmux: on every (re)connect,
+//			// before the state says connected. fwd.Addr is "127.0.0.1:41877" on the host.
+//			return nil
+//		},
+//		OnStatus: func(s forward.Status) { log.Printf("environment build: %s", s) },
+//	})
+//	err := c.Run(ctx) // until ctx ends (nil), or an error retrying cannot fix
+//
+// [Conn.Status], [Conn.Client] and [Conn.Addr] may be called at any time from any goroutine.
+//
+// # What a connect does
+//
+//  1. ssh_config is read again (~/.ssh/config, then /etc/ssh/ssh_config; see [Config.Resolve]),
+//     so an edit takes effect at the next connect.
+//  2. The first hop is dialed (through [Config.Dialer] when set), and each later hop through the
+//     previous hop's client; each hop has its own handshake timeout, ConnectTimeout (15 s by
+//     default), over the dial and the whole SSH handshake.
+//  3. Each hop's key is checked against known_hosts, and the keys are offered: the agent's, then
+//     the identity files'.
+//  4. Keepalives start (keepalive@openssh.com, every ServerAliveInterval).
+//  5. A plain sh starts on the host, and the host is asked for a reverse forward on 127.0.0.1: on
+//     port 0 (the host chooses) the first time, and on the port of the connection before after a
+//     reconnect, so that the variables of terminals already running stay true.
+//  6. Through that sh, the host's /proc/net/tcp says whether the forward listens on loopback only,
+//     and the pid of the sshd process serving this connection is recorded.
+//  7. Connections accepted on the host are piped to Target, both ways, with half-close.
+//  8. OnConnect runs; then the state is connected.
+//
+// # ssh_config
+//
+// HostName (with %h), Port, User, IdentityFile (repeated, with %d %h %i %k %L %l %n %p %r %u %%
+// and ~), IdentitiesOnly, IdentityAgent, ProxyJump (a,b, each as [user@]host[:port] or
+// ssh://…, each hop resolved through its own Host block, the first with its own ProxyJump, as
+// ssh -J does), UserKnownHostsFile and GlobalKnownHostsFile (with tokens), HostKeyAlias,
+// StrictHostKeyChecking, HashKnownHosts, ConnectTimeout, ServerAliveInterval and
+// ServerAliveCountMax (15 s × 3 by default; 0 keeps the default, since keepalives are how a dead
+// path is noticed). The first value found wins, as in ssh.
+//
+// A line the parser cannot read (Match exec, Match user, …) is left out and reported as a
+// [Warning] naming the file and line, through [Config.OnWarning]; the rest of the file counts.
+// A Host or Match line left out takes its block with it, rather than lend its lines to the block
+// above. ProxyCommand is refused (a [*ConfigError]): the forward runs no local commands. Relative
+// Include paths are taken from the real home's .ssh folder, as the ssh_config library does.
+//
+// # Authentication
+//
+// Keys are offered in this order: the agent's ($SSH_AUTH_SOCK, [Config.AgentSocket] or
+// IdentityAgent), then the identity files (~/.ssh/id_ed25519, id_ecdsa, id_rsa when none is
+// configured). Under IdentitiesOnly the agent offers only the keys of the identity files (their
+// public halves are read from the private key file or from the .pub beside it). A passphrase is
+// never asked for: an encrypted identity file is used through the agent's copy, and when no
+// agent holds it the failure is an [*AuthError] that names it and says to ssh-add it. With no key
+// at all to offer the failure comes before dialing. Certificates and security keys (*_sk) are
+// not used.
+//
+// # Host keys
+//
+// A host's key must be one its known_hosts files hold (hashed names and [host]:port entries
+// included), under its HostKeyAlias when it has one. The host key algorithms asked for put the
+// types known for the host first, so that a host with several keys shows a known one rather than
+// one that would look like a change. Then:
+//
+//   - an unknown host under StrictHostKeyChecking ask or yes (the default is ask) is refused with
+//     a [*HostKeyError] that gives the key's fingerprint and the command that trusts it
+//     (ssh-keyscan -p PORT -t TYPE HOST >> FILE, or running ssh HOST once);
+//   - under accept-new or no, its key is appended to the first user known_hosts file (created
+//     0600 if need be; an existing file keeps its mode), hashed under HashKnownHosts yes;
+//   - a changed key is always refused, whatever StrictHostKeyChecking says, with both
+//     fingerprints and the file:line of the known key, and the ssh-keygen -R command to remove
+//     it once a person has checked. A key marked @revoked is refused too.
+//
+// @cert-authority lines are not used: host certificates are not asked for.
+//
+// # Keepalives, reconnects, states
+//
+// A request that goes unanswered for ServerAliveCountMax intervals ends the connection, so a
+// dead path is noticed within ServerAliveInterval × (ServerAliveCountMax+1). The connection is
+// then closed whole: the TCP connection first, then every client above it (closing a reverse
+// forward's listener alone sends cancel-tcpip-forward and waits for a reply a dead path never
+// brings).
+//
+// After a connection that had answered a keepalive is lost, the next attempt starts at once.
+// Failed attempts then wait MinBackoff (250 ms), doubling up to MaxBackoff (30 s), ±20% jitter.
+// While the first hop cannot be reached at all, the wait also ends as soon as it answers again
+// (a probe every 500 ms opens a TCP connection and waits for the server's first bytes), so a
+// long outage heals well under a second after the path is back.
+//
+// The states, as [Status.String] writes them:
+//
+//	connecting
+//	connected: 127.0.0.1:41877 on the host
+//	retrying in 8s: ssh handshake with 10.0.0.7:22: no answer in 15s (ConnectTimeout)
+//	failed: host key of buildbox has changed: …
+//	stopped
+//
+// Failed is for errors retrying cannot fix, and Run returns them: [*HostKeyError],
+// [*AuthError], [*ConfigError], [ErrForwardingForbidden], [ErrNotLoopback], [ErrUncheckable],
+// and errors OnConnect wraps in [Permanent]. Other errors, OnConnect's included, are retried.
+//
+// # The port on the host
+//
+// A reconnect asks for the port of the connection before. When the host refuses it, the likely
+// cause is that the host's sshd has not yet noticed that the old connection is dead, and its old
+// session still listens there. That session is ended (kill, on the host) only when all of this
+// holds, read from /proc on the host: it is the same process recorded at the old connect (its pid
+// and its start time), its name is sshd, and a listening socket on that port belongs to our uid
+// (and, where its descriptors are readable, is one of its own). The start time is checked again
+// by the command that kills. The port is then asked for again; when it is still taken (another
+// program holds it), the host chooses a new one and [Forward.Changed] and [Status.PortChanged]
+// say so: terminals holding the old address need telling.
+//
+// A host that refuses a forward even on a port of its choosing forbids forwarding
+// (AllowTcpForwarding no or local, DisableForwarding, PermitListen, or restrict,
+// no-port-forwarding or permitlisten in authorized_keys): that is [ErrForwardingForbidden], with
+// what to change.
+//
+// # What runs on the host
+//
+// One sh per connect, started by the user's login shell with exec, that runs: echo, id -u, cat
+// of /proc/net/tcp, /proc/net/tcp6 and /proc/PID/stat, and when a stale session holds the port,
+// ls -l /proc/PID/fd, sed, and kill. Everything it prints is read after marker lines, so what a
+// chatty start-up file prints first is ignored. The host must be Linux (the static CLI the app
+// installs is Linux-only too): without /proc/net/tcp the forward cannot be checked and is not
+// served.
+//
+// # Security model
+//
+//   - The forward listens on the host's loopback only, and this is checked, not assumed: an sshd
+//     with GatewayPorts yes ignores the address asked for and listens on every interface. Such a
+//     forward is closed before it carries a byte (connections that came in are held until the
+//     check passes, and closed when it fails), and the connection fails with [ErrNotLoopback]:
+//     set GatewayPorts no (or clientspecified) for the user. An address the check cannot read
+//     fails the same way ([ErrUncheckable]).
+//   - Host keys are checked as ssh checks them; a changed key is never accepted, and an unknown
+//     one only under accept-new or no, as the user's ssh_config says.
+//   - Nothing prompts and nothing waits for a person: a passphrase, a host key to confirm, an agent
+//     that waits for a confirmation all end as errors or timeouts.
+//   - Nothing from the host or from files reaches an error with control characters in it, and
+//     host names are checked before they are put in a hint's command.
+//   - Only our own stale sshd session is ever killed on the host, as described above.
+//
+// What it does not protect: the forwarded port is reachable by every user of the host, as any
+// loopback port is. What goes through must authenticate itself (the bus token); and once the
+// forward is gone another user could bind the port, which is why the CLI checks who owns a
+// listener before it sends a token. Between the forward opening and the check, a connection
+// could reach sshd, but it is held, never piped.
+package forward
