@@ -302,12 +302,17 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	ready := make(chan struct{})
 	go c.serve(l.ctx, ln, ready)
 
-	info, err := readHostInfo(l.ctx, sh)
+	info, err := readHostInfo(l.ctx, sh, fwd.Port)
 	sh.close()
 	if err != nil {
 		return proved.Load(), l.cause(fmt.Errorf("check the forward on the host: %w", err))
 	}
-	if err := checkLoopback(info.sockets, fwd.Port); err != nil {
+	if !info.tcpRead {
+		err = fmt.Errorf("%w: the host has no /proc/net/tcp to read (the forward serves Linux hosts only)", ErrUncheckable)
+	} else {
+		err = checkLoopback(info.sockets, fwd.Port)
+	}
+	if err != nil {
 		l.close()
 		return false, err
 	}

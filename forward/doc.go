@@ -80,7 +80,8 @@
 //     0600 if need be; an existing file keeps its mode), hashed under HashKnownHosts yes;
 //   - a changed key is always refused, whatever StrictHostKeyChecking says, with both
 //     fingerprints and the file:line of the known key, and the ssh-keygen -R command to remove
-//     it once a person has checked. A key marked @revoked is refused too.
+//     it once a person has checked. A host that no longer offers any type of key known_hosts
+//     holds for it counts as changed too, and a key marked @revoked is refused.
 //
 // @cert-authority lines are not used: host certificates are not asked for.
 //

@@ -113,21 +113,31 @@ func isRefused(err error) bool {
 // hostInfo is what the package reads on the host after the forward is open.
 type hostInfo struct {
 	session hostSession
-	sockets []socket
+	sockets []socket // those on our port
+	tcpRead bool     // /proc/net/tcp was there to read
+}
+
+// tcpScript prints the lines of the host's /proc/net/tcp and tcp6 that mention port, and their
+// headers, so that a busy host's thousands of sockets stay on the host and an empty answer still
+// tells a missing file from a missing socket.
+func tcpScript(port int) string {
+	return fmt.Sprintf(`cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -i -e local_address -e ':%04X '`, port)
 }
 
 // infoScript prints, after markers: the pid of the sshd process serving this connection (the
 // shell's parent: see startShell), our uid, that process's /proc stat, and the host's TCP
-// sockets.
-const infoScript = `echo ` + marker + `pid; echo $PPID
+// sockets on port.
+func infoScript(port int) string {
+	return `echo ` + marker + `pid; echo $PPID
 echo ` + marker + `uid; id -u
 echo ` + marker + `stat; cat /proc/$PPID/stat 2>/dev/null; echo
-echo ` + marker + `tcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
+echo ` + marker + `tcp; ` + tcpScript(port) + `
 echo ` + marker + `end`
+}
 
 // readHostInfo runs infoScript on the host.
-func readHostInfo(ctx context.Context, sh *hostShell) (hostInfo, error) {
-	out, err := sh.run(ctx, infoScript)
+func readHostInfo(ctx context.Context, sh *hostShell, port int) (hostInfo, error) {
+	out, err := sh.run(ctx, infoScript(port))
 	if err != nil {
 		return hostInfo{}, err
 	}
@@ -149,6 +159,7 @@ func readHostInfo(ctx context.Context, sh *hostShell) (hostInfo, error) {
 		info.session.Start = st.Start
 	}
 	info.sockets = parseProcNetTCP(sec["tcp"])
+	info.tcpRead = bytes.Contains(sec["tcp"], []byte("local_address"))
 	return info, nil
 }
 
@@ -156,9 +167,6 @@ func readHostInfo(ctx context.Context, sh *hostShell) (hostInfo, error) {
 // and there is at least one. An sshd with GatewayPorts yes ignores the address asked for and
 // listens on every interface.
 func checkLoopback(socks []socket, port int) error {
-	if len(socks) == 0 {
-		return fmt.Errorf("%w: the host has no /proc/net/tcp (the forward serves Linux hosts only)", ErrUncheckable)
-	}
 	ls := listeners(socks, port)
 	if len(ls) == 0 {
 		return fmt.Errorf("%w: port %d is not among the host's listening sockets in /proc/net/tcp", ErrUncheckable, port)
@@ -179,8 +187,8 @@ func checkLoopback(socks []socket, port int) error {
 func (c *Conn) endStaleSession(ctx context.Context, sh *hostShell, port int, prev *hostSession) (bool, error) {
 	script := fmt.Sprintf(`echo %[1]sstat; cat /proc/%[2]d/stat 2>/dev/null; echo
 echo %[1]sfd; ls -l /proc/%[2]d/fd 2>/dev/null
-echo %[1]stcp; cat /proc/net/tcp /proc/net/tcp6 2>/dev/null
-echo %[1]send`, marker, prev.PID)
+echo %[1]stcp; %[3]s
+echo %[1]send`, marker, prev.PID, tcpScript(port))
 	out, err := sh.run(ctx, script)
 	if err != nil {
 		return false, err

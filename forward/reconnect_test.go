@@ -195,7 +195,7 @@ func TestSilentDrop(t *testing.T) {
 	}
 	// The bound is interval × (count+1): a request goes out within an interval of the cut,
 	// and count intervals later it is given up.
-	if bound := interval*(count+1) + 200*time.Millisecond; noticed > bound {
+	if bound := interval*(count+1) + 400*time.Millisecond; noticed > bound {
 		t.Errorf("noticed the cut after %s, want within %s", noticed, bound)
 	}
 	// The path stays down a while: attempts time out.
