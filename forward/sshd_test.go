@@ -285,12 +285,14 @@ func agentFor(t testing.TB, keys ...string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	// The socket file exists a moment before the agent listens on it.
 	for i := 0; ; i++ {
-		if _, err := os.Stat(sock); err == nil {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
 			break
 		}
 		if i == 200 {
-			t.Fatal("ssh-agent did not make its socket")
+			t.Fatal("ssh-agent does not answer on its socket")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
