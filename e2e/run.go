@@ -28,12 +28,13 @@ var theRun struct {
 // Main runs a test package's tests on the hosts: call it from TestMain. Before the tests it checks
 // that a Docker engine answers (the run fails if none does), takes this run's lock, removes what
 // runs that died left behind, and makes the run's SSH key; after them it removes every Docker
-// object of this run that a test's cleanup did not.
-func Main(m *testing.M) {
-	os.Exit(runMain(m))
+// object of this run that a test's cleanup did not. The functions after run when the tests have
+// ended, before that removal: a package's own cleanups, such as testbin.Cleanup.
+func Main(m *testing.M, after ...func()) {
+	os.Exit(runMain(m, after))
 }
 
-func runMain(m *testing.M) int {
+func runMain(m *testing.M, after []func()) int {
 	ctx := context.Background()
 	if err := dockerAnswers(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: error: %v\n", err)
@@ -73,6 +74,9 @@ func runMain(m *testing.M) int {
 	}
 
 	code := m.Run()
+	for _, f := range after {
+		f()
+	}
 
 	objs, err := listLabelled(ctx)
 	if err == nil {

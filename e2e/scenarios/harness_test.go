@@ -1,0 +1,725 @@
+//go:build e2e
+
+package scenarios_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/e2e"
+	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/internal/version"
+)
+
+// user is a person's side of the scenarios: this machine's HOME with its ~/.ssh/config and
+// known_hosts (from e2e.WriteSSHConfig), the app's config folder (XDG_CONFIG_HOME), and a tmux
+// socket folder of the test's own (TMUX_TMPDIR), so that the local environment's tmux server is
+// the test's and is ended with it. The programs are testbin's: krad-ade, krad, krad-ade-agents
+// and the static krad the app installs on hosts.
+type user struct {
+	t       *testing.T
+	bin     string
+	home    string
+	config  string
+	tmuxDir string
+	ssh     *e2e.SSHConfig
+
+	mu     sync.Mutex
+	tokens []string // every token read from api.json: no log may hold one
+}
+
+// newUser makes the user's folders and writes the ssh_config (as ~/.ssh/config) and known_hosts
+// for entries.
+func newUser(t *testing.T, entries ...e2e.SSHEntry) *user {
+	t.Helper()
+	base := t.TempDir()
+	u := &user{t: t, bin: testbin.Dir(t), home: filepath.Join(base, "home"), config: filepath.Join(base, "config")}
+	// A short folder: tmux's socket path must fit in a sockaddr_un.
+	tmuxDir, err := os.MkdirTemp("", "krad-e2e-tmux-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.tmuxDir = tmuxDir
+	t.Cleanup(func() {
+		cmd := exec.Command("tmux", "-L", "krad-ade", "kill-server")
+		cmd.Env = []string{"TMUX_TMPDIR=" + u.tmuxDir, "PATH=/usr/bin:/bin"}
+		_ = cmd.Run()
+		os.RemoveAll(u.tmuxDir)
+	})
+	for _, d := range []string{filepath.Join(u.home, ".ssh"), u.config} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u.ssh = e2e.WriteSSHConfig(t, filepath.Join(u.home, ".ssh"), entries...)
+	conf, err := os.ReadFile(u.ssh.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(u.home, ".ssh", "config"), conf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// env is the environment the user's programs start with: no agent (the ssh_config's
+// IdentityFile is the key), the programs' folder first on PATH.
+func (u *user) env() []string {
+	return []string{
+		"PATH=" + u.bin + ":/usr/local/bin:/usr/bin:/bin",
+		"HOME=" + u.home,
+		"XDG_CONFIG_HOME=" + u.config,
+		"TMUX_TMPDIR=" + u.tmuxDir,
+		"SHELL=/bin/sh",
+		"SSH_AUTH_SOCK=",
+		"LANG=C.UTF-8",
+	}
+}
+
+func (u *user) apiJSON() string { return filepath.Join(u.config, "krad-ade", "api.json") }
+
+// writeConfig writes the app's config.toml.
+func (u *user) writeConfig(toml string) {
+	u.t.Helper()
+	dir := filepath.Join(u.config, "krad-ade")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		u.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(toml), 0o600); err != nil {
+		u.t.Fatal(err)
+	}
+}
+
+// environments is config.toml's [[environment]] tables, each named for its ssh_config alias.
+func environments(aliases ...string) string {
+	var b strings.Builder
+	for _, a := range aliases {
+		fmt.Fprintf(&b, "[[environment]]\nname = %q\nssh = %q\n\n", a, a)
+	}
+	return b.String()
+}
+
+// leadOn is a [[terminal]] table: a lead shell on env.
+func leadOn(env string) string {
+	return fmt.Sprintf("[[terminal]]\nenvironment = %q\ntitle = \"lead\"\nlead = true\n\n", env)
+}
+
+// apiFile is what the test reads of api.json.
+type apiFile struct {
+	Endpoint string `json:"endpoint"`
+	Token    string `json:"token"`
+	PID      int    `json:"pid"`
+}
+
+// readAPI reads api.json; the token it holds is kept, so that the logs can be checked for it.
+func (u *user) readAPI() apiFile {
+	u.t.Helper()
+	b, err := os.ReadFile(u.apiJSON())
+	if err != nil {
+		u.t.Fatalf("read api.json: %v", err)
+	}
+	var f apiFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		u.t.Fatalf("api.json: %v", err)
+	}
+	if len(f.Token) != api.TokenLen {
+		u.t.Fatalf("api.json: the token has %d characters, want %d", len(f.Token), api.TokenLen)
+	}
+	u.mu.Lock()
+	u.tokens = append(u.tokens, f.Token)
+	u.mu.Unlock()
+	return f
+}
+
+func (u *user) leaks(s string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, tok := range u.tokens {
+		if strings.Contains(s, tok) {
+			return true
+		}
+	}
+	return false
+}
+
+// krad runs this machine's krad as the user, outside the app's terminals: a Client that finds
+// the bus through api.json.
+func (u *user) krad(args ...string) (stdout, stderr string, code int) {
+	u.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(u.bin, "krad"), args...)
+	cmd.Env = u.env()
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		u.t.Fatalf("krad %q: %v", args, err)
+	}
+	return o.String(), e.String(), cmd.ProcessState.ExitCode()
+}
+
+// syncBuffer is the app's stderr, its log.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// kradApp is one run of krad-ade, started as a child process in the user's environment.
+type kradApp struct {
+	u       *user
+	cmd     *exec.Cmd
+	started time.Time
+	log     *syncBuffer
+	exited  chan struct{}
+	code    int
+	bus     string // where it said its bus is
+
+	mu    sync.Mutex
+	lines []stampedLine // its stdout
+}
+
+type stampedLine struct {
+	at   time.Time
+	text string
+}
+
+var busLine = regexp.MustCompile(`^krad-ade: bus on (127\.0\.0\.1:\d+); api\.json at `)
+
+// start starts krad-ade and waits for its first line (the bus and api.json). It is stopped with
+// SIGTERM when the test ends, if it still runs, and its log is printed if the test failed.
+func (u *user) start() *kradApp {
+	t := u.t
+	t.Helper()
+	a := &kradApp{u: u, log: &syncBuffer{}, exited: make(chan struct{})}
+	a.cmd = exec.Command(filepath.Join(u.bin, "krad-ade"))
+	a.cmd.Env = u.env()
+	a.cmd.Stderr = a.log
+	out, err := a.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.started = time.Now()
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			a.mu.Lock()
+			a.lines = append(a.lines, stampedLine{time.Now(), sc.Text()})
+			a.mu.Unlock()
+		}
+	}()
+	go func() {
+		_ = a.cmd.Wait()
+		a.code = a.cmd.ProcessState.ExitCode()
+		close(a.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-a.exited:
+		default:
+			a.stop(syscall.SIGTERM)
+		}
+		if t.Failed() {
+			t.Logf("krad-ade (pid %d) stdout:\n%s\nits log:\n%s", a.cmd.Process.Pid, a.stdout(), a.log)
+		}
+		if u.leaks(a.log.String() + a.stdout()) {
+			t.Errorf("krad-ade (pid %d) printed a bus token", a.cmd.Process.Pid)
+		}
+	})
+	m, _ := a.waitLine(20*time.Second, busLine)
+	a.bus = m[1]
+	return a
+}
+
+func (a *kradApp) pid() int { return a.cmd.Process.Pid }
+
+func (a *kradApp) stdout() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var b strings.Builder
+	for _, l := range a.lines {
+		fmt.Fprintf(&b, "%s\n", l.text)
+	}
+	return b.String()
+}
+
+// stop sends sig and waits for the app to exit; it returns the exit code and how long the app
+// took.
+func (a *kradApp) stop(sig syscall.Signal) (int, time.Duration) {
+	t := a.u.t
+	t.Helper()
+	start := time.Now()
+	_ = a.cmd.Process.Signal(sig)
+	select {
+	case <-a.exited:
+	case <-time.After(30 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-a.exited
+		t.Errorf("krad-ade did not stop within 30 s of %v; its log:\n%s", sig, a.log)
+	}
+	return a.code, time.Since(start)
+}
+
+// waitLine waits for a stdout line that matches one of res, and returns its submatches and
+// which one matched. It fails the test if none comes within d or the app exits.
+func (a *kradApp) waitLine(d time.Duration, res ...*regexp.Regexp) ([]string, int) {
+	t := a.u.t
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		a.mu.Lock()
+		for _, l := range a.lines {
+			for i, re := range res {
+				if m := re.FindStringSubmatch(l.text); m != nil {
+					a.mu.Unlock()
+					return m, i
+				}
+			}
+		}
+		a.mu.Unlock()
+		select {
+		case <-a.exited:
+			t.Fatalf("krad-ade exited (code %d) before printing a line like %v; stdout:\n%s\nlog:\n%s", a.code, res, a.stdout(), a.log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("krad-ade printed no line like %v within %v; stdout:\n%s", res, d, a.stdout())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// lineAt is when the first stdout line with prefix was read, since the app started.
+func (a *kradApp) lineAt(prefix string) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, l := range a.lines {
+		if strings.HasPrefix(l.text, prefix) {
+			return l.at.Sub(a.started)
+		}
+	}
+	return -1
+}
+
+// connection is what the app's line about a connected SSH environment says.
+type connection struct {
+	host    string        // "connected to HOST"
+	forward string        // the forward on the host, 127.0.0.1:PORT
+	krad    string        // the build installed
+	attach  string        // the command to attach to its terminals
+	after   time.Duration // from the app's start to the line
+}
+
+func (c connection) port() string { return c.forward[strings.LastIndex(c.forward, ":")+1:] }
+
+// connected waits for the line saying that environment env is connected, and fails the test with
+// the app's log when the app says it is not up instead.
+func (a *kradApp) connected(env string, d time.Duration) connection {
+	t := a.u.t
+	t.Helper()
+	q := regexp.QuoteMeta(env)
+	up := regexp.MustCompile(`^krad-ade: environment ` + q + `: connected to (\S+) \(forward (127\.0\.0\.1:\d+) on the host\), krad (\S+) installed; (ssh -t .*)$`)
+	notUp := regexp.MustCompile(`^krad-ade: environment ` + q + ` is not up yet: (.*)$`)
+	m, i := a.waitLine(d, up, notUp)
+	if i == 1 {
+		t.Fatalf("environment %s did not come up: %q; the app's log:\n%s", env, m[1], a.log)
+	}
+	return connection{host: m[1], forward: m[2], krad: m[3], attach: m[4], after: a.lineAt("krad-ade: environment " + env + ": connected")}
+}
+
+// logHas waits until the app's log has a line with every one of parts, and returns it.
+func (a *kradApp) logHas(d time.Duration, parts ...string) string {
+	t := a.u.t
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		for _, l := range strings.Split(a.log.String(), "\n") {
+			all := true
+			for _, p := range parts {
+				all = all && strings.Contains(l, p)
+			}
+			if all {
+				return l
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the app's log has no line with %q within %v:\n%s", parts, d, a.log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// watcher is `krad watch --json` run on this machine by the user: a Client of the app.
+type watcher struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+
+	mu     sync.Mutex
+	events []watchEvent
+}
+
+// watchEvent is one line of krad watch --json.
+type watchEvent struct {
+	at     time.Time
+	line   string
+	agents []api.Agent     // {"Agents":[…]}
+	agent  *api.AgentEvent // {"AgentEvent":…}
+	app    *api.AppEvent   // {"AppEvent":…}
+}
+
+// watch starts `krad watch --json` and waits for its first line, the snapshot. It ends with the
+// test.
+func (u *user) watch() *watcher {
+	t := u.t
+	t.Helper()
+	w := &watcher{t: t, stderr: &syncBuffer{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cmd = exec.CommandContext(ctx, filepath.Join(u.bin, "krad"), "watch", "--json")
+	w.cmd.Env = u.env()
+	w.cmd.Stderr = w.stderr
+	w.cmd.WaitDelay = 5 * time.Second
+	out, err := w.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			e := watchEvent{at: time.Now(), line: sc.Text()}
+			var m map[string]json.RawMessage
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				if raw, ok := m["Agents"]; ok {
+					_ = json.Unmarshal(raw, &e.agents)
+				}
+				if raw, ok := m["AgentEvent"]; ok {
+					e.agent = &api.AgentEvent{}
+					_ = json.Unmarshal(raw, e.agent)
+				}
+				if raw, ok := m["AppEvent"]; ok {
+					e.app = &api.AppEvent{}
+					_ = json.Unmarshal(raw, e.app)
+				}
+			}
+			w.mu.Lock()
+			w.events = append(w.events, e)
+			w.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		_ = w.cmd.Wait()
+		<-done
+		if t.Failed() {
+			t.Logf("krad watch --json said:\n%s\nstderr: %s", w.String(), w.stderr)
+		}
+	})
+	w.waitFor(0, 20*time.Second, "the snapshot", func(e watchEvent) bool { return e.agents != nil || strings.HasPrefix(e.line, `{"Agents":`) })
+	return w
+}
+
+func (w *watcher) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var b strings.Builder
+	for _, e := range w.events {
+		fmt.Fprintf(&b, "%s %s\n", e.at.Format("15:04:05.000"), e.line)
+	}
+	return b.String()
+}
+
+// count is how many lines the watch has printed so far.
+func (w *watcher) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.events)
+}
+
+// find is the first event from index from on that satisfies ok, and its index; -1 if none yet.
+func (w *watcher) find(from int, ok func(watchEvent) bool) (int, watchEvent) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i := from; i < len(w.events); i++ {
+		if ok(w.events[i]) {
+			return i, w.events[i]
+		}
+	}
+	return -1, watchEvent{}
+}
+
+// waitFor waits for an event from index from on that satisfies ok.
+func (w *watcher) waitFor(from int, d time.Duration, what string, ok func(watchEvent) bool) (int, watchEvent) {
+	w.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if i, e := w.find(from, ok); i >= 0 {
+			return i, e
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("krad watch --json showed no %s within %v; it said:\n%s\nstderr: %s", what, d, w, w.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// envState matches an environment_state AppEvent of env whose message satisfies ok.
+func envState(env string, ok func(msg string) bool) func(watchEvent) bool {
+	return func(e watchEvent) bool {
+		return e.app != nil && e.app.Kind == api.EnvironmentState && e.app.Environment == env && ok(e.app.Message)
+	}
+}
+
+// agentIn matches an AgentEvent of terminal id of the given kind ("" any) and state ("" any).
+func agentIn(id, kind, state string) func(watchEvent) bool {
+	return func(e watchEvent) bool {
+		return e.agent != nil && e.agent.Agent.ID().String() == id && (kind == "" || e.agent.Kind == kind) &&
+			(state == "" || e.agent.Agent.State == state)
+	}
+}
+
+// The host side. On the hosts the app runs its tmux as the SSH user, krad, with tmux's default
+// socket folder; `docker exec` as krad reaches the same server.
+
+// hostTmux runs tmux -L krad-ade on h as krad.
+func hostTmux(t *testing.T, h *e2e.Host, args ...string) string {
+	t.Helper()
+	return h.ExecAs(t, "krad", append([]string{"tmux", "-L", "krad-ade"}, args...)...)
+}
+
+// kradBin is the folder where the app installs krad on a host.
+func kradBin() string { return "/home/krad/.krad-ade/bin/" + version.Build }
+
+// term is a terminal of the app on a host: a window of the host's tmux, typed into with
+// send-keys and read with capture-pane, as a person attached to it would.
+type term struct {
+	h      *e2e.Host
+	id     string // E:N
+	window string // the tmux window id, @N
+	seq    int
+}
+
+// findTerminal waits for the window whose @krad_terminal is id in session env on h.
+func findTerminal(t *testing.T, h *e2e.Host, env, id string, d time.Duration) *term {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		out := hostTmux(t, h, "list-windows", "-t", env, "-F", "#{window_id} #{@krad_terminal}")
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[1] == id {
+				tm := &term{h: h, id: id, window: f[0]}
+				tm.waitForShell(t, d)
+				return tm
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("host %s: no window of session %s is terminal %s within %v: %q", h.Name, env, id, d, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// openTerminal opens a window in session env by hand, as a person would with prefix c, and
+// waits for the app to number it.
+func openTerminal(t *testing.T, h *e2e.Host, env string, d time.Duration) *term {
+	t.Helper()
+	w := strings.TrimSpace(hostTmux(t, h, "new-window", "-d", "-t", env+":", "-P", "-F", "#{window_id}"))
+	deadline := time.Now().Add(d)
+	for {
+		id := strings.TrimSpace(hostTmux(t, h, "show-options", "-wqv", "-t", w, "@krad_terminal"))
+		if id != "" {
+			tm := &term{h: h, id: id, window: w}
+			tm.waitForShell(t, d)
+			return tm
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("host %s: the app did not number window %s within %v", h.Name, w, d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitForShell waits until the terminal shows something: its shell's prompt.
+func (tm *term) waitForShell(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for strings.TrimSpace(tm.screen(t)) == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("host %s: terminal %s shows nothing within %v", tm.h.Name, tm.id, d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// screen is the terminal's whole text, its scrollback included, wrapped lines joined.
+func (tm *term) screen(t *testing.T) string {
+	t.Helper()
+	return hostTmux(t, tm.h, "capture-pane", "-p", "-J", "-S", "-", "-t", tm.window)
+}
+
+// typeLine types line into the terminal and presses Enter.
+func (tm *term) typeLine(t *testing.T, line string) {
+	t.Helper()
+	hostTmux(t, tm.h, "send-keys", "-t", tm.window, "-l", line)
+	hostTmux(t, tm.h, "send-keys", "-t", tm.window, "Enter")
+}
+
+// run types cmd into the terminal's shell between two marker lines, waits for the second, and
+// returns what was printed between them and cmd's exit code. The markers are typed split in two
+// ("K""B1") so that the typed line itself never matches them.
+func (tm *term) run(t *testing.T, cmd string, d time.Duration) (string, int) {
+	t.Helper()
+	tm.seq++
+	begin, end := fmt.Sprintf("KB%d", tm.seq), fmt.Sprintf("KE%d rc=", tm.seq)
+	tm.typeLine(t, fmt.Sprintf(`echo "K""B%d"; %s; echo "K""E%d rc=$?"`, tm.seq, cmd, tm.seq))
+	deadline := time.Now().Add(d)
+	for {
+		screen := tm.screen(t)
+		lines := strings.Split(screen, "\n")
+		from := -1
+		for i, l := range lines {
+			l = strings.TrimRight(l, " ")
+			if l == begin {
+				from = i
+			}
+			if from >= 0 && i > from && strings.HasPrefix(l, end) {
+				rc, err := strconv.Atoi(strings.TrimPrefix(l, end))
+				if err != nil {
+					t.Fatalf("host %s, terminal %s: %q: cannot read the exit code in %q", tm.h.Name, tm.id, cmd, l)
+				}
+				var out []string
+				for _, o := range lines[from+1 : i] {
+					out = append(out, strings.TrimRight(o, " "))
+				}
+				return strings.Join(out, "\n"), rc
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("host %s, terminal %s: %q did not finish within %v; the screen:\n%s", tm.h.Name, tm.id, cmd, d, screen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// mustRun is run, failing the test unless cmd exits 0.
+func (tm *term) mustRun(t *testing.T, cmd string) string {
+	t.Helper()
+	out, rc := tm.run(t, cmd, time.Minute)
+	if rc != 0 {
+		t.Fatalf("host %s, terminal %s: %q exited %d:\n%s", tm.h.Name, tm.id, cmd, rc, out)
+	}
+	return out
+}
+
+// listeners is the local addresses of the TCP listeners on port on the host (ss, as root).
+func listeners(t *testing.T, h *e2e.Host, port string) []string {
+	t.Helper()
+	var addrs []string
+	for _, l := range strings.Split(strings.TrimSpace(h.Exec(t, "ss", "-Hltn", "sport = :"+port)), "\n") {
+		if f := strings.Fields(l); len(f) >= 4 {
+			addrs = append(addrs, f[3])
+		}
+	}
+	return addrs
+}
+
+// tokenFiles lists the token files under krad's ~/.krad-ade/run on the host.
+func tokenFiles(t *testing.T, h *e2e.Host) []string {
+	t.Helper()
+	return strings.Fields(h.Exec(t, "sh", "-c", "ls -d /home/krad/.krad-ade/run/*/token 2>/dev/null || true"))
+}
+
+// exists says whether path exists on the host.
+func exists(t *testing.T, h *e2e.Host, path string) bool {
+	t.Helper()
+	return strings.TrimSpace(h.Exec(t, "sh", "-c", `if [ -e "$1" ]; then echo yes; else echo no; fi`, "sh", path)) == "yes"
+}
+
+// procScan is run by bash on a host with the token on its stdin: it lists the
+// /proc/PID/cmdline and /proc/PID/environ files that hold the token, among those its user may
+// read. The token is only ever in a variable of this bash, never in an argument or an exported
+// variable, so no process started here carries it.
+const procScan = `read -r tok
+n=0
+for f in /proc/[0-9]*/cmdline /proc/[0-9]*/environ; do
+	s=$(tr '\0' ' ' <"$f" 2>/dev/null) || continue
+	n=$((n+1))
+	case $s in *"$tok"*) echo "holds: $f $(tr '\0' ' ' <"${f%/*}/cmdline" | cut -c1-80)";; esac
+done
+echo "scanned $n"`
+
+// scanProcesses fails the test if a process on h has tok in its argv or environment. It scans
+// as root and as each user: root in a container has no CAP_SYS_PTRACE, so it may not read the
+// environment of another user's processes, which their own user may.
+func scanProcesses(t *testing.T, h *e2e.Host, tok string) {
+	t.Helper()
+	counts := map[string]int{}
+	for _, who := range []string{"root", "krad", "other"} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := h.Command(ctx, who, "bash", "-c", procScan)
+		cmd.Stdin = strings.NewReader(tok + "\n")
+		out, err := cmd.Output()
+		cancel()
+		if err != nil {
+			t.Fatalf("host %s: the /proc scan as %s: %v", h.Name, who, err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if strings.HasPrefix(l, "holds: ") {
+				t.Errorf("host %s: the token is in %s", h.Name, strings.TrimPrefix(l, "holds: "))
+			}
+			var n int
+			if _, err := fmt.Sscanf(l, "scanned %d", &n); err == nil {
+				counts[who] = n
+			}
+		}
+	}
+	if counts["root"] < 4 || counts["krad"] < 4 {
+		t.Errorf("host %s: the /proc scan read too few files: %v", h.Name, counts)
+	}
+	t.Logf("host %s: the token is in none of the cmdline and environ files (read as root, krad, other: %d, %d, %d)",
+		h.Name, counts["root"], counts["krad"], counts["other"])
+}
+
+// measured logs a figure for the report, with a prefix that -v output can be grepped for.
+func measured(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Logf("measured: "+format, args...)
+}
+
+func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }
