@@ -723,3 +723,51 @@ func measured(t *testing.T, format string, args ...any) {
 }
 
 func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }
+
+var probeBuild struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// probe is the path of the probe command (./probe), built static once per run: it runs on this
+// machine and on the hosts.
+func probe(t *testing.T) string {
+	t.Helper()
+	probeBuild.once.Do(func() {
+		probeBuild.dir, probeBuild.err = os.MkdirTemp("", "krad-e2e-probe-")
+		if probeBuild.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "e2e", "-trimpath", "-o", filepath.Join(probeBuild.dir, "probe"),
+			"github.com/krad-ade/krad/e2e/scenarios/probe")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			probeBuild.err = fmt.Errorf("go build ./e2e/scenarios/probe: %w: %s", err, out)
+		}
+	})
+	if probeBuild.err != nil {
+		t.Fatal(probeBuild.err)
+	}
+	return filepath.Join(probeBuild.dir, "probe")
+}
+
+func removeProbe() {
+	if probeBuild.dir != "" {
+		os.RemoveAll(probeBuild.dir)
+	}
+}
+
+// hostProbe is the probe command put on h, as /usr/local/bin/krad-e2e-probe.
+func hostProbe(t *testing.T, h *e2e.Host) string {
+	t.Helper()
+	b, err := os.ReadFile(probe(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const path = "/usr/local/bin/krad-e2e-probe"
+	h.WriteFile(t, path, b, 0o755, "root")
+	return path
+}

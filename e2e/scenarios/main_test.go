@@ -27,4 +27,4 @@ import (
 //	41      TestAppStopsCleanlyAndComesBackAfterAKill
 //	42      TestHelloLatencyThroughTheTunnel
 
-func TestMain(m *testing.M) { e2e.Main(m, testbin.Cleanup) }
+func TestMain(m *testing.M) { e2e.Main(m, testbin.Cleanup, removeProbe) }
