@@ -575,6 +575,60 @@ func openTerminal(t *testing.T, h *e2e.Host, env string, d time.Duration) *term 
 	}
 }
 
+// openAttached opens a window the way a person does: attached with the command the app prints
+// (ssh -t HOST tmux -L krad-ade attach -t ENV, OpenSSH's client on this machine with the user's
+// ssh_config), then prefix c. It waits for the app to number the window. The person detaches
+// when the test ends.
+func openAttached(t *testing.T, u *user, h *e2e.Host, env string, d time.Duration) *term {
+	t.Helper()
+	clients := func() []string {
+		return strings.Fields(hostTmux(t, h, "list-clients", "-t", env, "-F", "#{?client_control_mode,,#{client_name}}"))
+	}
+	before := map[string]bool{}
+	for _, w := range strings.Fields(hostTmux(t, h, "list-windows", "-t", env, "-F", "#{window_id}")) {
+		before[w] = true
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := u.ssh.Command(ctx, "-tt", env, "tmux -L krad-ade attach -t "+env)
+	cmd.Env = append(cmd.Env, "TERM=xterm-256color")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said syncBuffer
+	cmd.Stdout, cmd.Stderr = &said, &said
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	deadline := time.Now().Add(d)
+	for len(clients()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("ssh -tt %s tmux -L krad-ade attach -t %s: no client attached within %v; it said: %q", env, env, d, said.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := stdin.Write([]byte("\x02c")); err != nil { // C-b c
+		t.Fatal(err)
+	}
+	for {
+		for _, w := range strings.Fields(hostTmux(t, h, "list-windows", "-t", env, "-F", "#{window_id}")) {
+			if before[w] {
+				continue
+			}
+			if id := strings.TrimSpace(hostTmux(t, h, "show-options", "-wqv", "-t", w, "@krad_terminal")); id != "" {
+				tm := &term{h: h, id: id, window: w}
+				tm.waitForShell(t, d)
+				return tm
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prefix c in an attached client on %s opened no window the app numbered within %v", h.Name, d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // waitForShell waits until the terminal shows something: its shell's prompt.
 func (tm *term) waitForShell(t *testing.T, d time.Duration) {
 	t.Helper()

@@ -109,8 +109,8 @@ func TestRemoteTerminalsRunKradThroughTheTunnel(t *testing.T) {
 	tok := u.readAPI().Token
 	terms := map[string]*term{
 		"a": findTerminal(t, w.a, "a", "a:1", 30*time.Second), // the lead
-		"b": openTerminal(t, w.b, "b", 30*time.Second),        // windows opened by hand
-		"c": openTerminal(t, w.c, "c", 30*time.Second),
+		"b": openTerminal(t, w.b, "b", 30*time.Second),        // tmux new-window run on the host
+		"c": openAttached(t, u, w.c, "c", 30*time.Second),     // prefix c, attached with the app's hint
 	}
 	varLine := regexp.MustCompile(`(?m)^(KRAD_ADE_[A-Z_]+)=(.*)$`)
 	for _, h := range w.hosts() {
