@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -42,7 +43,7 @@ to it. If the number never comes, it says so in one warning and starts the shell
 			if err := x.noArgs(args); err != nil {
 				return err
 			}
-			env := os.Environ()
+			env := withOwnFolderFirst(os.Environ())
 			if x.env(varTerminal) == "" {
 				id, ok := x.windowTerminal()
 				if !ok {
@@ -87,6 +88,30 @@ func (x *invocation) windowTerminal() (string, bool) {
 			return "", false
 		}
 	}
+}
+
+// withOwnFolderFirst puts the folder of this executable (where krad lives too) first on PATH. A
+// window opened from outside the app's tmux (tmux new-window run in another shell) gets that
+// shell's PATH rather than the session's, which would leave krad out.
+func withOwnFolderFirst(env []string) []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return env
+	}
+	dir := filepath.Dir(exe)
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	keep := []string{dir}
+	for _, p := range filepath.SplitList(path) {
+		if p != dir && p != "" {
+			keep = append(keep, p)
+		}
+	}
+	return setEnv(env, "PATH", strings.Join(keep, string(filepath.ListSeparator)))
 }
 
 // startShell replaces krad-ade-agents with the user's shell, an interactive shell (not a login
