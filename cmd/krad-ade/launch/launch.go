@@ -11,13 +11,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -307,6 +310,7 @@ func (a *run) apply(c config.Config, apiPath string) {
 func (a *run) bridges(envs []config.Environment, bus string, token api.Token, state func(env, state string)) (map[string]*bridge.Environment, []app.Remote) {
 	out := map[string]*bridge.Environment{}
 	var remotes []app.Remote
+	ports := a.forwardPorts()
 	for _, env := range envs {
 		b := bridge.New(bridge.Config{
 			Name:     env.Name,
@@ -320,9 +324,23 @@ func (a *run) bridges(envs []config.Environment, bus string, token api.Token, st
 				Host:   env.SSH,
 				Target: bridge.DialBus(bus),
 				Logger: a.log,
+				// The port of the earlier run, so that the terminals that outlived it still
+				// find the bus.
+				PreferredPort: ports.get(env.Name),
 				OnStatus: func(s forward.Status) {
 					a.log.Info("environment connection", "environment", env.Name, "host", env.SSH, "status", s.String())
-					state(env.Name, s.String())
+					if s.PortChanged != nil {
+						a.log.Warn("the forward's port on the host changed: terminals opened before hold the old address; open new ones",
+							"environment", env.Name, "old", s.PortChanged.Old, "new", s.PortChanged.New)
+					}
+					msg := s.String()
+					if s.State == forward.Connected {
+						ports.set(env.Name, s.Addr)
+						if s.PortChanged != nil {
+							msg += fmt.Sprintf(" (the port changed from %s: terminals opened before it hold the old address)", s.PortChanged.Old)
+						}
+					}
+					state(env.Name, msg)
 				},
 				OnWarning: func(w forward.Warning) {
 					a.log.Warn("ssh_config line left out", "environment", env.Name, "warning", w.String())
@@ -333,6 +351,65 @@ func (a *run) bridges(envs []config.Environment, bus string, token api.Token, st
 		remotes = append(remotes, app.Remote{Name: env.Name, Host: b})
 	}
 	return out, remotes
+}
+
+// forwardPorts is the port each SSH environment's forward had on its host, kept in forwards.json
+// in the config folder across the app's runs.
+func (a *run) forwardPorts() *portFile {
+	pf := &portFile{path: filepath.Join(a.dir, "forwards.json"), ports: map[string]int{}, log: a.log}
+	if b, err := os.ReadFile(pf.path); err == nil {
+		if err := json.Unmarshal(b, &pf.ports); err != nil {
+			a.log.Warn("forwards.json cannot be read; the hosts pick new ports", "path", pf.path, "err", err)
+			pf.ports = map[string]int{}
+		}
+	}
+	return pf
+}
+
+// portFile is forwards.json: {"build": 41877}.
+type portFile struct {
+	path  string
+	log   *slog.Logger
+	mu    sync.Mutex
+	ports map[string]int
+}
+
+func (p *portFile) get(env string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ports[env]
+}
+
+// set records env's forwarded address, "127.0.0.1:41877", written atomically when it changed.
+func (p *portFile) set(env, addr string) {
+	_, port, err := net.SplitHostPort(addr)
+	n, perr := strconv.Atoi(port)
+	if err != nil || perr != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ports[env] == n {
+		return
+	}
+	p.ports[env] = n
+	b, _ := json.Marshal(p.ports)
+	tmp, err := os.CreateTemp(filepath.Dir(p.path), ".forwards.json.*.tmp")
+	if err == nil {
+		_, err = tmp.Write(b)
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), p.path)
+		}
+		if err != nil {
+			os.Remove(tmp.Name())
+		}
+	}
+	if err != nil {
+		p.log.Warn("forwards.json not written: after a restart the hosts may pick new ports", "path", p.path, "err", err)
+	}
 }
 
 // instance names this app among others that use the same SSH hosts: the same name across its
