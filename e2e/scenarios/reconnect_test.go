@@ -203,7 +203,7 @@ func TestHostRestartReinstalls(t *testing.T) {
 		return e.agent != nil && e.agent.Agent.ID().String() == before.id && (e.agent.Kind == api.AgentRemoved || e.agent.Agent.State == api.StateClosed)
 	})
 	tm := openTerminal(t, b, "b", 30*time.Second)
-	addr := strings.TrimPrefix(strings.TrimSuffix(back.app.Message, " on the host"), "connected: ")
+	addr, _, _ := strings.Cut(strings.TrimPrefix(back.app.Message, "connected: "), " ")
 	if out := tm.mustRun(t, kradBin()+"/krad api"); !strings.Contains(out, addr) {
 		t.Errorf("krad api in a new terminal said %q, want the forward %s", out, addr)
 	}
@@ -364,12 +364,15 @@ func TestSquattedPortGetsNoToken(t *testing.T) {
 	a.Connect(t, lan)
 	_, back := watch.waitFor(from, 60*time.Second, "a connected again", connectedState("a"))
 	t.Logf("after the network came back: %s", back.app.Message)
-	if back.app.Message == "connected: "+c.forward+" on the host" {
+	if strings.HasPrefix(back.app.Message, "connected: "+c.forward+" on the host") {
 		t.Errorf("connected again on %s, which other holds", c.forward)
+	}
+	if !strings.Contains(back.app.Message, "the port changed from "+c.forward) {
+		t.Errorf("the AppEvent %q does not say the port changed", back.app.Message)
 	}
 	t.Logf("the app's log: %s", app.logHas(5*time.Second, "old port is taken"))
 	tm := openTerminal(t, a, "a", 30*time.Second)
-	addr := strings.TrimPrefix(strings.TrimSuffix(back.app.Message, " on the host"), "connected: ")
+	addr, _, _ := strings.Cut(strings.TrimPrefix(back.app.Message, "connected: "), " ")
 	if out := tm.mustRun(t, kradBin()+"/krad api"); !strings.Contains(out, addr) {
 		t.Errorf("krad api in a new terminal said %q, want the new forward %s", out, addr)
 	}
