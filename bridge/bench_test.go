@@ -176,9 +176,11 @@ func BenchmarkMemoryPerEnvironment(b *testing.B) {
 		bridges = append(bridges, br)
 		remotes = append(remotes, app.Remote{Name: name, Host: br})
 	}
+	localSock := b.TempDir() + "/local.sock"
+	b.Cleanup(func() { _ = exec.Command("tmux", "-S", localSock, "kill-server").Run() })
 	model := app.New(app.Config{
 		Endpoint: ln.Addr().String(), Token: tok, BinDir: bin, Path: "/usr/bin:/bin",
-		Tmux:    app.TmuxConfig{SocketPath: b.TempDir() + "/local.sock", ConfigFile: "/dev/null", Env: []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh"}},
+		Tmux:    app.TmuxConfig{SocketPath: localSock, ConfigFile: "/dev/null", Env: []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh"}},
 		Remotes: remotes,
 	})
 	bus, err := local.Listen(local.Config{BusToken: tok, LeadToken: lead, Build: version.Build, Handler: model, Listener: ln})

@@ -75,6 +75,8 @@ func startWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	localSock := filepath.Join(t.TempDir(), "local.sock")
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", localSock, "kill-server").Run() })
 	w.bridge = bridge.New(bridge.Config{
 		Name:     "build",
 		Token:    w.token,
@@ -95,7 +97,7 @@ func startWorld(t *testing.T) *world {
 		Token:     w.token,
 		BinDir:    bin,
 		Path:      "/usr/local/bin:/usr/bin:/bin",
-		Tmux:      app.TmuxConfig{SocketPath: filepath.Join(t.TempDir(), "local.sock"), ConfigFile: "/dev/null", Env: []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh"}},
+		Tmux:      app.TmuxConfig{SocketPath: localSock, ConfigFile: "/dev/null", Env: []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh"}},
 		Quiet:     500 * time.Millisecond,
 		Terminals: []app.TerminalSpec{{Environment: "build", Title: "lead", Lead: true}},
 		Remotes:   []app.Remote{{Name: "build", Host: w.bridge}},
