@@ -3,10 +3,7 @@ package forward
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
 // The errors callers branch on besides the types below. Errors from this package wrap them, so
@@ -150,18 +147,4 @@ func isPermanent(err error) bool {
 	)
 	return errors.As(err, &hk) || errors.As(err, &auth) || errors.As(err, &conf) || errors.As(err, &perm) ||
 		errors.Is(err, ErrForwardingForbidden) || errors.Is(err, ErrNotLoopback) || errors.Is(err, ErrUncheckable)
-}
-
-// printable returns s as it is when it is valid UTF-8 without control characters, else quoted,
-// so that an error never carries control characters from a file or a host to a terminal.
-func printable(s string) string {
-	if !utf8.ValidString(s) {
-		return strconv.Quote(s)
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
 }

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // expandTokens replaces ssh_config's %-tokens in s with their values in vals, keyed by the letter
@@ -70,24 +72,24 @@ func parseHostSpec(s string) (hostSpec, error) {
 	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
 		h.User, rest = rest[:i], rest[i+1:]
 		if h.User == "" {
-			return hostSpec{}, fmt.Errorf("host %s: empty user before '@'", printable(s))
+			return hostSpec{}, fmt.Errorf("host %s: empty user before '@'", termsafe.Quote(s))
 		}
 	}
 	switch {
 	case strings.HasPrefix(rest, "["):
 		end := strings.IndexByte(rest, ']')
 		if end < 0 {
-			return hostSpec{}, fmt.Errorf("host %s: '[' without ']'", printable(s))
+			return hostSpec{}, fmt.Errorf("host %s: '[' without ']'", termsafe.Quote(s))
 		}
 		host, after := rest[1:end], rest[end+1:]
 		h.Host = host
 		if after != "" {
 			if after[0] != ':' {
-				return hostSpec{}, fmt.Errorf("host %s: unexpected text after ']'", printable(s))
+				return hostSpec{}, fmt.Errorf("host %s: unexpected text after ']'", termsafe.Quote(s))
 			}
 			p, err := parsePort(after[1:])
 			if err != nil {
-				return hostSpec{}, fmt.Errorf("host %s: %w", printable(s), err)
+				return hostSpec{}, fmt.Errorf("host %s: %w", termsafe.Quote(s), err)
 			}
 			h.Port = p
 		}
@@ -95,7 +97,7 @@ func parseHostSpec(s string) (hostSpec, error) {
 		host, port, _ := strings.Cut(rest, ":")
 		p, err := parsePort(port)
 		if err != nil {
-			return hostSpec{}, fmt.Errorf("host %s: %w", printable(s), err)
+			return hostSpec{}, fmt.Errorf("host %s: %w", termsafe.Quote(s), err)
 		}
 		h.Host, h.Port = host, p
 	default:
@@ -103,13 +105,13 @@ func parseHostSpec(s string) (hostSpec, error) {
 		h.Host = rest
 	}
 	if h.Host == "" {
-		return hostSpec{}, fmt.Errorf("host %s: no host name", printable(s))
+		return hostSpec{}, fmt.Errorf("host %s: no host name", termsafe.Quote(s))
 	}
 	if !validHostName(h.Host) {
-		return hostSpec{}, fmt.Errorf("host %s: not a host name", printable(s))
+		return hostSpec{}, fmt.Errorf("host %s: not a host name", termsafe.Quote(s))
 	}
 	if strings.ContainsFunc(h.User, isControl) || strings.ContainsAny(h.User, " \t/") {
-		return hostSpec{}, fmt.Errorf("host %s: not a user name", printable(s))
+		return hostSpec{}, fmt.Errorf("host %s: not a user name", termsafe.Quote(s))
 	}
 	return h, nil
 }
@@ -150,7 +152,7 @@ func validHostName(s string) bool {
 func parsePort(s string) (int, error) {
 	p, err := strconv.Atoi(s)
 	if err != nil || p < 1 || p > 65535 || s[0] == '+' {
-		return 0, fmt.Errorf("bad port %s", printable(s))
+		return 0, fmt.Errorf("bad port %s", termsafe.Quote(s))
 	}
 	return p, nil
 }

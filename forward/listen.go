@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // Forward is the reverse forward of one connection: the address on the host that leads to
@@ -86,7 +88,7 @@ func (c *Conn) openForward(ctx context.Context, l *link, sh *hostShell, h *Host,
 			return nil, Forward{}, fmt.Errorf("%w (%s on %s): the host's sshd_config has AllowTcpForwarding no or local, "+
 				"DisableForwarding yes, or a PermitListen that leaves out 127.0.0.1, or our key's line in authorized_keys "+
 				"has restrict, no-port-forwarding or permitlisten: allow remote forwarding for this user (AllowTcpForwarding yes or remote)",
-				ErrForwardingForbidden, printable(h.User), h.Alias)
+				ErrForwardingForbidden, termsafe.Quote(h.User), h.Alias)
 		}
 		return nil, Forward{}, fmt.Errorf("ask the host for a forward: %w", l.cause(err))
 	}

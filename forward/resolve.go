@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // Host is one SSH host as ssh_config resolves it: where to connect, as whom, with which keys,
@@ -122,7 +124,7 @@ type resolver struct {
 func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error) {
 	hs, err := parseHostSpec(spec)
 	if err != nil {
-		return nil, &ConfigError{Host: printable(spec), Reason: err.Error()}
+		return nil, &ConfigError{Host: termsafe.Quote(spec), Reason: err.Error()}
 	}
 	alias := hs.Host
 	bad := func(key, format string, args ...any) error {
@@ -137,7 +139,7 @@ func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error
 			return nil, bad("HostName", "%v", err)
 		}
 		if !validHostName(name) {
-			return nil, bad("HostName", "%s is not a host name", printable(name))
+			return nil, bad("HostName", "%s is not a host name", termsafe.Quote(name))
 		}
 		h.HostName = name
 	}
@@ -255,7 +257,7 @@ func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error
 	case "off":
 		h.StrictHostKeyChecking = "no"
 	default:
-		return nil, bad("StrictHostKeyChecking", "%s is not yes, accept-new, no, off or ask", printable(v))
+		return nil, bad("StrictHostKeyChecking", "%s is not yes, accept-new, no, off or ask", termsafe.Quote(v))
 	}
 	if h.HashKnownHosts, err = yesNo(get("HashKnownHosts"), false); err != nil {
 		return nil, bad("HashKnownHosts", "%v", err)
@@ -275,7 +277,7 @@ func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error
 	if v := get("ServerAliveCountMax"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return nil, bad("ServerAliveCountMax", "%s is not a count", printable(v))
+			return nil, bad("ServerAliveCountMax", "%s is not a count", termsafe.Quote(v))
 		}
 		h.ServerAliveCountMax = n
 	}
@@ -350,7 +352,7 @@ func yesNo(v string, def bool) (bool, error) {
 	case "no", "false":
 		return false, nil
 	}
-	return false, fmt.Errorf("%s is not yes or no", printable(v))
+	return false, fmt.Errorf("%s is not yes or no", termsafe.Quote(v))
 }
 
 // seconds parses a time in seconds as ssh_config writes it: "30", or with units as "1m30s"
@@ -370,7 +372,7 @@ func seconds(v string) (time.Duration, error) {
 			i++
 		}
 		if i == 0 || i > 9 {
-			return 0, fmt.Errorf("%s is not a time", printable(v))
+			return 0, fmt.Errorf("%s is not a time", termsafe.Quote(v))
 		}
 		n, _ := strconv.Atoi(rest[:i])
 		unit := time.Second
@@ -386,7 +388,7 @@ func seconds(v string) (time.Duration, error) {
 			case 'w':
 				unit = 7 * 24 * time.Hour
 			default:
-				return 0, fmt.Errorf("%s is not a time", printable(v))
+				return 0, fmt.Errorf("%s is not a time", termsafe.Quote(v))
 			}
 			i++
 		}

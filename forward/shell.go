@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // hostShell is a plain sh on the host that runs this package's commands one after the other
@@ -103,7 +105,7 @@ func (sh *hostShell) fail(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		err = ctx.Err()
 	} else if msg := strings.TrimSpace(sh.stderr.String()); msg != "" {
-		err = fmt.Errorf("%w: %s", err, printable(msg))
+		err = fmt.Errorf("%w: %s", err, termsafe.Quote(msg))
 	}
 	sh.broken = err
 	return err

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/kevinburke/ssh_config"
+
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // Warning is a line of an ssh_config file that the package could not read and left out; the
@@ -69,7 +71,7 @@ func parseSSHConfig(path string, data []byte) (*ssh_config.Config, []Warning) {
 			line, _ = strconv.Atoi(m[1])
 			msg = msg[len(m[0]):]
 		}
-		msg = printable(strings.TrimSpace(msg))
+		msg = termsafe.Quote(strings.TrimSpace(msg))
 		if line < 1 || line > len(lines) || replaced[line] {
 			return nil, append(warnings, Warning{File: path, Reason: "cannot parse the file: " + msg})
 		}

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // Host runs commands on an SSH host. [SSH] is the one over an *ssh.Client; tokenfile.Host has
@@ -93,14 +95,14 @@ func (e *ExitError) Error() string {
 	var b strings.Builder
 	switch {
 	case e.Signal != "":
-		fmt.Fprintf(&b, "killed by signal %s on the host", printable(e.Signal, 20))
+		fmt.Fprintf(&b, "killed by signal %s on the host", termsafe.Escape(e.Signal, 20))
 	case e.Status < 0:
 		b.WriteString("the host ended the command without an exit status")
 	default:
 		fmt.Fprintf(&b, "exit status %d on the host", e.Status)
 	}
 	if msg := strings.TrimSpace(string(e.Stderr)); msg != "" {
-		fmt.Fprintf(&b, ": %s", printable(msg, 400))
+		fmt.Fprintf(&b, ": %s", termsafe.Escape(msg, 400))
 		if e.Truncated {
 			b.WriteString("…")
 		}

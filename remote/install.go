@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/remote/shell"
 )
 
@@ -103,9 +104,9 @@ func Install(ctx context.Context, h Host, b Binary) (dir string, err error) {
 	}
 	switch {
 	case len(rep) == 2 && rep[0] == "short":
-		return "", fmt.Errorf("install krad in ~/.krad-ade/bin/%s: the host received %s bytes of %s: the copy was cut short, and removed", b.Version, printable(rep[1], 20), size)
+		return "", fmt.Errorf("install krad in ~/.krad-ade/bin/%s: the host received %s bytes of %s: the copy was cut short, and removed", b.Version, termsafe.Escape(rep[1], 20), size)
 	case len(rep) == 2 && rep[0] == "corrupt":
-		return "", fmt.Errorf("install krad in ~/.krad-ade/bin/%s: %w", b.Version, &CorruptError{Want: b.SHA256, Got: printable(rep[1], 64)})
+		return "", fmt.Errorf("install krad in ~/.krad-ade/bin/%s: %w", b.Version, &CorruptError{Want: b.SHA256, Got: termsafe.Escape(rep[1], 64)})
 	case len(rep) >= 2 && (rep[0] == "installed" || rep[0] == "unrunnable"):
 		return ran(rep[1], rep[2:], b)
 	}
@@ -157,7 +158,7 @@ func runError(out []string) error {
 	if status == "126" && strings.Contains(text, "Permission denied") {
 		return fmt.Errorf("install krad: %w", ErrNoexec)
 	}
-	return fmt.Errorf("install krad: krad version --json on the host exited %s: %s", printable(status, 10), printable(text, 400))
+	return fmt.Errorf("install krad: krad version --json on the host exited %s: %s", termsafe.Escape(status, 10), termsafe.Escape(text, 400))
 }
 
 func unknown(rep []string) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/remote/shell"
 )
 
@@ -31,7 +32,7 @@ type UnsupportedError struct {
 
 func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("the host is %s on %s, and krad-ade installs krad on linux/amd64 and linux/arm64 hosts only",
-		printable(e.System, 40), printable(e.Machine, 40))
+		termsafe.Escape(e.System, 40), termsafe.Escape(e.Machine, 40))
 }
 
 var probeScript = shell.Script{

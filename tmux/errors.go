@@ -2,10 +2,9 @@ package tmux
 
 import (
 	"errors"
-	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // The errors callers branch on. Errors from a Client wrap them, so test with [errors.Is].
@@ -43,7 +42,7 @@ func (e *CommandError) Error() string {
 	if len(e.Lines) == 0 {
 		return "tmux: command failed"
 	}
-	return "tmux: " + printable(strings.Join(e.Lines, "; "))
+	return "tmux: " + termsafe.Quote(strings.Join(e.Lines, "; "))
 }
 
 // ExitError says that tmux ended the control client with %exit: the session was killed, the
@@ -58,19 +57,5 @@ func (e *ExitError) Error() string {
 	if e.Reason == "" {
 		return "tmux exited"
 	}
-	return "tmux exited: " + printable(e.Reason)
-}
-
-// printable returns s as it is when it is valid UTF-8 without control characters, else quoted, so
-// that an error never carries the stream's control characters to a terminal.
-func printable(s string) string {
-	if !utf8.ValidString(s) {
-		return strconv.Quote(s)
-	}
-	for _, r := range s {
-		if !unicode.IsPrint(r) {
-			return strconv.Quote(s)
-		}
-	}
-	return s
+	return "tmux exited: " + termsafe.Quote(e.Reason)
 }

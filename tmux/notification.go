@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // PaneID is a pane's unique ID, written %N by tmux. A negative PaneID means none and prints "-".
@@ -226,7 +228,7 @@ func parseNotification(line []byte) Notification {
 	kind, rest, _ := bytes.Cut(line[1:], []byte{' '})
 	n, err := parseKind(string(kind), rest)
 	if err != nil {
-		return Unknown{Line: string(line), Err: fmt.Errorf("%w: %%%s: %w", ErrMalformed, printable(string(kind)), err)}
+		return Unknown{Line: string(line), Err: fmt.Errorf("%w: %%%s: %w", ErrMalformed, termsafe.Quote(string(kind)), err)}
 	}
 	if n == nil {
 		return Unknown{Line: string(line)}
@@ -406,7 +408,7 @@ func (f *fields) uint() uint64 {
 	w := f.word()
 	n, err := strconv.ParseUint(w, 10, 64)
 	if err != nil && f.err == nil {
-		f.fail("%q is not a number", printable(w))
+		f.fail("%q is not a number", termsafe.Quote(w))
 	}
 	return n
 }

@@ -31,8 +31,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // Quote quotes s as one word for a POSIX shell: inside single quotes, each single quote in s
@@ -174,7 +174,7 @@ func (s Script) Result(stdout []byte, runErr error) ([]string, error) {
 		if len(rest) != 1 {
 			break
 		}
-		return nil, fmt.Errorf("%s: %w", printable(rest[0], maxShown), errOr(runErr))
+		return nil, fmt.Errorf("%s: %w", termsafe.Escape(rest[0], maxShown), errOr(runErr))
 	}
 	return nil, fmt.Errorf("the host's script gave an unknown report %q", shorten(strings.Join(lines, "\n")))
 }
@@ -195,7 +195,7 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	p := printable(e.Path, maxShown)
+	p := termsafe.Escape(e.Path, maxShown)
 	switch e.Reason {
 	case "symlink":
 		return p + " is a symbolic link: refused; remove it"
@@ -208,7 +208,7 @@ func (e *RefusedError) Error() string {
 	case "elsewhere":
 		return p + " is not in this host's ~/.krad-ade/run: refused"
 	}
-	return p + ": refused (" + printable(e.Reason, maxShown) + ")"
+	return p + ": refused (" + termsafe.Escape(e.Reason, maxShown) + ")"
 }
 
 // NoiseError says that the host's output did not hold the frame the script prints. The usual cause
@@ -248,26 +248,4 @@ func shorten(s string) string {
 		return strings.ToValidUTF8(s[:maxShown], "") + "…"
 	}
 	return s
-}
-
-// printable escapes what is not graphic in s and shortens it to about max bytes: for text from the
-// host inside a message.
-func printable(s string, max int) string {
-	var b strings.Builder
-	for i, r := range s {
-		if b.Len() >= max {
-			b.WriteString("…")
-			break
-		}
-		switch {
-		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsGraphic(r):
-			b.WriteRune(r)
-		default:
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-	}
-	return b.String()
 }

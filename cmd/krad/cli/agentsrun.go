@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/spf13/pflag"
 )
 
@@ -190,7 +191,7 @@ func setTitle(w io.Writer, title string) {
 	if fi, err := f.Stat(); err != nil || fi.Mode()&fs.ModeCharDevice == 0 {
 		return
 	}
-	_, _ = io.WriteString(f, "\x1b]2;"+printable(title, api.MaxTitle)+"\x07")
+	_, _ = io.WriteString(f, "\x1b]2;"+termsafe.Escape(title, api.MaxTitle)+"\x07")
 }
 
 // lockedWriter serializes writes to w.

@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/spf13/pflag"
+
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // apiCommand is `krad api`: Hello, in one line.
@@ -45,7 +47,7 @@ id, the endpoint, and how krad found it.`,
 				pid = fmt.Sprintf(" · pid %d", h.PID)
 			}
 			_, err = fmt.Fprintf(x.stdout, "agents API v%d · build %s%s · %s (found through %s)\n",
-				h.APIVersion, printable(h.Build, 100), pid, b.client.Endpoint, printable(b.foundThrough(), maxLine))
+				h.APIVersion, termsafe.Escape(h.Build, 100), pid, b.client.Endpoint, termsafe.Escape(b.foundThrough(), maxLine))
 			return err
 		},
 		subs: []*command{apiInfoCommand()},
@@ -97,8 +99,8 @@ file is stale and krad exits with 2.`,
 			rows := [][2]string{
 				{"endpoint", b.client.Endpoint},
 				{"api version", fmt.Sprint(h.APIVersion)},
-				{"build", printable(h.Build, 100)},
-				{"found through", printable(b.foundThrough(), maxLine)},
+				{"build", termsafe.Escape(h.Build, 100)},
+				{"found through", termsafe.Escape(b.foundThrough(), maxLine)},
 				{"caller", b.client.From.String()},
 			}
 			if showToken {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/tokenfile"
 )
 
@@ -337,7 +338,7 @@ func (b *bus) okWithin(ctx context.Context, req api.Request, wait time.Duration)
 		return err
 	}
 	if a.Name != api.OK.Name || a.Body != nil {
-		return b.unexpected(req, fmt.Errorf("the app answered %s where Ok was expected", printable(a.Name, 40)))
+		return b.unexpected(req, fmt.Errorf("the app answered %s where Ok was expected", termsafe.Escape(a.Name, 40)))
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // command is a node of the tree: a command, a group of commands, or both (krad api, krad api
@@ -55,7 +57,7 @@ func (x *invocation) dispatch(root *command, args []string) error {
 	help := fs.BoolP("help", "h", false, "print this help")
 	if err := fs.Parse(args); err != nil {
 		// pflag's messages quote the flag as typed; printable keeps it harmless.
-		return x.usageError("%s", printable(err.Error(), 200))
+		return x.usageError("%s", termsafe.Escape(err.Error(), 200))
 	}
 	switch {
 	case *help:

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // Env gives the value of an environment variable, "" when it is unset: os.Getenv, or [MapEnv].
@@ -57,9 +58,9 @@ func Run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, s
 	x := &invocation{ctx: ctx, env: env, stdin: stdin, stdout: stdout, stderr: stderr, opts: opts, prog: root.name}
 	err := x.dispatch(root, args)
 	if err != nil && !silent(err) {
-		fmt.Fprintf(stderr, "%s: error: %s\n", x.prog, printable(err.Error(), maxLine))
+		fmt.Fprintf(stderr, "%s: error: %s\n", x.prog, termsafe.Escape(err.Error(), maxLine))
 		if hint := hintOf(err); hint != "" {
-			fmt.Fprintf(stderr, "%s: hint: %s\n", x.prog, printable(hint, maxLine))
+			fmt.Fprintf(stderr, "%s: hint: %s\n", x.prog, termsafe.Escape(hint, maxLine))
 		}
 	}
 	return exitCode(err)
@@ -99,5 +100,5 @@ func (x *invocation) noArgs(args []string) error {
 
 // warn prints one warning line: something went wrong that does not stop the command.
 func (x *invocation) warn(format string, args ...any) {
-	fmt.Fprintf(x.stderr, "%s: warning: %s\n", x.prog, printable(fmt.Sprintf(format, args...), maxLine))
+	fmt.Fprintf(x.stderr, "%s: warning: %s\n", x.prog, termsafe.Escape(fmt.Sprintf(format, args...), maxLine))
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 func TestHelpAndUsage(t *testing.T) {
@@ -236,8 +237,8 @@ func TestPrintable(t *testing.T) {
 		{strings.Repeat("a", 20), 10, strings.Repeat("a", 10) + "…"},
 	}
 	for _, tt := range tests {
-		if got := printable(tt.in, tt.max); got != tt.want {
-			t.Errorf("printable(%q, %d): got %q, want %q", tt.in, tt.max, got, tt.want)
+		if got := termsafe.Escape(tt.in, tt.max); got != tt.want {
+			t.Errorf("termsafe.Escape(%q, %d): got %q, want %q", tt.in, tt.max, got, tt.want)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // How krad shows agents to people. Everything in an agent came from the app and is escaped with
@@ -17,12 +18,12 @@ import (
 
 // agentID is an agent's terminal, "main:2".
 func agentID(a api.Agent) string {
-	return printable(a.Environment, api.MaxEnvironmentName) + ":" + strconv.Itoa(a.Terminal)
+	return termsafe.Escape(a.Environment, api.MaxEnvironmentName) + ":" + strconv.Itoa(a.Terminal)
 }
 
 // agentState is an agent's state, with the exit code of one whose process ended: "failed (1)".
 func agentState(a api.Agent) string {
-	s := printable(a.State, 40)
+	s := termsafe.Escape(a.State, 40)
 	if a.ExitCode != nil && (a.State == api.StateDone || a.State == api.StateFailed) {
 		s += " (" + strconv.Itoa(*a.ExitCode) + ")"
 	}
@@ -31,12 +32,12 @@ func agentState(a api.Agent) string {
 
 // agentTitle is a title in single quotes, a quote inside it escaped: 'fix flaky test'.
 func agentTitle(a api.Agent) string {
-	return "'" + strings.ReplaceAll(printable(a.Title, api.MaxTitle), "'", `\'`) + "'"
+	return "'" + strings.ReplaceAll(termsafe.Escape(a.Title, api.MaxTitle), "'", `\'`) + "'"
 }
 
 // agentLine is one agent on one line: "main:2 worker 'fix flaky test' idle".
 func agentLine(a api.Agent) string {
-	return agentID(a) + " " + printable(a.Role, 40) + " " + agentTitle(a) + " " + agentState(a)
+	return agentID(a) + " " + termsafe.Escape(a.Role, 40) + " " + agentTitle(a) + " " + agentState(a)
 }
 
 // writeAgentTable writes agents as a table with a header, columns two spaces apart.
@@ -45,7 +46,7 @@ func writeAgentTable(w io.Writer, agents []api.Agent) error {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TERMINAL\tROLE\tSTATE\tTITLE")
 	for _, a := range agents {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", agentID(a), printable(a.Role, 40), agentState(a), printable(a.Title, api.MaxTitle))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", agentID(a), termsafe.Escape(a.Role, 40), agentState(a), termsafe.Escape(a.Title, api.MaxTitle))
 	}
 	_ = tw.Flush()
 	// An empty title leaves its row padded to the title column: trim each line.
@@ -73,22 +74,22 @@ func eventLine(a api.Answer) (line string, ok bool) {
 		if e.Kind == api.AgentChanged {
 			return agentLine(e.Agent), true
 		}
-		return agentID(e.Agent) + " " + printable(e.Kind, 40) + " " + strings.TrimPrefix(agentLine(e.Agent), agentID(e.Agent)+" "), true
+		return agentID(e.Agent) + " " + termsafe.Escape(e.Kind, 40) + " " + strings.TrimPrefix(agentLine(e.Agent), agentID(e.Agent)+" "), true
 	case "AppEvent":
 		var e api.AppEvent
 		if json.Unmarshal(a.Body, &e) != nil {
 			return "", false
 		}
-		kind := printable(e.Kind, 40)
+		kind := termsafe.Escape(e.Kind, 40)
 		switch e.Kind {
 		case api.EnvironmentUp:
 			kind = "up"
 		case api.EnvironmentDown:
 			kind = "down"
 		}
-		line = "environment " + printable(e.Environment, api.MaxEnvironmentName) + " " + kind
+		line = "environment " + termsafe.Escape(e.Environment, api.MaxEnvironmentName) + " " + kind
 		if e.Message != "" {
-			line += ": " + printable(e.Message, maxLine)
+			line += ": " + termsafe.Escape(e.Message, maxLine)
 		}
 		return line, true
 	}

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -25,35 +24,6 @@ func quote(s string) string {
 
 // maxLine is the longest error line krad prints; an app's message can be long.
 const maxLine = 1000
-
-// printable escapes what a terminal would act on in s (control characters, invalid UTF-8) and
-// cuts it to max bytes. It is the last guard on every line krad prints from text it did not
-// write itself: an app's build or error message, a flag library's message.
-func printable(s string, max int) string {
-	var b strings.Builder
-	for i, r := range s {
-		if b.Len() >= max {
-			b.WriteString("…")
-			break
-		}
-		switch {
-		case r == utf8.RuneError && isInvalid(s[i:]):
-			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsGraphic(r):
-			b.WriteRune(r)
-		default:
-			q := strconv.QuoteRune(r)
-			b.WriteString(q[1 : len(q)-1])
-		}
-	}
-	return b.String()
-}
-
-// isInvalid reports whether s starts with a byte that is not valid UTF-8.
-func isInvalid(s string) bool {
-	r, size := utf8.DecodeRuneInString(s)
-	return r == utf8.RuneError && size == 1
-}
 
 // abbreviate writes path with the home folder as ~, the way people read their own paths.
 func abbreviate(path, home string) string {

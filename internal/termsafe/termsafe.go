@@ -1,0 +1,53 @@
+// Package termsafe makes text that came from outside (a host's output, a file, an answer, an
+// argument) safe to put in a message a person reads on a terminal: nothing in it can move the
+// cursor, change the title or otherwise act on the terminal.
+package termsafe
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Escape escapes what is not graphic in s (control characters as Go escapes, a byte that is not
+// UTF-8 as \xNN) and cuts it to about max bytes, marking the cut with "…".
+func Escape(s string, max int) string {
+	var b strings.Builder
+	for i, r := range s {
+		if b.Len() >= max {
+			b.WriteString("…")
+			break
+		}
+		switch {
+		case r == utf8.RuneError && invalidAt(s[i:]):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsGraphic(r):
+			b.WriteRune(r)
+		default:
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		}
+	}
+	return b.String()
+}
+
+// invalidAt reports whether s starts with a byte that is not valid UTF-8.
+func invalidAt(s string) bool {
+	r, size := utf8.DecodeRuneInString(s)
+	return r == utf8.RuneError && size == 1
+}
+
+// Quote returns s as it is when it is valid UTF-8 of printable characters, else Go-quoted.
+func Quote(s string) string {
+	if !utf8.ValidString(s) {
+		return strconv.Quote(s)
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
