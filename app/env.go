@@ -403,22 +403,27 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 		err = e.mark(ctx, c, w, id, meta)
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if err != nil {
+	switch {
+	case err != nil:
 		if e.terminals[n] == t {
 			e.removeLocked(t)
 		}
+		a.mu.Unlock()
 		return nil, err
-	}
-	if e.terminals[n] != t {
+	case e.terminals[n] != t:
+		a.mu.Unlock()
 		return nil, api.Errorf(api.CodeConflict, "terminal %s closed as it opened", id)
 	}
 	e.attachLocked(t, w, p)
 	a.mu.Unlock()
-	dead, status, derr := e.paneDead(ctx, c, p)
-	a.mu.Lock()
-	if derr == nil && dead && t.exited(status, time.Now()) {
-		a.publishLocked(api.AgentChanged, t)
+	// A process that ended before its pane was known to the app left no notification the app
+	// could match: ask tmux.
+	if dead, status, err := e.paneDead(ctx, c, p); err == nil && dead {
+		a.mu.Lock()
+		if t.exited(status, time.Now()) {
+			a.publishLocked(api.AgentChanged, t)
+		}
+		a.mu.Unlock()
 	}
 	return t, nil
 }
