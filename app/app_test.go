@@ -635,3 +635,20 @@ func TestClientLost(t *testing.T) {
 		t.Errorf("Send after the client came back: %v", err)
 	}
 }
+
+// TestSendIsLiteralThenEnter: the text arrives as typed, nothing in it interpreted by tmux or a
+// shell, and Enter comes after the paste pause, as its own key.
+func TestSendIsLiteralThenEnter(t *testing.T) {
+	h := start(t, lead())
+	c := h.as(1)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "echo", Command: []string{"sh", "-c", `IFS= read -r line; printf 'got<%s>\n' "$line"; sleep 30`}})
+	text := `it's $HOME; "quoted" \back #{session_name} ~ -t`
+	began := time.Now()
+	if _, err := h.call(c, api.Send, &api.SendBody{Target: api.Target(w.Terminal), Text: text}); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took < 50*time.Millisecond {
+		t.Errorf("Send with Enter took %v, less than the paste pause (50 ms here)", took)
+	}
+	h.waitScreen(c, w.Terminal, "got<"+text+">")
+}
