@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -76,33 +77,8 @@ func helloLoop(b *testing.B, endpoint string, tok api.Token) {
 func BenchmarkTunnelHello(b *testing.B) {
 	srv := sshdtest.Start(b, sshdtest.Options{})
 	bus, tok := busForBench(b)
-	b.Run("forward=krad", func(b *testing.B) {
-		host, port, _ := strings.Cut(srv.Addr, ":")
-		cfgFile := b.TempDir() + "/ssh_config"
-		_ = os.WriteFile(cfgFile, []byte(fmt.Sprintf("Host h\n HostName %s\n Port %s\n User %s\n IdentityFile %s\n UserKnownHostsFile %s\n", host, port, srv.User, srv.KeyFile, srv.KnownHosts)), 0o600)
-		up := make(chan string, 1)
-		conn := forward.New(forward.Config{
-			Host: "h", Target: bridge.DialBus(bus.Addr()), UserConfig: cfgFile, SystemConfig: forward.None, AgentSocket: forward.None,
-			OnStatus: func(s forward.Status) {
-				if s.State == forward.Connected {
-					select {
-					case up <- s.Addr:
-					default:
-					}
-				}
-			},
-		})
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		go func() { _ = conn.Run(ctx) }()
-		var addr string
-		select {
-		case addr = <-up:
-		case <-time.After(30 * time.Second):
-			b.Fatalf("no forward: %s", conn.Status())
-		}
-		helloLoop(b, addr, tok)
-	})
+	b.Run("forward=krad", func(b *testing.B) { ourForward(b, srv, bus.Pipe, tok) })
+	b.Run("forward=krad-tcp", func(b *testing.B) { ourForward(b, srv, bridge.DialBus(bus.Addr()), tok) })
 	b.Run("forward=openssh", func(b *testing.B) {
 		host, port, _ := strings.Cut(srv.Addr, ":")
 		cmd := exec.Command("ssh", "-N", "-F", "none", "-p", port, "-i", srv.KeyFile, "-o", "IdentitiesOnly=yes",
@@ -209,4 +185,34 @@ func BenchmarkMemoryPerEnvironment(b *testing.B) {
 	}
 	b.ReportMetric(perEnv, "MiB/env")
 	b.ReportMetric(float64(heap1-heap0)/n/(1<<20), "heap-MiB/env")
+}
+
+// ourForward measures Hello through our reverse forward to srv, whose connections reach the bus
+// through target: bus.Pipe, as krad-ade does, or a TCP dial, for comparison.
+func ourForward(b *testing.B, srv *sshdtest.Server, target func(context.Context) (net.Conn, error), tok api.Token) {
+	host, port, _ := strings.Cut(srv.Addr, ":")
+	cfgFile := b.TempDir() + "/ssh_config"
+	_ = os.WriteFile(cfgFile, []byte(fmt.Sprintf("Host h\n HostName %s\n Port %s\n User %s\n IdentityFile %s\n UserKnownHostsFile %s\n", host, port, srv.User, srv.KeyFile, srv.KnownHosts)), 0o600)
+	up := make(chan string, 1)
+	conn := forward.New(forward.Config{
+		Host: "h", Target: target, UserConfig: cfgFile, SystemConfig: forward.None, AgentSocket: forward.None,
+		OnStatus: func(s forward.Status) {
+			if s.State == forward.Connected {
+				select {
+				case up <- s.Addr:
+				default:
+				}
+			}
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = conn.Run(ctx) }()
+	var addr string
+	select {
+	case addr = <-up:
+	case <-time.After(30 * time.Second):
+		b.Fatalf("no forward: %s", conn.Status())
+	}
+	helloLoop(b, addr, tok)
 }

@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,7 +86,7 @@ func startWorld(t *testing.T) *world {
 		Version:  version.Build,
 		Forward: forward.Config{
 			Host:         "buildbox",
-			Target:       bridge.DialBus(ln.Addr().String()),
+			Target:       func(ctx context.Context) (net.Conn, error) { return w.bus.Pipe(ctx) },
 			UserConfig:   sshConfig,
 			SystemConfig: forward.None,
 			AgentSocket:  forward.None,

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/krad-ade/krad/api"
@@ -76,6 +77,8 @@ type Server struct {
 	clientHello []byte
 
 	wg sync.WaitGroup
+	// serving is Serve's context while it runs, for connections that come through Pipe.
+	serving atomic.Pointer[context.Context]
 }
 
 // Listen makes the bus on cfg.Listener, or on a new listener on 127.0.0.1 with a port the system
@@ -125,6 +128,8 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.serving.Store(&ctx)
+	defer s.serving.Store(nil)
 	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
 	defer stop()
 	defer s.wg.Wait()
@@ -410,7 +415,7 @@ func (s *Server) refuse(conn net.Conn, err error) {
 	a := errorAnswer(err)
 	var e *api.Error
 	if errors.As(err, &e) {
-		s.cfg.Logger.Debug("request refused", "code", string(e.Code), "remote", conn.RemoteAddr().String())
+		s.cfg.Logger.Debug("request refused", "code", string(e.Code), "remote", remoteOf(conn))
 	}
 	line, _ := a.MarshalJSON()
 	if s.write(conn, append(line, '\n')) {
@@ -423,7 +428,10 @@ func (s *Server) refuse(conn net.Conn, err error) {
 // the answer before the client reads it. So the bus shuts its side for writing and drops what
 // the client still sends, for a short while and a bounded amount, before it closes.
 func lingerClose(conn net.Conn) {
-	tc, ok := conn.(*net.TCPConn)
+	tc, ok := conn.(interface {
+		net.Conn
+		CloseWrite() error
+	})
 	if !ok {
 		return
 	}
@@ -462,4 +470,12 @@ func errorAnswer(err error) api.Answer {
 		return api.ErrorAnswer(e)
 	}
 	return api.ErrorAnswer(api.Errorf(api.CodeInternal, "the app failed to answer; see its log"))
+}
+
+// remoteOf names a connection's far end for the log: a socket pair's has no address.
+func remoteOf(conn net.Conn) string {
+	if a := conn.RemoteAddr(); a != nil && a.String() != "" {
+		return a.String()
+	}
+	return "pipe"
 }

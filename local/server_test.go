@@ -557,3 +557,36 @@ func isGone(s *Stream) bool {
 		return false
 	}
 }
+
+// TestPipe: a connection through Pipe goes through the same checks as one through the listener,
+// and half-closes like TCP.
+func TestPipe(t *testing.T) {
+	b := startBus(t, nil, nil)
+	deadline := time.Now().Add(5 * time.Second)
+	var conn net.Conn
+	var err error
+	for time.Now().Before(deadline) {
+		if conn, err = b.Pipe(context.Background()); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // Serve is starting
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = io.WriteString(conn, envelope(`"Client"`, `"Hello"`))
+	_ = conn.(interface{ CloseWrite() error }).CloseWrite() // as nc -N does: the answer still comes
+	got, err := io.ReadAll(conn)
+	if err != nil || !strings.HasPrefix(string(got), `{"Hello":`) {
+		t.Errorf("Hello through a pipe: %q, %v", got, err)
+	}
+	bad, _ := b.Pipe(context.Background())
+	defer bad.Close()
+	_ = bad.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = io.WriteString(bad, `{"api_version":1,"token":"ffffffffffffffffffffffffffffffff","from":"Client","request":"Hello"}`+"\n")
+	if got, _ := io.ReadAll(bad); errorCode(t, string(got)) != api.CodeUnauthorized {
+		t.Errorf("a wrong token through a pipe: %q, want unauthorized", got)
+	}
+}

@@ -157,7 +157,11 @@ func (a *run) serve(ctx context.Context, cfg config.Config, configPath string, s
 		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
 	}
 	var model *app.App
-	bridges, remotes := a.bridges(cfg.Environments, ln.Addr().String(), busToken, func(env, state string) {
+	var srv *local.Server
+	// Each connection a host makes to its forward reaches the bus through a socket pair, not a
+	// second TCP connection.
+	toBus := func(ctx context.Context) (net.Conn, error) { return srv.Pipe(ctx) }
+	bridges, remotes := a.bridges(cfg.Environments, toBus, busToken, func(env, state string) {
 		model.EnvironmentState(env, state)
 	})
 	model = app.New(app.Config{
@@ -171,7 +175,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, configPath string, s
 		Remotes:   remotes,
 		Logger:    a.log,
 	})
-	srv, err := local.Listen(local.Config{
+	srv, err = local.Listen(local.Config{
 		BusToken:  busToken,
 		LeadToken: leadToken,
 		Build:     version.Build,
@@ -307,7 +311,7 @@ func (a *run) apply(c config.Config, apiPath string) {
 
 // bridges makes the bridge of each SSH environment. state is told each change of a connection's
 // status.
-func (a *run) bridges(envs []config.Environment, bus string, token api.Token, state func(env, state string)) (map[string]*bridge.Environment, []app.Remote) {
+func (a *run) bridges(envs []config.Environment, toBus func(context.Context) (net.Conn, error), token api.Token, state func(env, state string)) (map[string]*bridge.Environment, []app.Remote) {
 	out := map[string]*bridge.Environment{}
 	var remotes []app.Remote
 	ports := a.forwardPorts()
@@ -322,7 +326,7 @@ func (a *run) bridges(envs []config.Environment, bus string, token api.Token, st
 			Logger:   a.log,
 			Forward: forward.Config{
 				Host:   env.SSH,
-				Target: bridge.DialBus(bus),
+				Target: toBus,
 				Logger: a.log,
 				// The port of the earlier run, so that the terminals that outlived it still
 				// find the bus.
