@@ -157,7 +157,7 @@ func (a *App) EnvironmentState(env, state string) {
 }
 
 // Ready is closed once the local environment is up for the first time.
-func (a *App) Ready() <-chan struct{} { return a.envs[Local].ready }
+func (a *App) Ready() <-chan struct{} { return a.ReadyOf(Local) }
 
 // AttachHint is the command that attaches a person to an environment's terminals.
 func (a *App) AttachHint(env string) string { return a.envs[env].host.AttachHint(env) }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/remote/shell"
 	"github.com/krad-ade/krad/tmux"
 )
 
@@ -188,7 +189,7 @@ func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
 		tokenFile,
 		{"set-environment", "-t", e.name, "PATH", v.path()},
 		{"set-environment", "-t", e.name, "-r", "KRAD_ADE_TERMINAL"},
-		{"set-option", "-t", e.name, "default-command", shellQuote(v.companion()) + " shell"},
+		{"set-option", "-t", e.name, "default-command", shell.Quote(v.companion()) + " shell"},
 		{"refresh-client", "-C", "200x50"},
 		{"refresh-client", "-B", deadSubscription + ":%*:#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"},
 	}
@@ -746,9 +747,4 @@ func (e *environment) current() (*tmux.Client, error) {
 		return nil, api.Errorf(api.CodeUnavailable, "environment %s is down; the app is bringing it back", e.name)
 	}
 	return e.client, nil
-}
-
-// shellQuote quotes s for sh.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/krad-ade/krad/remote/shell"
 	"github.com/krad-ade/krad/tmux"
 )
 
@@ -43,7 +44,7 @@ func (tc TmuxConfig) socket() (name, path string) {
 func (tc TmuxConfig) attachHint(session string) string {
 	name, path := tc.socket()
 	if path != "" {
-		return fmt.Sprintf("tmux -S %s attach -t %s", shellQuote(path), session)
+		return fmt.Sprintf("tmux -S %s attach -t %s", shell.Quote(path), session)
 	}
 	return fmt.Sprintf("tmux -L %s attach -t %s", name, session)
 }

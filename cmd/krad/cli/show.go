@@ -113,3 +113,11 @@ func writeRaw(w io.Writer, raw json.RawMessage) error {
 	_, err := w.Write(b.Bytes())
 	return err
 }
+
+// exitText says how an ended agent exited, for an error line: "exit code 1".
+func exitText(a api.Agent) string {
+	if a.ExitCode == nil {
+		return "no exit code"
+	}
+	return fmt.Sprintf("exit code %d", *a.ExitCode)
+}

@@ -55,12 +55,8 @@ after --.`,
 				return err
 			}
 			if a.State == api.StateFailed {
-				code := "no exit code"
-				if a.ExitCode != nil {
-					code = fmt.Sprintf("exit code %d", *a.ExitCode)
-				}
 				return &problem{
-					err:  fmt.Errorf("%s failed as it started (%s)", agentID(a), code),
+					err:  fmt.Errorf("%s failed as it started (%s)", agentID(a), exitText(a)),
 					hint: fmt.Sprintf("see what it printed with 'krad read %d'; 127 means the command was not found", a.Terminal),
 				}
 			}

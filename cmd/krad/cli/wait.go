@@ -61,18 +61,14 @@ krad command has.`,
 			if err := x.printAgent(a, raw, asJSON); err != nil {
 				return err
 			}
-			code := "no exit code"
-			if a.ExitCode != nil {
-				code = fmt.Sprintf("exit code %d", *a.ExitCode)
-			}
 			switch a.State {
 			case api.StateFailed:
 				return &problem{
-					err:  fmt.Errorf("%s failed (%s)", agentID(a), code),
+					err:  fmt.Errorf("%s failed (%s)", agentID(a), exitText(a)),
 					hint: fmt.Sprintf("see its last output with 'krad read %d'", t),
 				}
 			case api.StateClosed:
-				return &problem{err: fmt.Errorf("%s was closed (%s)", agentID(a), code)}
+				return &problem{err: fmt.Errorf("%s was closed (%s)", agentID(a), exitText(a))}
 			}
 			return nil
 		},
