@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -313,6 +314,64 @@ func TestExitCodes(t *testing.T) {
 	_, err := h.call(c, api.Send, &api.SendBody{Target: api.Target(bad.Terminal), Text: "x"})
 	if code(err) != api.CodeConflict {
 		t.Errorf("Send to an exited worker: %v, want conflict", err)
+	}
+}
+
+// TestKilledWorkersExitCode: workers killed outside the app (their whole process group, so
+// krad-ade-agents run cannot report) are each reported failed with 128+9. tmux built with
+// libutempter misses some of these deaths' SIGCHLD and leaves the pane dead without a status
+// until another of its children ends; the app must still learn the code, every time.
+func TestKilledWorkersExitCode(t *testing.T) {
+	h := start(t, lead())
+	c := h.as(1)
+	const n = 12
+	var workers []api.Agent
+	for i := range n {
+		workers = append(workers, h.agent(c, api.Spawn, &api.SpawnBody{Title: fmt.Sprintf("victim%d", i), Command: []string{"sleep", "600"}}))
+	}
+	out, err := exec.Command("tmux", "-S", h.socket, "list-windows", "-t", "main", "-F", "#{@krad_terminal} #{pane_pid}").Output()
+	if err != nil {
+		t.Fatalf("list-windows: %v", err)
+	}
+	pids := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		id, pid, _ := strings.Cut(line, " ")
+		if p, err := strconv.Atoi(pid); err == nil {
+			pids[id] = p
+		}
+	}
+	for _, w := range workers {
+		pid, ok := pids[fmt.Sprintf("main:%d", w.Terminal)]
+		if !ok {
+			t.Fatalf("no pane for %s in %q", w.Title, out)
+		}
+		if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill the process group of %s: %v", w.Title, err)
+		}
+	}
+	// A Wait would answer at once: the workers were idle. List until every one has ended.
+	byTerminal := map[int]api.Agent{}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		ended := 0
+		for _, a := range h.agents(h.as(0)) {
+			byTerminal[a.Terminal] = a
+			if a.Role == api.RoleWorker && api.Ended(a.State) {
+				ended++
+			}
+		}
+		if ended == n {
+			break
+		}
+	}
+	for _, w := range workers {
+		got := byTerminal[w.Terminal]
+		if got.State != api.StateFailed || got.ExitCode == nil || *got.ExitCode != 137 {
+			code := "none"
+			if got.ExitCode != nil {
+				code = strconv.Itoa(*got.ExitCode)
+			}
+			t.Errorf("%s killed with SIGKILL: got %s exit %s, want failed exit 137", w.Title, got.State, code)
+		}
 	}
 }
 

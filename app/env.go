@@ -247,16 +247,16 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 		seen[w.window] = true
 		if t, known := e.terminals[w.meta.Terminal]; known && t.window == w.window {
 			// Kept through a broken connection: it may have ended meanwhile.
-			if w.dead && t.exited(w.status, time.Now()) {
-				a.publishLocked(api.AgentChanged, t)
+			if w.dead {
+				e.endedLocked(c, t, w.status, w.known)
 			}
 		} else if !known && w.meta.Terminal > 0 {
 			t := e.register(*w.meta)
 			e.attachLocked(t, w.window, w.pane)
-			if w.dead {
-				t.exited(w.status, time.Now())
-			}
 			a.publishLocked(api.AgentAdded, t)
+			if w.dead {
+				e.endedLocked(c, t, w.status, w.known)
+			}
 		}
 		a.mu.Unlock()
 	}
@@ -288,6 +288,7 @@ type windowLine struct {
 	pane   tmux.PaneID
 	dead   bool
 	status int
+	known  bool // the status is known: tmux collected the pane's process
 	name   string
 	meta   *windowMeta
 }
@@ -308,7 +309,7 @@ func parseWindowLine(line string) (windowLine, error) {
 		return w, err
 	}
 	w.dead = f[2] == "1"
-	w.status = deadStatus(f[3], f[4])
+	w.status, w.known = deadStatus(f[3], f[4])
 	w.name = f[5]
 	if metaJSON != "" {
 		var m windowMeta
@@ -319,15 +320,73 @@ func parseWindowLine(line string) (windowLine, error) {
 	return w, nil
 }
 
-// deadStatus is a dead pane's exit code: its status, or 128 plus the signal that killed it.
-func deadStatus(status, signal string) int {
+// deadStatus is a dead pane's exit code: its status, or 128 plus the signal that killed it. ok
+// is false while tmux has not collected the pane's process yet, so knows neither.
+func deadStatus(status, signal string) (code int, ok bool) {
 	if n, err := strconv.Atoi(status); err == nil {
-		return n
+		return n, true
 	}
 	if n, err := strconv.Atoi(signal); err == nil {
-		return 128 + n
+		return 128 + n, true
 	}
-	return -1
+	return -1, false
+}
+
+// endedLocked records that a terminal's pane died, with the exit code tmux told if it knew it
+// (known). When it did not, the code is collected on a goroutine first: a terminal is never
+// reported ended without the code its process ended with. app.mu must be held.
+func (e *environment) endedLocked(c *tmux.Client, t *terminal, code int, known bool) {
+	switch {
+	case known:
+		t.collecting = false
+		if t.exited(code, time.Now()) {
+			e.app.publishLocked(api.AgentChanged, t)
+		}
+	case !t.collecting && t.state != api.StateClosed && c != nil:
+		t.collecting = true
+		go e.collect(c, t, t.pane)
+	}
+}
+
+// collectTries bounds how often collect asks tmux to collect a dead pane's process.
+const collectTries = 30
+
+// collect gets the exit code of a terminal whose pane died before tmux collected its process.
+// tmux built with libutempter (Debian's is) misses the SIGCHLD of a pane's process that ends
+// while utempter's own handler is in, which it is as tmux closes a pane's pty: the process stays
+// a zombie, and the pane dead with no status, until another child of tmux ends. A format job
+// that ends at once (#(true), started at most once a second) is such a child: on its SIGCHLD
+// tmux collects every child that has ended. collect starts one, then asks for the status, until
+// tmux knows it.
+func (e *environment) collect(c *tmux.Client, t *terminal, pane tmux.PaneID) {
+	a := e.app
+	for try := range collectTries {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := c.Command(ctx, "display-message", "-p", "#(true)")
+		var dead, known bool
+		var code int
+		if err == nil {
+			time.Sleep(time.Duration(min(try+1, 10)) * 100 * time.Millisecond)
+			dead, code, known, err = e.paneDead(ctx, c, pane)
+		}
+		cancel()
+		if err != nil || known || !dead {
+			// Known, or respawned; or the connection to tmux broke, and the next attach lists
+			// the window again.
+			a.mu.Lock()
+			t.collecting = false
+			if known {
+				e.endedLocked(c, t, code, true)
+			}
+			a.mu.Unlock()
+			return
+		}
+	}
+	a.log.Warn("tmux did not collect a dead pane's process: its exit code is unknown",
+		"environment", e.name, "terminal", t.number)
+	a.mu.Lock()
+	e.endedLocked(c, t, -1, true)
+	a.mu.Unlock()
 }
 
 // register records a terminal under its number; attachLocked gives it its window. app.mu must be
@@ -419,11 +478,9 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 	a.mu.Unlock()
 	// A process that ended before its pane was known to the app left no notification the app
 	// could match: ask tmux.
-	if dead, status, err := e.paneDead(ctx, c, p); err == nil && dead {
+	if dead, code, known, err := e.paneDead(ctx, c, p); err == nil && dead {
 		a.mu.Lock()
-		if t.exited(status, time.Now()) {
-			a.publishLocked(api.AgentChanged, t)
-		}
+		e.endedLocked(c, t, code, known)
 		a.mu.Unlock()
 	}
 	return t, nil
@@ -464,17 +521,22 @@ func (e *environment) newWindow(ctx context.Context, c *tmux.Client, id api.Term
 	return w, p, nil
 }
 
-// paneDead asks tmux whether a pane's process has exited, and with what.
-func (e *environment) paneDead(ctx context.Context, c *tmux.Client, p tmux.PaneID) (bool, int, error) {
+// paneDead asks tmux whether a pane's process has exited, and with what (known is false while
+// tmux has not collected it).
+func (e *environment) paneDead(ctx context.Context, c *tmux.Client, p tmux.PaneID) (dead bool, code int, known bool, err error) {
 	out, err := c.Command(ctx, "display-message", "-p", "-t", p.String(), "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
-	if err != nil || len(out) != 1 {
-		return false, 0, fmt.Errorf("tmux display-message: %w", err)
+	if err != nil {
+		return false, 0, false, fmt.Errorf("tmux display-message: %w", err)
+	}
+	if len(out) != 1 {
+		return false, 0, false, fmt.Errorf("tmux display-message answered %d lines, want 1", len(out))
 	}
 	f := strings.Split(out[0], " ")
 	if len(f) < 3 || f[0] != "1" {
-		return false, 0, nil
+		return false, 0, false, nil
 	}
-	return true, deadStatus(f[1], f[2]), nil
+	code, known = deadStatus(f[1], f[2])
+	return true, code, known, nil
 }
 
 // mark stores a terminal's number and metadata in its window's options.
@@ -586,9 +648,13 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 		if len(f) < 3 || f[0] != "1" {
 			return
 		}
+		code, known := deadStatus(f[1], f[2])
 		a.mu.Lock()
-		if t := e.byPane[n.Pane]; t != nil && t.exited(deadStatus(f[1], f[2]), time.Now()) {
-			a.publishLocked(api.AgentChanged, t)
+		if t := e.byPane[n.Pane]; t != nil {
+			if c == nil {
+				c = e.client
+			}
+			e.endedLocked(c, t, code, known)
 		}
 		a.mu.Unlock()
 	}

@@ -45,6 +45,8 @@ type terminal struct {
 	// dead is set once the terminal's process has exited or the terminal is closed: nothing
 	// but closing changes it after that.
 	dead bool
+	// collecting is set while the app gets the exit code of a dead pane from tmux.
+	collecting bool
 
 	quietTimer *time.Timer
 }

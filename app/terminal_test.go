@@ -125,9 +125,10 @@ func TestDeadStatus(t *testing.T) {
 	for _, tt := range []struct {
 		status, signal string
 		want           int
-	}{{"0", "", 0}, {"3", "", 3}, {"", "9", 137}, {"", "", -1}} {
-		if got := deadStatus(tt.status, tt.signal); got != tt.want {
-			t.Errorf("deadStatus(%q, %q) = %d, want %d", tt.status, tt.signal, got, tt.want)
+		known          bool
+	}{{"0", "", 0, true}, {"3", "", 3, true}, {"", "9", 137, true}, {"", "", -1, false}} {
+		if got, known := deadStatus(tt.status, tt.signal); got != tt.want || known != tt.known {
+			t.Errorf("deadStatus(%q, %q) = %d, %v; want %d, %v", tt.status, tt.signal, got, known, tt.want, tt.known)
 		}
 	}
 }
