@@ -17,10 +17,6 @@ var ErrNotServing = errors.New("local: the bus is not serving")
 // all. The SSH bridge carries each connection a host makes to its forward this way, which spares
 // a TCP connection on this computer. Both ends support CloseWrite, as TCP's do.
 func (s *Server) Pipe(context.Context) (net.Conn, error) {
-	ctx := s.serving.Load()
-	if ctx == nil || (*ctx).Err() != nil {
-		return nil, ErrNotServing
-	}
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("local: socket pair: %w", err)
@@ -35,10 +31,19 @@ func (s *Server) Pipe(context.Context) (net.Conn, error) {
 		client.Close()
 		return nil, err
 	}
+	s.mu.Lock()
+	ctx := s.serving
+	if ctx == nil || ctx.Err() != nil {
+		s.mu.Unlock()
+		client.Close()
+		server.Close()
+		return nil, ErrNotServing
+	}
 	s.wg.Add(1)
+	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		s.serveConn(*ctx, server)
+		s.serveConn(ctx, server)
 	}()
 	return client, nil
 }

@@ -13,7 +13,6 @@ import (
 	"net/netip"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/krad-ade/krad/api"
@@ -76,9 +75,11 @@ type Server struct {
 	// and the spec's printf write it: the bus answers it without decoding it.
 	clientHello []byte
 
-	wg sync.WaitGroup
-	// serving is Serve's context while it runs, for connections that come through Pipe.
-	serving atomic.Pointer[context.Context]
+	// wg counts the goroutines serving connections. mu orders Pipe's wg.Add before Serve's
+	// wg.Wait: serving is Serve's context while it runs, nil once it is waiting for them.
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	serving context.Context
 }
 
 // Listen makes the bus on cfg.Listener, or on a new listener on 127.0.0.1 with a port the system
@@ -128,11 +129,17 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.serving.Store(&ctx)
-	defer s.serving.Store(nil)
+	s.mu.Lock()
+	s.serving = ctx
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.serving = nil
+		s.mu.Unlock()
+		s.wg.Wait()
+	}()
 	stop := context.AfterFunc(ctx, func() { s.ln.Close() })
 	defer stop()
-	defer s.wg.Wait()
 
 	var backoff time.Duration
 	for {

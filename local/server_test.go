@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -588,5 +589,56 @@ func TestPipe(t *testing.T) {
 	_, _ = io.WriteString(bad, `{"api_version":1,"token":"ffffffffffffffffffffffffffffffff","from":"Client","request":"Hello"}`+"\n")
 	if got, _ := io.ReadAll(bad); errorCode(t, string(got)) != api.CodeUnauthorized {
 		t.Errorf("a wrong token through a pipe: %q, want unauthorized", got)
+	}
+}
+
+// TestPipeWhileStopping: Pipes opened as Serve stops either are served to their end or are
+// refused with ErrNotServing; Serve waits for every one it took, and none comes after.
+func TestPipeWhileStopping(t *testing.T) {
+	for range 20 {
+		b := startBus(t, nil, nil)
+		for {
+			conn, err := b.Pipe(context.Background())
+			if err == nil {
+				conn.Close()
+				break
+			}
+			time.Sleep(time.Millisecond) // Serve is starting
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					conn, err := b.Pipe(context.Background())
+					if errors.Is(err, ErrNotServing) {
+						return
+					}
+					if err != nil {
+						t.Errorf("Pipe: %v", err)
+						return
+					}
+					_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+					_, _ = io.WriteString(conn, envelope(`"Client"`, `"Hello"`))
+					got, _ := io.ReadAll(conn)
+					conn.Close()
+					if len(got) == 0 {
+						t.Error("a pipe the bus took was closed with no answer")
+						return
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Millisecond)
+		b.cancel()
+		if err := <-b.done; err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+		b.done <- nil // for the cleanup
+		wg.Wait()
+		if _, err := b.Pipe(context.Background()); !errors.Is(err, ErrNotServing) {
+			t.Fatalf("Pipe after Serve returned: %v, want ErrNotServing", err)
+		}
 	}
 }
