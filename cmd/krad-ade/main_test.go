@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -12,11 +11,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/testbin"
 )
 
@@ -28,36 +27,12 @@ func TestMain(m *testing.M) {
 
 // app is a krad-ade process started by a test, with its own config folder.
 type app struct {
-	t        *testing.T
-	cmd      *exec.Cmd
-	home     string // XDG_CONFIG_HOME
-	dir      string // home/krad-ade
-	endpoint string
-	stdout   string // the first line
-	stderr   *syncBuffer
-	exited   chan struct{}
-	exitCode int
-	tok      string // the token, once read from api.json: the log must never contain it
+	*apptest.App
+	t    *testing.T
+	home string // XDG_CONFIG_HOME
+	dir  string // home/krad-ade
+	tok  string // the token, once read from api.json: the log must never contain it
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-var busLine = regexp.MustCompile(`^krad-ade: bus on (127\.0\.0\.1:\d+); (.*)$`)
 
 // baseEnv is a minimal environment: PATH with the programs' folder first, the config home, and
 // a tmux socket folder of the test's own, so that the app's tmux server is the test's.
@@ -84,52 +59,14 @@ func startApp(t *testing.T, home string, args ...string) *app {
 	if home == "" {
 		home = t.TempDir()
 	}
-	a := &app{t: t, home: home, dir: filepath.Join(home, "krad-ade"), stderr: &syncBuffer{}, exited: make(chan struct{})}
-	t.Cleanup(func() { killTmux(home) })
-	a.cmd = exec.Command(filepath.Join(bin, "krad-ade"), args...)
-	a.cmd.Env = baseEnv(bin, home)
-	a.cmd.Stderr = a.stderr
-	out, err := a.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	first := make(chan string, 1)
-	go func() {
-		r := bufio.NewReader(out)
-		line, _ := r.ReadString('\n')
-		first <- strings.TrimSpace(line)
-		_, _ = io.Copy(io.Discard, r)
-	}()
-	go func() {
-		_ = a.cmd.Wait()
-		a.exitCode = a.cmd.ProcessState.ExitCode()
-		close(a.exited)
-	}()
-	t.Cleanup(func() {
-		_ = a.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-a.exited:
-		case <-time.After(10 * time.Second):
-			_ = a.cmd.Process.Kill()
-			t.Error("krad-ade did not stop within 10 s of SIGTERM")
-		}
-		if a.tok != "" && strings.Contains(a.stderr.String(), a.tok) {
-			t.Errorf("the app's log contains the token:\n%s", a.stderr)
-		}
+	a := &app{t: t, home: home, dir: filepath.Join(home, "krad-ade")}
+	t.Cleanup(func() { killTmux(home) }) // after the app stopped: cleanups run last first
+	a.App = apptest.Start(t, apptest.Options{
+		Program: filepath.Join(bin, "krad-ade"),
+		Env:     baseEnv(bin, home),
+		Args:    args,
+		Secrets: func() []string { return []string{a.tok} },
 	})
-	select {
-	case a.stdout = <-first:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("krad-ade printed nothing in 20 s; its log:\n%s", a.stderr)
-	}
-	m := busLine.FindStringSubmatch(a.stdout)
-	if m == nil {
-		t.Fatalf("krad-ade's first line is %q, want \"krad-ade: bus on 127.0.0.1:PORT; …\"; log:\n%s", a.stdout, a.stderr)
-	}
-	a.endpoint = m[1]
 	return a
 }
 
@@ -156,13 +93,8 @@ func (a *app) token() string { return a.file()["token"].(string) }
 
 func (a *app) stop(sig syscall.Signal) int {
 	a.t.Helper()
-	_ = a.cmd.Process.Signal(sig)
-	select {
-	case <-a.exited:
-	case <-time.After(10 * time.Second):
-		a.t.Fatalf("krad-ade did not stop within 10 s of %v", sig)
-	}
-	return a.exitCode
+	code, _ := a.Stop(sig, 10*time.Second)
+	return code
 }
 
 // nc sends one line with nc, the spec's by-hand way, and returns what came back.
@@ -190,8 +122,8 @@ func needNC(t *testing.T) {
 func TestStartsOnTheEmbeddedDefault(t *testing.T) {
 	needNC(t)
 	a := startApp(t, "")
-	if want := "api.json at " + a.apiPath(); !strings.HasSuffix(a.stdout, want) {
-		t.Errorf("first line %q does not say %q", a.stdout, want)
+	if want := "api.json at " + a.apiPath(); !strings.HasSuffix(a.First, want) {
+		t.Errorf("first line %q does not say %q", a.First, want)
 	}
 
 	// api.json: owner-only, in an owner-only folder, with exactly the spec's five fields.
@@ -216,9 +148,9 @@ func TestStartsOnTheEmbeddedDefault(t *testing.T) {
 		t.Errorf("api.json has keys %s, want %s", got, want)
 	}
 	f := a.file()
-	pid := a.cmd.Process.Pid
-	if f["endpoint"] != a.endpoint || f["api_version"] != 1.0 || f["pid"] != float64(pid) {
-		t.Errorf("api.json = %v, want endpoint %s, version 1, pid %d", f, a.endpoint, pid)
+	pid := a.Cmd.Process.Pid
+	if f["endpoint"] != a.Bus || f["api_version"] != 1.0 || f["pid"] != float64(pid) {
+		t.Errorf("api.json = %v, want endpoint %s, version 1, pid %d", f, a.Bus, pid)
 	}
 	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(a.token()) {
 		t.Error("the token in api.json is not 32 lowercase hex digits")
@@ -228,7 +160,7 @@ func TestStartsOnTheEmbeddedDefault(t *testing.T) {
 	}
 
 	// The spec's by-hand request, with nc.
-	got := nc(t, a.endpoint, fmt.Sprintf(`{"api_version":1,"token":"%s","from":"Client","request":"Hello"}`+"\n", a.token()))
+	got := nc(t, a.Bus, fmt.Sprintf(`{"api_version":1,"token":"%s","from":"Client","request":"Hello"}`+"\n", a.token()))
 	if want := fmt.Sprintf(`{"Hello":{"api_version":1,"build":"0.1.0","pid":%d}}`+"\n", pid); got != want {
 		t.Errorf("nc Hello got %q, want %q", got, want)
 	}
@@ -245,14 +177,14 @@ func TestCLIFindsTheAppThroughAPIJSON(t *testing.T) {
 		_ = cmd.Run()
 		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
 	}
-	pid := a.cmd.Process.Pid
+	pid := a.Cmd.Process.Pid
 	out, errOut, code := run("api")
-	want := fmt.Sprintf("agents API v1 · build 0.1.0 · pid %d · %s (found through ~/krad-ade/api.json)\n", pid, a.endpoint)
+	want := fmt.Sprintf("agents API v1 · build 0.1.0 · pid %d · %s (found through ~/krad-ade/api.json)\n", pid, a.Bus)
 	if code != 0 || out != want {
 		t.Errorf("krad api: exit %d, got %q, want %q; stderr %q", code, out, want, errOut)
 	}
 	out, errOut, code = run("api", "info", "--json")
-	want = fmt.Sprintf(`{"endpoint":%q,"api_version":1,"build":"0.1.0","discovery_file":%q}`+"\n", a.endpoint, a.apiPath())
+	want = fmt.Sprintf(`{"endpoint":%q,"api_version":1,"build":"0.1.0","discovery_file":%q}`+"\n", a.Bus, a.apiPath())
 	if code != 0 || out != want {
 		t.Errorf("krad api info --json: exit %d, got %q, want %q; stderr %q", code, out, want, errOut)
 	}
@@ -287,44 +219,8 @@ func TestNoCompanionServesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
-	cmd := exec.Command(filepath.Join(lonely, "krad-ade"))
-	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home, "XDG_CONFIG_HOME=" + home}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	if err == nil {
-		t.Fatal("krad-ade without krad-ade-agents exited 0")
-	}
-	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-	if !strings.HasPrefix(lines[0], "krad-ade: error: krad-ade-agents not found next to") || !strings.Contains(lines[0], "the bus is not served") {
-		t.Errorf("stderr %q does not say the companion is missing", stderr.String())
-	}
-	if stdout.Len() != 0 {
-		t.Errorf("stdout %q, want nothing", stdout.String())
-	}
-	if _, err := os.Stat(filepath.Join(home, "krad-ade", "api.json")); !os.IsNotExist(err) {
-		t.Errorf("api.json exists (%v), want none", err)
-	}
-}
-
-func TestCompanionOnPath(t *testing.T) {
-	bin := testbin.Dir(t)
-	lonely := t.TempDir()
-	raw, _ := os.ReadFile(filepath.Join(bin, "krad-ade"))
-	_ = os.WriteFile(filepath.Join(lonely, "krad-ade"), raw, 0o755)
-	home := t.TempDir()
-	t.Cleanup(func() { killTmux(home) })
-	cmd := exec.Command(filepath.Join(lonely, "krad-ade"))
-	cmd.Env = baseEnv(bin, home) // krad-ade-agents only on PATH
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	line, _ := bufio.NewReader(out).ReadString('\n')
-	if !busLine.MatchString(strings.TrimSpace(line)) {
-		t.Errorf("with krad-ade-agents on PATH, first line %q", line)
-	}
+	// krad-ade-agents only on PATH: the app starts, and says where its bus is.
+	apptest.Start(t, apptest.Options{Program: filepath.Join(lonely, "krad-ade"), Env: baseEnv(bin, home)})
 }
 
 func TestCleanExitRemovesItsOwnFileOnly(t *testing.T) {
@@ -343,12 +239,12 @@ func TestCleanExitRemovesItsOwnFileOnly(t *testing.T) {
 	t.Run("another app's file stays", func(t *testing.T) {
 		first := startApp(t, "")
 		second := startApp(t, first.home) // replaces api.json with its own
-		if got := second.file()["pid"]; got != float64(second.cmd.Process.Pid) {
-			t.Fatalf("api.json names pid %v, want the second app's %d", got, second.cmd.Process.Pid)
+		if got := second.file()["pid"]; got != float64(second.Cmd.Process.Pid) {
+			t.Fatalf("api.json names pid %v, want the second app's %d", got, second.Cmd.Process.Pid)
 		}
 		first.stop(syscall.SIGTERM)
-		if got := second.file()["pid"]; got != float64(second.cmd.Process.Pid) {
-			t.Errorf("after the first app stopped, api.json names pid %v, want %d", got, second.cmd.Process.Pid)
+		if got := second.file()["pid"]; got != float64(second.Cmd.Process.Pid) {
+			t.Errorf("after the first app stopped, api.json names pid %v, want %d", got, second.Cmd.Process.Pid)
 		}
 		second.stop(syscall.SIGTERM)
 		if _, err := os.Stat(second.apiPath()); !os.IsNotExist(err) {
@@ -375,7 +271,7 @@ func TestDiscoverySetting(t *testing.T) {
 	a := startApp(t, "")
 	token := a.token()
 	hello := func() string {
-		return nc(t, a.endpoint, fmt.Sprintf(`{"api_version":1,"token":"%s","from":"Client","request":"Hello"}`+"\n", token))
+		return nc(t, a.Bus, fmt.Sprintf(`{"api_version":1,"token":"%s","from":"Client","request":"Hello"}`+"\n", token))
 	}
 	cfg := filepath.Join(a.dir, "config.toml")
 
@@ -388,7 +284,7 @@ func TestDiscoverySetting(t *testing.T) {
 	// On again: the same file comes back.
 	_ = os.WriteFile(cfg, []byte("discovery = true\n"), 0o600)
 	waitFor(t, "api.json written after discovery = true", func() bool { return exists(a.apiPath()) })
-	if a.token() != token || a.file()["endpoint"] != a.endpoint {
+	if a.token() != token || a.file()["endpoint"] != a.Bus {
 		t.Error("api.json came back with another token or endpoint")
 	}
 	if !strings.HasPrefix(hello(), `{"Hello":`) {
@@ -397,7 +293,7 @@ func TestDiscoverySetting(t *testing.T) {
 
 	// A broken file is reported with its line and changes nothing.
 	_ = os.WriteFile(cfg, []byte("# settings\ndiscovery = nope\n"), 0o600)
-	waitFor(t, "the broken line reported in the log", func() bool { return strings.Contains(a.stderr.String(), "line 2") })
+	waitFor(t, "the broken line reported in the log", func() bool { return strings.Contains(a.Log.String(), "line 2") })
 	if !exists(a.apiPath()) {
 		t.Error("a broken config.toml removed api.json")
 	}
@@ -407,7 +303,7 @@ func TestDiscoverySetting(t *testing.T) {
 
 	// SIGHUP reloads: off again through a rewrite and a signal.
 	_ = os.WriteFile(cfg, []byte("discovery = false\n"), 0o600)
-	_ = a.cmd.Process.Signal(syscall.SIGHUP)
+	_ = a.Cmd.Process.Signal(syscall.SIGHUP)
 	waitFor(t, "api.json removed after SIGHUP", func() bool { return !exists(a.apiPath()) })
 	if !strings.HasPrefix(hello(), `{"Hello":`) {
 		t.Error("the bus stopped answering after SIGHUP")
@@ -419,8 +315,8 @@ func TestDiscoveryOffAtStart(t *testing.T) {
 	_ = os.MkdirAll(filepath.Join(home, "krad-ade"), 0o700)
 	_ = os.WriteFile(filepath.Join(home, "krad-ade", "config.toml"), []byte("discovery = false\n"), 0o600)
 	a := startApp(t, home)
-	if !strings.Contains(a.stdout, "discovery is off") {
-		t.Errorf("first line %q does not say discovery is off", a.stdout)
+	if !strings.Contains(a.First, "discovery is off") {
+		t.Errorf("first line %q does not say discovery is off", a.First)
 	}
 	time.Sleep(700 * time.Millisecond) // more than one poll of the config file
 	if exists(a.apiPath()) {
@@ -471,7 +367,7 @@ func TestBadInputThroughNC(t *testing.T) {
 		{strings.Repeat("x", 70000) + "\n", "bad_request"},
 	}
 	for _, tt := range tests {
-		got := nc(t, a.endpoint, tt.line)
+		got := nc(t, a.Bus, tt.line)
 		if !strings.Contains(got, `"code":"`+tt.code+`"`) {
 			t.Errorf("%.60q: got %q, want code %s", tt.line, got, tt.code)
 		}
@@ -479,7 +375,7 @@ func TestBadInputThroughNC(t *testing.T) {
 			t.Errorf("an answer carries the token: %q", got)
 		}
 	}
-	if got := nc(t, a.endpoint, fmt.Sprintf(`{"api_version":1,"token":"%s","from":"Client","request":"Hello"}`+"\n", tok)); !strings.HasPrefix(got, `{"Hello":`) {
+	if got := nc(t, a.Bus, fmt.Sprintf(`{"api_version":1,"token":"%s","from":"Client","request":"Hello"}`+"\n", tok)); !strings.HasPrefix(got, `{"Hello":`) {
 		t.Errorf("after the bad input, Hello got %q", got)
 	}
 }
@@ -492,7 +388,7 @@ func TestLineTimeoutIsTenSeconds(t *testing.T) {
 	}
 	t.Parallel()
 	a := startApp(t, "")
-	conn, err := net.Dial("tcp", a.endpoint)
+	conn, err := net.Dial("tcp", a.Bus)
 	if err != nil {
 		t.Fatal(err)
 	}

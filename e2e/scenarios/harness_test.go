@@ -22,6 +22,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/e2e"
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/internal/version"
 )
@@ -146,15 +147,11 @@ func (u *user) readAPI() apiFile {
 	return f
 }
 
-func (u *user) leaks(s string) bool {
+// secrets are the tokens read so far.
+func (u *user) secrets() []string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	for _, tok := range u.tokens {
-		if strings.Contains(s, tok) {
-			return true
-		}
-	}
-	return false
+	return append([]string(nil), u.tokens...)
 }
 
 // krad runs this machine's krad as the user, outside the app's terminals: a Client that finds
@@ -175,161 +172,29 @@ func (u *user) krad(args ...string) (stdout, stderr string, code int) {
 	return o.String(), e.String(), cmd.ProcessState.ExitCode()
 }
 
-// syncBuffer is the app's stderr, its log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // kradApp is one run of krad-ade, started as a child process in the user's environment.
 type kradApp struct {
-	u       *user
-	cmd     *exec.Cmd
-	started time.Time
-	log     *syncBuffer
-	exited  chan struct{}
-	code    int
-	bus     string // where it said its bus is
-
-	mu    sync.Mutex
-	lines []stampedLine // its stdout
+	*apptest.App
+	u *user
 }
-
-type stampedLine struct {
-	at   time.Time
-	text string
-}
-
-var busLine = regexp.MustCompile(`^krad-ade: bus on (127\.0\.0\.1:\d+); api\.json at `)
 
 // start starts krad-ade and waits for its first line (the bus and api.json). It is stopped with
 // SIGTERM when the test ends, if it still runs, and its log is printed if the test failed.
 func (u *user) start() *kradApp {
-	t := u.t
-	t.Helper()
-	a := &kradApp{u: u, log: &syncBuffer{}, exited: make(chan struct{})}
-	a.cmd = exec.Command(filepath.Join(u.bin, "krad-ade"))
-	a.cmd.Env = u.env()
-	a.cmd.Stderr = a.log
-	out, err := a.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.started = time.Now()
-	if err := a.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			a.mu.Lock()
-			a.lines = append(a.lines, stampedLine{time.Now(), sc.Text()})
-			a.mu.Unlock()
-		}
-	}()
-	go func() {
-		_ = a.cmd.Wait()
-		a.code = a.cmd.ProcessState.ExitCode()
-		close(a.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-a.exited:
-		default:
-			a.stop(syscall.SIGTERM)
-		}
-		if t.Failed() {
-			t.Logf("krad-ade (pid %d) stdout:\n%s\nits log:\n%s", a.cmd.Process.Pid, a.stdout(), a.log)
-		}
-		if u.leaks(a.log.String() + a.stdout()) {
-			t.Errorf("krad-ade (pid %d) printed a bus token", a.cmd.Process.Pid)
-		}
-	})
-	m, _ := a.waitLine(20*time.Second, busLine)
-	a.bus = m[1]
-	return a
-}
-
-func (a *kradApp) pid() int { return a.cmd.Process.Pid }
-
-func (a *kradApp) stdout() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var b strings.Builder
-	for _, l := range a.lines {
-		fmt.Fprintf(&b, "%s\n", l.text)
-	}
-	return b.String()
+	u.t.Helper()
+	return &kradApp{u: u, App: apptest.Start(u.t, apptest.Options{
+		Program:    filepath.Join(u.bin, "krad-ade"),
+		Env:        u.env(),
+		Secrets:    u.secrets,
+		StopWithin: 30 * time.Second,
+	})}
 }
 
 // stop sends sig and waits for the app to exit; it returns the exit code and how long the app
 // took.
 func (a *kradApp) stop(sig syscall.Signal) (int, time.Duration) {
-	t := a.u.t
-	t.Helper()
-	start := time.Now()
-	_ = a.cmd.Process.Signal(sig)
-	select {
-	case <-a.exited:
-	case <-time.After(30 * time.Second):
-		_ = a.cmd.Process.Kill()
-		<-a.exited
-		t.Errorf("krad-ade did not stop within 30 s of %v; its log:\n%s", sig, a.log)
-	}
-	return a.code, time.Since(start)
-}
-
-// waitLine waits for a stdout line that matches one of res, and returns its submatches and
-// which one matched. It fails the test if none comes within d or the app exits.
-func (a *kradApp) waitLine(d time.Duration, res ...*regexp.Regexp) ([]string, int) {
-	t := a.u.t
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		a.mu.Lock()
-		for _, l := range a.lines {
-			for i, re := range res {
-				if m := re.FindStringSubmatch(l.text); m != nil {
-					a.mu.Unlock()
-					return m, i
-				}
-			}
-		}
-		a.mu.Unlock()
-		select {
-		case <-a.exited:
-			t.Fatalf("krad-ade exited (code %d) before printing a line like %v; stdout:\n%s\nlog:\n%s", a.code, res, a.stdout(), a.log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("krad-ade printed no line like %v within %v; stdout:\n%s", res, d, a.stdout())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// lineAt is when the first stdout line with prefix was read, since the app started.
-func (a *kradApp) lineAt(prefix string) time.Duration {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, l := range a.lines {
-		if strings.HasPrefix(l.text, prefix) {
-			return l.at.Sub(a.started)
-		}
-	}
-	return -1
+	a.u.t.Helper()
+	return a.Stop(sig, 30*time.Second)
 }
 
 // connection is what the app's line about a connected SSH environment says.
@@ -351,11 +216,11 @@ func (a *kradApp) connected(env string, d time.Duration) connection {
 	q := regexp.QuoteMeta(env)
 	up := regexp.MustCompile(`^krad-ade: environment ` + q + `: connected to (\S+) \(forward (127\.0\.0\.1:\d+) on the host\), krad (\S+) installed; (ssh -t .*)$`)
 	notUp := regexp.MustCompile(`^krad-ade: environment ` + q + ` is not up yet: (.*)$`)
-	m, i := a.waitLine(d, up, notUp)
+	m, i := a.WaitLine(d, up, notUp)
 	if i == 1 {
-		t.Fatalf("environment %s did not come up: %q; the app's log:\n%s", env, m[1], a.log)
+		t.Fatalf("environment %s did not come up: %q; the app's log:\n%s", env, m[1], a.Log)
 	}
-	return connection{host: m[1], forward: m[2], krad: m[3], attach: m[4], after: a.lineAt("krad-ade: environment " + env + ": connected")}
+	return connection{host: m[1], forward: m[2], krad: m[3], attach: m[4], after: a.LineAt("krad-ade: environment " + env + ": connected")}
 }
 
 // logHas waits until the app's log has a line with every one of parts, and returns it.
@@ -364,7 +229,7 @@ func (a *kradApp) logHas(d time.Duration, parts ...string) string {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for {
-		for _, l := range strings.Split(a.log.String(), "\n") {
+		for _, l := range strings.Split(a.Log.String(), "\n") {
 			all := true
 			for _, p := range parts {
 				all = all && strings.Contains(l, p)
@@ -374,7 +239,7 @@ func (a *kradApp) logHas(d time.Duration, parts ...string) string {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the app's log has no line with %q within %v:\n%s", parts, d, a.log)
+			t.Fatalf("the app's log has no line with %q within %v:\n%s", parts, d, a.Log)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -384,7 +249,7 @@ func (a *kradApp) logHas(d time.Duration, parts ...string) string {
 type watcher struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *apptest.Buffer
 
 	mu     sync.Mutex
 	events []watchEvent
@@ -404,7 +269,7 @@ type watchEvent struct {
 func (u *user) watch() *watcher {
 	t := u.t
 	t.Helper()
-	w := &watcher{t: t, stderr: &syncBuffer{}}
+	w := &watcher{t: t, stderr: &apptest.Buffer{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cmd = exec.CommandContext(ctx, filepath.Join(u.bin, "krad"), "watch", "--json")
 	w.cmd.Env = u.env()
@@ -595,7 +460,7 @@ func openAttached(t *testing.T, u *user, h *e2e.Host, env string, d time.Duratio
 	if err != nil {
 		t.Fatal(err)
 	}
-	var said syncBuffer
+	var said apptest.Buffer
 	cmd.Stdout, cmd.Stderr = &said, &said
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

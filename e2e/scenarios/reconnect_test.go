@@ -104,7 +104,7 @@ func TestNetworkCutHealsOnTheSamePort(t *testing.T) {
 	restored := time.Now()
 	measured(t, "network back after %s: docker network connect took %s", ms(restoring.Sub(cut)), ms(restored.Sub(restoring)))
 	if err := poll.Wait(); err != nil {
-		t.Fatalf("krad api on the host never answered again: %v; the app's log:\n%s", err, app.log)
+		t.Fatalf("krad api on the host never answered again: %v; the app's log:\n%s", err, app.Log)
 	}
 	ns, err := strconv.ParseInt(strings.TrimSpace(polled.String()), 10, 64)
 	if err != nil {

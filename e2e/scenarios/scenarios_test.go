@@ -51,7 +51,7 @@ func startThreeHosts(t *testing.T, outerN, innerN int) (*threeHosts, []e2e.SSHEn
 // warnings logs the app's warnings, such as ssh_config lines it left out.
 func warnings(t *testing.T, app *kradApp) {
 	t.Helper()
-	for _, l := range strings.Split(app.log.String(), "\n") {
+	for _, l := range strings.Split(app.Log.String(), "\n") {
 		if strings.Contains(l, "level=WARN") {
 			t.Logf("the app warned: %s", l)
 		}
@@ -152,7 +152,7 @@ func TestRemoteTerminalsRunKradThroughTheTunnel(t *testing.T) {
 			// krad api and krad list, through the tunnel.
 			start := time.Now()
 			hello := tm.mustRun(t, krad+" api")
-			if want := fmt.Sprintf("agents API v%d · build %s · pid %d · %s (found through KRAD_ADE_ENDPOINT)", api.Version, version.Build, app.pid(), c.forward); hello != want {
+			if want := fmt.Sprintf("agents API v%d · build %s · pid %d · %s (found through KRAD_ADE_ENDPOINT)", api.Version, version.Build, app.PID(), c.forward); hello != want {
 				t.Errorf("terminal %s: krad api said %q, want %q", tm.id, hello, want)
 			}
 			t.Logf("terminal %s: krad api, typed and read back: %s", tm.id, ms(time.Since(start)))
@@ -340,7 +340,7 @@ func TestHostsTheAppRefuses(t *testing.T) {
 		} else {
 			t.Logf("the watch subscribed after %s's state was final; the log says it", tc.env)
 		}
-		app.waitLine(30*time.Second, regexp.MustCompile(`^krad-ade: environment `+tc.env+` is not up yet: `+tc.stdout))
+		app.WaitLine(30*time.Second, regexp.MustCompile(`^krad-ade: environment `+tc.env+` is not up yet: `+tc.stdout))
 	}
 	// The refused forward on open was closed at once.
 	line := app.logHas(time.Second, "environment=open", "it listens on 0.0.0.0:")
@@ -434,9 +434,9 @@ func TestAppStopsCleanlyAndComesBackAfterAKill(t *testing.T) {
 		measured(t, "prepared host %s after a SIGKILL: connected %s after the app started", h.Name, ms(third[h.Name].after))
 	}
 	now := u.readAPI()
-	if now.PID != app.pid() || now.Token == killed.Token || now.Endpoint != app.bus {
+	if now.PID != app.PID() || now.Token == killed.Token || now.Endpoint != app.Bus {
 		t.Errorf("api.json was not replaced: pid %d (the app's %d), endpoint %s (the app's %s), same token: %v",
-			now.PID, app.pid(), now.Endpoint, app.bus, now.Token == killed.Token)
+			now.PID, app.PID(), now.Endpoint, app.Bus, now.Token == killed.Token)
 	}
 	for _, h := range hosts {
 		f := tokenFiles(t, h)
