@@ -78,7 +78,7 @@ func BenchmarkTunnelHello(b *testing.B) {
 	srv := sshdtest.Start(b, sshdtest.Options{})
 	bus, tok := busForBench(b)
 	b.Run("forward=krad", func(b *testing.B) { ourForward(b, srv, bus.Pipe, tok) })
-	b.Run("forward=krad-tcp", func(b *testing.B) { ourForward(b, srv, bridge.DialBus(bus.Addr()), tok) })
+	b.Run("forward=krad-tcp", func(b *testing.B) { ourForward(b, srv, dialTCP(bus.Addr()), tok) })
 	b.Run("forward=openssh", func(b *testing.B) {
 		host, port, _ := strings.Cut(srv.Addr, ":")
 		cmd := exec.Command("ssh", "-N", "-F", "none", "-p", port, "-i", srv.KeyFile, "-o", "IdentitiesOnly=yes",
@@ -147,7 +147,7 @@ func BenchmarkMemoryPerEnvironment(b *testing.B) {
 		name := fmt.Sprintf("h%02d", i)
 		br := bridge.New(bridge.Config{
 			Name: name, Token: tok, Instance: "bench", BinDir: bin, Version: version.Build,
-			Forward: forward.Config{Host: "h", Target: bridge.DialBus(ln.Addr().String()), UserConfig: cfgFile, SystemConfig: forward.None, AgentSocket: forward.None},
+			Forward: forward.Config{Host: "h", Target: dialTCP(ln.Addr().String()), UserConfig: cfgFile, SystemConfig: forward.None, AgentSocket: forward.None},
 		})
 		bridges = append(bridges, br)
 		remotes = append(remotes, app.Remote{Name: name, Host: br})
@@ -215,4 +215,13 @@ func ourForward(b *testing.B, srv *sshdtest.Server, target func(context.Context)
 		b.Fatalf("no forward: %s", conn.Status())
 	}
 	helloLoop(b, addr, tok)
+}
+
+// dialTCP is a forward.Config Target that dials the bus over TCP, as a second connection on this
+// computer: what krad-ade did before it carried forwarded connections through local.Server.Pipe.
+func dialTCP(addr string) func(context.Context) (net.Conn, error) {
+	return func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
 }

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -326,12 +325,4 @@ func (l *limited) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.TrimSpace(string(l.b))
-}
-
-// DialBus is a forward.Config Target that dials the local bus.
-func DialBus(addr string) func(context.Context) (net.Conn, error) {
-	return func(ctx context.Context) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp", addr)
-	}
 }
