@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -36,17 +37,32 @@ func newLink() *link {
 	return l
 }
 
-// fail ends the link with err as its cause, unless it had already ended.
+// fail ends the link with err as its cause, unless it had already ended. When the link went
+// through a ProxyCommand that exited by itself, that is the cause: what the SSH library saw, an
+// end of input, was its effect.
 func (l *link) fail(err error) {
 	l.once.Do(func() {
-		l.mu.Lock()
-		l.err = err
-		l.mu.Unlock()
 		for _, c := range l.closers {
 			c.Close()
 		}
+		if pc, ok := l.first().(*commandConn); ok && err != errClosed {
+			if perr := pc.exitError(); perr != nil {
+				err = fmt.Errorf("connection lost: %w", perr)
+			}
+		}
+		l.mu.Lock()
+		l.err = err
+		l.mu.Unlock()
 		l.cancel()
 	})
+}
+
+// first returns the connection to the first hop, or nil.
+func (l *link) first() io.Closer {
+	if len(l.closers) == 0 {
+		return nil
+	}
+	return l.closers[0]
 }
 
 // close ends the link, if it had not already ended, as closed by us.
@@ -93,9 +109,13 @@ func dial(ctx context.Context, c Config, h *Host) (*link, error) {
 	return l, nil
 }
 
-// dialHop opens the connection to one host, over prev's when there is one, and runs the SSH
-// handshake on it. The dial and the handshake share the host's ConnectTimeout: over TCP as a
-// deadline on the connection, and over anything as a timer that closes it.
+// dialHop opens the connection to one host, over prev's when there is one, else through its
+// ProxyCommand or over TCP, and runs the SSH handshake on it. The dial and the handshake share
+// the host's ConnectTimeout: as a deadline on the connection where it takes one (TCP, a
+// ProxyCommand's pipes), and over anything as a timer that closes it.
+//
+// Only a direct TCP connection's failures are the path's ([pathError]): the probes that watch a
+// path dial TCP, which says nothing of the way a ProxyCommand goes.
 func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Client, net.Conn, error) {
 	hk, err := loadHostKeys(h, c.Logger)
 	if err != nil {
@@ -112,11 +132,23 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Cli
 
 	ctx, cancel := context.WithTimeout(ctx, h.ConnectTimeout)
 	defer cancel()
-	var conn net.Conn
-	if prev == nil {
-		conn, err = c.Dialer(ctx, "tcp", h.Addr())
-	} else {
+	var (
+		conn   net.Conn
+		proxy  *commandConn
+		direct = prev == nil && h.ProxyCommand == ""
+	)
+	switch {
+	case prev != nil:
 		conn, err = prev.DialContext(ctx, "tcp", h.Addr())
+	case h.ProxyCommand != "":
+		proxy, err = startProxyCommand(h.ProxyCommand, h.Addr())
+		if err != nil {
+			return nil, nil, fmt.Errorf("connect to %s: start ProxyCommand %s: %w", h.Addr(), strconv.Quote(h.ProxyCommand), err)
+		}
+		c.Logger.Debug("ProxyCommand started", "host", h.Alias, "command", h.ProxyCommand, "pid", proxy.cmd.Process.Pid)
+		conn = proxy
+	default:
+		conn, err = c.Dialer(ctx, "tcp", h.Addr())
 	}
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
@@ -124,7 +156,7 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Cli
 		} else {
 			err = fmt.Errorf("connect to %s: %w", h.Addr(), err)
 		}
-		return nil, nil, onPath(prev == nil, h.Addr(), err)
+		return nil, nil, onPath(direct, h.Addr(), err)
 	}
 	if d, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(d) // a channel over a hop says it has no deadlines: the timer is for it
@@ -150,11 +182,21 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Cli
 		if err := ctx.Err(); err != nil && err != context.DeadlineExceeded {
 			return nil, nil, err
 		}
-		err = fmt.Errorf("ssh handshake with %s: no answer in %s (ConnectTimeout)", h.Addr(), h.ConnectTimeout)
-		return nil, nil, onPath(prev == nil, h.Addr(), err)
+		if proxy != nil {
+			if perr := proxy.exitError(); perr != nil {
+				return nil, nil, fmt.Errorf("connect to %s: %w", h.Addr(), perr)
+			}
+		}
+		err = fmt.Errorf("ssh handshake with %s: no answer in %s (ConnectTimeout)%s", h.Addr(), h.ConnectTimeout, proxySaid(proxy))
+		return nil, nil, onPath(direct, h.Addr(), err)
 	}
 	if err != nil {
 		conn.Close()
+		if proxy != nil {
+			if perr := proxy.exitError(); perr != nil {
+				return nil, nil, fmt.Errorf("connect to %s: %w", h.Addr(), perr)
+			}
+		}
 		var hke *HostKeyError
 		switch {
 		case errors.As(err, &hke):
@@ -162,10 +204,22 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Cli
 		case isAuthFailure(err):
 			return nil, nil, ks.authError(h, err)
 		}
-		return nil, nil, fmt.Errorf("ssh handshake with %s: %w", h.Addr(), err)
+		return nil, nil, fmt.Errorf("ssh handshake with %s: %w%s", h.Addr(), err, proxySaid(proxy))
 	}
 	conn.SetDeadline(time.Time{})
 	return ssh.NewClient(cc, chans, reqs), conn, nil
+}
+
+// proxySaid is what a ProxyCommand that did not exit by itself last said on its stderr, for an
+// error: " (ProxyCommand said: …)", or "".
+func proxySaid(p *commandConn) string {
+	if p == nil {
+		return ""
+	}
+	if s := p.said(); s != "" {
+		return " (ProxyCommand said: " + s + ")"
+	}
+	return ""
 }
 
 // pathError is a failure to reach the first hop at all: the network on the way, more likely than

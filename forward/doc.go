@@ -25,9 +25,10 @@
 //
 //  1. ssh_config is read again (~/.ssh/config, then /etc/ssh/ssh_config; see [Config.Resolve]),
 //     so an edit takes effect at the next connect.
-//  2. The first hop is dialed (through [Config.Dialer] when set), and each later hop through the
-//     previous hop's client; each hop has its own handshake timeout, ConnectTimeout (15 s by
-//     default), over the dial and the whole SSH handshake.
+//  2. The first hop is dialed (through [Config.Dialer] when set), or reached through its
+//     ProxyCommand, and each later hop through the previous hop's client; each hop has its own
+//     handshake timeout, ConnectTimeout (15 s by default), over the dial and the whole SSH
+//     handshake.
 //  3. Each hop's key is checked against known_hosts, and the keys are offered: the agent's, then
 //     the identity files'.
 //  4. Keepalives start (keepalive@openssh.com, every ServerAliveInterval).
@@ -44,7 +45,8 @@
 // HostName (with %h), Port, User, IdentityFile (repeated, with %d %h %i %k %L %l %n %p %r %u %%
 // and ~), IdentitiesOnly, IdentityAgent, ProxyJump (a,b, each as [user@]host[:port] or
 // ssh://…, each hop resolved through its own Host block, the first with its own ProxyJump, as
-// ssh -J does), UserKnownHostsFile and GlobalKnownHostsFile (with tokens), HostKeyAlias,
+// ssh -J does), ProxyCommand (with %h %n %p %r %%), UserKnownHostsFile and GlobalKnownHostsFile
+// (with tokens), HostKeyAlias,
 // StrictHostKeyChecking, HashKnownHosts, ConnectTimeout, ServerAliveInterval and
 // ServerAliveCountMax (15 s × 3 by default; 0 keeps the default, since keepalives are how a dead
 // path is noticed). The first value found wins, as in ssh.
@@ -52,8 +54,32 @@
 // A line the parser cannot read (Match exec, Match user, …) is left out and reported as a
 // [Warning] naming the file and line, through [Config.OnWarning]; the rest of the file counts.
 // A Host or Match line left out takes its block with it, rather than lend its lines to the block
-// above. ProxyCommand is refused (a [*ConfigError]): the forward runs no local commands. Relative
-// Include paths are taken from the real home's .ssh folder, as the ssh_config library does.
+// above. Relative Include paths are taken from the real home's .ssh folder, as the ssh_config
+// library does.
+//
+// # ProxyCommand
+//
+// A host with a ProxyCommand is reached as ssh reaches it: the command runs as /bin/sh -c "exec
+// COMMAND", with the app's environment, and its stdin and stdout are the connection. Only the
+// first host of a chain uses its own: ssh ignores the ProxyCommand of the hops it reaches
+// through another (ssh -J a,b runs a's, not b's). A host that sets both ProxyJump and
+// ProxyCommand is refused (a [*ConfigError]): ssh uses whichever it reads first, an order the
+// ssh_config library does not keep, so a guess could run the wrong one; keep only one. %r puts
+// the user name in a command the shell reads, so a user name with characters the shell acts on
+// ('$', ';', quotes, …) is refused there, as ssh refuses it on its command line.
+//
+// The command runs in a process group of its own. When the connection ends, for whatever reason,
+// the group is sent SIGTERM, then SIGKILL one second later if the command is still there, and
+// whatever else of the group is left is killed too; the command is reaped: nothing it started
+// outlives the connection. Its stderr is not shown; the last 2 KiB of it are kept, and when it
+// exits by itself the error says so, with its status and the last line it wrote (escaped, so
+// that it cannot act on a terminal), e.g. "connect to 10.0.0.1:22: ProxyCommand "nc 10.0.0.1 22"
+// exited with status 1: nc: connect to 10.0.0.1 port 22 (tcp) failed: Connection refused".
+// Such failures are retried, as a refused TCP connection is; but the wait before the next
+// attempt is the backoff alone, since the probes that end it early when the path is back dial
+// TCP, which says nothing of the command's way. netcat does not end when the host closes the
+// connection while its stdin stays open, so there, as with ssh, keepalives notice a lost one.
+// ProxyCommand runs on Linux only.
 //
 // # Authentication
 //
@@ -152,6 +178,9 @@
 //   - Nothing from the host or from files reaches an error with control characters in it, and
 //     host names are checked before they are put in a hint's command.
 //   - Only our own stale sshd session is ever killed on the host, as described above.
+//   - The only local command run is the user's own ProxyCommand, from their ssh_config, as ssh
+//     runs it. What goes into it through %h %n %p %r is checked first: host names as host
+//     names, ports as numbers, users without characters the shell acts on.
 //
 // What it does not protect: the forwarded port is reachable by every user of the host, as any
 // loopback port is. What goes through must authenticate itself (the bus token); and once the

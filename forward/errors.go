@@ -109,8 +109,8 @@ func (e *AuthError) Error() string {
 
 func (e *AuthError) Unwrap() error { return e.Err }
 
-// ConfigError is a setting the package cannot act on: a bad value in ssh_config, a ProxyCommand,
-// a malformed host. Retrying cannot fix it.
+// ConfigError is a setting the package cannot act on: a bad value in ssh_config, a ProxyCommand
+// beside a ProxyJump, a malformed host. Retrying cannot fix it.
 type ConfigError struct {
 	// Host is the host whose settings are wrong, Key the setting ("Port"), Reason what is wrong.
 	Host, Key, Reason string

@@ -49,6 +49,10 @@ type Host struct {
 	// Jump are the ProxyJump hops, in the order they are dialed; each resolved through its own
 	// Host block.
 	Jump []*Host
+	// ProxyCommand is the command whose stdin and stdout are the connection to the host, its
+	// %-tokens expanded; "" when not set (or none). Only the first host of a chain has one: ssh
+	// ignores the ProxyCommand of hosts it reaches through a hop.
+	ProxyCommand string
 }
 
 // Addr is the address to dial: "host:port".
@@ -287,11 +291,25 @@ func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error
 	if !withJumps {
 		return h, nil
 	}
-	jump := get("ProxyJump")
-	if jump == "" || strings.EqualFold(jump, None) {
-		if pc := get("ProxyCommand"); pc != "" && !strings.EqualFold(pc, None) {
-			return nil, bad("ProxyCommand", "not supported (the forward runs no local commands): use ProxyJump")
+	jump, proxy := get("ProxyJump"), get("ProxyCommand")
+	if strings.EqualFold(jump, None) {
+		jump = ""
+	}
+	if strings.EqualFold(proxy, None) {
+		proxy = ""
+	}
+	if jump != "" && proxy != "" {
+		// ssh uses whichever comes first, in the order it reads the files; the ssh_config
+		// library does not say where a value came from, so a guess could run the wrong one.
+		return nil, bad("ProxyCommand", "set together with ProxyJump: keep only one of them")
+	}
+	if proxy != "" {
+		if h.ProxyCommand, err = r.proxyCommand(h, proxy); err != nil {
+			return nil, bad("ProxyCommand", "%v", err)
 		}
+		return h, nil
+	}
+	if jump == "" {
 		return h, nil
 	}
 	if depth >= maxJumps {
@@ -311,6 +329,24 @@ func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error
 		h.Jump = append(h.Jump, j)
 	}
 	return h, nil
+}
+
+// proxyCommand expands the tokens ssh expands in a ProxyCommand: %h %n %p %r and %%. The user
+// name goes into a command the shell reads, so one with characters the shell would act on is
+// refused, as ssh refuses it on its command line; the host names were checked already.
+func (r *resolver) proxyCommand(h *Host, command string) (string, error) {
+	all := r.tokens(h)
+	vals := map[byte]string{'h': all['h'], 'n': all['n'], 'p': all['p'], 'r': all['r']}
+	if strings.Contains(strings.ReplaceAll(command, "%%", ""), "%r") && !shellSafeUser(h.User) {
+		return "", fmt.Errorf("user %s has characters the shell would act on, and %%r puts it in the command", termsafe.Quote(h.User))
+	}
+	return expandTokens(command, vals)
+}
+
+// shellSafeUser says whether a user name can go into a shell command as it is: OpenSSH's
+// valid_ruser, with '$', '\' and white space refused too.
+func shellSafeUser(u string) bool {
+	return u != "" && u[0] != '-' && !strings.ContainsAny(u, "'`\"$\\;&<>|(){} \t\n")
 }
 
 // tokens are the values of ssh_config's %-tokens for h.

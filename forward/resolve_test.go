@@ -95,10 +95,32 @@ Host loop2
   ProxyJump loop1
 
 Host pc
-  ProxyCommand nc %h %p
+  HostName pc.example.com
+  Port 2222
+  User deploy
+  ProxyCommand ssh -W %h:%p -l %r %n %%h
 
 Host pcnone
   ProxyCommand none
+
+Host pcjump
+  ProxyJump bastion
+  ProxyCommand nc %h %p
+
+Host pcjumpnone
+  ProxyJump none
+  ProxyCommand nc %h %p
+
+Host pcbadtoken
+  ProxyCommand nc %h %d
+
+Host viapc
+  ProxyJump pcfirst,pcsecond
+Host pcfirst
+  HostName first.example.com
+  ProxyCommand nc %h %p
+Host pcsecond
+  ProxyCommand must-be-ignored
 
 Host nojump
   ProxyJump none
@@ -204,7 +226,45 @@ Host sys
 				t.Errorf("hops = %v, want none", h.Jump)
 			}
 		}},
-		{name: "ProxyCommand none", cfg: Config{Host: "pcnone"}, check: func(t *testing.T, h *Host, _ string) {}},
+		{name: "ProxyCommand", cfg: Config{Host: "pc"}, check: func(t *testing.T, h *Host, _ string) {
+			if want := "ssh -W pc.example.com:2222 -l deploy pc %h"; h.ProxyCommand != want {
+				t.Errorf("ProxyCommand = %q, want %q", h.ProxyCommand, want)
+			}
+			if len(h.Jump) != 0 {
+				t.Errorf("hops = %v, want none", h.Jump)
+			}
+		}},
+		{name: "ProxyCommand with the command line's user and port", cfg: Config{Host: "root@pc:2201"}, check: func(t *testing.T, h *Host, _ string) {
+			if want := "ssh -W pc.example.com:2201 -l root pc %h"; h.ProxyCommand != want {
+				t.Errorf("ProxyCommand = %q, want %q", h.ProxyCommand, want)
+			}
+		}},
+		{name: "ProxyCommand none", cfg: Config{Host: "pcnone"}, check: func(t *testing.T, h *Host, _ string) {
+			if h.ProxyCommand != "" {
+				t.Errorf("ProxyCommand = %q, want none", h.ProxyCommand)
+			}
+		}},
+		{name: "ProxyCommand beside ProxyJump none", cfg: Config{Host: "pcjumpnone"}, check: func(t *testing.T, h *Host, _ string) {
+			if h.ProxyCommand != "nc pcjumpnone 22" || len(h.Jump) != 0 {
+				t.Errorf("ProxyCommand = %q, hops %v; want nc pcjumpnone 22 and no hop", h.ProxyCommand, h.Jump)
+			}
+		}},
+		{name: "ProxyCommand of the first hop only", cfg: Config{Host: "viapc"}, check: func(t *testing.T, h *Host, _ string) {
+			if len(h.Jump) != 2 {
+				t.Fatalf("hops = %v, want pcfirst and pcsecond", h.Jump)
+			}
+			// ssh -J pcfirst,pcsecond runs pcfirst's ProxyCommand, and reaches pcsecond
+			// through pcfirst whatever pcsecond's says.
+			if got := h.Jump[0].ProxyCommand; got != "nc first.example.com 22" {
+				t.Errorf("first hop's ProxyCommand = %q, want nc first.example.com 22", got)
+			}
+			if got := h.Jump[1].ProxyCommand; got != "" {
+				t.Errorf("second hop's ProxyCommand = %q, want none", got)
+			}
+			if h.ProxyCommand != "" {
+				t.Errorf("target's ProxyCommand = %q, want none", h.ProxyCommand)
+			}
+		}},
 		{name: "IdentityFile none", cfg: Config{Host: "noids"}, check: func(t *testing.T, h *Host, _ string) {
 			if len(h.IdentityFiles) != 0 {
 				t.Errorf("IdentityFiles = %q, want none", h.IdentityFiles)
@@ -226,7 +286,9 @@ Host sys
 			}
 		}},
 		{name: "ProxyJump loop", cfg: Config{Host: "loop1"}, err: "more than 8 hops"},
-		{name: "ProxyCommand", cfg: Config{Host: "pc"}, err: "ProxyCommand: not supported"},
+		{name: "ProxyCommand and ProxyJump", cfg: Config{Host: "pcjump"}, err: "ProxyCommand: set together with ProxyJump: keep only one"},
+		{name: "ProxyCommand bad token", cfg: Config{Host: "pcbadtoken"}, err: `ProxyCommand: unknown token "%d"`},
+		{name: "ProxyCommand user the shell would read", cfg: Config{Host: "x;reboot@pc"}, err: `ProxyCommand: user x;reboot has characters the shell would act on`},
 		{name: "bad StrictHostKeyChecking", cfg: Config{Host: "badstrict"}, err: "maybe is not"},
 		{name: "bad port", cfg: Config{Host: "badport"}, err: "Port: bad port 70000"},
 		{name: "bad token", cfg: Config{Host: "badtoken"}, err: `IdentityFile: unknown token "%Z"`},

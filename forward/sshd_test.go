@@ -427,9 +427,10 @@ func (e *env) cfg(host string) Config {
 // running is a Conn whose Run runs in the background for the test, and the statuses it went
 // through.
 type running struct {
-	t    testing.TB
-	c    *Conn
-	done chan error
+	t      testing.TB
+	c      *Conn
+	done   chan error
+	cancel context.CancelFunc
 
 	mu       sync.Mutex
 	statuses []timedStatus
@@ -460,16 +461,21 @@ func run(t testing.TB, cfg Config) *running {
 	}
 	r.c = New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
 	go func() { r.done <- r.c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-r.done:
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return within 10s of its context ending")
-		}
-	})
+	t.Cleanup(r.stop)
 	return r
+}
+
+// stop ends Run's context and waits for Run to return.
+func (r *running) stop() {
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the next stop
+	case <-time.After(10 * time.Second):
+		r.t.Error("Run did not return within 10s of its context ending")
+	}
 }
 
 // wait waits for a status that pred accepts, after the first `after` statuses, and returns it

@@ -1,0 +1,100 @@
+package forward
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+	"unsafe"
+)
+
+// startProxyCommand runs command, a ProxyCommand with its tokens expanded, as the connection to
+// the host at addr.
+func startProxyCommand(command, addr string) (*commandConn, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, err
+	}
+	c := &commandConn{command: command, addr: addr, r: outR, w: inW, stderr: &tail{}, exited: make(chan struct{})}
+	// exec, as ssh does: the command is the group's leader, so its exit is the connection's end.
+	cmd := exec.Command("/bin/sh", "-c", "exec "+command)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, c.stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A process outside the group (one that left it with setsid) may hold stderr open: reaping
+	// waits that long for it, no longer.
+	cmd.WaitDelay = killGrace
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		outR.Close()
+		inW.Close()
+		return nil, err
+	}
+	c.cmd = cmd
+	go func() {
+		waitExited(cmd.Process.Pid)
+		close(c.exited)
+	}()
+	return c, nil
+}
+
+// Close ends the command's process group and reaps the command; see [commandConn]. It returns
+// once all of that is done, and may be called more than once.
+func (c *commandConn) Close() error {
+	c.closeOnce.Do(func() {
+		if c.ending.Load() {
+			waitFor(c.exited, exitGrace)
+		}
+		select {
+		case <-c.exited:
+			c.own = true
+		default:
+		}
+		c.w.Close()
+		c.r.Close()
+		if !c.own {
+			c.signal(syscall.SIGTERM)
+			waitFor(c.exited, killGrace)
+		}
+		// Whatever is left of the group: the command if it ignored SIGTERM, and what it started
+		// that did not end with it. Until the command is reaped its pid, which is the group's
+		// id, cannot name another group, so the signal reaches no stranger.
+		c.signal(syscall.SIGKILL)
+		<-c.exited
+		c.waitErr = c.cmd.Wait()
+	})
+	return nil
+}
+
+// signal sends sig to the command's process group, and to the command itself should it have
+// left the group (setpgid): Close must not wait forever for a command it did not reach.
+func (c *commandConn) signal(sig syscall.Signal) {
+	syscall.Kill(-c.cmd.Process.Pid, sig)
+	syscall.Kill(c.cmd.Process.Pid, sig)
+}
+
+// pPID is waitid(2)'s P_PID.
+const pPID = 1
+
+// waitExited waits until the child pid has exited, without reaping it (WNOWAIT): it stays a
+// zombie, which keeps its pid, and so its process group's id, from being given to another.
+func waitExited(pid int) error {
+	var info [128]byte // siginfo_t, not read
+	for {
+		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info)),
+			syscall.WEXITED|syscall.WNOWAIT, 0, 0)
+		if errno == syscall.EINTR {
+			continue
+		}
+		if errno != 0 {
+			return errno
+		}
+		return nil
+	}
+}

@@ -1,0 +1,13 @@
+//go:build !linux
+
+package forward
+
+import "errors"
+
+// startProxyCommand fails: the process group handling ProxyCommand needs is Linux's here.
+func startProxyCommand(command, addr string) (*commandConn, error) {
+	return nil, errors.New("ProxyCommand is supported on Linux only")
+}
+
+// Close does nothing: no commandConn is made on this system.
+func (c *commandConn) Close() error { return nil }
