@@ -89,8 +89,8 @@
 // public halves are read from the private key file or from the .pub beside it). A passphrase is
 // never asked for: an encrypted identity file is used through the agent's copy, and when no
 // agent holds it the failure is an [*AuthError] that names it and says to ssh-add it. With no key
-// at all to offer the failure comes before dialing. Certificates and security keys (*_sk) are
-// not used.
+// at all to offer the failure comes before dialing. User certificates and security keys (*_sk)
+// are not used.
 //
 // # Host keys
 //
@@ -109,7 +109,25 @@
 //     it once a person has checked. A host that no longer offers any type of key known_hosts
 //     holds for it counts as changed too, and a key marked @revoked is refused.
 //
-// @cert-authority lines are not used: host certificates are not asked for.
+// # Host certificates
+//
+// When known_hosts holds a CA for the host (@cert-authority PATTERNS KEY, the patterns matched
+// as for other lines), host certificates are asked for first, of every type, and a certificate
+// the host shows is accepted when all of this holds: it is a host certificate, signed by such a
+// CA; it is valid now (between its -V bounds); the host's name (its HostKeyAlias if it has one,
+// else its HostName) is one of its principals; its signature and critical options check.
+// Without a CA for the host no certificate is asked for. A certificate whose key or CA is marked
+// @revoked is refused outright. Any other certificate that fails is refused, and then, as ssh
+// does, its key is checked as a plain key, by the rules above: it is accepted if known_hosts
+// holds it, added under accept-new or no, and otherwise the [*HostKeyError] says first why the
+// certificate was refused ([HostKeyError.Cert]): "host certificate of [10.0.0.7]:2222 is
+// refused: it expired at 2026-01-02 00:00:00 UTC (the host needs a new one); its key, checked
+// as a plain key, is unknown: …". A CA's own key is never taken for a host's key (knownhosts
+// alone would take it).
+//
+// Host patterns are matched as golang.org/x/crypto's knownhosts matches them, for CA lines too:
+// a pattern without [ ]:port stands for port 22 only, so a host on another port needs
+// [host]:port (ssh matches "*" against "[host]:port" as a whole).
 //
 // # Keepalives, reconnects, states
 //
@@ -171,8 +189,8 @@
 //     check passes, and closed when it fails), and the connection fails with [ErrNotLoopback]:
 //     set GatewayPorts no (or clientspecified) for the user. An address the check cannot read
 //     fails the same way ([ErrUncheckable]).
-//   - Host keys are checked as ssh checks them; a changed key is never accepted, and an unknown
-//     one only under accept-new or no, as the user's ssh_config says.
+//   - Host keys and certificates are checked as ssh checks them; a changed key is never
+//     accepted, and an unknown one only under accept-new or no, as the user's ssh_config says.
 //   - Nothing prompts and nothing waits for a person: a passphrase, a host key to confirm, an agent
 //     that waits for a confirmation all end as errors or timeouts.
 //   - Nothing from the host or from files reaches an error with control characters in it, and

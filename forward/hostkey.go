@@ -1,37 +1,53 @@
 package forward
 
 import (
+	"bytes"
 	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/sha1"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
-// hostKeys checks one host's key against its known_hosts files.
+// hostKeys checks one host's key against its known_hosts files: a plain key against the keys
+// they hold for the host, a certificate against their @cert-authority lines.
 type hostKeys struct {
 	h      *Host
 	name   string // the host's name in known_hosts: "host", "[host]:port", or the HostKeyAlias
 	lookup string // the address knownhosts looks name up by: "host:port"
 	db     ssh.HostKeyCallback
-	known  []ssh.PublicKey // the keys known for the host, in file order
+	known  []knownhosts.KnownKey // the plain keys known for the host, in file order
 	logger *slog.Logger
+
+	// knownhosts can check certificates, but it has no call that lists a host's CAs, its
+	// errors do not say why it refused a certificate, and it takes a CA's key for one of the
+	// host's own keys. So the @cert-authority and @revoked lines are read here too, with
+	// ssh.ParseKnownHosts, and certificates are checked here.
+	cas     []knownhosts.KnownKey // the CAs whose host patterns match the host
+	caLines map[string]bool       // "file:line" of every @cert-authority line
+	revoked []knownhosts.KnownKey // the keys marked @revoked
 }
 
 // loadHostKeys reads h's known_hosts files. Files that do not exist count as empty.
 func loadHostKeys(h *Host, logger *slog.Logger) (*hostKeys, error) {
-	k := &hostKeys{h: h, logger: logger}
+	k := &hostKeys{h: h, logger: logger, caLines: map[string]bool{}}
 	if h.HostKeyAlias != "" {
 		k.lookup = net.JoinHostPort(h.HostKeyAlias, "22")
 	} else {
@@ -52,25 +68,70 @@ func loadHostKeys(h *Host, logger *slog.Logger) (*hostKeys, error) {
 		return nil, &ConfigError{Host: h.Alias, Key: "UserKnownHostsFile", Reason: err.Error()}
 	}
 	k.db = db
+	if err := k.readMarked(files); err != nil {
+		return nil, err
+	}
 
 	// knownhosts has no call that lists a host's keys, but a mismatch lists them all: ask it
 	// about a key no host has.
 	probe, _ := ssh.NewPublicKey(ed25519.PublicKey(make([]byte, ed25519.PublicKeySize)))
 	var ke *knownhosts.KeyError
 	if errors.As(db(k.lookup, dummyAddr, probe), &ke) {
-		for _, w := range ke.Want {
-			k.known = append(k.known, w.Key)
-		}
+		k.known = k.plain(ke.Want)
 	}
 	return k, nil
 }
 
 var dummyAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 22}
 
-// algorithms returns the host key algorithms to offer, those of the keys known for the host
-// first, so that a host with several keys shows one that known_hosts holds rather than one it
-// does not, which would read as a changed key. Certificates are not offered: host keys are
-// checked against known_hosts' keys only.
+// readMarked reads the @cert-authority and @revoked lines of files, and keeps the CAs whose
+// host patterns match the host, matched as knownhosts matches them.
+func (k *hostKeys) readMarked(files []string) error {
+	host, port, _ := net.SplitHostPort(k.lookup)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("known_hosts: %w", err)
+		}
+		for i, line := range bytes.Split(data, []byte("\n")) {
+			marker, patterns, key, _, _, err := ssh.ParseKnownHosts(line)
+			if err != nil {
+				continue // a comment, a blank line, or a line knownhosts leaves out too
+			}
+			at := knownhosts.KnownKey{Key: key, Filename: f, Line: i + 1}
+			switch marker {
+			case "revoked":
+				k.revoked = append(k.revoked, at)
+			case "cert-authority":
+				k.caLines[place(at)] = true
+				if matchHostPatterns(patterns, host, port) {
+					k.cas = append(k.cas, at)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// plain returns the keys of want that are not @cert-authority lines: knownhosts counts a CA
+// whose patterns match the host among the host's keys, which ssh does not.
+func (k *hostKeys) plain(want []knownhosts.KnownKey) []knownhosts.KnownKey {
+	var out []knownhosts.KnownKey
+	for _, w := range want {
+		if !k.caLines[place(w)] {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func place(k knownhosts.KnownKey) string { return fmt.Sprintf("%s:%d", k.Filename, k.Line) }
+
+// algorithms returns the host key algorithms to offer. When known_hosts holds a CA for the host
+// its certificates come first, as ssh asks for them: a CA vouches for a key of any type. Then
+// the types of the keys known for the host, so that a host with several keys shows one that
+// known_hosts holds rather than one it does not, which would read as a changed key. Without a
+// CA no certificate is asked for: none could be checked.
 func (k *hostKeys) algorithms() []string {
 	var algos []string
 	add := func(a ...string) {
@@ -80,40 +141,75 @@ func (k *hostKeys) algorithms() []string {
 			}
 		}
 	}
+	supported := ssh.SupportedAlgorithms().HostKeys
+	isCert := func(a string) bool { return strings.Contains(a, "-cert-") }
+	if len(k.cas) > 0 {
+		for _, key := range k.known {
+			if key.Key.Type() == ssh.KeyAlgoRSA {
+				add(ssh.CertAlgoRSASHA512v01, ssh.CertAlgoRSASHA256v01)
+			} else if c := key.Key.Type() + "-cert-v01@openssh.com"; slices.Contains(supported, c) {
+				add(c)
+			}
+		}
+		for _, a := range supported {
+			if isCert(a) {
+				add(a)
+			}
+		}
+	}
 	for _, key := range k.known {
-		if key.Type() == ssh.KeyAlgoRSA {
+		if key.Key.Type() == ssh.KeyAlgoRSA {
 			add(ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256)
 			continue
 		}
-		add(key.Type())
+		add(key.Key.Type())
 	}
-	for _, a := range ssh.SupportedAlgorithms().HostKeys {
-		if !strings.Contains(a, "-cert-") {
+	for _, a := range supported {
+		if !isCert(a) {
 			add(a)
 		}
 	}
 	return algos
 }
 
-// check is the ssh.HostKeyCallback: the key must be one known_hosts holds for the host. An
+// check is the ssh.HostKeyCallback. A certificate must be signed by a CA that known_hosts holds
+// for the host, be valid now and for the host's name; when it is not, its key is checked as a
+// plain key, as ssh checks it. A plain key must be one known_hosts holds for the host. An
 // unknown host is added under StrictHostKeyChecking accept-new or no, and refused with a
-// [*HostKeyError] otherwise; a changed key is always refused.
+// [*HostKeyError] otherwise; a changed key is always refused, and so is a revoked one.
 func (k *hostKeys) check(_ string, remote net.Addr, key ssh.PublicKey) error {
-	err := k.db(k.lookup, remote, key)
-	if err == nil {
-		return nil
+	var refused string // why the host's certificate was refused
+	if cert, ok := key.(*ssh.Certificate); ok {
+		why, err := k.checkCert(cert)
+		if err != nil || why == "" {
+			return err
+		}
+		k.logger.Info("host certificate refused: checking its key as a plain key", "host", k.name, "reason", why)
+		refused, key = why, cert.Key
 	}
-	e := &HostKeyError{Host: k.name, Got: ssh.FingerprintSHA256(key), GotType: key.Type()}
+	e := &HostKeyError{Host: k.name, Got: ssh.FingerprintSHA256(key), GotType: key.Type(), Cert: refused}
+	err := k.db(k.lookup, remote, key)
 	var (
-		ke *knownhosts.KeyError
-		re *knownhosts.RevokedError
+		want []knownhosts.KnownKey
+		ke   *knownhosts.KeyError
+		re   *knownhosts.RevokedError
 	)
 	switch {
+	case err == nil && slices.ContainsFunc(k.known, func(w knownhosts.KnownKey) bool { return sameKey(w.Key, key) }):
+		return nil
+	case err == nil:
+		// knownhosts matched it to a CA's line: the key is the CA's own, which is no host key.
+		want = k.known
 	case errors.As(err, &re):
 		e.Revoked = true
-		e.Line = fmt.Sprintf("%s:%d", re.Revoked.Filename, re.Revoked.Line)
+		e.Line = place(re.Revoked)
 		return e
-	case errors.As(err, &ke) && len(ke.Want) == 0:
+	case errors.As(err, &ke):
+		want = k.plain(ke.Want)
+	default:
+		return fmt.Errorf("check the host key of %s: %w", k.name, err)
+	}
+	if len(want) == 0 {
 		if k.h.StrictHostKeyChecking == "accept-new" || k.h.StrictHostKeyChecking == "no" {
 			if err := k.add(key); err != nil {
 				return fmt.Errorf("add the host key of %s to known_hosts: %w", k.name, err)
@@ -123,17 +219,163 @@ func (k *hostKeys) check(_ string, remote net.Addr, key ssh.PublicKey) error {
 		}
 		e.Hint = k.trustHint(key)
 		return e
-	case errors.As(err, &ke):
-		for _, w := range ke.Want {
-			e.Known = append(e.Known, ssh.FingerprintSHA256(w.Key))
-			e.Lines = append(e.Lines, fmt.Sprintf("%s:%d", w.Filename, w.Line))
-		}
-		e.Line = e.Lines[0]
-		e.Hint = fmt.Sprintf("if you know its key changed, remove the old one with: ssh-keygen -R '%s' -f %s, then check the new one with: ssh %s",
-			k.name, ke.Want[0].Filename, k.h.Alias)
-		return e
 	}
-	return fmt.Errorf("check the host key of %s: %w", k.name, err)
+	for _, w := range want {
+		e.Known = append(e.Known, ssh.FingerprintSHA256(w.Key))
+		e.Lines = append(e.Lines, place(w))
+	}
+	e.Line = e.Lines[0]
+	e.Hint = fmt.Sprintf("if you know its key changed, remove the old one with: ssh-keygen -R '%s' -f %s, then check the new one with: ssh %s",
+		k.name, want[0].Filename, k.h.Alias)
+	return e
+}
+
+// checkCert checks a host certificate as ssh does: it says why it refuses one ("" when it
+// accepts it), and returns a [*HostKeyError] when the certificate's key or its CA is revoked,
+// which ends the check: ssh does not fall back to the plain key then.
+func (k *hostKeys) checkCert(cert *ssh.Certificate) (refused string, err error) {
+	for _, r := range k.revoked {
+		var why string
+		switch {
+		case sameKey(r.Key, cert.Key):
+			why = "its key is marked @revoked"
+		case sameKey(r.Key, cert.SignatureKey):
+			why = fmt.Sprintf("its CA, %s, is marked @revoked", describeKey(cert.SignatureKey))
+		default:
+			continue
+		}
+		return "", &HostKeyError{Host: k.name, Got: ssh.FingerprintSHA256(cert.Key), GotType: cert.Type(),
+			Cert: why, Revoked: true, Line: place(r)}
+	}
+	if cert.CertType != ssh.HostCert {
+		return "it is not a host certificate", nil
+	}
+	if !slices.ContainsFunc(k.cas, func(ca knownhosts.KnownKey) bool { return sameKey(ca.Key, cert.SignatureKey) }) {
+		return fmt.Sprintf("it is signed by %s, which known_hosts does not hold as @cert-authority for %s", describeKey(cert.SignatureKey), k.name), nil
+	}
+	now := time.Now().Unix()
+	if after := int64(cert.ValidAfter); after < 0 || now < after {
+		return fmt.Sprintf("it is not valid before %s (check the clocks)", certTime(cert.ValidAfter)), nil
+	}
+	if before := int64(cert.ValidBefore); cert.ValidBefore != ssh.CertTimeInfinity && (before < 0 || now >= before) {
+		return fmt.Sprintf("it expired at %s (the host needs a new one)", certTime(cert.ValidBefore)), nil
+	}
+	name, _, _ := net.SplitHostPort(k.lookup)
+	if !slices.Contains(cert.ValidPrincipals, name) {
+		return fmt.Sprintf("it is not valid for %s (it names %s)", name, principals(cert.ValidPrincipals)), nil
+	}
+	// The signature and critical options, in the library's words.
+	var cc ssh.CertChecker
+	if err := cc.CheckCert(name, cert); err != nil {
+		return fmt.Sprintf("it does not check: %s", termsafe.Escape(err.Error(), 200)), nil
+	}
+	return "", nil
+}
+
+func sameKey(a, b ssh.PublicKey) bool { return bytes.Equal(a.Marshal(), b.Marshal()) }
+
+// describeKey names a key for people: "ssh-ed25519 SHA256:…".
+func describeKey(k ssh.PublicKey) string { return k.Type() + " " + ssh.FingerprintSHA256(k) }
+
+// certTime writes a certificate's time bound in UTC.
+func certTime(t uint64) string {
+	if t > math.MaxInt64 {
+		return "the end of time"
+	}
+	return time.Unix(int64(t), 0).UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// principals writes a certificate's principals, which come from the host, safe to print.
+func principals(ps []string) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	var out []string
+	for i, p := range ps {
+		if i == 5 {
+			out = append(out, "…")
+			break
+		}
+		out = append(out, termsafe.Quote(termsafe.Escape(p, 100)))
+	}
+	return strings.Join(out, ", ")
+}
+
+// matchHostPatterns says whether the known_hosts host field (its comma-separated patterns)
+// matches host and port, as knownhosts matches it: a hashed name (the whole field), or
+// patterns with * and ?, "[host]:port" for a port other than 22, and "!" to exclude.
+func matchHostPatterns(patterns []string, host, port string) bool {
+	if len(patterns) == 1 && strings.HasPrefix(patterns[0], "|") {
+		return matchHashed(patterns[0], knownhosts.Normalize(net.JoinHostPort(host, port)))
+	}
+	matched := false
+	for _, p := range patterns {
+		if p == "" {
+			continue
+		}
+		negate := p[0] == '!'
+		if negate {
+			p = p[1:]
+		}
+		if p == "" {
+			return false // knownhosts refuses the line
+		}
+		ph, pp, err := net.SplitHostPort(p)
+		if err != nil {
+			if p[0] == '[' {
+				return false // knownhosts refuses the line
+			}
+			ph, pp = p, "22"
+		}
+		if pp != port || !wildcardMatch(ph, host) {
+			continue
+		}
+		if negate {
+			return false
+		}
+		matched = true
+	}
+	return matched
+}
+
+// matchHashed says whether a hashed known_hosts name, "|1|salt|hash", is name's.
+func matchHashed(hashed, name string) bool {
+	parts := strings.Split(hashed, "|")
+	if len(parts) != 4 || parts[1] != "1" {
+		return false
+	}
+	salt, err1 := base64.StdEncoding.DecodeString(parts[2])
+	hash, err2 := base64.StdEncoding.DecodeString(parts[3])
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	mac := hmac.New(sha1.New, salt)
+	mac.Write([]byte(name))
+	return hmac.Equal(mac.Sum(nil), hash)
+}
+
+// wildcardMatch matches s against a pattern where * stands for any text and ? for one byte.
+func wildcardMatch(pattern, s string) bool {
+	for {
+		if pattern == "" {
+			return s == ""
+		}
+		if pattern[0] == '*' {
+			if len(pattern) == 1 {
+				return true
+			}
+			for i := range len(s) {
+				if wildcardMatch(pattern[1:], s[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if s == "" || (pattern[0] != '?' && pattern[0] != s[0]) {
+			return false
+		}
+		pattern, s = pattern[1:], s[1:]
+	}
 }
 
 // trustHint is the command that trusts the host's key, for a person who checked it.

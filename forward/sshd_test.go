@@ -75,6 +75,9 @@ type sshdOptions struct {
 	hostKeyTypes []string // ed25519 if none
 	authorized   []string // public key files allowed in
 	extra        []string // more sshd_config lines
+	// certify, when set, makes a certificate for each host key from its public key file, and
+	// returns the certificate's file, which sshd then offers (HostCertificate).
+	certify func(pub string) string
 }
 
 func startSSHD(t testing.TB, o sshdOptions) *sshd {
@@ -89,6 +92,9 @@ func startSSHD(t testing.TB, o sshdOptions) *sshd {
 		p := filepath.Join(s.dir, "host_"+typ)
 		s.hostKeys = append(s.hostKeys, keygen(t, p, typ, ""))
 		fmt.Fprintf(&conf, "HostKey %s\n", p)
+		if o.certify != nil {
+			fmt.Fprintf(&conf, "HostCertificate %s\n", o.certify(p+".pub"))
+		}
 	}
 	var ak []byte
 	for _, f := range o.authorized {
