@@ -107,6 +107,8 @@ func FuzzParseSSHConfig(f *testing.F) {
 	f.Add([]byte("Host a\n  Port 22\nMatch exec foo\n  User x\n"))
 	f.Add([]byte("Host *\n\tIdentityFile ~/.ssh/id_%h\n"))
 	f.Add([]byte("Match\n"))
+	f.Add([]byte("Host host\n  ProxyCommand ssh -W %h:%p -l %r %n\nHost *\n  ProxyJump a,b\n"))
+	f.Add([]byte("Host host\n  ProxyJump none\n  ProxyCommand nc %h %p %%\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if bytes.Contains(bytes.ToLower(data), []byte("include")) {
 			// Include reads other files (/dev/zero among them): not this target's business.
@@ -122,9 +124,37 @@ func FuzzParseSSHConfig(f *testing.F) {
 				t.Errorf("warning %q carries control characters", w.Reason)
 			}
 		}
-		if cfg != nil {
-			sshConfigs{cfg}.get("host", "Port")
-			sshConfigs{cfg}.getAll("host", "IdentityFile")
+		if cfg == nil {
+			return
+		}
+		sshConfigs{cfg}.get("host", "Port")
+		sshConfigs{cfg}.getAll("host", "IdentityFile")
+		// Resolving through the file says something definite: a host, or a *ConfigError that
+		// cannot act on a terminal.
+		r := resolver{cfgs: sshConfigs{cfg}, home: "/home/u", localUser: "u"}
+		h, err := r.resolve("host", 0, true)
+		if err != nil {
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Errorf("resolve = %v, want a *ConfigError", err)
+			}
+			if strings.ContainsFunc(err.Error(), isControl) {
+				t.Errorf("resolve: error %q carries control characters", err)
+			}
+			return
+		}
+		for _, hop := range append(h.Jump, h) {
+			if hop.ProxyCommand != "" && hop != firstOf(h) {
+				t.Errorf("%s has ProxyCommand %q, but only the first hop of a chain runs one", hop, hop.ProxyCommand)
+			}
 		}
 	})
+}
+
+// firstOf returns the first host of h's chain: its first hop, else h.
+func firstOf(h *Host) *Host {
+	if len(h.Jump) > 0 {
+		return h.Jump[0]
+	}
+	return h
 }
