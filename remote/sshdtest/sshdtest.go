@@ -1,10 +1,15 @@
 // Package sshdtest runs OpenSSH's sshd for tests: a real server on a loopback port, with its own
-// config and host key in a temporary folder, for the current user, and clients that log in to it
-// with a key the test made.
+// config and host keys in a temporary folder, for the current user, and clients that log in to it
+// with a key the test made, or with keys of the test's own (Options.AuthorizedKeys).
 //
 // The sessions' HOME is a folder of the test's own (sshd_config's SetEnv), so that what a test
 // writes under ~ stays in the test's temporary folder, and the user's shell reads that folder's
 // start-up files (~/.bashrc), which a test may fill with noise.
+//
+// A test can take the server down as a crash would (Server.Kill: the listener and every session,
+// with SIGKILL), bring it back on the same port (Server.Restart), and find the processes that
+// serve its connections (Server.Sessions, which reads Linux's /proc). The end of the test stops
+// the server's listener with SIGTERM.
 //
 // Start skips the test when sshd is not installed, except when the CI variable is set: there the
 // scripts install it, and a missing sshd fails the test.
@@ -12,6 +17,7 @@ package sshdtest
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
@@ -40,24 +46,42 @@ type Options struct {
 	Home string
 	// Env holds more NAME=value variables for the sessions, beside HOME (sshd takes one SetEnv).
 	Env []string
-	// Config holds more sshd_config lines, added after the usual ones.
+	// Config holds more sshd_config lines. They come before the usual ones, so that they
+	// override them where sshd keeps a keyword's first value (PermitRootLogin yes, say), though
+	// some keywords add up (HostKey, AllowUsers, Port). For the same reason Config cannot hold
+	// a Match block.
 	Config []string
+	// HostKeyTypes are the types of the host keys (ssh-keygen -t), in the order of
+	// Server.HostKeys; none is one ed25519 key.
+	HostKeyTypes []string
+	// Certify, when set, is given each host key's public key file and returns the file of a
+	// certificate of that key, which sshd then shows (HostCertificate).
+	Certify func(pubKeyFile string) string
+	// AuthorizedKeys are files of authorized_keys lines (options and all) that may log in too,
+	// after the test's own key.
+	AuthorizedKeys []string
 }
 
 // Server is a running sshd.
 type Server struct {
 	Addr string // 127.0.0.1:port
+	Port int
 	Home string // the sessions' HOME
 	User string // the user to log in as: the current one
 	// KeyFile is the private key that logs in, in OpenSSH's format, for clients that read
 	// files (ssh -i, an IdentityFile of ssh_config).
 	KeyFile string
-	// KnownHosts is a known_hosts file that trusts the server's host key at Addr.
+	// KnownHosts is a known_hosts file that trusts the server's host keys at Addr.
 	KnownHosts string
+	// HostKeys are the server's host keys, one of each of Options.HostKeyTypes.
+	HostKeys []ssh.PublicKey
 
-	signer  ssh.Signer
-	hostKey ssh.PublicKey
-	log     *logBuffer
+	sshd, config string
+	signer       ssh.Signer
+	log          *logBuffer
+
+	mu       sync.Mutex
+	listener *process // the sshd started last
 }
 
 // Start starts sshd and stops it when the test ends.
@@ -81,77 +105,111 @@ func Start(t testing.TB, opts Options) *Server {
 			t.Fatal(err)
 		}
 	}
-	hostKeyFile := filepath.Join(dir, "host_ed25519")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "sshdtest", "-f", hostKeyFile).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	s := &Server{Home: opts.Home, User: u.Username, sshd: sshd, config: filepath.Join(dir, "sshd_config")}
+	if len(opts.HostKeyTypes) == 0 {
+		opts.HostKeyTypes = []string{"ed25519"}
 	}
-	hostPub, err := os.ReadFile(hostKeyFile + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostKey, _, _, _, err := ssh.ParseAuthorizedKey(hostPub)
-	if err != nil {
-		t.Fatal(err)
+	var hostKeyLines []string
+	for _, typ := range opts.HostKeyTypes {
+		file := filepath.Join(dir, "host_"+typ)
+		if out, err := exec.Command("ssh-keygen", "-q", "-t", typ, "-N", "", "-C", "sshdtest", "-f", file).CombinedOutput(); err != nil {
+			t.Fatalf("ssh-keygen -t %s: %v\n%s", typ, err, out)
+		}
+		pub, err := os.ReadFile(file + ".pub")
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, _, _, _, err := ssh.ParseAuthorizedKey(pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.HostKeys = append(s.HostKeys, key)
+		hostKeyLines = append(hostKeyLines, "HostKey "+file)
+		if opts.Certify != nil {
+			hostKeyLines = append(hostKeyLines, "HostCertificate "+opts.Certify(file+".pub"))
+		}
 	}
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	signer, err := ssh.NewSignerFromKey(priv)
-	if err != nil {
+	if s.signer, err = ssh.NewSignerFromKey(priv); err != nil {
 		t.Fatal(err)
 	}
+	ak := ssh.MarshalAuthorizedKey(s.signer.PublicKey())
+	for _, f := range opts.AuthorizedKeys {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 0 && !bytes.HasSuffix(b, []byte("\n")) {
+			b = append(b, '\n')
+		}
+		ak = append(ak, b...)
+	}
 	authorized := filepath.Join(dir, "authorized_keys")
-	if err := os.WriteFile(authorized, ssh.MarshalAuthorizedKey(signer.PublicKey()), 0o600); err != nil {
+	if err := os.WriteFile(authorized, ak, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	keyBlock, err := ssh.MarshalPrivateKey(priv, "sshdtest")
 	if err != nil {
 		t.Fatal(err)
 	}
-	keyFile := filepath.Join(dir, "id_ed25519")
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(keyBlock), 0o600); err != nil {
+	s.KeyFile = filepath.Join(dir, "id_ed25519")
+	if err := os.WriteFile(s.KeyFile, pem.EncodeToMemory(keyBlock), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Home: opts.Home, User: u.Username, KeyFile: keyFile, signer: signer, hostKey: hostKey}
 	// A port that was free a moment ago may be taken by the time sshd binds it: try a few.
 	for attempt := 0; ; attempt++ {
-		port := freePort(t)
-		config := filepath.Join(dir, "sshd_config")
-		lines := []string{
-			"Port " + strconv.Itoa(port),
-			"ListenAddress 127.0.0.1",
-			"HostKey " + hostKeyFile,
-			"AuthorizedKeysFile " + authorized,
-			"PidFile " + filepath.Join(dir, "sshd.pid"),
+		s.Port = freePort(t)
+		lines := append([]string{}, opts.Config...)
+		lines = append(lines, "Port "+strconv.Itoa(s.Port), "ListenAddress 127.0.0.1")
+		lines = append(lines, hostKeyLines...)
+		lines = append(lines,
+			"AuthorizedKeysFile "+authorized,
+			"PidFile "+filepath.Join(dir, "sshd.pid"),
 			"StrictModes no",
 			"UsePAM no",
 			"PubkeyAuthentication yes",
 			"PasswordAuthentication no",
 			"KbdInteractiveAuthentication no",
 			"PermitRootLogin prohibit-password",
-			"AllowUsers " + u.Username,
-			"SetEnv " + setEnv(append([]string{"HOME=" + opts.Home}, opts.Env...)),
+			"AllowUsers "+u.Username,
+			"SetEnv "+setEnv(append([]string{"HOME=" + opts.Home}, opts.Env...)),
 			"LogLevel VERBOSE",
-		}
-		lines = append(lines, opts.Config...)
-		if err := os.WriteFile(config, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		)
+		if err := os.WriteFile(s.config, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		addr, log, err := run(t, sshd, config)
+		s.log = &logBuffer{}
+		p, err := s.start()
 		if err == nil {
-			s.Addr, s.log = addr, log
-			s.KnownHosts = filepath.Join(dir, "known_hosts")
-			line := knownhosts.Line([]string{knownhosts.Normalize(addr)}, hostKey)
-			if err := os.WriteFile(s.KnownHosts, []byte(line+"\n"), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			return s
+			s.listener = p
+			break
 		}
-		if attempt == 4 || !strings.Contains(log.String(), "Address already in use") {
-			t.Fatalf("start sshd: %v\n%s", err, log)
+		if attempt == 4 || !strings.Contains(s.log.String(), "Address already in use") {
+			t.Fatalf("start sshd: %v\n%s", err, s.log)
 		}
 	}
+	t.Cleanup(func() {
+		s.mu.Lock()
+		p := s.listener
+		s.mu.Unlock()
+		p.stop()
+		if t.Failed() {
+			t.Logf("sshd's log:\n%s", s.log)
+		}
+	})
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
+	s.KnownHosts = filepath.Join(dir, "known_hosts")
+	var known strings.Builder
+	for i := range s.HostKeys {
+		known.WriteString(s.KnownHostsLine(i) + "\n")
+	}
+	if err := os.WriteFile(s.KnownHosts, []byte(known.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // Binary is the path of sshd, or skips the test (fails it when CI is set) if there is none.
@@ -172,66 +230,142 @@ func Binary(t testing.TB) string {
 	return ""
 }
 
-// run starts sshd with config, waits until it listens, and has it stopped when the test ends.
-func run(t testing.TB, sshd, config string) (string, *logBuffer, error) {
-	log := &logBuffer{}
-	cmd := exec.Command(sshd, "-D", "-e", "-f", config)
-	stderr, err := cmd.StderrPipe()
+// process is one sshd listener that the server ran.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once the listener has exited and been reaped
+	// logged is closed at the end of the log's pipe: when no process of this sshd (the
+	// listener, its sessions) holds it any more.
+	logged chan struct{}
+}
+
+// start runs sshd with s's config and waits until it listens on s.Port.
+func (s *Server) start() (*process, error) {
+	r, w, err := os.Pipe()
 	if err != nil {
-		return "", log, err
+		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return "", log, err
+	cmd := exec.Command(s.sshd, "-D", "-e", "-f", s.config)
+	cmd.Stderr = w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
 	}
-	listening := make(chan string, 1)
-	done := make(chan struct{})
+	p := &process{cmd: cmd, exited: make(chan struct{}), logged: make(chan struct{})}
 	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			log.add(line)
-			var port int
-			if _, err := fmt.Sscanf(line, "Server listening on 127.0.0.1 port %d.", &port); err == nil {
-				listening <- net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-			}
-		}
-		io.Copy(io.Discard, stderr)
+		cmd.Wait()
+		close(p.exited)
 	}()
-	stop := func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second): // a session's process still holds the log pipe
-		}
-		cmd.Wait()
-	}
-	select {
-	case addr := <-listening:
-		t.Cleanup(func() {
-			stop()
-			if t.Failed() {
-				t.Logf("sshd's log:\n%s", log)
+	listening := make(chan struct{}, 1)
+	want := fmt.Sprintf("Server listening on 127.0.0.1 port %d.", s.Port)
+	go func() {
+		defer close(p.logged)
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			s.log.add(sc.Text())
+			if sc.Text() == want {
+				select {
+				case listening <- struct{}{}:
+				default:
+				}
 			}
-		})
-		return addr, log, nil
-	case <-done:
-		cmd.Wait()
-		return "", log, fmt.Errorf("sshd exited: %v", cmd.ProcessState)
+		}
+		io.Copy(io.Discard, r) // past a line too long to scan: sshd must not write into a closed pipe
+	}()
+	select {
+	case <-listening:
+		return p, nil
+	case <-p.exited:
+		<-p.logged // what it said before it went
+		return nil, fmt.Errorf("sshd exited: %v", cmd.ProcessState)
 	case <-time.After(10 * time.Second):
-		stop()
-		return "", log, errors.New("sshd did not listen within 10s")
+		p.stop()
+		return nil, errors.New("sshd did not listen within 10s")
 	}
 }
 
-// Config is a client config that logs in to s with the test's key and trusts only s's host key.
+// stop ends the listener with SIGTERM, and gives its sessions a moment to end and log.
+func (p *process) stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.logged:
+	case <-time.After(5 * time.Second): // a session's process still holds the log pipe
+	}
+	<-p.exited
+}
+
+// kill ends the listener and its sessions with SIGKILL.
+func (p *process) kill() {
+	sessions := Children(p.cmd.Process.Pid)
+	p.cmd.Process.Kill()
+	for _, pid := range sessions {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	<-p.exited
+}
+
+// Kill ends the listening sshd and every session with SIGKILL: nothing gets to say goodbye, as
+// when the host crashes. Restart brings the server back.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listener.kill()
+}
+
+// Restart starts sshd again on the same port, with the same config and keys, once Kill has
+// ended it; a listener still running is killed first.
+func (s *Server) Restart() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listener.kill()
+	p, err := s.start()
+	if err != nil {
+		return err
+	}
+	s.listener = p
+	return nil
+}
+
+// PID is the listening sshd's process id.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listener.cmd.Process.Pid
+}
+
+// Sessions are the process ids of the sshd processes that serve connections: the listener's
+// children.
+func (s *Server) Sessions() []int { return Children(s.PID()) }
+
+// KnownHostsLine is the known_hosts line that trusts HostKeys[i] at Addr.
+func (s *Server) KnownHostsLine(i int) string {
+	return knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)))}, s.HostKeys[i])
+}
+
+// Config is a client config that logs in to s with the test's key and trusts only s's host keys.
 func (s *Server) Config() *ssh.ClientConfig {
 	return &ssh.ClientConfig{
 		User:            s.User,
 		Auth:            []ssh.AuthMethod{ssh.PublicKeys(s.signer)},
-		HostKeyCallback: ssh.FixedHostKey(s.hostKey),
+		HostKeyCallback: s.checkHostKey,
 		Timeout:         10 * time.Second,
 	}
+}
+
+// checkHostKey accepts one of s's host keys, or a certificate of one.
+func (s *Server) checkHostKey(_ string, _ net.Addr, key ssh.PublicKey) error {
+	if cert, ok := key.(*ssh.Certificate); ok {
+		key = cert.Key
+	}
+	for _, k := range s.HostKeys {
+		if bytes.Equal(k.Marshal(), key.Marshal()) {
+			return nil
+		}
+	}
+	return fmt.Errorf("host key %s is not the test's sshd's", ssh.FingerprintSHA256(key))
 }
 
 // Dial logs in to s, and closes the client when the test ends.
@@ -245,8 +379,35 @@ func (s *Server) Dial(t testing.TB) *ssh.Client {
 	return c
 }
 
-// Log is what sshd has logged so far.
+// Log is what sshd has logged so far, over its restarts.
 func (s *Server) Log() string { return s.log.String() }
+
+// Children lists the processes whose parent is pid, from Linux's /proc.
+func Children(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …, where comm may hold spaces and parentheses.
+		st := string(b)
+		i := strings.LastIndexByte(st, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(st[i+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // setEnv quotes each NAME=value for sshd_config.
 func setEnv(vars []string) string {
