@@ -305,8 +305,9 @@ func principals(ps []string) string {
 // matches host and port, as knownhosts matches it: a hashed name (the whole field), or
 // patterns with * and ?, "[host]:port" for a port other than 22, and "!" to exclude.
 func matchHostPatterns(patterns []string, host, port string) bool {
-	if len(patterns) == 1 && strings.HasPrefix(patterns[0], "|") {
-		return matchHashed(patterns[0], knownhosts.Normalize(net.JoinHostPort(host, port)))
+	if len(patterns) > 0 && strings.HasPrefix(patterns[0], "|") {
+		// knownhosts reads a field that starts with | as one hashed name, commas and all.
+		return matchHashed(strings.Join(patterns, ","), knownhosts.Normalize(net.JoinHostPort(host, port)))
 	}
 	matched := false
 	for _, p := range patterns {
@@ -354,28 +355,43 @@ func matchHashed(hashed, name string) bool {
 	return hmac.Equal(mac.Sum(nil), hash)
 }
 
-// wildcardMatch matches s against a pattern where * stands for any text and ? for one byte.
+// wildcardMatch matches s against a pattern where * stands for any text and ? for one byte, as
+// knownhosts matches the plain lines, so that a pattern means the same on every line: there, s
+// must not be empty, and a * at the pattern's end stands for at least one byte ("a*" does not
+// match "a", which it would in OpenSSH). It takes time len(pattern)·len(s), where knownhosts'
+// backtracking takes time exponential in the number of *.
+//
+// match[i] says whether s[i:] matches the part of the pattern after the current byte; the
+// pattern is read from its end.
 func wildcardMatch(pattern, s string) bool {
-	for {
-		if pattern == "" {
-			return s == ""
-		}
-		if pattern[0] == '*' {
-			if len(pattern) == 1 {
-				return true
-			}
-			for i := range len(s) {
-				if wildcardMatch(pattern[1:], s[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if s == "" || (pattern[0] != '?' && pattern[0] != s[0]) {
-			return false
-		}
-		pattern, s = pattern[1:], s[1:]
+	if s == "" {
+		return pattern == ""
 	}
+	match := make([]bool, len(s)+1)
+	next := make([]bool, len(s)+1)
+	match[len(s)] = true // the empty pattern matches only the empty text
+	for p := len(pattern) - 1; p >= 0; p-- {
+		copy(next, match)
+		match[len(s)] = false // a pattern that is not empty never matches the empty text
+		switch c := pattern[p]; {
+		case c == '*' && p == len(pattern)-1:
+			for i := range len(s) {
+				match[i] = true
+			}
+		case c == '*':
+			// s[i:] matches when the rest matches s[j:] for some j with i <= j < len(s).
+			any := false
+			for i := len(s) - 1; i >= 0; i-- {
+				any = any || next[i]
+				match[i] = any
+			}
+		default:
+			for i := range len(s) {
+				match[i] = (c == '?' || c == s[i]) && next[i+1]
+			}
+		}
+	}
+	return match[0]
 }
 
 // trustHint is the command that trusts the host's key, for a person who checked it.
