@@ -6,10 +6,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
 // These benchmarks measure healing against the real sshd, for BENCHMARKS.md:
@@ -23,9 +26,9 @@ import (
 // forward carrying a round trip again, on the same port.
 func BenchmarkHealAfterSessionKill(b *testing.B) {
 	e := newEnv(b)
-	s := startSSHD(b, sshdOptions{authorized: []string{e.key + ".pub"}})
+	s := sshdtest.Start(b, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
 	e.writeConfig(hostBlock("build", s))
-	e.trust(s.knownHostsLine(0))
+	e.trust(s.KnownHostsLine(0))
 	const interval = 100 * time.Millisecond
 	cfg := e.cfg("build")
 	cfg.ServerAliveInterval = interval
@@ -39,7 +42,7 @@ func BenchmarkHealAfterSessionKill(b *testing.B) {
 		b.StopTimer()
 		// A connection that has answered a keepalive is healthy: its loss is retried at once.
 		time.Sleep(3 * interval)
-		pids := s.sessions()
+		pids := s.Sessions()
 		b.StartTimer()
 		start := time.Now()
 		for _, p := range pids {
@@ -79,9 +82,9 @@ func BenchmarkHealAutossh(b *testing.B) {
 		b.Skip("autossh is not installed (apt-get install autossh)")
 	}
 	e := newEnv(b)
-	s := startSSHD(b, sshdOptions{authorized: []string{e.key + ".pub"}})
+	s := sshdtest.Start(b, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
 	e.writeConfig(hostBlock("build", s))
-	e.trust(s.knownHostsLine(0))
+	e.trust(s.KnownHostsLine(0))
 	target := echoServer(b)
 	tc, err := target(context.Background())
 	if err != nil {
@@ -117,24 +120,31 @@ func BenchmarkHealAutossh(b *testing.B) {
 			"-o", "ExitOnForwardFailure=yes", "-o", "ServerAliveInterval=1", "-o", "ServerAliveCountMax=1",
 			"-R", fixed+":"+targetAddr, "build")
 		cmd.Env = append(os.Environ(), "AUTOSSH_GATETIME=0", "SSH_AUTH_SOCK=")
-		var out syncBuffer
-		cmd.Stderr = &out
+		// A file, which autossh writes while the benchmark may read it.
+		out, err := os.Create(filepath.Join(b.TempDir(), "autossh.log"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		said := func() string { text, _ := os.ReadFile(out.Name()); return string(text) }
+		cmd.Stderr = out
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // autossh and its ssh, killed together
 		cmd.WaitDelay = 2 * time.Second
-		if err := cmd.Start(); err != nil {
+		err = cmd.Start()
+		out.Close() // autossh has its own
+		if err != nil {
 			b.Fatal(err)
 		}
 		stop := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }
 		if !up(fixed, 20*time.Second) {
 			stop()
-			b.Fatalf("autossh's forward never carried bytes; autossh said:\n%s", out.String())
+			b.Fatalf("autossh's forward never carried bytes; autossh said:\n%s", said())
 		}
 		time.Sleep(300 * time.Millisecond)
 		// The whole session, its unprivileged child too: autossh has no way to free a port
 		// that a surviving process of the old session still holds.
 		var pids []int
-		for _, p := range s.sessions() {
-			pids = append(append(pids, p), childrenOf(p)...)
+		for _, p := range s.Sessions() {
+			pids = append(append(pids, p), sshdtest.Children(p)...)
 		}
 		b.StartTimer()
 		start := time.Now()
@@ -146,7 +156,7 @@ func BenchmarkHealAutossh(b *testing.B) {
 		b.StopTimer()
 		stop()
 		if !ok {
-			b.Fatalf("no round trip through %s 20s after the kill; autossh said:\n%s", fixed, out.String())
+			b.Fatalf("no round trip through %s 20s after the kill; autossh said:\n%s", fixed, said())
 		}
 		heals = append(heals, heal)
 	}
@@ -156,10 +166,10 @@ func BenchmarkHealAutossh(b *testing.B) {
 
 func BenchmarkHealAfterSilentCut(b *testing.B) {
 	e := newEnv(b)
-	s := startSSHD(b, sshdOptions{authorized: []string{e.key + ".pub"}})
+	s := sshdtest.Start(b, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
 	e.writeConfig(hostBlock("build", s))
-	e.trust(s.knownHostsLine(0))
-	p := newCutProxy(b, s.addr())
+	e.trust(s.KnownHostsLine(0))
+	p := newCutProxy(b, s.Addr)
 	const interval, count = 200 * time.Millisecond, 3
 	cfg := e.cfg("build")
 	cfg.Dialer = p.dialer

@@ -13,14 +13,16 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
 func TestConnectKeyFile(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
 	e.writeConfig(hostBlock("build", s, "IdentityFile ~/.ssh/id_ed25519"))
-	e.trust(s.knownHostsLine(0))
+	e.trust(s.KnownHostsLine(0))
 
 	var onConnect []Forward
 	cfg := e.cfg("build")
@@ -60,11 +62,11 @@ func TestConnectKeyFile(t *testing.T) {
 func TestConnectAgent(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
 	sock := agentFor(t, e.key)
 	os.Remove(e.key) // only the agent has it now
 	e.writeConfig(hostBlock("build", s))
-	e.trust(s.knownHostsLine(0))
+	e.trust(s.KnownHostsLine(0))
 
 	cfg := e.cfg("build")
 	cfg.AgentSocket = sock
@@ -80,13 +82,13 @@ func TestAgentIdentitiesOnly(t *testing.T) {
 	e := newEnv(t)
 	other := filepath.Join(e.home, "other")
 	keygen(t, other, "ed25519", "")
-	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub", other + ".pub"}})
+	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub", other + ".pub"}})
 	sock := agentFor(t, e.key)
 	// Encrypt the file now that the agent holds the key.
 	if out, err := exec.Command("ssh-keygen", "-q", "-p", "-P", "", "-N", "secret", "-f", e.key).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen -p: %v: %s", err, out)
 	}
-	e.trust(s.knownHostsLine(0))
+	e.trust(s.KnownHostsLine(0))
 
 	t.Run("the agent's copy of the encrypted identity", func(t *testing.T) {
 		e.writeConfig(hostBlock("build", s, "IdentityFile ~/.ssh/id_ed25519", "IdentitiesOnly yes"))
@@ -114,9 +116,9 @@ func TestEncryptedKeyWithoutAgent(t *testing.T) {
 	os.Remove(e.key)
 	os.Remove(e.key + ".pub")
 	keygen(t, e.key, "ed25519", "secret")
-	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
 	e.writeConfig(hostBlock("build", s))
-	e.trust(s.knownHostsLine(0))
+	e.trust(s.KnownHostsLine(0))
 
 	start := time.Now()
 	err := run(t, e.cfg("build")).failed()
@@ -137,8 +139,8 @@ func TestEncryptedKeyWithoutAgent(t *testing.T) {
 func TestUnknownHostKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
-	fp := ssh.FingerprintSHA256(s.hostKeys[0])
+	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
+	fp := ssh.FingerprintSHA256(s.HostKeys[0])
 
 	for _, strict := range []string{"", "ask", "yes"} {
 		t.Run("StrictHostKeyChecking "+strict, func(t *testing.T) {
@@ -149,10 +151,10 @@ func TestUnknownHostKey(t *testing.T) {
 			e.writeConfig(hostBlock("build", s, extra...))
 			err := run(t, e.cfg("build")).failed()
 			var hk *HostKeyError
-			if !errors.As(err, &hk) || !hk.Unknown() || hk.Got != fp || hk.Host != "[127.0.0.1]:"+strconv.Itoa(s.port) {
+			if !errors.As(err, &hk) || !hk.Unknown() || hk.Got != fp || hk.Host != "[127.0.0.1]:"+strconv.Itoa(s.Port) {
 				t.Fatalf("err = %#v, want an unknown *HostKeyError for %s", err, fp)
 			}
-			cmd := "ssh-keyscan -p " + strconv.Itoa(s.port) + " -t ed25519 127.0.0.1 >> " + e.knownHosts
+			cmd := "ssh-keyscan -p " + strconv.Itoa(s.Port) + " -t ed25519 127.0.0.1 >> " + e.knownHosts
 			for _, want := range []string{fp, cmd, "ssh build once"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("err = %q, want it to say %q", err, want)
@@ -184,7 +186,7 @@ func TestUnknownHostKey(t *testing.T) {
 		t.Run("StrictHostKeyChecking "+strict, func(t *testing.T) {
 			e.writeConfig(hostBlock("build", s, "StrictHostKeyChecking "+strict))
 			// An existing file without a final newline keeps its mode and gets a line of its own.
-			if err := os.WriteFile(e.knownHosts, []byte("other.example.com "+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.hostKeys[0])))), 0o640); err != nil {
+			if err := os.WriteFile(e.knownHosts, []byte("other.example.com "+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostKeys[0])))), 0o640); err != nil {
 				t.Fatal(err)
 			}
 			os.Chmod(e.knownHosts, 0o640)
@@ -194,7 +196,7 @@ func TestUnknownHostKey(t *testing.T) {
 			carries(t, st.Addr)
 			b, _ := os.ReadFile(e.knownHosts)
 			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-			if len(lines) != 2 || lines[1] != s.knownHostsLine(0) {
+			if len(lines) != 2 || lines[1] != s.KnownHostsLine(0) {
 				t.Errorf("known_hosts = %q, want the host's line added as line 2", b)
 			}
 			if fi, _ := os.Stat(e.knownHosts); fi.Mode().Perm() != 0o640 {
@@ -225,9 +227,9 @@ func TestUnknownHostKey(t *testing.T) {
 func TestChangedHostKey(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
 	old := keygen(t, filepath.Join(e.home, "old_host_key"), "ed25519", "")
-	name := "[127.0.0.1]:" + strconv.Itoa(s.port)
+	name := "[127.0.0.1]:" + strconv.Itoa(s.Port)
 	e.trust("# line 1", name+" "+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(old))))
 
 	// Even accept-new refuses a changed key.
@@ -239,7 +241,7 @@ func TestChangedHostKey(t *testing.T) {
 			if !errors.As(err, &hk) || hk.Unknown() {
 				t.Fatalf("err = %v, want a changed *HostKeyError", err)
 			}
-			got, was := ssh.FingerprintSHA256(s.hostKeys[0]), ssh.FingerprintSHA256(old)
+			got, was := ssh.FingerprintSHA256(s.HostKeys[0]), ssh.FingerprintSHA256(old)
 			line := e.knownHosts + ":2"
 			if hk.Got != got || len(hk.Known) != 1 || hk.Known[0] != was || hk.Line != line || hk.Host != name {
 				t.Errorf("HostKeyError = %+v, want got %s, known %s at %s", hk, got, was, line)
@@ -258,14 +260,14 @@ func TestChangedHostKey(t *testing.T) {
 func TestMultiKeyHost(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}, hostKeyTypes: []string{"ed25519", "ecdsa", "rsa"}})
-	e.trust(s.knownHostsLine(2))
+	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}, HostKeyTypes: []string{"ed25519", "ecdsa", "rsa"}})
+	e.trust(s.KnownHostsLine(2))
 	e.writeConfig(hostBlock("build", s))
 	r := run(t, e.cfg("build"))
 	r.connected(0)
 
 	// HostKeyAlias: the key is looked up under the alias.
-	e.trust("buildalias " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.hostKeys[1]))))
+	e.trust("buildalias " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.HostKeys[1]))))
 	e.writeConfig(hostBlock("build", s, "HostKeyAlias buildalias"))
 	r2 := run(t, e.cfg("build"))
 	r2.connected(0)
@@ -274,11 +276,11 @@ func TestMultiKeyHost(t *testing.T) {
 func TestProxyJump(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	auth := sshdOptions{authorized: []string{e.key + ".pub"}}
-	jump1, jump2, target := startSSHD(t, auth), startSSHD(t, auth), startSSHD(t, auth)
-	e.trust(jump1.knownHostsLine(0), jump2.knownHostsLine(0), target.knownHostsLine(0))
+	auth := sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}}
+	jump1, jump2, target := sshdtest.Start(t, auth), sshdtest.Start(t, auth), sshdtest.Start(t, auth)
+	e.trust(jump1.KnownHostsLine(0), jump2.KnownHostsLine(0), target.KnownHostsLine(0))
 	e.writeConfig(hostBlock("jump1", jump1), hostBlock("jump2", jump2),
-		hostBlock("target", target, "ProxyJump jump1,"+localUser()+"@jump2:"+strconv.Itoa(jump2.port)))
+		hostBlock("target", target, "ProxyJump jump1,"+localUser()+"@jump2:"+strconv.Itoa(jump2.Port)))
 
 	cfg := e.cfg("target")
 	var dialed []string
@@ -290,13 +292,13 @@ func TestProxyJump(t *testing.T) {
 	r := run(t, cfg)
 	st, _ := r.connected(0)
 	carries(t, st.Addr)
-	if len(dialed) != 1 || dialed[0] != jump1.addr() {
-		t.Errorf("dialed %q directly, want only the first hop %s", dialed, jump1.addr())
+	if len(dialed) != 1 || dialed[0] != jump1.Addr {
+		t.Errorf("dialed %q directly, want only the first hop %s", dialed, jump1.Addr)
 	}
 	// Each hop's sshd has a session: the connection went through all three.
-	for _, s := range []*sshd{jump1, jump2, target} {
-		if len(s.sessions()) == 0 {
-			t.Errorf("sshd %s has no session", s.addr())
+	for _, s := range []*sshdtest.Server{jump1, jump2, target} {
+		if len(s.Sessions()) == 0 {
+			t.Errorf("sshd %s has no session", s.Addr)
 		}
 	}
 }
@@ -304,9 +306,9 @@ func TestProxyJump(t *testing.T) {
 func TestJumpHostKeyUnknown(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	auth := sshdOptions{authorized: []string{e.key + ".pub"}}
-	jump, target := startSSHD(t, auth), startSSHD(t, auth)
-	e.trust(target.knownHostsLine(0))
+	auth := sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}}
+	jump, target := sshdtest.Start(t, auth), sshdtest.Start(t, auth)
+	e.trust(target.KnownHostsLine(0))
 	e.writeConfig(hostBlock("jump", jump), hostBlock("target", target, "ProxyJump jump"))
 	err := run(t, e.cfg("target")).failed()
 	var hk *HostKeyError
@@ -333,9 +335,9 @@ func TestForwardingForbidden(t *testing.T) {
 			ak := filepath.Join(t.TempDir(), "ak")
 			pub, _ := os.ReadFile(e.key + ".pub")
 			os.WriteFile(ak, append([]byte(tc.key), pub...), 0o600)
-			s := startSSHD(t, sshdOptions{authorized: []string{ak}, extra: tc.sshd})
+			s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{ak}, Config: tc.sshd})
 			e.writeConfig(hostBlock("build", s))
-			e.trust(s.knownHostsLine(0))
+			e.trust(s.KnownHostsLine(0))
 			err := run(t, e.cfg("build")).failed()
 			if !errors.Is(err, ErrForwardingForbidden) {
 				t.Fatalf("err = %v, want ErrForwardingForbidden", err)
@@ -355,9 +357,9 @@ func TestForwardingForbidden(t *testing.T) {
 func TestGatewayPorts(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}, extra: []string{"GatewayPorts yes"}})
+	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}, Config: []string{"GatewayPorts yes"}})
 	e.writeConfig(hostBlock("build", s))
-	e.trust(s.knownHostsLine(0))
+	e.trust(s.KnownHostsLine(0))
 	cfg := e.cfg("build")
 	var hook bool
 	cfg.OnConnect = func(context.Context, *ssh.Client, Forward) error { hook = true; return nil }
@@ -425,9 +427,9 @@ func TestHandshakeTimeout(t *testing.T) {
 func TestOnConnectError(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
 	e.writeConfig(hostBlock("build", s))
-	e.trust(s.knownHostsLine(0))
+	e.trust(s.KnownHostsLine(0))
 
 	t.Run("retried, on the same port", func(t *testing.T) {
 		var calls []Forward

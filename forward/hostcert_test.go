@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
 // hostCA is a CA of host certificates, made by ssh-keygen for a test.
@@ -48,12 +50,12 @@ func (ca *hostCA) line(patterns string) string {
 func TestHostCertificate(t *testing.T) {
 	t.Parallel()
 	ca, other := newHostCA(t, "ca"), newHostCA(t, "other_ca")
-	hostPattern := func(s *sshd) string { return "[127.0.0.1]:" + strconv.Itoa(s.port) }
+	hostPattern := func(s *sshdtest.Server) string { return "[127.0.0.1]:" + strconv.Itoa(s.Port) }
 	for _, tc := range []struct {
 		name   string
-		sign   func(pub string) string // the certificate sshd shows; none if nil
-		trust  func(s *sshd) []string  // known_hosts
-		config []string                // more lines of the Host block
+		sign   func(pub string) string           // the certificate sshd shows; none if nil
+		trust  func(s *sshdtest.Server) []string // known_hosts
+		config []string                          // more lines of the Host block
 		// connects, or fails with a *HostKeyError whose Cert says want ("" for no certificate
 		// checked).
 		connects bool
@@ -65,50 +67,52 @@ func TestHostCertificate(t *testing.T) {
 		{
 			name:     "signed by the CA known_hosts holds",
 			sign:     func(pub string) string { return ca.sign(pub, "127.0.0.1,localhost") },
-			trust:    func(s *sshd) []string { return []string{ca.line(hostPattern(s))} },
+			trust:    func(s *sshdtest.Server) []string { return []string{ca.line(hostPattern(s))} },
 			connects: true,
 		},
 		{
 			name:     "under its HostKeyAlias",
 			sign:     func(pub string) string { return ca.sign(pub, "build.example.com") },
-			trust:    func(*sshd) []string { return []string{ca.line("*.example.com")} },
+			trust:    func(*sshdtest.Server) []string { return []string{ca.line("*.example.com")} },
 			config:   []string{"HostKeyAlias build.example.com"},
 			connects: true,
 		},
 		{
 			name:  "signed by another CA",
 			sign:  func(pub string) string { return other.sign(pub, "127.0.0.1") },
-			trust: func(s *sshd) []string { return []string{ca.line(hostPattern(s))} },
+			trust: func(s *sshdtest.Server) []string { return []string{ca.line(hostPattern(s))} },
 			want:  "it is signed by ssh-ed25519 " + ssh.FingerprintSHA256(other.pub) + ", which known_hosts does not hold as @cert-authority for [127.0.0.1]:",
 		},
 		{
 			// No CA for the host: no certificate is asked for, and its plain key is unknown.
-			name:  "a CA of other hosts",
-			sign:  func(pub string) string { return ca.sign(pub, "127.0.0.1") },
-			trust: func(s *sshd) []string { return []string{ca.line("*.example.com,[127.0.0.2]:" + strconv.Itoa(s.port))} },
+			name: "a CA of other hosts",
+			sign: func(pub string) string { return ca.sign(pub, "127.0.0.1") },
+			trust: func(s *sshdtest.Server) []string {
+				return []string{ca.line("*.example.com,[127.0.0.2]:" + strconv.Itoa(s.Port))}
+			},
 		},
 		{
 			name:  "expired",
 			sign:  func(pub string) string { return ca.sign(pub, "127.0.0.1", "-V", "20200101000000Z:20200102000000Z") },
-			trust: func(s *sshd) []string { return []string{ca.line(hostPattern(s))} },
+			trust: func(s *sshdtest.Server) []string { return []string{ca.line(hostPattern(s))} },
 			want:  "it expired at 2020-01-02 00:00:00 UTC (the host needs a new one)",
 		},
 		{
 			name:  "not yet valid",
 			sign:  func(pub string) string { return ca.sign(pub, "127.0.0.1", "-V", "+1d:+2d") },
-			trust: func(s *sshd) []string { return []string{ca.line(hostPattern(s))} },
+			trust: func(s *sshdtest.Server) []string { return []string{ca.line(hostPattern(s))} },
 			want:  "it is not valid before ",
 		},
 		{
 			name:  "for another host",
 			sign:  func(pub string) string { return ca.sign(pub, "other.example.com,localhost") },
-			trust: func(s *sshd) []string { return []string{ca.line(hostPattern(s))} },
+			trust: func(s *sshdtest.Server) []string { return []string{ca.line(hostPattern(s))} },
 			want:  "it is not valid for 127.0.0.1 (it names other.example.com, localhost)",
 		},
 		{
 			name: "its CA revoked",
 			sign: func(pub string) string { return ca.sign(pub, "127.0.0.1") },
-			trust: func(s *sshd) []string {
+			trust: func(s *sshdtest.Server) []string {
 				return []string{ca.line(hostPattern(s)), "@revoked * " + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(ca.pub)))}
 			},
 			want:    "its CA, ssh-ed25519 " + ssh.FingerprintSHA256(ca.pub) + ", is marked @revoked",
@@ -118,7 +122,7 @@ func TestHostCertificate(t *testing.T) {
 			// As ssh does: a refused certificate leaves its key to be checked as a plain key.
 			name:     "expired, under accept-new",
 			sign:     func(pub string) string { return ca.sign(pub, "127.0.0.1", "-V", "20200101000000Z:20200102000000Z") },
-			trust:    func(s *sshd) []string { return []string{ca.line(hostPattern(s))} },
+			trust:    func(s *sshdtest.Server) []string { return []string{ca.line(hostPattern(s))} },
 			config:   []string{"StrictHostKeyChecking accept-new"},
 			added:    true,
 			connects: true,
@@ -126,17 +130,17 @@ func TestHostCertificate(t *testing.T) {
 		{
 			// knownhosts alone would take the host's plain key for the CA's.
 			name:  "a CA's key shown as a plain host key",
-			trust: func(s *sshd) []string { return []string{"@cert-authority " + s.knownHostsLine(0)} },
+			trust: func(s *sshdtest.Server) []string { return []string{"@cert-authority " + s.KnownHostsLine(0)} },
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			o := sshdOptions{authorized: []string{e.key + ".pub"}}
+			o := sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}}
 			if tc.sign != nil {
-				o.certify = tc.sign
+				o.Certify = tc.sign
 			}
-			s := startSSHD(t, o)
+			s := sshdtest.Start(t, o)
 			e.writeConfig(hostBlock("build", s, tc.config...))
 			trusted := tc.trust(s)
 			e.trust(trusted...)
@@ -149,7 +153,7 @@ func TestHostCertificate(t *testing.T) {
 				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 				want := trusted
 				if tc.added {
-					want = append(slices.Clip(want), s.knownHostsLine(0))
+					want = append(slices.Clip(want), s.KnownHostsLine(0))
 				}
 				if !slices.Equal(lines, want) {
 					t.Errorf("known_hosts =\n%s\nwant\n%s", b, strings.Join(want, "\n"))
@@ -170,11 +174,11 @@ func TestHostCertificate(t *testing.T) {
 			if hk.Revoked != tc.revoked || hk.Unknown() == tc.revoked {
 				t.Errorf("Revoked %v, Unknown %v; want Revoked %v", hk.Revoked, hk.Unknown(), tc.revoked)
 			}
-			fp := ssh.FingerprintSHA256(s.hostKeys[0])
+			fp := ssh.FingerprintSHA256(s.HostKeys[0])
 			if hk.Got != fp {
 				t.Errorf("Got = %s, want the host's key %s", hk.Got, fp)
 			}
-			if tc.want != "" && !tc.revoked && !strings.Contains(err.Error(), "host certificate of [127.0.0.1]:"+strconv.Itoa(s.port)+" is refused: ") {
+			if tc.want != "" && !tc.revoked && !strings.Contains(err.Error(), "host certificate of [127.0.0.1]:"+strconv.Itoa(s.Port)+" is refused: ") {
 				t.Errorf("err = %q, want it to start with the certificate refused", err)
 			}
 		})

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
 // needNC skips the test when OpenBSD's nc is missing, except in CI, where it fails.
@@ -71,7 +73,7 @@ func groupAlive(pgid int) []int {
 // ncFor returns the pids of the nc processes this test binary runs towards port.
 func ncFor(port int) []int {
 	var out []int
-	for _, pid := range childrenOf(os.Getpid()) {
+	for _, pid := range sshdtest.Children(os.Getpid()) {
 		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 		if string(b) == "nc\x00127.0.0.1\x00"+strconv.Itoa(port)+"\x00" {
 			out = append(out, pid)
@@ -250,9 +252,9 @@ func TestProxyCommand(t *testing.T) {
 	t.Parallel()
 	needNC(t)
 	e := newEnv(t)
-	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
 	e.writeConfig(hostBlock("build", s, "ProxyCommand nc %h %p"))
-	e.trust(s.knownHostsLine(0))
+	e.trust(s.KnownHostsLine(0))
 
 	cfg := e.cfg("build")
 	cfg.Dialer = func(_ context.Context, _, addr string) (net.Conn, error) {
@@ -265,19 +267,19 @@ func TestProxyCommand(t *testing.T) {
 	r := run(t, cfg)
 	st, i := r.connected(0)
 	carries(t, st.Addr)
-	nc := ncFor(s.port)
+	nc := ncFor(s.Port)
 	if len(nc) != 1 {
-		t.Fatalf("nc 127.0.0.1 %d processes: %v, want one", s.port, nc)
+		t.Fatalf("nc 127.0.0.1 %d processes: %v, want one", s.Port, nc)
 	}
 
 	// The connection is lost (its sshd session killed): the old nc is reaped, a new one
 	// carries the next connection.
-	for _, pid := range s.sessions() {
+	for _, pid := range s.Sessions() {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	lost, _ := r.wait(10*time.Second, i+1, func(s Status) bool { return s.Err != nil })
 	// nc ends as soon as it writes into the closed connection (a keepalive): that is the cause.
-	if want := `connection lost: ProxyCommand "nc 127.0.0.1 ` + strconv.Itoa(s.port) + `" exited`; !strings.Contains(lost.Err.Error(), want) {
+	if want := `connection lost: ProxyCommand "nc 127.0.0.1 ` + strconv.Itoa(s.Port) + `" exited`; !strings.Contains(lost.Err.Error(), want) {
 		t.Errorf("status %q, want its error to say %q", lost, want)
 	}
 	st, _ = r.connected(i + 1)
@@ -285,7 +287,7 @@ func TestProxyCommand(t *testing.T) {
 	if !eventually(5*time.Second, func() bool { return gone(nc[0]) }) {
 		t.Errorf("the first connection's nc (pid %d) is still there", nc[0])
 	}
-	nc = ncFor(s.port)
+	nc = ncFor(s.Port)
 	if len(nc) != 1 {
 		t.Fatalf("after the reconnect, nc processes: %v, want one", nc)
 	}
@@ -305,9 +307,9 @@ func TestProxyCommandFirstHop(t *testing.T) {
 	t.Parallel()
 	needNC(t)
 	e := newEnv(t)
-	auth := sshdOptions{authorized: []string{e.key + ".pub"}}
-	jump, target := startSSHD(t, auth), startSSHD(t, auth)
-	e.trust(jump.knownHostsLine(0), target.knownHostsLine(0))
+	auth := sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}}
+	jump, target := sshdtest.Start(t, auth), sshdtest.Start(t, auth)
+	e.trust(jump.KnownHostsLine(0), target.KnownHostsLine(0))
 	e.writeConfig(hostBlock("jump", jump, "ProxyCommand nc %h %p"), hostBlock("target", target, "ProxyJump jump"))
 	cfg := e.cfg("target")
 	cfg.Dialer = func(_ context.Context, _, addr string) (net.Conn, error) {
@@ -317,9 +319,9 @@ func TestProxyCommandFirstHop(t *testing.T) {
 	r := run(t, cfg)
 	st, _ := r.connected(0)
 	carries(t, st.Addr)
-	if len(ncFor(jump.port)) != 1 || len(jump.sessions()) == 0 || len(target.sessions()) == 0 {
+	if len(ncFor(jump.Port)) != 1 || len(jump.Sessions()) == 0 || len(target.Sessions()) == 0 {
 		t.Errorf("nc to the jump host: %v; sessions on the jump host %v, on the target %v; want one of each",
-			ncFor(jump.port), jump.sessions(), target.sessions())
+			ncFor(jump.Port), jump.Sessions(), target.Sessions())
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
 // cutProxy stands for the network between the client and sshd. cut makes it a path that lost
@@ -143,21 +145,21 @@ func (p *cutProxy) close() {
 func TestSSHDKilledAndRestarted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
 	e.writeConfig(hostBlock("build", s))
-	e.trust(s.knownHostsLine(0))
+	e.trust(s.KnownHostsLine(0))
 	r := run(t, e.cfg("build"))
 	st, i := r.connected(0)
 	carries(t, st.Addr)
 
-	s.kill()
+	s.Kill()
 	lost, j := r.wait(5*time.Second, i+1, func(s Status) bool { return s.State != Connected })
 	if lost.Err == nil || r.c.Client() != nil || r.c.Addr() != "" {
 		t.Errorf("after the kill: status %v, Client %v, Addr %q", lost, r.c.Client(), r.c.Addr())
 	}
 	// Down for a while: attempts fail and back off.
 	r.wait(5*time.Second, j, func(s Status) bool { return s.State == Retrying })
-	if err := s.start(); err != nil {
+	if err := s.Restart(); err != nil {
 		t.Fatalf("restart sshd: %v", err)
 	}
 	st2, _ := r.connected(j)
@@ -170,10 +172,10 @@ func TestSSHDKilledAndRestarted(t *testing.T) {
 func TestSilentDrop(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
 	e.writeConfig(hostBlock("build", s))
-	e.trust(s.knownHostsLine(0))
-	p := newCutProxy(t, s.addr())
+	e.trust(s.KnownHostsLine(0))
+	p := newCutProxy(t, s.Addr)
 
 	const interval, count = 200 * time.Millisecond, 3
 	cfg := e.cfg("build")
@@ -184,7 +186,7 @@ func TestSilentDrop(t *testing.T) {
 	r := run(t, cfg)
 	st, i := r.connected(0)
 	carries(t, st.Addr)
-	old := s.sessions()
+	old := s.Sessions()
 
 	p.cut()
 	cutAt := time.Now()
@@ -249,9 +251,9 @@ func readStat(pid int) (testStat, error) {
 func TestPortSquatted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := startSSHD(t, sshdOptions{authorized: []string{e.key + ".pub"}})
+	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
 	e.writeConfig(hostBlock("build", s))
-	e.trust(s.knownHostsLine(0))
+	e.trust(s.KnownHostsLine(0))
 
 	// The second dial waits until the test has taken the old port.
 	var dials atomic.Int32
@@ -271,7 +273,7 @@ func TestPortSquatted(t *testing.T) {
 	r := run(t, cfg)
 	st, i := r.connected(0)
 
-	for _, pid := range s.sessions() {
+	for _, pid := range s.Sessions() {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	var squat net.Listener

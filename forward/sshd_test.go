@@ -10,42 +10,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
-// These tests run OpenSSH's own sshd, as the current user, on a loopback port, each with its own
-// folder: sshd_config, host keys made by ssh-keygen, authorized_keys and a pid file. No fake SSH
-// server. The host the forward opens its port on is this machine, so the tests dial the
-// forwarded port and read /proc themselves.
-
-const sshdPath = "/usr/sbin/sshd"
-
-// needSSHD skips the test when OpenSSH is missing, except in CI, where it fails.
-func needSSHD(t testing.TB) {
-	t.Helper()
-	for _, p := range []string{sshdPath, "ssh-keygen"} {
-		if _, err := exec.LookPath(p); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is missing in CI: install the openssh-server and openssh-client packages", p)
-			}
-			t.Skipf("%s is not installed", p)
-		}
-	}
-	if os.Getuid() == 0 {
-		// sshd run by root wants its privilege separation folder, which the package's
-		// service would create.
-		if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
-			t.Fatalf("create /run/sshd: %v", err)
-		}
-	}
-}
+// These tests run OpenSSH's own sshd (remote/sshdtest), as the current user, on a loopback
+// port. No fake SSH server. The host the forward opens its port on is this machine, so the tests
+// dial the forwarded port and read /proc themselves.
 
 // keygen makes a key pair with ssh-keygen at path (and path.pub).
 func keygen(t testing.TB, path, typ, passphrase string) ssh.PublicKey {
@@ -55,219 +32,6 @@ func keygen(t testing.TB, path, typ, passphrase string) ssh.PublicKey {
 		t.Fatalf("ssh-keygen -t %s: %v: %s", typ, err, out)
 	}
 	return readPublicKey(path + ".pub")
-}
-
-// sshd is one sshd started by a test.
-type sshd struct {
-	t        testing.TB
-	dir      string
-	port     int
-	config   string
-	hostKeys []ssh.PublicKey
-
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	log  *syncBuffer
-	exit chan struct{}
-}
-
-type sshdOptions struct {
-	hostKeyTypes []string // ed25519 if none
-	authorized   []string // public key files allowed in
-	extra        []string // more sshd_config lines
-	// certify, when set, makes a certificate for each host key from its public key file, and
-	// returns the certificate's file, which sshd then offers (HostCertificate).
-	certify func(pub string) string
-}
-
-func startSSHD(t testing.TB, o sshdOptions) *sshd {
-	t.Helper()
-	needSSHD(t)
-	s := &sshd{t: t, dir: t.TempDir()}
-	if len(o.hostKeyTypes) == 0 {
-		o.hostKeyTypes = []string{"ed25519"}
-	}
-	var conf strings.Builder
-	for _, typ := range o.hostKeyTypes {
-		p := filepath.Join(s.dir, "host_"+typ)
-		s.hostKeys = append(s.hostKeys, keygen(t, p, typ, ""))
-		fmt.Fprintf(&conf, "HostKey %s\n", p)
-		if o.certify != nil {
-			fmt.Fprintf(&conf, "HostCertificate %s\n", o.certify(p+".pub"))
-		}
-	}
-	var ak []byte
-	for _, f := range o.authorized {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ak = append(ak, b...)
-	}
-	if err := os.WriteFile(filepath.Join(s.dir, "authorized_keys"), ak, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(&conf, "ListenAddress 127.0.0.1\nAuthorizedKeysFile %s/authorized_keys\nStrictModes no\nUsePAM no\n", s.dir)
-	fmt.Fprintf(&conf, "PidFile %s/sshd.pid\nPermitRootLogin yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n", s.dir)
-	fmt.Fprintf(&conf, "LogLevel VERBOSE\n")
-	for _, l := range o.extra {
-		conf.WriteString(l + "\n")
-	}
-	s.config = filepath.Join(s.dir, "sshd_config")
-	for try := 0; ; try++ {
-		s.port = freePort(t)
-		text := fmt.Sprintf("Port %d\n%s", s.port, conf.String())
-		if err := os.WriteFile(s.config, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		err := s.start()
-		if err == nil {
-			break
-		}
-		if try == 3 {
-			t.Fatalf("start sshd: %v\n%s", err, s.logText())
-		}
-	}
-	t.Cleanup(func() {
-		s.kill()
-		if t.Failed() {
-			t.Logf("sshd log:\n%s", s.logText())
-		}
-	})
-	return s
-}
-
-// start runs sshd with its config and waits until it answers.
-func (s *sshd) start() error {
-	s.mu.Lock()
-	cmd := exec.Command(sshdPath, "-D", "-e", "-f", s.config)
-	if s.log == nil {
-		s.log = &syncBuffer{}
-	}
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	if err := cmd.Start(); err != nil {
-		s.mu.Unlock()
-		return err
-	}
-	exit := make(chan struct{})
-	go func() { cmd.Wait(); close(exit) }()
-	s.cmd, s.exit = cmd, exit
-	s.mu.Unlock()
-
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exit:
-			return fmt.Errorf("sshd exited")
-		default:
-		}
-		c, err := net.DialTimeout("tcp", s.addr(), time.Second)
-		if err == nil {
-			c.SetDeadline(time.Now().Add(2 * time.Second))
-			banner := make([]byte, 4)
-			_, err = io.ReadFull(c, banner)
-			c.Close()
-			if err == nil && string(banner) == "SSH-" {
-				return nil
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return fmt.Errorf("sshd did not answer on %s", s.addr())
-}
-
-func (s *sshd) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
-
-// pid is the listening sshd's pid.
-func (s *sshd) pid() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd.Process.Pid
-}
-
-// sessions returns the pids of the sshd processes serving connections: the listener's
-// children.
-func (s *sshd) sessions() []int { return childrenOf(s.pid()) }
-
-// kill ends the listening sshd and every session, with SIGKILL: nothing gets to say goodbye.
-func (s *sshd) kill() {
-	s.mu.Lock()
-	cmd, exit := s.cmd, s.exit
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	kids := childrenOf(cmd.Process.Pid)
-	cmd.Process.Kill()
-	for _, k := range kids {
-		syscall.Kill(k, syscall.SIGKILL)
-	}
-	<-exit
-}
-
-func (s *sshd) logText() string {
-	if s.log == nil {
-		return ""
-	}
-	return s.log.String()
-}
-
-// knownHostsLine is the line of known_hosts for this sshd's key of index i.
-func (s *sshd) knownHostsLine(i int) string {
-	return fmt.Sprintf("[127.0.0.1]:%d %s", s.port, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.hostKeys[i]))))
-}
-
-// childrenOf lists the processes whose parent is pid, from /proc.
-func childrenOf(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // agentFor starts an ssh-agent for the test and adds the keys to it; it returns its socket.
@@ -379,7 +143,7 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	needSSHD(t)
+	sshdtest.Binary(t) // skips the test without OpenSSH (ssh-keygen comes with sshd)
 	e := &env{t: t, home: t.TempDir()}
 	dir := filepath.Join(e.home, ".ssh")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -409,8 +173,8 @@ func (e *env) trust(lines ...string) {
 }
 
 // hostBlock is an ssh_config Host block for an sshd of the test.
-func hostBlock(alias string, s *sshd, extra ...string) string {
-	b := fmt.Sprintf("Host %s\n  HostName 127.0.0.1\n  Port %d\n  User %s\n", alias, s.port, localUser())
+func hostBlock(alias string, s *sshdtest.Server, extra ...string) string {
+	b := fmt.Sprintf("Host %s\n  HostName 127.0.0.1\n  Port %d\n  User %s\n", alias, s.Port, localUser())
 	for _, l := range extra {
 		b += "  " + l + "\n"
 	}
