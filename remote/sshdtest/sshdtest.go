@@ -65,7 +65,7 @@ type Options struct {
 // Server is a running sshd.
 type Server struct {
 	Addr string // 127.0.0.1:port
-	Port int
+	Port int    // Addr's port
 	Home string // the sessions' HOME
 	User string // the user to log in as: the current one
 	// KeyFile is the private key that logs in, in OpenSSH's format, for clients that read
@@ -342,7 +342,7 @@ func (s *Server) Sessions() []int { return Children(s.PID()) }
 
 // KnownHostsLine is the known_hosts line that trusts HostKeys[i] at Addr.
 func (s *Server) KnownHostsLine(i int) string {
-	return knownhosts.Line([]string{knownhosts.Normalize(net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port)))}, s.HostKeys[i])
+	return knownhosts.Line([]string{knownhosts.Normalize(s.Addr)}, s.HostKeys[i])
 }
 
 // Config is a client config that logs in to s with the test's key and trusts only s's host keys.
