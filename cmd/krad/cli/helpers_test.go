@@ -30,12 +30,19 @@ func newToken(t *testing.T) api.Token {
 	return tok
 }
 
-// startBus starts a real bus (package local) that answers Hello with build "test" and pid, and
-// returns its endpoint and bus token.
+// startBus starts a real bus (package local) with no app behind it, which answers Hello with
+// build "test" and pid, and returns its endpoint and bus token.
 func startBus(t *testing.T, pid int) (string, api.Token) {
 	t.Helper()
-	tok := newToken(t)
-	srv, err := local.Listen(local.Config{BusToken: tok, LeadToken: newToken(t), Build: "test", PID: pid})
+	return serve(t, local.Config{PID: pid})
+}
+
+// serve starts a real bus on cfg, with fresh tokens and build "test", until the test ends, and
+// returns its endpoint and bus token.
+func serve(t *testing.T, cfg local.Config) (string, api.Token) {
+	t.Helper()
+	cfg.BusToken, cfg.LeadToken, cfg.Build = newToken(t), newToken(t), "test"
+	srv, err := local.Listen(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +56,7 @@ func startBus(t *testing.T, pid int) (string, api.Token) {
 		cancel()
 		<-done
 	})
-	return srv.Addr(), tok
+	return srv.Addr(), cfg.BusToken
 }
 
 // deadEndpoint is a loopback endpoint where nothing listens: a port the system gave out and took

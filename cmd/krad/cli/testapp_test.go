@@ -93,22 +93,8 @@ func (h *testApp) requests() []string {
 // environment, and its token.
 func startApp(t *testing.T, h local.Handler) (map[string]string, api.Token) {
 	t.Helper()
-	tok := newToken(t)
-	srv, err := local.Listen(local.Config{BusToken: tok, LeadToken: newToken(t), Build: "test", PID: 4321, Handler: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return map[string]string{varEndpoint: srv.Addr(), varToken: tok.Reveal(), varTerminal: "main:4"}, tok
+	endpoint, tok := serve(t, local.Config{PID: 4321, Handler: h})
+	return map[string]string{varEndpoint: endpoint, varToken: tok.Reveal(), varTerminal: "main:4"}, tok
 }
 
 // answer makes the answer {name: v}.
