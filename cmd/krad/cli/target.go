@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/krad-ade/krad/api"
 )
@@ -17,7 +18,10 @@ const targetForms = "a target is a terminal number, like 2, or environment:numbe
 // resolves it in the caller's environment, so naming another environment cannot work, and saying
 // so here beats a not_found from the app about the wrong terminal.
 func parseTarget(s, self string) (api.Target, error) {
-	env, num, hasEnv := cutLast(s, ':')
+	env, num, hasEnv := "", s, false
+	if i := strings.LastIndexByte(s, ':'); i >= 0 {
+		env, num, hasEnv = s[:i], s[i+1:], true
+	}
 	n, err := terminalNumber(num)
 	if err != nil {
 		return 0, fmt.Errorf("target %s: %w", quote(s), err)
@@ -63,16 +67,6 @@ func terminalNumber(s string) (api.Target, error) {
 		return 0, errors.New("terminal numbers start at 1")
 	}
 	return api.Target(n), nil
-}
-
-// cutLast splits s around the last sep.
-func cutLast(s string, sep byte) (before, after string, found bool) {
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == sep {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return "", s, false
 }
 
 // target reads the target argument of a command, with a usage error that says what a target is.
