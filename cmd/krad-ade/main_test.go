@@ -324,6 +324,17 @@ func TestDiscoveryOffAtStart(t *testing.T) {
 	}
 }
 
+// TestLeadIsNotAConfigChange: --lead adds a terminal to this run, not to config.toml, so the
+// first look at the unchanged file applies nothing and api.json is written once.
+func TestLeadIsNotAConfigChange(t *testing.T) {
+	a := startApp(t, "", "--lead", "sleep 300")
+	a.file()
+	time.Sleep(700 * time.Millisecond) // more than one poll of the config file
+	if log := a.Log.String(); strings.Contains(log, "discovery on") {
+		t.Errorf("the unchanged config.toml was applied at start:\n%s", log)
+	}
+}
+
 func TestBrokenConfigAtStart(t *testing.T) {
 	home := t.TempDir()
 	_ = os.MkdirAll(filepath.Join(home, "krad-ade"), 0o700)

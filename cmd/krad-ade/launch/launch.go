@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,11 +104,14 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			"fix that line, or move the file away to start on the defaults")
 	}
 
+	// The --lead terminals are this run's, not config.toml's: cfg stays what the file says, so
+	// that the config watcher does not take them for a change.
+	terminals := slices.Clone(cfg.Terminals)
 	for _, cmd := range *leads {
 		if strings.TrimSpace(cmd) == "" {
 			return fail(stderr, exitUsage, "--lead needs a command", "run krad-ade --lead 'claude'")
 		}
-		cfg.Terminals = append(cfg.Terminals, config.Terminal{Command: cmd, Lead: true})
+		terminals = append(terminals, config.Terminal{Command: cmd, Lead: true})
 	}
 
 	r := &run{
@@ -117,7 +121,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		companion: companion,
 		getenv:    getenv,
 	}
-	return r.serve(ctx, cfg, configPath, stderr)
+	return r.serve(ctx, cfg, terminals, configPath, stderr)
 }
 
 // run is one run of krad-ade.
@@ -134,7 +138,7 @@ type run struct {
 // readyWait is how long krad-ade waits for its local environment before it says it is not up.
 const readyWait = 15 * time.Second
 
-func (a *run) serve(ctx context.Context, cfg config.Config, configPath string, stderr io.Writer) int {
+func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.Terminal, configPath string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)
@@ -171,7 +175,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, configPath string, s
 		Path:      a.getenv("PATH"),
 		Tmux:      tmuxConfig,
 		Quiet:     cfg.Quiet,
-		Terminals: terminalSpecs(cfg.Terminals),
+		Terminals: terminalSpecs(terminals),
 		Remotes:   remotes,
 		Logger:    a.log,
 	})
