@@ -43,17 +43,6 @@ T is a terminal of this terminal's own environment: its number, like 2, or main:
 	}
 }
 
-// oneTarget reads the one argument of a command that takes a target.
-func (x *invocation) oneTarget(args []string) (api.Target, error) {
-	switch len(args) {
-	case 0:
-		return 0, x.usageError("%s needs a target: %s", x.path, targetForms)
-	case 1:
-		return x.target(args[0])
-	}
-	return 0, x.usageError("%s takes one target, and %s is one too many", x.path, quote(args[1]))
-}
-
 // printAgent prints one agent: agentLine, or the app's JSON.
 func (x *invocation) printAgent(a api.Agent, raw []byte, asJSON bool) error {
 	if asJSON {

@@ -81,3 +81,14 @@ func (x *invocation) target(s string) (api.Target, error) {
 	}
 	return 0, x.usageError("%v", err)
 }
+
+// oneTarget reads the one argument of a command that takes a target.
+func (x *invocation) oneTarget(args []string) (api.Target, error) {
+	switch len(args) {
+	case 0:
+		return 0, x.usageError("%s needs a target: %s", x.path, targetForms)
+	case 1:
+		return x.target(args[0])
+	}
+	return 0, x.usageError("%s takes one target, and %s is one too many", x.path, quote(args[1]))
+}
