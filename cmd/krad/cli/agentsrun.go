@@ -118,33 +118,28 @@ func exitStatus(ps *os.ProcessState) int {
 // with its one warning, the others are not tried, since they would fail and wait the same way.
 // Reports go one at a time: the end waits for the start.
 type reporter struct {
-	x      *invocation
-	b      *bus
-	failed bool
+	x *invocation
+	b *bus // nil once there is no point in trying: no bus, or a report failed
 }
 
 // reporter finds the bus through the variables only: a report is a terminal's, and api.json's
 // Client may not make one.
 func (x *invocation) reporter() *reporter {
-	r := &reporter{x: x}
 	if x.env(varTerminal) == "" {
 		x.warn("KRAD_ADE_TERMINAL is not set, so this is not one of krad-ade's terminals: the command runs without state reports")
-		r.failed = true
-		return r
+		return &reporter{x: x}
 	}
 	b, err := fromVariables(x.env)
 	if err != nil {
 		x.warn("the command runs without state reports: %v", err)
-		r.failed = true
-		return r
+		return &reporter{x: x}
 	}
-	r.b = b
-	return r
+	return &reporter{x: x, b: b}
 }
 
 // report tells the bus the command's state, as a lifecycle report.
 func (r *reporter) report(state string, exitCode *int) {
-	if r.failed {
+	if r.b == nil {
 		return
 	}
 	// Not r.x.ctx: an interrupt that cancels it reached the command too, and its end is still
@@ -152,7 +147,7 @@ func (r *reporter) report(state string, exitCode *int) {
 	ctx := context.WithoutCancel(r.x.ctx)
 	body := &api.ReportBody{State: state, Lifecycle: true, ExitCode: exitCode}
 	if err := r.b.okWithin(ctx, api.NewRequest(api.Report, body), reportWait); err != nil {
-		r.failed = true
+		r.b = nil
 		r.x.warn("the state %s did not reach krad-ade, and the command runs on without reports: %v", state, err)
 	}
 }
