@@ -319,12 +319,13 @@ func (a *run) bridges(envs []config.Environment, toBus func(context.Context) (ne
 	out := map[string]*bridge.Environment{}
 	var remotes []app.Remote
 	ports := a.forwardPorts()
+	instance := a.instance()
 	for _, env := range envs {
 		b := bridge.New(bridge.Config{
 			Name:     env.Name,
 			Dir:      env.Dir,
 			Token:    token,
-			Instance: a.instance(),
+			Instance: instance,
 			BinDir:   filepath.Dir(a.companion),
 			Version:  version.Build,
 			Logger:   a.log,
