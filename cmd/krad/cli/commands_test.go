@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/local"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -95,7 +96,7 @@ func TestCommands(t *testing.T) {
 		args     []string
 		stdin    string
 		answer   func(t *testing.T) api.Answer
-		role     int // local.Role of the caller; lead when 0
+		role     local.Role // the caller's; lead when zero
 		wantReq  string
 		wantOut  string
 		wantErr  string
@@ -184,7 +185,7 @@ func TestCommands(t *testing.T) {
 		{name: "send: text from stdin", args: []string{"send", "2", "-"}, stdin: "line one\nline two\n",
 			wantReq: `{"Send":{"target":2,"text":"line one\nline two"}}`},
 		{name: "send: - among other words", args: []string{"send", "2", "-", "x"}, stdin: "unread", wantReq: `{"Send":{"target":2,"text":"- x"}}`},
-		{name: "send: forbidden", args: []string{"send", "2", "hi"}, role: 2,
+		{name: "send: forbidden", args: []string{"send", "2", "hi"}, role: local.RoleTerminal,
 			wantErr: "krad: error: Send: the app answered forbidden: only a session's lead directs workers (Send); this terminal is not a lead\n" +
 				"krad: hint: only a session's lead may direct its workers\n", wantCode: ExitUnauthorized},
 		{name: "send: no text", args: []string{"send", "2"},
@@ -223,10 +224,7 @@ func TestCommands(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			app := &testApp{role: 0}
-			if tt.role != 0 {
-				app.role = 2 // local.RoleTerminal
-			}
+			app := &testApp{role: tt.role}
 			if tt.answer != nil {
 				app.answer = tt.answer(t)
 			}
