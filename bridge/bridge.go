@@ -69,7 +69,6 @@ type Environment struct {
 
 	mu        sync.Mutex
 	vars      app.HostVars
-	client    *ssh.Client
 	connected chan struct{} // closed while connected; replaced when the connection goes
 }
 
@@ -112,7 +111,6 @@ func (e *Environment) status(s forward.Status) {
 		close(e.connected)
 	case s.State != forward.Connected && up:
 		e.connected = make(chan struct{})
-		e.client = nil
 	}
 }
 
@@ -172,7 +170,6 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 		dir = home + "/" + rest
 	}
 	e.mu.Lock()
-	e.client = client
 	e.vars = app.HostVars{
 		Endpoint:  fwd.Addr,
 		TokenFile: tokenPath,
@@ -222,9 +219,7 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	e.mu.Lock()
-	client := e.client
-	e.mu.Unlock()
+	client := e.conn.Client()
 	if client == nil {
 		return nil, ErrNotConnected
 	}
@@ -283,9 +278,7 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 // Cleanup removes the token file from the host, if the connection is up; the app calls it as it
 // exits cleanly.
 func (e *Environment) Cleanup(ctx context.Context) error {
-	e.mu.Lock()
-	client, path := e.client, e.vars.TokenFile
-	e.mu.Unlock()
+	client, path := e.conn.Client(), e.Vars().TokenFile
 	if client == nil || path == "" {
 		return nil
 	}
