@@ -26,9 +26,7 @@ import (
 // forward carrying a round trip again, on the same port.
 func BenchmarkHealAfterSessionKill(b *testing.B) {
 	e := newEnv(b)
-	s := sshdtest.Start(b, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
-	e.writeConfig(hostBlock("build", s))
-	e.trust(s.KnownHostsLine(0))
+	s := e.startBuild()
 	const interval = 100 * time.Millisecond
 	cfg := e.cfg("build")
 	cfg.ServerAliveInterval = interval
@@ -82,9 +80,7 @@ func BenchmarkHealAutossh(b *testing.B) {
 		b.Skip("autossh is not installed (apt-get install autossh)")
 	}
 	e := newEnv(b)
-	s := sshdtest.Start(b, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
-	e.writeConfig(hostBlock("build", s))
-	e.trust(s.KnownHostsLine(0))
+	s := e.startBuild()
 	target := echoServer(b)
 	tc, err := target(context.Background())
 	if err != nil {
@@ -166,9 +162,7 @@ func BenchmarkHealAutossh(b *testing.B) {
 
 func BenchmarkHealAfterSilentCut(b *testing.B) {
 	e := newEnv(b)
-	s := sshdtest.Start(b, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
-	e.writeConfig(hostBlock("build", s))
-	e.trust(s.KnownHostsLine(0))
+	s := e.startBuild()
 	p := newCutProxy(b, s.Addr)
 	const interval, count = 200 * time.Millisecond, 3
 	cfg := e.cfg("build")

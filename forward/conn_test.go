@@ -20,9 +20,7 @@ import (
 func TestConnectKeyFile(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
-	e.writeConfig(hostBlock("build", s, "IdentityFile ~/.ssh/id_ed25519"))
-	e.trust(s.KnownHostsLine(0))
+	e.startBuild("IdentityFile ~/.ssh/id_ed25519")
 
 	var onConnect []Forward
 	cfg := e.cfg("build")
@@ -116,9 +114,7 @@ func TestEncryptedKeyWithoutAgent(t *testing.T) {
 	os.Remove(e.key)
 	os.Remove(e.key + ".pub")
 	keygen(t, e.key, "ed25519", "secret")
-	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
-	e.writeConfig(hostBlock("build", s))
-	e.trust(s.KnownHostsLine(0))
+	e.startBuild()
 
 	start := time.Now()
 	err := run(t, e.cfg("build")).failed()
@@ -427,9 +423,7 @@ func TestHandshakeTimeout(t *testing.T) {
 func TestOnConnectError(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
-	e.writeConfig(hostBlock("build", s))
-	e.trust(s.KnownHostsLine(0))
+	e.startBuild()
 
 	t.Run("retried, on the same port", func(t *testing.T) {
 		var calls []Forward

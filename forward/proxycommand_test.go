@@ -252,9 +252,7 @@ func TestProxyCommand(t *testing.T) {
 	t.Parallel()
 	needNC(t)
 	e := newEnv(t)
-	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
-	e.writeConfig(hostBlock("build", s, "ProxyCommand nc %h %p"))
-	e.trust(s.KnownHostsLine(0))
+	s := e.startBuild("ProxyCommand nc %h %p")
 
 	cfg := e.cfg("build")
 	cfg.Dialer = func(_ context.Context, _, addr string) (net.Conn, error) {

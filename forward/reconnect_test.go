@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
 // cutProxy stands for the network between the client and sshd. cut makes it a path that lost
@@ -145,9 +143,7 @@ func (p *cutProxy) close() {
 func TestSSHDKilledAndRestarted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
-	e.writeConfig(hostBlock("build", s))
-	e.trust(s.KnownHostsLine(0))
+	s := e.startBuild()
 	r := run(t, e.cfg("build"))
 	st, i := r.connected(0)
 	carries(t, st.Addr)
@@ -172,9 +168,7 @@ func TestSSHDKilledAndRestarted(t *testing.T) {
 func TestSilentDrop(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
-	e.writeConfig(hostBlock("build", s))
-	e.trust(s.KnownHostsLine(0))
+	s := e.startBuild()
 	p := newCutProxy(t, s.Addr)
 
 	const interval, count = 200 * time.Millisecond, 3
@@ -251,9 +245,7 @@ func readStat(pid int) (testStat, error) {
 func TestPortSquatted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
-	e.writeConfig(hostBlock("build", s))
-	e.trust(s.KnownHostsLine(0))
+	s := e.startBuild()
 
 	// The second dial waits until the test has taken the old port.
 	var dials atomic.Int32

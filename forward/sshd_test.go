@@ -172,6 +172,16 @@ func (e *env) trust(lines ...string) {
 	}
 }
 
+// startBuild starts an sshd that authorizes e's key, names it build in ~/.ssh/config (with the
+// extra lines), and trusts its first host key.
+func (e *env) startBuild(extra ...string) *sshdtest.Server {
+	e.t.Helper()
+	s := sshdtest.Start(e.t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
+	e.writeConfig(hostBlock("build", s, extra...))
+	e.trust(s.KnownHostsLine(0))
+	return s
+}
+
 // hostBlock is an ssh_config Host block for an sshd of the test.
 func hostBlock(alias string, s *sshdtest.Server, extra ...string) string {
 	b := fmt.Sprintf("Host %s\n  HostName 127.0.0.1\n  Port %d\n  User %s\n", alias, s.Port, localUser())
