@@ -25,7 +25,7 @@ type helloOptions struct {
 	reqTimeout time.Duration
 }
 
-func (o helloOptions) check() error {
+func (o *helloOptions) check() error {
 	switch {
 	case o.seq < 0 || o.conc < 0 || o.warmup < 0:
 		return errors.New("request counts cannot be negative")

@@ -21,7 +21,7 @@ type processOptions struct {
 	runTimeout time.Duration
 }
 
-func (o processOptions) check() error {
+func (o *processOptions) check() error {
 	switch {
 	case o.runs < 1:
 		return errors.New("--runs must be at least 1")

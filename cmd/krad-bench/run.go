@@ -69,8 +69,10 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses args and reports the exit code to return at once, if any.
-func parse(fs *flag.FlagSet, args []string, check func() error, stderr io.Writer) (int, bool) {
+// parse parses args, runs checks in order, and reports the exit code to return at once, if any.
+// The checks are method values taken before parsing, so their receivers must be pointers to see
+// the parsed flags.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer, checks ...func() error) (int, bool) {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK, true
@@ -81,9 +83,11 @@ func parse(fs *flag.FlagSet, args []string, check func() error, stderr io.Writer
 		fmt.Fprintf(stderr, "krad-bench: error: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage, true
 	}
-	if err := check(); err != nil {
-		fmt.Fprintf(stderr, "krad-bench: error: %v\n", err)
-		return exitUsage, true
+	for _, check := range checks {
+		if err := check(); err != nil {
+			fmt.Fprintf(stderr, "krad-bench: error: %v\n", err)
+			return exitUsage, true
+		}
 	}
 	return 0, false
 }
@@ -109,12 +113,7 @@ func runHelloCmd(ctx context.Context, args, env []string, stdout, stderr io.Writ
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds of each server in each mode, interleaved")
 	fs.IntVar(&o.warmup, "warmup", 2000, "requests to each server before a mode's rounds, not measured")
 	fs.DurationVar(&o.reqTimeout, "request-timeout", 10*time.Second, "deadline of one request")
-	if code, done := parse(fs, args, func() error {
-		if err := c.check(); err != nil {
-			return err
-		}
-		return o.check()
-	}, stderr); done {
+	if code, done := parse(fs, args, stderr, c.check, o.check); done {
 		return code
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -141,12 +140,7 @@ func runProcessCmd(ctx context.Context, args, env []string, stdout, stderr io.Wr
 	fs.IntVar(&o.runs, "runs", 300, "invocations of each tool, interleaved")
 	fs.IntVar(&o.warmup, "warmup", 10, "invocations of each tool before the measured ones")
 	fs.DurationVar(&o.runTimeout, "run-timeout", 10*time.Second, "deadline of one invocation")
-	if code, done := parse(fs, args, func() error {
-		if err := c.check(); err != nil {
-			return err
-		}
-		return o.check()
-	}, stderr); done {
+	if code, done := parse(fs, args, stderr, c.check, o.check); done {
 		return code
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
