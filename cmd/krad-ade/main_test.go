@@ -219,6 +219,22 @@ func TestNoCompanionServesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := t.TempDir()
+
+	// krad-ade-agents neither beside it nor on PATH: one error and its hint, exit 1, no api.json.
+	cmd := exec.Command(filepath.Join(lonely, "krad-ade"))
+	cmd.Env = []string{"PATH=" + t.TempDir(), "HOME=" + home, "XDG_CONFIG_HOME=" + home}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	_ = cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != 1 || stdout.Len() != 0 ||
+		!strings.HasPrefix(stderr.String(), "krad-ade: error: krad-ade-agents not found next to ") ||
+		!strings.Contains(stderr.String(), "krad-ade: hint: ") {
+		t.Errorf("without its companion: exit %d, stdout %q, stderr %q; want exit 1 and the error and hint", code, stdout.String(), stderr.String())
+	}
+	if exists(filepath.Join(home, "krad-ade", "api.json")) {
+		t.Error("api.json written without the companion")
+	}
+
 	// krad-ade-agents only on PATH: the app starts, and says where its bus is.
 	apptest.Start(t, apptest.Options{Program: filepath.Join(lonely, "krad-ade"), Env: baseEnv(bin, home)})
 }
