@@ -17,12 +17,8 @@ import (
 	"github.com/krad-ade/krad/tmux"
 )
 
-// holderName is the window tmux needs to create a session before the app opens its terminals in
+// HolderName is the window tmux needs to create a session before the app opens its terminals in
 // it; the app closes it once the first terminal is open. It never gets a number.
-const holderName = HolderName
-
-// HolderName is the name of the window tmux needs to create a session before the app opens its
-// terminals in it.
 const HolderName = "krad-ade-starting"
 
 // deadSubscription is the name of the control-mode subscription that reports pane deaths.
@@ -154,7 +150,7 @@ func (e *environment) session(ctx context.Context) error {
 		}
 	}
 	// The holder served its purpose once a terminal is open.
-	_, _ = c.Command(ctx, "kill-window", "-t", e.name+":"+holderName)
+	_, _ = c.Command(ctx, "kill-window", "-t", e.name+":"+HolderName)
 
 	a.mu.Lock()
 	e.up = true
@@ -236,7 +232,7 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 			a.log.Warn("tmux listed a window the app cannot read", "environment", e.name, "err", err)
 			continue
 		}
-		if w.name == holderName {
+		if w.name == HolderName {
 			continue
 		}
 		if w.meta == nil {
@@ -571,7 +567,7 @@ func (e *environment) numberLocked(ctx context.Context, c *tmux.Client, w tmux.W
 		return fmt.Errorf("display-message answered %d lines", len(out))
 	}
 	ps, name, _ := strings.Cut(out[0], " ")
-	if name == holderName {
+	if name == HolderName {
 		return nil
 	}
 	p, err := tmux.ParsePaneID(ps)

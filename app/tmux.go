@@ -62,7 +62,7 @@ func (tc TmuxConfig) attach(ctx context.Context, session string, onNote func(*tm
 		SocketPath: path,
 		ConfigFile: tc.ConfigFile,
 		Session:    session,
-		WindowName: holderName,
+		WindowName: HolderName,
 		Command:    []string{"sleep", "2147483647"},
 		Env:        tc.Env,
 		OnNotification: func(n tmux.Notification) {
