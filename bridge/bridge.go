@@ -54,8 +54,8 @@ type Config struct {
 	BinDir string
 	// Version is the build installed on hosts, in ~/.krad-ade/bin/<Version>.
 	Version string
-	// Forward is the connection's configuration. Its Host is required; its Target, OnConnect
-	// and OnStatus are the bridge's own (OnStatus is passed on).
+	// Forward is the connection's configuration. Its Host and Target are required; OnConnect is
+	// the bridge's own, and OnStatus is called after the bridge has seen the status.
 	Forward forward.Config
 	// Logger gets what the bridge did on each connect; nil discards.
 	Logger *slog.Logger
