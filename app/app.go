@@ -362,13 +362,6 @@ func (a *App) subscribe(ctx context.Context, c *local.Call) {
 	a.mu.Unlock()
 }
 
-// Subscribers is how many subscribers the app has now.
-func (a *App) Subscribers() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.hub.len()
-}
-
 // check answers Check: the agent now, or after its next change within wait_secs.
 func (a *App) check(ctx context.Context, from api.TerminalID, b *api.CheckBody) (api.Agent, error) {
 	a.mu.Lock()
