@@ -644,12 +644,10 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 		if len(f) < 3 || f[0] != "1" {
 			return
 		}
+		// setup subscribes on the client Attach returned: these notifications carry it.
 		code, known := deadStatus(f[1], f[2])
 		a.mu.Lock()
 		if t := e.byPane[n.Pane]; t != nil {
-			if c == nil {
-				c = e.client
-			}
 			e.endedLocked(c, t, code, known)
 		}
 		a.mu.Unlock()
