@@ -49,7 +49,7 @@ type Options struct {
 	// Config holds more sshd_config lines. They come before the usual ones, so that they
 	// override them where sshd keeps a keyword's first value (PermitRootLogin yes, say), though
 	// some keywords add up (HostKey, AllowUsers, Port). For the same reason Config cannot hold
-	// a Match block.
+	// a Match block, nor SetEnv (which would drop HOME; use Env).
 	Config []string
 	// HostKeyTypes are the types of the host keys (ssh-keygen -t), in the order of
 	// Server.HostKeys; none is one ed25519 key.
@@ -88,6 +88,13 @@ type Server struct {
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
 	sshd := Binary(t)
+	for _, l := range opts.Config {
+		if f := strings.Fields(l); len(f) > 0 && strings.EqualFold(f[0], "SetEnv") {
+			// sshd takes the first SetEnv: this one would drop HOME, and the sessions would
+			// read the real ~/.bashrc.
+			t.Fatalf("sshdtest: Config holds %q: give the variables in Options.Env", l)
+		}
+	}
 	dir := t.TempDir()
 	u, err := user.Current()
 	if err != nil {

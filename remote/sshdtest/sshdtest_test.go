@@ -65,7 +65,7 @@ func TestKillRestart(t *testing.T) {
 	}
 }
 
-// Config lines override the usual ones; AuthorizedKeys keep their options.
+// Config lines override the usual ones; Env goes beside HOME; AuthorizedKeys keep their options.
 func TestOptions(t *testing.T) {
 	t.Parallel()
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
@@ -81,9 +81,12 @@ func TestOptions(t *testing.T) {
 	if err := os.WriteFile(ak, []byte(strings.TrimSuffix(line, "\n")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := sshdtest.Start(t, sshdtest.Options{Config: []string{"SetEnv KRAD_TEST=first"}, AuthorizedKeys: []string{ak}})
-	if got := output(t, s.Dial(t), "echo $KRAD_TEST"); got != "first" {
-		t.Errorf("KRAD_TEST = %q, want the test's SetEnv", got)
+	s := sshdtest.Start(t, sshdtest.Options{Config: []string{"LogLevel DEBUG1"}, Env: []string{"KRAD_TEST=first"}, AuthorizedKeys: []string{ak}})
+	if got := output(t, s.Dial(t), "echo $KRAD_TEST $HOME"); got != "first "+s.Home {
+		t.Errorf("KRAD_TEST and HOME = %q, want first and %s", got, s.Home)
+	}
+	if !strings.Contains(s.Log(), "debug1: ") {
+		t.Errorf("sshd's log has no debug1 line: the test's LogLevel did not override VERBOSE\n%s", s.Log())
 	}
 	cfg := s.Config()
 	cfg.Auth = []ssh.AuthMethod{ssh.PublicKeys(signer)}
