@@ -331,6 +331,18 @@ func (h *Host) ExecAs(t testing.TB, user string, cmd ...string) string {
 	return stdout.String()
 }
 
+// Listeners are the local addresses of the TCP listeners on port on the host (ss, as root).
+func (h *Host) Listeners(t testing.TB, port string) []string {
+	t.Helper()
+	var addrs []string
+	for _, l := range strings.Split(strings.TrimSpace(h.Exec(t, "ss", "-Hltn", "sport = :"+port)), "\n") {
+		if f := strings.Fields(l); len(f) >= 4 {
+			addrs = append(addrs, f[3])
+		}
+	}
+	return addrs
+}
+
 // WriteFile puts a file on the host with mode and owner (root, krad or other); its folder must
 // exist.
 func (h *Host) WriteFile(t testing.TB, path string, data []byte, mode os.FileMode, owner string) {

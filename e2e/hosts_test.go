@@ -119,7 +119,7 @@ func TestRemoteForwardOnTheHostVariants(t *testing.T) {
 
 	t.Run("plain host binds loopback only", func(t *testing.T) {
 		port := remoteForward(t, cfg, "plain", target)
-		got := listening(t, plain, port)
+		got := plain.Listeners(t, port)
 		t.Logf("ssh -R 0:%s plain: the host listens on %q", target, got)
 		for _, addr := range got {
 			if addr != "127.0.0.1:"+port && addr != "[::1]:"+port {
@@ -146,7 +146,7 @@ func TestRemoteForwardOnTheHostVariants(t *testing.T) {
 	})
 	t.Run("GatewayPorts yes binds every interface", func(t *testing.T) {
 		port := remoteForward(t, cfg, "open", target)
-		got := listening(t, open, port)
+		got := open.Listeners(t, port)
 		t.Logf("ssh -R 0:%s open: the host listens on %q", target, got)
 		if !slices.Contains(got, "0.0.0.0:"+port) && !slices.Contains(got, "*:"+port) {
 			t.Errorf("listening on port %s: %q, want the wildcard address", port, got)
@@ -230,18 +230,6 @@ func remoteForward(t *testing.T, cfg *e2e.SSHConfig, alias, target string) strin
 		t.Fatalf("ssh -R 0:%s %s: no port within 30s", target, alias)
 	}
 	return ""
-}
-
-// listening is the local addresses of the TCP listeners on port on the host.
-func listening(t *testing.T, h *e2e.Host, port string) []string {
-	t.Helper()
-	var addrs []string
-	for _, l := range strings.Split(strings.TrimSpace(h.Exec(t, "ss", "-Hltn", "sport = :"+port)), "\n") {
-		if f := strings.Fields(l); len(f) >= 4 {
-			addrs = append(addrs, f[3])
-		}
-	}
-	return addrs
 }
 
 // dialFrom connects from inside the host to addr:port and returns the first line it reads, or ""

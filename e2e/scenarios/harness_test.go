@@ -566,18 +566,6 @@ func (tm *term) mustRun(t *testing.T, cmd string) string {
 	return out
 }
 
-// listeners is the local addresses of the TCP listeners on port on the host (ss, as root).
-func listeners(t *testing.T, h *e2e.Host, port string) []string {
-	t.Helper()
-	var addrs []string
-	for _, l := range strings.Split(strings.TrimSpace(h.Exec(t, "ss", "-Hltn", "sport = :"+port)), "\n") {
-		if f := strings.Fields(l); len(f) >= 4 {
-			addrs = append(addrs, f[3])
-		}
-	}
-	return addrs
-}
-
 // tokenFiles lists the token files under krad's ~/.krad-ade/run on the host.
 func tokenFiles(t *testing.T, h *e2e.Host) []string {
 	t.Helper()

@@ -116,7 +116,7 @@ func TestNetworkCutHealsOnTheSamePort(t *testing.T) {
 	if want := "connected: " + c.forward + " on the host"; back.app.Message != want {
 		t.Errorf("after the cut: %q, want the same port, %q", back.app.Message, want)
 	}
-	if got := listeners(t, a, c.port()); !slices.Equal(got, []string{c.forward}) {
+	if got := a.Listeners(t, c.port()); !slices.Equal(got, []string{c.forward}) {
 		t.Errorf("host a listens on port %s at %q, want %s once", c.port(), got, c.forward)
 	}
 	t.Logf("what the app said meanwhile:\n%s", appEvents(watch, "a"))
@@ -292,11 +292,11 @@ func TestSquattedPortGetsNoToken(t *testing.T) {
 	// container has no CAP_SYS_PTRACE. The app's connection is krad's only sshd session there.)
 	pids := strings.Fields(a.Exec(t, "sh", "-c", "pgrep -u krad '^sshd' || true"))
 	if len(pids) == 0 {
-		t.Fatalf("no sshd session of krad's on a after the cut; port %s: %q", c.port(), listeners(t, a, c.port()))
+		t.Fatalf("no sshd session of krad's on a after the cut; port %s: %q", c.port(), a.Listeners(t, c.port()))
 	}
 	a.Exec(t, append([]string{"kill"}, pids...)...)
 	deadline := time.Now().Add(10 * time.Second)
-	for len(listeners(t, a, c.port())) > 0 {
+	for len(a.Listeners(t, c.port())) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("port %s still held on a after its sshd session was ended", c.port())
 		}

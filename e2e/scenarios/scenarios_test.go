@@ -74,7 +74,7 @@ func TestAppConnectsThreeSSHEnvironments(t *testing.T) {
 		if want := "ssh -t " + h.Name + " tmux -L krad-ade attach -t " + h.Name; c.attach != want {
 			t.Errorf("environment %s: the attach hint is %q, want %q", h.Name, c.attach, want)
 		}
-		if got := listeners(t, h, c.port()); !slices.Equal(got, []string{c.forward}) {
+		if got := h.Listeners(t, c.port()); !slices.Equal(got, []string{c.forward}) {
 			t.Errorf("host %s: listening on port %s: %q, want %s only", h.Name, c.port(), got, c.forward)
 		}
 		hostTmux(t, h, "has-session", "-t", h.Name)
@@ -257,7 +257,7 @@ func TestForwardListensOnTheHostsLoopbackOnly(t *testing.T) {
 	app := u.start()
 	c := app.connected("a", 60*time.Second)
 
-	if got := listeners(t, a, c.port()); !slices.Equal(got, []string{"127.0.0.1:" + c.port()}) {
+	if got := a.Listeners(t, c.port()); !slices.Equal(got, []string{"127.0.0.1:" + c.port()}) {
 		t.Errorf("host a listens on port %s at %q, want 127.0.0.1 only", c.port(), got)
 	}
 	dial := func(from *e2e.Host, addr, port string) string {
@@ -345,7 +345,7 @@ func TestHostsTheAppRefuses(t *testing.T) {
 	// The refused forward on open was closed at once.
 	line := app.logHas(time.Second, "environment=open", "it listens on 0.0.0.0:")
 	if m := regexp.MustCompile(`it listens on 0\.0\.0\.0:(\d+)`).FindStringSubmatch(line); m != nil {
-		if got := listeners(t, open, m[1]); len(got) > 0 {
+		if got := open.Listeners(t, m[1]); len(got) > 0 {
 			t.Errorf("host open still listens on the refused forward's port: %q", got)
 		}
 	}
@@ -403,7 +403,7 @@ func TestAppStopsCleanlyAndComesBackAfterAKill(t *testing.T) {
 		if exists(t, h, files[h.Name]) {
 			t.Errorf("host %s: the token file %s is still there after a clean stop", h.Name, files[h.Name])
 		}
-		if got := listeners(t, h, first[h.Name].port()); len(got) > 0 {
+		if got := h.Listeners(t, first[h.Name].port()); len(got) > 0 {
 			t.Errorf("host %s: the forward's port %s still listens after a clean stop: %q", h.Name, first[h.Name].port(), got)
 		}
 	}
