@@ -192,6 +192,28 @@ func TestDeadlines(t *testing.T) {
 	}
 }
 
+func TestTarget(t *testing.T) {
+	tests := []struct {
+		req    Request
+		want   Target
+		wantOK bool
+	}{
+		{NewRequest(Check, &CheckBody{Target: 2}), 2, true},
+		{NewRequest(Wait, &WaitBody{Target: 3}), 3, true},
+		{NewRequest(Read, &ReadBody{Target: 4}), 4, true},
+		{NewRequest(Send, &SendBody{Target: 5}), 5, true},
+		{NewRequest(Close, &CloseBody{Target: 6}), 6, true},
+		{NewRequest(Spawn, &SpawnBody{Title: "w"}), 0, false},
+		{NewRequest(Report, &ReportBody{State: StateIdle}), 0, false},
+		{NewRequest(List, nil), 0, false},
+	}
+	for _, tt := range tests {
+		if got, ok := tt.req.Target(); got != tt.want || ok != tt.wantOK {
+			t.Errorf("%s: got target %d, %v; want %d, %v", tt.req.Name, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
 func TestReadLine(t *testing.T) {
 	tests := []struct {
 		in   string

@@ -197,21 +197,11 @@ func (r RawRequest) Decode() (Request, error) {
 }
 
 func validateBody(body any) error {
-	var target Target
 	switch b := body.(type) {
-	case *CheckBody:
-		target = b.Target
-	case *WaitBody:
-		target = b.Target
 	case *ReadBody:
-		target = b.Target
 		if b.Lines != nil && *b.Lines < 1 {
 			return errors.New("lines must be at least 1")
 		}
-	case *SendBody:
-		target = b.Target
-	case *CloseBody:
-		target = b.Target
 	case *SpawnBody:
 		if b.Title == "" && len(b.Command) == 0 {
 			return errors.New("a worker needs a title or a command")
@@ -219,7 +209,6 @@ func validateBody(body any) error {
 		if len(b.Title) > MaxTitle {
 			return fmt.Errorf("title is longer than %d bytes", MaxTitle)
 		}
-		return nil
 	case *ReportBody:
 		switch b.State {
 		case StateWorking, StateIdle, StateNeedsInput, StateDone, StateFailed:
@@ -229,12 +218,30 @@ func validateBody(body any) error {
 		if len(b.Message) > MaxReportMessage {
 			return fmt.Errorf("message is longer than %d bytes", MaxReportMessage)
 		}
-		return nil
 	}
-	if target < 1 {
+	if target, ok := targetOf(body); ok && target < 1 {
 		return errors.New("target must be a terminal number, 1 or more")
 	}
 	return nil
+}
+
+// Target is the terminal the request is aimed at, if its body names one.
+func (r Request) Target() (Target, bool) { return targetOf(r.Body) }
+
+func targetOf(body any) (Target, bool) {
+	switch b := body.(type) {
+	case *CheckBody:
+		return b.Target, true
+	case *WaitBody:
+		return b.Target, true
+	case *ReadBody:
+		return b.Target, true
+	case *SendBody:
+		return b.Target, true
+	case *CloseBody:
+		return b.Target, true
+	}
+	return 0, false
 }
 
 // describeJSONError says which field was wrong without echoing the value.

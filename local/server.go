@@ -317,7 +317,7 @@ func (s *Server) authorize(ctx context.Context, call *Call) api.Answer {
 	case Allow:
 		return api.Answer{}
 	case AllowOwnWorker:
-		target, ok := targetOf(call.Request)
+		target, ok := call.Request.Target()
 		if !ok {
 			return api.Answer{} // the body names no terminal yet (PickVariant): its issue decides
 		}
@@ -331,23 +331,6 @@ func (s *Server) authorize(ctx context.Context, call *Call) api.Answer {
 		return api.ErrorAnswer(api.Errorf(api.CodeForbidden, "%s; %s:%d is not one of them", d.Why, call.From.Terminal.Environment, target))
 	}
 	return api.ErrorAnswer(api.Errorf(api.CodeForbidden, "%s", d.Why))
-}
-
-// targetOf is the terminal a request is aimed at, if it names one.
-func targetOf(r api.Request) (api.Target, bool) {
-	switch b := r.Body.(type) {
-	case *api.SendBody:
-		return b.Target, true
-	case *api.CloseBody:
-		return b.Target, true
-	case *api.ReadBody:
-		return b.Target, true
-	case *api.WaitBody:
-		return b.Target, true
-	case *api.CheckBody:
-		return b.Target, true
-	}
-	return 0, false
 }
 
 // stream writes the stream's messages to the connection, one line each, until the handler
