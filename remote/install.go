@@ -203,17 +203,21 @@ krad_sha() { h=$($KRAD_SUM < "$1") || return 1; echo "${h%% *}"; };
 krad_have() { [ -f "$1" ] && [ ! -L "$1" ] && [ -O "$1" ] && [ -x "$1" ]; };
 `
 
-// checkScript ($1 version, $2 SHA-256) reports "present DIR" and the output of krad version --json
-// (or "status N" and the output, if it failed), or "missing DIR".
-var checkScript = shell.Script{
-	Name: "INSTALL",
-	Body: `
+// enterVersion goes into ~/.krad-ade/bin/$1, the version's folder, making what is missing, and
+// defines the hashing functions of [sums].
+const enterVersion = `
 umask 077;
 krad_home;
 krad_enter .krad-ade "~/.krad-ade";
 krad_enter bin "~/.krad-ade/bin";
 krad_enter "$1" "~/.krad-ade/bin/$1";
-` + sums + `
+` + sums
+
+// checkScript ($1 version, $2 SHA-256) reports "present DIR" and the output of krad version --json
+// (or "status N" and the output, if it failed), or "missing DIR".
+var checkScript = shell.Script{
+	Name: "INSTALL",
+	Body: enterVersion + `
 if krad_have krad && krad_have krad-ade-agents && [ "$(krad_sha krad)" = "$2" ]; then
   if [ krad -ef krad-ade-agents ] || [ "$(krad_sha krad-ade-agents)" = "$2" ]; then
     o=$(./krad version --json 2>&1); s=$?;
@@ -230,13 +234,7 @@ krad_say ok missing "$(pwd -P)";
 // and the output when the copy would not run, and then nothing was put in place.
 var uploadScript = shell.Script{
 	Name: "INSTALL",
-	Body: `
-umask 077;
-krad_home;
-krad_enter .krad-ade "~/.krad-ade";
-krad_enter bin "~/.krad-ade/bin";
-krad_enter "$1" "~/.krad-ade/bin/$1";
-` + sums + `
+	Body: enterVersion + `
 t=.krad.$$.tmp; a=.krad-ade-agents.$$.tmp;
 trap 'rm -f "$t" "$a"' EXIT; trap 'exit 1' HUP INT TERM PIPE;
 rm -f "$t" "$a";
