@@ -202,6 +202,14 @@ func code(err error) api.ErrorCode {
 	return ""
 }
 
+// exitOf is an agent's exit code for a test's message: the number, or "none".
+func exitOf(a api.Agent) string {
+	if a.ExitCode == nil {
+		return "none"
+	}
+	return strconv.Itoa(*a.ExitCode)
+}
+
 func lead() option {
 	return withTerminals(app.TerminalSpec{Title: "lead", Lead: true})
 }
@@ -299,7 +307,7 @@ func TestExitCodes(t *testing.T) {
 	bad := h.agent(c, api.Spawn, &api.SpawnBody{Title: "bad", Command: []string{"sh", "-c", "exit 3"}})
 	missing := h.agent(c, api.Spawn, &api.SpawnBody{Title: "missing", Command: []string{"no-such-command-krad"}})
 	if missing.State != api.StateFailed || missing.ExitCode == nil || *missing.ExitCode != 127 {
-		t.Errorf("Spawn of a missing command answered %s %v, want failed 127: the lead must be told", missing.State, missing.ExitCode)
+		t.Errorf("Spawn of a missing command answered %s %s, want failed 127: the lead must be told", missing.State, exitOf(missing))
 	}
 	for _, tt := range []struct {
 		a     api.Agent
@@ -308,7 +316,7 @@ func TestExitCodes(t *testing.T) {
 	}{{ok, api.StateDone, 0}, {bad, api.StateFailed, 3}, {missing, api.StateFailed, 127}} {
 		got := h.agent(c, api.Wait, &api.WaitBody{Target: api.Target(tt.a.Terminal), TimeoutSecs: secs(30)})
 		if got.State != tt.state || got.ExitCode == nil || *got.ExitCode != tt.code {
-			t.Errorf("%s: got %s exit %v, want %s exit %d", tt.a.Title, got.State, got.ExitCode, tt.state, tt.code)
+			t.Errorf("%s: got %s exit %s, want %s exit %d", tt.a.Title, got.State, exitOf(got), tt.state, tt.code)
 		}
 	}
 	_, err := h.call(c, api.Send, &api.SendBody{Target: api.Target(bad.Terminal), Text: "x"})
@@ -366,11 +374,7 @@ func TestKilledWorkersExitCode(t *testing.T) {
 	for _, w := range workers {
 		got := byTerminal[w.Terminal]
 		if got.State != api.StateFailed || got.ExitCode == nil || *got.ExitCode != 137 {
-			code := "none"
-			if got.ExitCode != nil {
-				code = strconv.Itoa(*got.ExitCode)
-			}
-			t.Errorf("%s killed with SIGKILL: got %s exit %s, want failed exit 137", w.Title, got.State, code)
+			t.Errorf("%s killed with SIGKILL: got %s exit %s, want failed exit 137", w.Title, got.State, exitOf(got))
 		}
 	}
 }
