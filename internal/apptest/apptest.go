@@ -143,15 +143,6 @@ func Start(t testing.TB, o Options) *App {
 // PID is the app's process id.
 func (a *App) PID() int { return a.Cmd.Process.Pid }
 
-// Exited is closed once the app has exited; Code is then its exit code.
-func (a *App) Exited() <-chan struct{} { return a.exited }
-
-// Code is the app's exit code, once Exited is closed.
-func (a *App) Code() int {
-	<-a.exited
-	return a.code
-}
-
 // Lines are the app's stdout lines so far.
 func (a *App) Lines() []Line {
 	a.mu.Lock()
