@@ -370,9 +370,10 @@ func (e *environment) collect(c *tmux.Client, t *terminal, pane tmux.PaneID) {
 			// Known, or respawned; or the connection to tmux broke, and the next attach lists
 			// the window again.
 			a.mu.Lock()
-			t.collecting = false
 			if known {
 				e.endedLocked(c, t, code, true)
+			} else {
+				t.collecting = false
 			}
 			a.mu.Unlock()
 			return
