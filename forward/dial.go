@@ -173,29 +173,22 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Cli
 		HostKeyCallback:   hk.check,
 		HostKeyAlgorithms: hk.algorithms(),
 	})
-	if !stop() || errors.Is(err, os.ErrDeadlineExceeded) {
-		// The timer fired, or the deadline did: whatever the handshake said, it was cut short.
+	// The timer fired, or the deadline did: whatever the handshake said, it was cut short.
+	cutShort := !stop() || errors.Is(err, os.ErrDeadlineExceeded)
+	if cutShort || err != nil {
 		conn.Close()
 		if cc != nil {
 			cc.Close()
 		}
-		if err := ctx.Err(); err != nil && err != context.DeadlineExceeded {
+		if err := ctx.Err(); cutShort && err != nil && err != context.DeadlineExceeded {
 			return nil, nil, err
 		}
-		if proxy != nil {
-			if perr := proxy.exitError(); perr != nil {
-				return nil, nil, fmt.Errorf("connect to %s: %w", h.Addr(), perr)
-			}
+		if perr := proxy.exitError(); perr != nil {
+			return nil, nil, fmt.Errorf("connect to %s: %w", h.Addr(), perr)
 		}
-		err = fmt.Errorf("ssh handshake with %s: no answer in %s (ConnectTimeout)%s", h.Addr(), h.ConnectTimeout, proxySaid(proxy))
-		return nil, nil, onPath(direct, h.Addr(), err)
-	}
-	if err != nil {
-		conn.Close()
-		if proxy != nil {
-			if perr := proxy.exitError(); perr != nil {
-				return nil, nil, fmt.Errorf("connect to %s: %w", h.Addr(), perr)
-			}
+		if cutShort {
+			err = fmt.Errorf("ssh handshake with %s: no answer in %s (ConnectTimeout)%s", h.Addr(), h.ConnectTimeout, proxySaid(proxy))
+			return nil, nil, onPath(direct, h.Addr(), err)
 		}
 		var hke *HostKeyError
 		switch {

@@ -86,12 +86,13 @@ func (commandAddr) Network() string  { return "proxycommand" }
 func (a commandAddr) String() string { return string(a) }
 
 // exitError says how the command ended when it exited by itself, else nil: the cause of a
-// connection that ended, rather than the end of input the SSH library saw. Call it after Close.
+// connection that ended, rather than the end of input the SSH library saw. Call it after Close;
+// a nil c (no ProxyCommand) has none.
 func (c *commandConn) exitError() error {
-	if !c.own {
+	if c == nil || !c.own {
 		return nil
 	}
-	return &proxyError{command: c.command, err: c.waitErr, said: c.stderr.lastLine()}
+	return &proxyError{command: c.command, err: c.waitErr, said: c.said()}
 }
 
 // said returns the last line the command wrote to its stderr, safe to print.
