@@ -96,6 +96,10 @@ const MaxReportMessage = 1024
 // Opaque is the body of a request whose fields are designed in a later issue: any JSON object.
 type Opaque json.RawMessage
 
+// MarshalJSON writes the body as it came, as json.RawMessage does (a []byte type would be
+// written as base64).
+func (o Opaque) MarshalJSON() ([]byte, error) { return json.RawMessage(o).MarshalJSON() }
+
 // MaxTitle is the longest title of a terminal.
 const MaxTitle = 200
 

@@ -56,8 +56,10 @@ func busForBench(b *testing.B) (*local.Server, api.Token) {
 	return bus, tok
 }
 
+// helloLoop makes b.N Hellos at endpoint as a terminal of the environment "bench", as a
+// host's terminal calls (a forward refuses the Client caller).
 func helloLoop(b *testing.B, endpoint string, tok api.Token) {
-	c := &api.Client{Endpoint: endpoint, Token: tok, From: api.FromClient}
+	c := &api.Client{Endpoint: endpoint, Token: tok, From: api.FromTerminal(api.TerminalID{Environment: "bench", Terminal: 1})}
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for range b.N {
@@ -77,7 +79,9 @@ func helloLoop(b *testing.B, endpoint string, tok api.Token) {
 func BenchmarkTunnelHello(b *testing.B) {
 	srv := sshdtest.Start(b, sshdtest.Options{})
 	bus, tok := busForBench(b)
-	b.Run("forward=krad", func(b *testing.B) { ourForward(b, srv, bus.Pipe, tok) })
+	b.Run("forward=krad", func(b *testing.B) {
+		ourForward(b, srv, func(ctx context.Context) (net.Conn, error) { return bus.Pipe(ctx, local.FromForward("bench")) }, tok)
+	})
 	b.Run("forward=krad-tcp", func(b *testing.B) { ourForward(b, srv, dialTCP(bus.Addr()), tok) })
 	b.Run("forward=openssh", func(b *testing.B) {
 		host, port, _ := strings.Cut(srv.Addr, ":")

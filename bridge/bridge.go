@@ -14,6 +14,9 @@
 // endpoint is its own user's before it sends the token (package listenowner). The token file is
 // removed when the app exits cleanly ([Environment.Cleanup]). Anyone who is root on the host, or
 // the user there, can read the token while the app runs: the bridge protects it from other users.
+// What the token opens from there is the host's own environment only: the Target the caller gives
+// forward.Config must hand each connection to the bus as that environment's (local.Server.Pipe
+// with local.FromForward), and the bus refuses any other caller it names.
 package bridge
 
 import (

@@ -37,6 +37,7 @@ type world struct {
 	app    *app.App
 	bus    *local.Server
 	token  api.Token
+	lead   api.Token
 	tmpdir string // the host's TMUX_TMPDIR: its tmux server is the test's own
 	states chan string
 }
@@ -71,7 +72,7 @@ func startWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w.token, _ = api.NewToken()
-	lead, _ := api.NewToken()
+	w.lead, _ = api.NewToken()
 	ln, err := local.ListenLoopback("")
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +87,7 @@ func startWorld(t *testing.T) *world {
 		Version:  version.Build,
 		Forward: forward.Config{
 			Host:         "buildbox",
-			Target:       func(ctx context.Context) (net.Conn, error) { return w.bus.Pipe(ctx) },
+			Target:       func(ctx context.Context) (net.Conn, error) { return w.bus.Pipe(ctx, local.FromForward("build")) },
 			UserConfig:   sshConfig,
 			SystemConfig: forward.None,
 			AgentSocket:  forward.None,
@@ -94,16 +95,19 @@ func startWorld(t *testing.T) *world {
 		},
 	})
 	w.app = app.New(app.Config{
-		Endpoint:  ln.Addr().String(),
-		Token:     w.token,
-		BinDir:    bin,
-		Path:      "/usr/local/bin:/usr/bin:/bin",
-		Tmux:      app.TmuxConfig{SocketPath: localSock, ConfigFile: "/dev/null", Env: []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh"}},
-		Quiet:     500 * time.Millisecond,
-		Terminals: []app.TerminalSpec{{Environment: "build", Title: "lead", Lead: true}},
-		Remotes:   []app.Remote{{Name: "build", Host: w.bridge}},
+		Endpoint: ln.Addr().String(),
+		Token:    w.token,
+		BinDir:   bin,
+		Path:     "/usr/local/bin:/usr/bin:/bin",
+		Tmux:     app.TmuxConfig{SocketPath: localSock, ConfigFile: "/dev/null", Env: []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh"}},
+		Quiet:    500 * time.Millisecond,
+		Terminals: []app.TerminalSpec{
+			{Environment: "build", Title: "lead", Lead: true},
+			{Environment: app.Local, Title: "local lead", Lead: true},
+		},
+		Remotes: []app.Remote{{Name: "build", Host: w.bridge}},
 	})
-	w.bus, err = local.Listen(local.Config{BusToken: w.token, LeadToken: lead, Build: version.Build, Handler: w.app, Listener: ln})
+	w.bus, err = local.Listen(local.Config{BusToken: w.token, LeadToken: w.lead, Build: version.Build, Handler: w.app, Listener: ln})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +131,11 @@ func startWorld(t *testing.T) *world {
 	case <-w.app.ReadyOf("build"):
 	case <-time.After(60 * time.Second):
 		t.Fatalf("environment build did not come up in 60 s: %s\nsshd:\n%s", w.bridge.Status(), w.sshd.Log())
+	}
+	select {
+	case <-w.app.Ready():
+	case <-time.After(60 * time.Second):
+		t.Fatal("environment main did not come up in 60 s")
 	}
 	return w
 }

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/krad-ade/krad/api"
@@ -58,5 +59,46 @@ func TestDecide(t *testing.T) {
 	}
 	if d := Decide(Role(0), api.Hello); d.Verdict != Forbid {
 		t.Errorf("an unknown role got %v, want Forbid", d.Verdict)
+	}
+}
+
+// TestAdmit: which callers a connection may name, by where it came from, written out by hand
+// from the design's rule (a host's forward speaks for its own environment only).
+func TestAdmit(t *testing.T) {
+	term := func(env string, n int) api.Caller {
+		return api.FromTerminal(api.TerminalID{Environment: env, Terminal: n})
+	}
+	lead := api.Caller{Kind: api.CallerLead, Terminal: api.TerminalID{Environment: "build", Terminal: 1}}
+	git := func(env string) api.Caller { return api.Caller{Kind: api.CallerGit, Environment: env} }
+	build := FromForward("build")
+	for _, c := range []struct {
+		origin Origin
+		from   api.Caller
+		want   Verdict
+	}{
+		// This computer: any caller (the API does not guard against the user's own processes).
+		{Loopback, api.FromClient, Allow},
+		{Loopback, term("main", 1), Allow},
+		{Loopback, term("build", 3), Allow},
+		{Loopback, lead, Allow},
+		{Loopback, git("main"), Allow},
+		// build's forward: build's terminals and Git caller, nothing else.
+		{build, term("build", 3), Allow},
+		{build, git("build"), Allow},
+		{build, term("main", 1), Forbid},
+		{build, term("other", 1), Forbid},
+		{build, term("build-2", 1), Forbid},
+		{build, git("main"), Forbid},
+		{build, lead, Forbid},
+		{build, api.FromClient, Forbid},
+		{build, api.Caller{}, Forbid},
+	} {
+		d := Admit(c.origin, c.from)
+		if d.Verdict != c.want {
+			t.Errorf("Admit(%s, %s) = %v, want %v", c.origin, c.from, d.Verdict, c.want)
+		}
+		if d.Verdict != Allow && !strings.Contains(d.Why, "forward of SSH environment build") {
+			t.Errorf("Admit(%s, %s) says %q, which does not name the forward", c.origin, c.from, d.Why)
+		}
 	}
 }

@@ -34,4 +34,13 @@
 // request's content. The caller named in "from" is declared, not proven: the token proves only
 // that the client runs as the user. A Client caller gets Hello, List, ListAll and
 // SubscribeAgents, and nothing else.
+//
+// Where a connection came from is not declared: it is its [Origin], which the bus knows from how
+// the connection reached it. The listener's connections are this computer's; a connection that a
+// host made to its forward reaches the bus through [Server.Pipe] with the origin of that SSH
+// environment, and speaks for that environment only ([Admit]): it may name that environment's
+// Terminal and Git callers, and any other caller — this computer's terminals, another host's, the
+// Lead caller, "Client" — is refused with forbidden, whatever token it carries. Every process on
+// a host can read the token file there (the user, root, an admin), so the token proves nothing
+// about which machine speaks; the forward does, and a host never acts on this computer.
 package local

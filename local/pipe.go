@@ -13,10 +13,11 @@ import (
 var ErrNotServing = errors.New("local: the bus is not serving")
 
 // Pipe opens a connection to the bus that does not go through its listener: one end of a
-// socket pair, whose other end the bus serves as it would an accepted connection, checks and
-// all. The SSH bridge carries each connection a host makes to its forward this way, which spares
-// a TCP connection on this computer. Both ends support CloseWrite, as TCP's do.
-func (s *Server) Pipe(context.Context) (net.Conn, error) {
+// socket pair, whose other end the bus serves as it would an accepted connection from origin,
+// checks and all. The SSH bridge carries each connection a host makes to its forward this way,
+// with the origin FromForward(environment), which spares a TCP connection on this computer and
+// tells the bus which environment speaks. Both ends support CloseWrite, as TCP's do.
+func (s *Server) Pipe(_ context.Context, origin Origin) (net.Conn, error) {
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("local: socket pair: %w", err)
@@ -43,7 +44,7 @@ func (s *Server) Pipe(context.Context) (net.Conn, error) {
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		s.serveConn(ctx, server)
+		s.serveConn(ctx, server, origin)
 	}()
 	return client, nil
 }

@@ -163,13 +163,13 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(ctx, conn)
+			s.serveConn(ctx, conn, Loopback)
 		}()
 	}
 }
 
-// serveConn serves the one request of a connection.
-func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
+// serveConn serves the one request of a connection that came from origin.
+func (s *Server) serveConn(ctx context.Context, conn net.Conn, origin Origin) {
 	defer conn.Close()
 	start := time.Now()
 	_ = conn.SetReadDeadline(start.Add(s.cfg.LineTimeout))
@@ -185,12 +185,13 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	}
 	// The most common request, a Client's Hello, compared whole and in constant time: equal
 	// means every check of the order would pass, so it is answered at once. Any other line,
-	// this one with any byte changed included, goes through the checks.
-	if len(line) == len(s.clientHello) && subtle.ConstantTimeCompare(line, s.clientHello) == 1 {
+	// this one with any byte changed included, goes through the checks; so does every line
+	// from a forward, where a Client caller is refused.
+	if origin == Loopback && len(line) == len(s.clientHello) && subtle.ConstantTimeCompare(line, s.clientHello) == 1 {
 		s.write(conn, s.hello)
 		return
 	}
-	call, err := s.check(line)
+	call, err := s.check(line, origin)
 	if err != nil {
 		s.refuse(conn, err)
 		return
@@ -202,9 +203,9 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	s.serveCall(ctx, conn, r, call)
 }
 
-// check runs the spec's order of checks on a request line. It returns the checked call, nil for
-// a Hello the bus answers itself, or the *api.Error to answer.
-func (s *Server) check(line []byte) (*Call, error) {
+// check runs the spec's order of checks on a request line that came from origin. It returns the
+// checked call, nil for a Hello the bus answers itself, or the *api.Error to answer.
+func (s *Server) check(line []byte, origin Origin) (*Call, error) {
 	// 1. The line: a valid envelope, or bad_request.
 	env, err := api.DecodeEnvelope(line)
 	if err != nil {
@@ -223,7 +224,11 @@ func (s *Server) check(line []byte) (*Call, error) {
 	if env.APIVersion != api.Version {
 		return nil, api.UnsupportedVersion(env.APIVersion)
 	}
-	// 4. The caller and the request.
+	// 4. The caller and the request: first whether a connection of this origin may name this
+	// caller at all (a host's forward speaks for its own environment only), Hello included.
+	if d := Admit(origin, env.From); d.Verdict != Allow {
+		return nil, api.Errorf(api.CodeForbidden, "%s", d.Why)
+	}
 	req, err := env.Request.Decode()
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/apitest"
 )
 
 const (
@@ -567,7 +568,7 @@ func TestPipe(t *testing.T) {
 	var conn net.Conn
 	var err error
 	for time.Now().Before(deadline) {
-		if conn, err = b.Pipe(context.Background()); err == nil {
+		if conn, err = b.Pipe(context.Background(), Loopback); err == nil {
 			break
 		}
 		time.Sleep(10 * time.Millisecond) // Serve is starting
@@ -583,7 +584,7 @@ func TestPipe(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(got), `{"Hello":`) {
 		t.Errorf("Hello through a pipe: %q, %v", got, err)
 	}
-	bad, _ := b.Pipe(context.Background())
+	bad, _ := b.Pipe(context.Background(), Loopback)
 	defer bad.Close()
 	_ = bad.SetDeadline(time.Now().Add(10 * time.Second))
 	_, _ = io.WriteString(bad, `{"api_version":1,"token":"ffffffffffffffffffffffffffffffff","from":"Client","request":"Hello"}`+"\n")
@@ -598,7 +599,7 @@ func TestPipeWhileStopping(t *testing.T) {
 	for range 20 {
 		b := startBus(t, nil, nil)
 		for {
-			conn, err := b.Pipe(context.Background())
+			conn, err := b.Pipe(context.Background(), Loopback)
 			if err == nil {
 				conn.Close()
 				break
@@ -611,7 +612,7 @@ func TestPipeWhileStopping(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for {
-					conn, err := b.Pipe(context.Background())
+					conn, err := b.Pipe(context.Background(), Loopback)
 					if errors.Is(err, ErrNotServing) {
 						return
 					}
@@ -637,8 +638,92 @@ func TestPipeWhileStopping(t *testing.T) {
 		}
 		b.done <- nil // for the cleanup
 		wg.Wait()
-		if _, err := b.Pipe(context.Background()); !errors.Is(err, ErrNotServing) {
+		if _, err := b.Pipe(context.Background(), Loopback); !errors.Is(err, ErrNotServing) {
 			t.Fatalf("Pipe after Serve returned: %v, want ErrNotServing", err)
 		}
 	}
+}
+
+// TestForwardSpeaksForItsEnvironment: a connection through the forward of environment build may
+// name build's terminals and Git caller and nothing else, whatever token it holds: every request
+// as this computer's terminal, as a Lead (with the real lead token), as Client (the Hello that the
+// loopback answers at once included), or as another environment's Git caller is refused with
+// forbidden before the app hears of it. The same lines from this computer's loopback go through.
+func TestForwardSpeaksForItsEnvironment(t *testing.T) {
+	app := &testApp{}
+	b := startBus(t, app, nil)
+	waitServing(t, b)
+	send := func(origin Origin, tok string, from api.Caller, req api.Request) string {
+		t.Helper()
+		conn, err := b.Pipe(context.Background(), origin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		line, err := json.Marshal(api.Envelope{APIVersion: api.Version, Token: mustToken(t, tok), From: from, Request: req})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = conn.Write(append(line, '\n'))
+		got, _ := bufio.NewReader(conn).ReadString('\n')
+		return got
+	}
+	build := FromForward("build")
+	mainLead := api.FromTerminal(api.TerminalID{Environment: "main", Terminal: 1})
+	refused := []struct {
+		tok  string
+		from api.Caller
+	}{
+		{busHex, mainLead},
+		{busHex, api.FromTerminal(api.TerminalID{Environment: "main", Terminal: 3})},
+		{busHex, api.FromTerminal(api.TerminalID{Environment: "other", Terminal: 1})},
+		{leadHex, api.Caller{Kind: api.CallerLead, Terminal: mainLead.Terminal}},
+		{leadHex, api.Caller{Kind: api.CallerLead, Terminal: api.TerminalID{Environment: "build", Terminal: 1}}},
+		{busHex, api.FromClient},
+		{busHex, api.Caller{Kind: api.CallerGit, Environment: "main"}},
+	}
+	for _, c := range refused {
+		for _, req := range apitest.Requests(2) {
+			got := send(build, c.tok, c.from, req)
+			if errorCode(t, got) != api.CodeForbidden || !strings.Contains(got, "forward of SSH environment build") {
+				t.Errorf("%s %s through build's forward: %s, want forbidden naming the forward", c.from, req.Name, got)
+			}
+		}
+	}
+	if n := app.handled.Load(); n != 0 {
+		t.Fatalf("the app handled %d requests that came through build's forward as another caller", n)
+	}
+	// The Client's Hello, byte for byte the line the loopback answers at once, is refused too.
+	hello := envelope(`"Client"`, `"Hello"`)
+	conn, _ := b.Pipe(context.Background(), build)
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = io.WriteString(conn, hello)
+	got, _ := bufio.NewReader(conn).ReadString('\n')
+	conn.Close()
+	if errorCode(t, got) != api.CodeForbidden {
+		t.Errorf("a Client's Hello through build's forward: %s, want forbidden", got)
+	}
+	// build's own terminal may say Hello; from this computer, the callers above go through.
+	if got := send(build, busHex, api.FromTerminal(api.TerminalID{Environment: "build", Terminal: 1}), api.NewRequest(api.Hello, nil)); !strings.HasPrefix(got, `{"Hello":`) {
+		t.Errorf("Hello as build:1 through build's forward: %s", got)
+	}
+	if got := send(Loopback, busHex, mainLead, api.NewRequest(api.List, nil)); got != `"Ok"`+"\n" {
+		t.Errorf("List as main:1 from this computer: %s, want the app's answer", got)
+	}
+	if got := roundTrip(t, b.Addr(), hello); !strings.HasPrefix(got, `{"Hello":`) {
+		t.Errorf("a Client's Hello from this computer: %s", got)
+	}
+}
+
+// waitServing waits until Serve runs, so that Pipe takes connections.
+func waitServing(t *testing.T, b *bus) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if conn, err := b.Pipe(context.Background(), Loopback); err == nil {
+			conn.Close()
+			return
+		}
+	}
+	t.Fatal("the bus did not start serving")
 }

@@ -163,8 +163,11 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 	var model *app.App
 	var srv *local.Server
 	// Each connection a host makes to its forward reaches the bus through a socket pair, not a
-	// second TCP connection.
-	toBus := func(ctx context.Context) (net.Conn, error) { return srv.Pipe(ctx) }
+	// second TCP connection, marked with the environment whose forward it came through: the bus
+	// lets it speak for that environment only.
+	toBus := func(env string) func(context.Context) (net.Conn, error) {
+		return func(ctx context.Context) (net.Conn, error) { return srv.Pipe(ctx, local.FromForward(env)) }
+	}
 	bridges, remotes := a.bridges(cfg.Environments, toBus, busToken, func(env, state string) {
 		model.EnvironmentState(env, state)
 	})
@@ -313,9 +316,10 @@ func (a *run) apply(c config.Config, apiPath string) {
 	a.log.Info("discovery off: api.json removed", "path", apiPath)
 }
 
-// bridges makes the bridge of each SSH environment. state is told each change of a connection's
-// status.
-func (a *run) bridges(envs []config.Environment, toBus func(context.Context) (net.Conn, error), token api.Token, state func(env, state string)) (map[string]*bridge.Environment, []app.Remote) {
+// bridges makes the bridge of each SSH environment; toBus gives the dial of the bus for the
+// connections that arrive through an environment's forward. state is told each change of a
+// connection's status.
+func (a *run) bridges(envs []config.Environment, toBus func(env string) func(context.Context) (net.Conn, error), token api.Token, state func(env, state string)) (map[string]*bridge.Environment, []app.Remote) {
 	out := map[string]*bridge.Environment{}
 	var remotes []app.Remote
 	ports := a.forwardPorts()
@@ -331,7 +335,7 @@ func (a *run) bridges(envs []config.Environment, toBus func(context.Context) (ne
 			Logger:   a.log,
 			Forward: forward.Config{
 				Host:   env.SSH,
-				Target: toBus,
+				Target: toBus(env.Name),
 				Logger: a.log,
 				// The port of the earlier run, so that the terminals that outlived it still
 				// find the bus.

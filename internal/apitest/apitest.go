@@ -1,0 +1,46 @@
+// Package apitest holds what tests of several packages need of the Agents API: one valid request
+// of every name, so that a test can ask "may this caller make every request?" without a list of
+// its own that would fall behind the API's.
+package apitest
+
+import (
+	"fmt"
+
+	"github.com/krad-ade/krad/api"
+)
+
+// Requests is one valid request of every name of the API, in the order of api.Names; those that
+// name a terminal name target. None of them would harm a real app that obeyed it: Spawn starts
+// `true`, Send types a comment, Close and the others name target.
+func Requests(target api.Target) []api.Request {
+	var reqs []api.Request
+	one := uint32(1)
+	lines := 5
+	for _, name := range api.Names {
+		var body any
+		switch name {
+		case api.Hello, api.List, api.ListAll, api.SubscribeAgents, api.CloseSession:
+		case api.Check:
+			body = &api.CheckBody{Target: target}
+		case api.Wait:
+			body = &api.WaitBody{Target: target, TimeoutSecs: &one}
+		case api.Read:
+			body = &api.ReadBody{Target: target, Lines: &lines}
+		case api.Send:
+			body = &api.SendBody{Target: target, Text: "# from apitest"}
+		case api.Spawn:
+			body = &api.SpawnBody{Title: "apitest", Command: []string{"true"}}
+		case api.Close:
+			body = &api.CloseBody{Target: target}
+		case api.Report:
+			body = &api.ReportBody{State: api.StateIdle}
+		case api.CreateWorktree, api.Changes, api.RunVariants, api.PickVariant, api.Code, api.ExtensionTool, api.Askpass:
+			o := api.Opaque(fmt.Sprintf(`{"target":%d}`, target))
+			body = &o
+		default:
+			panic(fmt.Sprintf("apitest: no sample of request %s: add one", name))
+		}
+		reqs = append(reqs, api.NewRequest(name, body))
+	}
+	return reqs
+}
