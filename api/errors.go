@@ -1,6 +1,9 @@
 package api
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // ErrorCode is the machine-readable kind of an [Error].
 type ErrorCode string
@@ -47,4 +50,24 @@ func Errorf(code ErrorCode, format string, args ...any) *Error {
 // UnsupportedVersion is the answer to an envelope of another API version.
 func UnsupportedVersion(got int) *Error {
 	return Errorf(CodeUnsupportedAPIVersion, "This app serves the agents API v%d, not v%d", Version, got)
+}
+
+// notServed starts the message of every NotServed error: the one mark that tells it apart.
+const notServed = "this build of krad-ade does not serve "
+
+// NotServed is the error of a request, or a field of one, that this build of the app does not
+// serve yet. Its code is unavailable, as the spec has no other; [IsNotServed] tells it apart from
+// an environment that is down, which waiting fixes and this does not. what names it ("Changes",
+// "groups (Spawn's group)"); instead, if not empty, says what to do meanwhile.
+func NotServed(what, instead string) *Error {
+	msg := notServed + what + " yet"
+	if instead != "" {
+		msg += ": " + instead
+	}
+	return &Error{Code: CodeUnavailable, Message: msg}
+}
+
+// IsNotServed reports whether e is a [NotServed] error.
+func IsNotServed(e *Error) bool {
+	return e != nil && e.Code == CodeUnavailable && strings.HasPrefix(e.Message, notServed)
 }

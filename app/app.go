@@ -296,7 +296,7 @@ func (a *App) Handle(ctx context.Context, c *local.Call) api.Answer {
 }
 
 func unserved(n api.Name) error {
-	return api.Errorf(api.CodeUnavailable, "this app does not serve %s yet", n)
+	return api.NotServed(string(n), "")
 }
 
 // errorSummary keeps an internal error's message short enough for an answer.
@@ -542,7 +542,7 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 		return api.Agent{}, err
 	}
 	if b.Group != "" {
-		return api.Agent{}, api.Errorf(api.CodeUnavailable, "groups come with worktrees (CreateWorktree), which this app does not serve yet: spawn without --group")
+		return api.Agent{}, api.NotServed("groups (Spawn's group, which comes with worktrees)", "spawn without --group")
 	}
 	a.mu.Lock()
 	lead := a.terminalLocked(from.Environment, from.Terminal)

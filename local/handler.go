@@ -114,5 +114,5 @@ func (Unserved) OwnsWorker(context.Context, api.TerminalID, api.Target) (bool, e
 
 // Handle answers unavailable.
 func (Unserved) Handle(_ context.Context, c *Call) api.Answer {
-	return api.ErrorAnswer(api.Errorf(api.CodeUnavailable, "this app does not serve %s yet", c.Request.Name))
+	return api.ErrorAnswer(api.NotServed(string(c.Request.Name), ""))
 }

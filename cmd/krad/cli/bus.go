@@ -184,7 +184,7 @@ func (b *bus) callWithin(ctx context.Context, req api.Request, wait time.Duratio
 	case nil:
 		return a, nil
 	case *api.Error: // Call returns the app's error answers as they are, unwrapped
-		return a, &problem{err: fmt.Errorf("%s: the app answered %w", req.Name, e), hint: b.hintFor(req.Name, e.Code)}
+		return a, &problem{err: fmt.Errorf("%s: the app answered %w", req.Name, e), hint: b.hintFor(req.Name, e)}
 	}
 	if refused(err) {
 		return a, err
@@ -264,9 +264,9 @@ func (b *bus) hello(ctx context.Context) (api.HelloAnswer, error) {
 	return h, nil
 }
 
-// hintFor is the next step after the app answered req with an error with code.
-func (b *bus) hintFor(req api.Name, code api.ErrorCode) string {
-	switch code {
+// hintFor is the next step after the app answered req with the error e.
+func (b *bus) hintFor(req api.Name, e *api.Error) string {
+	switch e.Code {
 	case api.CodeUnauthorized:
 		switch {
 		case b.file != "":
@@ -278,6 +278,9 @@ func (b *bus) hintFor(req api.Name, code api.ErrorCode) string {
 		}
 	case api.CodeForbidden:
 		if b.client.From.Kind == api.CallerClient {
+			if b.file == "" {
+				return "KRAD_ADE_TERMINAL is not set, so krad calls as a program outside the app: run krad in one of krad-ade's terminals, where the app sets it"
+			}
 			return "outside krad-ade's terminals, krad may only list and watch agents: run this in one of them"
 		}
 		switch req {
@@ -285,12 +288,21 @@ func (b *bus) hintFor(req api.Name, code api.ErrorCode) string {
 			return "only a session's lead may direct its workers"
 		}
 		return ""
+	case api.CodeNotFound:
+		return "krad list --all shows the terminals of this environment"
+	case api.CodeConflict:
+		return "krad list --all shows each terminal's state; krad read T shows what an ended one printed"
 	case api.CodeUnsupportedAPIVersion:
 		return fmt.Sprintf("this krad speaks the agents API v%d: use the krad that came with this krad-ade (first on PATH in its terminals)", api.Version)
 	case api.CodeBadRequest:
 		return "this krad and the app disagree about the request: use the krad that came with this krad-ade"
-	case api.CodeUnavailable, api.CodeInternal:
-		return "try again in a moment"
+	case api.CodeUnavailable:
+		if api.IsNotServed(e) {
+			return "waiting will not help: a later krad-ade serves it"
+		}
+		return "try again in a moment; krad watch says when the environment is back"
+	case api.CodeInternal:
+		return "try again in a moment; krad-ade's log says what failed"
 	}
 	return ""
 }
@@ -378,7 +390,7 @@ func (b *bus) subscribe(ctx context.Context, req api.Request, fn func(api.Answer
 		return fnErr
 	})
 	if e, ok := err.(*api.Error); ok { // Subscribe returns the app's error answers as they are
-		return &problem{err: fmt.Errorf("%s: the app answered %w", req.Name, e), hint: b.hintFor(req.Name, e.Code)}
+		return &problem{err: fmt.Errorf("%s: the app answered %w", req.Name, e), hint: b.hintFor(req.Name, e)}
 	}
 	var u *api.UnreachableError
 	switch {

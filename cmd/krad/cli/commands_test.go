@@ -144,7 +144,19 @@ func TestCommands(t *testing.T) {
 		{name: "check --wait soon", args: []string{"check", "2", "--wait", "soon"},
 			wantErr: "krad: error: invalid argument \"soon\" for \"--wait\" flag: must be a duration like 30s, 5m or 1h\nkrad: hint: run 'krad check --help'\n", wantCode: ExitUsage},
 		{name: "check: not found", args: []string{"check", "9"}, answer: errAnswer(api.CodeNotFound, "main has no terminal 9"),
-			wantReq: `{"Check":{"target":9}}`, wantErr: "krad: error: Check: the app answered not_found: main has no terminal 9\n", wantCode: ExitFailed},
+			wantReq: `{"Check":{"target":9}}`, wantErr: "krad: error: Check: the app answered not_found: main has no terminal 9\n" +
+				"krad: hint: krad list --all shows the terminals of this environment\n", wantCode: ExitFailed},
+		{name: "send: conflict", args: []string{"send", "2", "hi"}, answer: errAnswer(api.CodeConflict, "cannot send to main:2: its process has exited (done)"),
+			wantReq: `{"Send":{"target":2,"text":"hi"}}`, wantErr: "krad: error: Send: the app answered conflict: cannot send to main:2: its process has exited (done)\n" +
+				"krad: hint: krad list --all shows each terminal's state; krad read T shows what an ended one printed\n", wantCode: ExitFailed},
+		{name: "read: the environment is down", args: []string{"read", "2"}, answer: errAnswer(api.CodeUnavailable, "environment main is down; the app is bringing it back"),
+			wantReq: `{"Read":{"target":2}}`, wantErr: "krad: error: Read: the app answered unavailable: environment main is down; the app is bringing it back\n" +
+				"krad: hint: try again in a moment; krad watch says when the environment is back\n", wantCode: ExitFailed},
+		{name: "spawn --group: not served", args: []string{"spawn", "--group", "g", "--", "sh"},
+			answer:  func(*testing.T) api.Answer { return api.ErrorAnswer(api.NotServed("groups", "spawn without --group")) },
+			wantReq: `{"Spawn":{"title":"sh","command":["sh"],"group":"g"}}`,
+			wantErr: "krad: error: Spawn: the app answered unavailable: this build of krad-ade does not serve groups yet: spawn without --group\n" +
+				"krad: hint: waiting will not help: a later krad-ade serves it\n", wantCode: ExitFailed},
 
 		{name: "wait: idle", args: []string{"wait", "2"}, answer: agentAnswer(idle),
 			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: "main:2 worker 'fix flaky test' idle\n"},
@@ -393,5 +405,20 @@ func TestWaitOutlastsTheDeadline(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "did not settle within 1s") {
 		t.Errorf("got stderr\n%s", errOut)
+	}
+}
+
+// TestForbiddenWithoutATerminal: krad that found the bus through the variables but has no
+// KRAD_ADE_TERMINAL (a shell on an SSH host with the endpoint exported, say) calls as a Client;
+// when that is refused, the hint says to set the terminal, not that a Client may list agents.
+func TestForbiddenWithoutATerminal(t *testing.T) {
+	app := &testApp{answer: errAnswer(api.CodeForbidden, "a connection through the forward of SSH environment build cannot call as Client")(t)}
+	env, _ := startApp(t, app)
+	delete(env, varTerminal)
+	_, errOut, code := runAs(t, "krad", env, nil, "list")
+	want := "krad: error: List: the app answered forbidden: a connection through the forward of SSH environment build cannot call as Client\n" +
+		"krad: hint: KRAD_ADE_TERMINAL is not set, so krad calls as a program outside the app: run krad in one of krad-ade's terminals, where the app sets it\n"
+	if errOut != want || code != ExitUnauthorized {
+		t.Errorf("got stderr\n%s\nexit code %d; want\n%s\nexit code %d", errOut, code, want, ExitUnauthorized)
 	}
 }

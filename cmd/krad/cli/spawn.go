@@ -24,11 +24,12 @@ prints it as krad check does:
 
 If CMD fails at once (a command that does not exist, say), the worker is shown failed with its
 exit code and krad exits 1. Only a session's lead may spawn workers. CMD and its arguments come
-after --.`,
+after --. With --prompt, P is given to CMD as one more argument, its last: claude -p, codex and
+most agent CLIs take their first prompt that way.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&title, "title", "", "the worker's title `T` (by default the command's name)")
 			fs.StringVar(&group, "group", "", "the group `G` (worktree) it works in (by default the environment's main checkout)")
-			fs.StringVar(&prompt, "prompt", "", "the agent's first prompt `P`")
+			fs.StringVar(&prompt, "prompt", "", "the agent's first prompt `P`, given to CMD as its last argument")
 			fs.BoolVar(&asJSON, "json", false, `print the worker as one JSON object`)
 		},
 		run: func(x *invocation, args []string) error {
