@@ -21,7 +21,7 @@ import (
 // spawned, nothing was typed. The host's own lead is still served.
 func TestHostCannotActOnThisComputer(t *testing.T) {
 	t.Parallel()
-	lan := e2e.NewNetwork(t, "lan", 43)
+	lan := e2e.NewNetwork(t, "lan", 44)
 	a := e2e.StartHost(t, "a", lan, lan.Addr(11), e2e.HostOptions{})
 	u := newUser(t, e2e.SSHEntry{Alias: "a", Host: a})
 	u.writeConfig(environments("a") + leadOn("a") + leadOn("main"))
