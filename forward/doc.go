@@ -162,8 +162,10 @@
 // session still listens there. That session is ended (kill, on the host) only when all of this
 // holds, read from /proc on the host: it is the same process recorded at the old connect (its pid
 // and its start time), its name is sshd, and a listening socket on that port belongs to our uid
-// (and, where its descriptors are readable, is one of its own). The start time is checked again
-// by the command that kills. The port is then asked for again; when it is still taken (another
+// (and, where its descriptors are readable, is one of its own). It gets SIGTERM and then SIGCONT
+// (a stopped process acts on no signal but SIGKILL and SIGCONT, and keeps its port meanwhile),
+// and SIGKILL if it is still there a second later; each command checks the start time again first. Only once it is gone (or a
+// zombie, which holds no socket) is the port asked for again; when it is still taken (another
 // program holds it), the host chooses a new one and [Forward.Changed] and [Status.PortChanged]
 // say so: terminals holding the old address need telling.
 //
@@ -176,7 +178,7 @@
 //
 // One sh per connect, started by the user's login shell with exec, that runs: echo, id -u, cat
 // of /proc/net/tcp, /proc/net/tcp6 and /proc/PID/stat, and when a stale session holds the port,
-// ls -l /proc/PID/fd, sed, and kill. Everything it prints is read after marker lines, so what a
+// ls -l /proc/PID/fd, sed, kill and, until that session is gone, sed again. Everything it prints is read after marker lines, so what a
 // chatty start-up file prints first is ignored. The host must be Linux (the static CLI the app
 // installs is Linux-only too): without /proc/net/tcp the forward cannot be checked and is not
 // served.

@@ -223,19 +223,64 @@ echo %[1]send`, marker, prev.PID, tcpScript(port))
 			return false, nil
 		}
 	}
-	// The start time is checked again by the command that kills, so that a pid reused in
-	// between is left alone.
-	kill := fmt.Sprintf(`( set -- $(sed 's/^.*) //' /proc/%[2]d/stat 2>/dev/null); [ "${20}" = %[3]d ] && kill %[2]d && echo %[1]skilled )`,
-		marker, prev.PID, prev.Start)
-	out, err = sh.run(ctx, kill)
-	if err != nil {
+	if err := endProcess(ctx, sh, prev); err != nil {
 		return false, err
 	}
-	_, killed := sections(out)["killed"]
-	if killed {
-		c.cfg.Logger.Info("ended the stale sshd session that held our port on the host", "pid", prev.PID, "port", port)
+	c.cfg.Logger.Info("ended the stale sshd session that held our port on the host", "pid", prev.PID, "port", port)
+	return true, nil
+}
+
+// How long a stale session has to act on SIGTERM before it gets SIGKILL, and then to be gone.
+// Each check is a round trip to the host, so a slow path checks less often.
+const (
+	staleTermGrace = time.Second
+	staleKillGrace = 3 * time.Second
+	stalePoll      = 20 * time.Millisecond
+)
+
+// endProcess ends the host's process p and returns once it is gone (a zombie counts: it holds no
+// socket). It sends SIGTERM then SIGCONT, since a stopped process acts on nothing but SIGKILL
+// and SIGCONT, so that the SIGTERM waits in it until it runs again; then, if it is still there
+// after staleTermGrace, SIGKILL. Each command checks the start time first, so that a pid reused in
+// between is left alone.
+func endProcess(ctx context.Context, sh *hostShell, p *hostSession) error {
+	for _, step := range []struct {
+		signals string
+		grace   time.Duration
+	}{
+		{"kill -TERM %[1]d; kill -CONT %[1]d", staleTermGrace},
+		{"kill -KILL %[1]d", staleKillGrace},
+	} {
+		if _, err := sh.run(ctx, ifSameProcess(p, fmt.Sprintf(step.signals, p.PID))); err != nil {
+			return err
+		}
+		deadline := time.Now().Add(step.grace)
+		for {
+			out, err := sh.run(ctx, ifSameProcess(p, "echo "+marker+"alive"))
+			if err != nil {
+				return err
+			}
+			if _, alive := sections(out)["alive"]; !alive {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(stalePoll):
+			}
+		}
 	}
-	return killed, nil
+	return fmt.Errorf("pid %d is still there %s after SIGKILL", p.PID, staleKillGrace)
+}
+
+// ifSameProcess is a command for the host's sh that runs cmd only while p is the process
+// recorded at its connect (the same pid and start time) and is not a zombie.
+func ifSameProcess(p *hostSession, cmd string) string {
+	return fmt.Sprintf(`( set -- $(sed 's/^.*) //' /proc/%d/stat 2>/dev/null); [ "${20}" = %d ] && [ "$1" != Z ] && [ "$1" != X ] && { %s; } )`,
+		p.PID, p.Start, cmd)
 }
 
 // sections splits the output of a command on the host at its marker lines: "krad-forward:tcp"
