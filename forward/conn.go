@@ -310,11 +310,15 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	if !info.tcpRead {
 		err = fmt.Errorf("%w: the host has no /proc/net/tcp to read (the forward serves Linux hosts only)", ErrUncheckable)
 	} else {
-		err = checkLoopback(info.sockets, fwd.Port)
+		err = checkLoopback(info.sockets, fwd.Port, info.session.UID, info.fds)
 	}
 	if err != nil {
 		l.close()
 		return false, err
+	}
+	if _, others := ownListeners(info.sockets, fwd.Port, info.session.UID, info.fds); len(others) > 0 {
+		c.cfg.Logger.Info("another program listens on the forward's port on the host too, on other addresses; 127.0.0.1 stays ours",
+			"host", h.Alias, "port", fwd.Port, "others", len(others))
 	}
 	close(ready)
 	c.port = fwd.Port

@@ -36,7 +36,10 @@
 //     port 0 (the host chooses) the first time, and on the port of the connection before after a
 //     reconnect, so that the variables of terminals already running stay true.
 //  6. Through that sh, the host's /proc/net/tcp says whether the forward listens on loopback only,
-//     and the pid of the sshd process serving this connection is recorded.
+//     and the pid of the sshd process serving this connection is recorded. Only that session's
+//     listeners count (our uid's, and among its own descriptors where those are readable):
+//     another user's on the same port, on [::] or the host's LAN address, neither exposes our
+//     forward nor receives what is sent to 127.0.0.1, so it is left alone (and logged).
 //  7. Connections accepted on the host are piped to Target, both ways, with half-close.
 //  8. OnConnect runs; then the state is connected.
 //
@@ -177,11 +180,11 @@
 // # What runs on the host
 //
 // One sh per connect, started by the user's login shell with exec, that runs: echo, id -u, cat
-// of /proc/net/tcp, /proc/net/tcp6 and /proc/PID/stat, and when a stale session holds the port,
-// ls -l /proc/PID/fd, sed, kill and, until that session is gone, sed again. Everything it prints is read after marker lines, so what a
-// chatty start-up file prints first is ignored. The host must be Linux (the static CLI the app
-// installs is Linux-only too): without /proc/net/tcp the forward cannot be checked and is not
-// served.
+// of /proc/net/tcp, /proc/net/tcp6 and /proc/PID/stat, ls -l /proc/PID/fd, and when a stale
+// session holds the port, sed and kill, and sed again until that session is gone. Everything it
+// prints is read after marker lines, so what a chatty start-up file prints first is ignored. The
+// host must be Linux (the static CLI the app installs is Linux-only too): without /proc/net/tcp
+// the forward cannot be checked and is not served.
 //
 // # Security model
 //
@@ -190,7 +193,8 @@
 //     forward is closed before it carries a byte (connections that came in are held until the
 //     check passes, and closed when it fails), and the connection fails with [ErrNotLoopback]:
 //     set GatewayPorts no (or clientspecified) for the user. An address the check cannot read
-//     fails the same way ([ErrUncheckable]).
+//     fails the same way ([ErrUncheckable]). Only the session's own listeners are judged, so
+//     that no other user of the host can make this check fail.
 //   - Host keys and certificates are checked as ssh checks them; a changed key is never
 //     accepted, and an unknown one only under accept-new or no, as the user's ssh_config says.
 //   - Nothing prompts and nothing waits for a person: a passphrase, a host key to confirm, an agent

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/listenowner/listenownertest"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
@@ -414,4 +416,65 @@ func TestEndProcess(t *testing.T) {
 		t.Fatalf("endProcess ended pid %d, whose start time is not the one recorded: %v", p.PID, other.ProcessState)
 	case <-time.After(200 * time.Millisecond):
 	}
+}
+
+// Another user of the host listening on the forward's port, on [::] (IPv6 only) and on the
+// host's LAN address, beside our 127.0.0.1, takes nothing from us: the reconnect gets the same
+// port and carries, and so does a new connection that asks for that port (the app's restart).
+// It used to fail for good, as if the host's sshd had GatewayPorts yes.
+func TestForeignListenersOnOurPort(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := e.startBuild()
+	r := run(t, e.cfg("build"))
+	st, i := r.connected(0)
+	port := strconv.Itoa(mustPort(t, st.Addr))
+
+	listenownertest.StartNetwork(t, "tcp6", "[::]:"+port, false)
+	if lan, ok := lanAddr(); ok {
+		listenownertest.Start(t, net.JoinHostPort(lan.String(), port), false)
+	} else {
+		t.Log("no address but loopback here: only [::] is taken")
+	}
+	for _, pid := range s.Sessions() {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	st2, _ := r.connected(i + 1)
+	if st2.Addr != st.Addr || st2.PortChanged != nil {
+		t.Fatalf("beside another user's listeners: %v, want %s again", st2, st.Addr)
+	}
+	carries(t, st2.Addr)
+
+	r.stop()
+	cfg := e.cfg("build")
+	cfg.PreferredPort = mustPort(t, st.Addr)
+	r = run(t, cfg)
+	st3, _ := r.connected(0)
+	if st3.Addr != st.Addr || st3.PortChanged != nil {
+		t.Fatalf("a new connection beside another user's listeners: %v, want %s", st3, st.Addr)
+	}
+	carries(t, st3.Addr)
+}
+
+func mustPort(t testing.TB, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	n, perr := strconv.Atoi(p)
+	if err != nil || perr != nil {
+		t.Fatalf("no port in %q", addr)
+	}
+	return n
+}
+
+// lanAddr is an IPv4 address of this machine other than loopback, if it has one.
+func lanAddr() (netip.Addr, bool) {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap().Is4() && ip.IsGlobalUnicast() {
+				return ip.Unmap(), true
+			}
+		}
+	}
+	return netip.Addr{}, false
 }
