@@ -17,9 +17,10 @@
 //		},
 //		OnStatus: func(s forward.Status) { log.Printf("environment build: %s", s) },
 //	})
-//	err := c.Run(ctx) // until ctx ends (nil), or an error retrying cannot fix
+//	err := c.Run(ctx) // until ctx ends (nil); an error only for a Config without Host or Target
 //
-// [Conn.Status], [Conn.Client] and [Conn.Addr] may be called at any time from any goroutine.
+// [Conn.Status], [Conn.Client], [Conn.Addr] and [Conn.Retry] may be called at any time from any
+// goroutine.
 //
 // # What a connect does
 //
@@ -154,9 +155,19 @@
 //	failed: host key of buildbox has changed: …
 //	stopped
 //
-// Failed is for errors retrying cannot fix, and Run returns them: [*HostKeyError],
-// [*AuthError], [*ConfigError], [ErrForwardingForbidden], [ErrNotLoopback], [ErrUncheckable],
-// and errors OnConnect wraps in [Permanent]. Other errors, OnConnect's included, are retried.
+// Failed is for errors retrying alone cannot fix: [*HostKeyError], [*AuthError],
+// [*ConfigError], [ErrForwardingForbidden], [ErrNotLoopback], [ErrUncheckable], and errors
+// OnConnect wraps in [Permanent]. Other errors, OnConnect's included, are retried. A failed
+// connection waits for a person's fix, and tries again from the start:
+//
+//   - when a file the failed attempt read is no longer as it was then (by content, looked at
+//     every half second): the ssh_config files (not those they Include) and the known_hosts
+//     files of every hop, so that trusting a host's key, or fixing a setting, is enough;
+//   - when [Conn.Retry] is called (the app calls it on SIGHUP), for fixes elsewhere: a key
+//     added to the agent, a change on the host.
+//
+// Retry also ends the wait of a connection that is retrying. A fix that does not fix gives
+// the state failed again, with the new error.
 //
 // # The port on the host
 //
