@@ -22,6 +22,7 @@ import (
 type sshWorld struct {
 	t    *testing.T
 	home string // the app's HOME and XDG_CONFIG_HOME
+	tmux string // the host's TMUX_TMPDIR
 	sshd *sshdtest.Server
 	key  string // the identity file, authorized on sshd
 	app  *apptest.App
@@ -34,8 +35,7 @@ func newSSHWorld(t *testing.T, passphrase string, extra ...string) *sshWorld {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is missing")
 	}
-	w := &sshWorld{t: t, home: t.TempDir()}
-	hostTmux := t.TempDir()
+	w := &sshWorld{t: t, home: t.TempDir(), tmux: t.TempDir()}
 	ssh := filepath.Join(w.home, ".ssh")
 	if err := os.Mkdir(ssh, 0o700); err != nil {
 		t.Fatal(err)
@@ -44,11 +44,9 @@ func newSSHWorld(t *testing.T, passphrase string, extra ...string) *sshWorld {
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-C", "test", "-f", w.key).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v: %s", err, out)
 	}
-	w.sshd = sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{w.key + ".pub"}, Env: []string{"TMUX_TMPDIR=" + hostTmux}})
+	w.sshd = sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{w.key + ".pub"}, Env: []string{"TMUX_TMPDIR=" + w.tmux}})
 	t.Cleanup(func() {
-		cmd := exec.Command("tmux", "-L", "krad-ade", "kill-server")
-		cmd.Env = []string{"TMUX_TMPDIR=" + hostTmux, "PATH=/usr/bin:/bin"}
-		_ = cmd.Run()
+		_ = w.hostTmux("kill-server").Run()
 	})
 	block := fmt.Sprintf("Host buildbox\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n",
 		w.sshd.Port, w.sshd.User, w.key)
@@ -82,6 +80,26 @@ func (w *sshWorld) start(env ...string) {
 	})
 }
 
+// hostTmux is a tmux command on the host's server of the app.
+func (w *sshWorld) hostTmux(args ...string) *exec.Cmd {
+	cmd := exec.Command("tmux", append([]string{"-L", "krad-ade"}, args...)...)
+	cmd.Env = []string{"TMUX_TMPDIR=" + w.tmux, "PATH=/usr/bin:/bin"}
+	return cmd
+}
+
+// served waits until the environment's terminals are there on the host: the app attached to
+// its tmux session, which `ssh -t buildbox tmux -L krad-ade attach -t build` shows.
+func (w *sshWorld) served() {
+	w.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for w.hostTmux("has-session", "-t", "build").Run() != nil {
+		if time.Now().After(deadline) {
+			w.t.Fatalf("no tmux session build on the host within 30 s; the log:\n%s", w.app.Log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // logs waits for a log line of the environment's connection whose status matches re, after
 // the first `after` bytes of the log, and returns where it ends.
 func (w *sshWorld) logs(after int, status string) int {
@@ -108,6 +126,7 @@ func TestEnvironmentHealsWhenKnownHostsChanges(t *testing.T) {
 	at := w.logs(0, "failed: host key of .* is unknown")
 	w.write(filepath.Join(w.home, ".ssh", "known_hosts"), w.sshd.KnownHostsLine(0)+"\n")
 	w.logs(at, "connected: 127.0.0.1:")
+	w.served()
 }
 
 // A fix no file shows (here a key added to the agent) is tried when the person says so:
@@ -133,10 +152,14 @@ func TestSIGHUPRetriesFailedEnvironments(t *testing.T) {
 			t.Fatalf("%s: %v: %s", args[0], err, out)
 		}
 	}
+	if w.hostTmux("has-session", "-t", "build").Run() == nil {
+		t.Fatal("the environment is up before it was fixed")
+	}
 	if err := w.app.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	w.logs(at, "connected: 127.0.0.1:")
+	w.served()
 }
 
 // startAgent starts an empty ssh-agent for the test and returns its socket.
