@@ -3,8 +3,10 @@ package forward
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,4 +98,39 @@ func TestRetryEndsTheBackoff(t *testing.T) {
 	r.c.Retry()
 	st, _ := r.connected(i + 1)
 	carries(t, st.Addr)
+}
+
+// watched tells a change of content, a file that appears or goes, and not a rewrite with the
+// same content; a FIFO among the files does not block it.
+func TestWatched(t *testing.T) {
+	dir := t.TempDir()
+	file, fifo := filepath.Join(dir, "known_hosts"), filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var w watched
+	w.add(file, fifo, "/dev/null", file)
+	if len(w) != 3 {
+		t.Fatalf("watched %d files, want 3", len(w))
+	}
+	step := func(what, data string, want bool) {
+		t.Helper()
+		if data != "-" {
+			if err := os.WriteFile(file, []byte(data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			os.Remove(file)
+		}
+		path, changed := w.changed()
+		if changed != want || (changed && path != file) {
+			t.Errorf("%s: changed() = %q, %v; want %v", what, path, changed, want)
+		}
+		w = nil
+		w.add(file, fifo, "/dev/null")
+	}
+	step("created", "a", true)
+	step("rewritten the same", "a", false)
+	step("changed", "b", true)
+	step("removed", "-", true)
 }

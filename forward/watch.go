@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -18,7 +19,8 @@ const maxWatched = 16 << 20
 
 // watched is what files were like when an attempt read them: the ssh_config files and the
 // known_hosts files of every hop. A failed connection polls them, since the likely fix of what
-// failed (a host key, a setting) is an edit of one of them.
+// failed (a host key, a setting) is an edit of one of them. (Files an ssh_config Includes are
+// not among them: an edit there needs [Conn.Retry].)
 type watched []watchedFile
 
 type watchedFile struct {
@@ -56,12 +58,20 @@ func (w watched) changed() (string, bool) {
 }
 
 // look says what the file at path is like: by content, so that a rewrite within one tick of the
-// file system's clock is not missed.
+// file system's clock is not missed. Only a regular file is opened (a FIFO would block, and
+// UserKnownHostsFile /dev/null is common).
 func look(path string) string {
-	fh, err := os.Open(path)
+	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "missing"
 	}
+	if err != nil {
+		return "error " + err.Error()
+	}
+	if !fi.Mode().IsRegular() {
+		return "not a regular file: " + fi.Mode().Type().String()
+	}
+	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return "error " + err.Error()
 	}
@@ -71,25 +81,6 @@ func look(path string) string {
 		return "error " + err.Error()
 	}
 	return fmt.Sprintf("content %x", h.Sum(nil))
-}
-
-// configFiles are the ssh_config files c reads, expanded. (Files they Include are not among
-// them: an edit there is picked up at the next attempt, or at once through [Conn.Retry].)
-func (c Config) configFiles() []string {
-	var out []string
-	for _, f := range []struct{ path, def string }{
-		{c.UserConfig, "~/.ssh/config"},
-		{c.SystemConfig, "/etc/ssh/ssh_config"},
-	} {
-		switch f.path {
-		case None:
-		case "":
-			out = append(out, expandTilde(f.def, c.home()))
-		default:
-			out = append(out, expandTilde(f.path, c.home()))
-		}
-	}
-	return out
 }
 
 // knownHostsFiles are the known_hosts files of h and of every hop on the way.
