@@ -178,10 +178,11 @@
 // and its start time), its name is sshd, and a listening socket on that port belongs to our uid
 // (and, where its descriptors are readable, is one of its own). It gets SIGTERM and then SIGCONT
 // (a stopped process acts on no signal but SIGKILL and SIGCONT, and keeps its port meanwhile),
-// and SIGKILL if it is still there a second later; each command checks the start time again first. Only once it is gone (or a
-// zombie, which holds no socket) is the port asked for again; when it is still taken (another
-// program holds it), the host chooses a new one and [Forward.Changed] and [Status.PortChanged]
-// say so: terminals holding the old address need telling.
+// and SIGKILL if it is still there a second later; each command checks the start time again
+// first. Only once it is gone (or a zombie, which holds no socket) is the port asked for again;
+// when it is still taken (another program holds it), the host chooses a new one and
+// [Forward.Changed] and [Status.PortChanged] say so: terminals holding the old address need
+// telling.
 //
 // A host that refuses a forward even on a port of its choosing forbids forwarding
 // (AllowTcpForwarding no or local, DisableForwarding, PermitListen, or restrict,
