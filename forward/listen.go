@@ -247,10 +247,10 @@ const (
 )
 
 // endProcess ends the host's process p and returns once it is gone (a zombie counts: it holds no
-// socket). It sends SIGTERM then SIGCONT, since a stopped process acts on nothing but SIGKILL
-// and SIGCONT, so that the SIGTERM waits in it until it runs again; then, if it is still there
-// after staleTermGrace, SIGKILL. Each command checks the start time first, so that a pid reused in
-// between is left alone.
+// socket). It sends SIGTERM, then SIGCONT: a stopped process acts on no signal but SIGKILL and
+// SIGCONT, so the SIGTERM would wait in it for good. If it is still there after staleTermGrace,
+// SIGKILL. Each command checks the start time first, so that a pid reused meanwhile is left
+// alone.
 func endProcess(ctx context.Context, sh *hostShell, p *hostSession) error {
 	for _, step := range []struct {
 		signals string
