@@ -96,8 +96,12 @@ func New(cfg Config) *Environment {
 	return e
 }
 
-// Run keeps the connection up until ctx is done.
+// Run keeps the connection up until ctx is done; a failed connection waits there for a fix
+// (see forward.Conn.Run).
 func (e *Environment) Run(ctx context.Context) error { return e.conn.Run(ctx) }
+
+// Retry tries a failed (or retrying) connection again at once: the person says they fixed it.
+func (e *Environment) Retry() { e.conn.Retry() }
 
 // Host is the SSH host as configured: a Host alias of ssh_config, or [user@]host[:port].
 func (e *Environment) Host() string { return e.cfg.Forward.Host }

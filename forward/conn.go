@@ -23,8 +23,10 @@ const (
 	// Retrying: the last attempt failed with an error a retry may fix; the next one is due in
 	// Status.RetryIn.
 	Retrying
-	// Failed: an error retrying cannot fix (a host key, authentication, forwarding forbidden,
-	// GatewayPorts, a bad setting). Run has returned it.
+	// Failed: an error retrying alone cannot fix (a host key, authentication, forwarding
+	// forbidden, GatewayPorts, a bad setting): a person must act. Run waits, and tries again
+	// when one of the files the attempt read changes (ssh_config, known_hosts) or when
+	// [Conn.Retry] is called.
 	Failed
 	// Stopped: Run's context ended.
 	Stopped
@@ -100,16 +102,31 @@ type Conn struct {
 	fwd    Forward
 	warned map[Warning]bool
 
+	nudge chan struct{} // Retry's, for Run; holds one
+
 	// Carried from one connection to the next; only Run's goroutine touches them.
-	port int          // the port to ask for
-	prev *hostSession // the sshd session of the connection before
+	port  int          // the port to ask for
+	prev  *hostSession // the sshd session of the connection before
+	files watched      // the files the last attempt read
 }
 
 // New returns a Conn for cfg. Nothing happens until Run; a cfg missing Host or Target makes Run
 // fail.
 func New(cfg Config) *Conn {
 	checked, err := cfg.check()
-	return &Conn{cfg: checked, cfgErr: err, port: cfg.PreferredPort, status: Status{State: Connecting, Since: time.Now()}, warned: map[Warning]bool{}}
+	return &Conn{cfg: checked, cfgErr: err, port: cfg.PreferredPort, status: Status{State: Connecting, Since: time.Now()},
+		warned: map[Warning]bool{}, nudge: make(chan struct{}, 1)}
+}
+
+// Retry asks for a new attempt now: the person says they fixed something (trusted the host's
+// key, added a key to the agent, changed the host). A failed connection tries again at once, and
+// so does one waiting to retry; during an attempt, the next one comes at once should this one
+// fail. A connected connection is left alone. It never blocks.
+func (c *Conn) Retry() {
+	select {
+	case c.nudge <- struct{}{}:
+	default: // one is already waiting
+	}
 }
 
 // Status returns the connection's current status.
@@ -150,8 +167,11 @@ func (c *Conn) setStatus(s Status) {
 // Run keeps the connection up until ctx ends, then closes it and returns nil. It reconnects
 // after every loss, at once after a connection that had proved healthy (it answered a
 // keepalive), else after a wait that starts at MinBackoff and doubles up to MaxBackoff, jittered
-// by ±20%. It returns the error when one comes that retrying cannot fix; the state is then
-// Failed. Run may be called again after it returned, not twice at once.
+// by ±20%. An error retrying alone cannot fix makes the state Failed: Run then waits until a
+// file the attempt read changes (the ssh_config files, every hop's known_hosts files; looked at
+// every half second) or [Conn.Retry] is called, and tries again from the start. It returns an
+// error at once only for a Config that cannot work (no Host, no Target). Run may be called again
+// after it returned, not twice at once.
 func (c *Conn) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return errors.New("forward: Run is already running")
@@ -165,17 +185,27 @@ func (c *Conn) Run(ctx context.Context) error {
 	failures := 1 // so that a first attempt that fails waits MinBackoff before the next
 	var last error
 	for {
+		// A Retry from before this attempt is answered by it.
+		select {
+		case <-c.nudge:
+		default:
+		}
 		c.setStatus(Status{State: Connecting, Err: last})
 		healthy, err := c.connectOnce(ctx)
 		if ctx.Err() != nil {
 			c.setStatus(Status{State: Stopped})
 			return nil
 		}
+		last = err
 		if isPermanent(err) {
 			c.setStatus(Status{State: Failed, Err: err})
-			return err
+			if !c.waitForFix(ctx) {
+				c.setStatus(Status{State: Stopped})
+				return nil
+			}
+			failures = 1 // something changed: start the backoff over
+			continue
 		}
-		last = err
 		if healthy {
 			failures = 0
 		}
@@ -186,7 +216,7 @@ func (c *Conn) Run(ctx context.Context) error {
 			if errors.As(err, &pe) {
 				c.waitForPath(ctx, wait, pe.addr)
 			} else {
-				sleep(ctx, wait)
+				c.sleep(ctx, wait)
 			}
 			if ctx.Err() != nil {
 				c.setStatus(Status{State: Stopped})
@@ -194,6 +224,27 @@ func (c *Conn) Run(ctx context.Context) error {
 			}
 		}
 		failures++
+	}
+}
+
+// waitForFix waits, failed, until ctx ends (false), Retry is called, or a file the failed
+// attempt read is no longer as it was then.
+func (c *Conn) waitForFix(ctx context.Context) bool {
+	tick := time.NewTicker(filePoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-c.nudge:
+			c.cfg.Logger.Info("trying again after a failure, as asked", "host", c.cfg.Host)
+			return true
+		case <-tick.C:
+			if path, ok := c.files.changed(); ok {
+				c.cfg.Logger.Info("trying again after a failure: a file it read changed", "host", c.cfg.Host, "file", path)
+				return true
+			}
+		}
 	}
 }
 
@@ -216,6 +267,8 @@ func (c *Conn) waitForPath(ctx context.Context, d time.Duration, addr string) {
 		case <-ctx.Done():
 			return
 		case <-answered:
+			return
+		case <-c.nudge:
 			return
 		case <-tick.C:
 			go func() {
@@ -249,11 +302,13 @@ func (c *Conn) probe(ctx context.Context, addr string) bool {
 // probeTimeout bounds one probe; probes overlap when the path swallows them.
 const probeTimeout = 2 * time.Second
 
-func sleep(ctx context.Context, d time.Duration) {
+// sleep waits d, or until ctx ends or Retry is called.
+func (c *Conn) sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+	case <-c.nudge:
 	case <-t.C:
 	}
 }
@@ -272,11 +327,16 @@ func (c *Conn) backoff(n int) time.Duration {
 // connectOnce makes one connection and serves it until it ends. healthy says whether it
 // answered a keepalive before it did.
 func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
+	// The files are looked at before they are read, so that an edit made meanwhile counts as
+	// a change should this attempt fail.
+	c.files = nil
+	c.files.add(c.cfg.configFiles()...)
 	h, warnings, err := c.cfg.Resolve()
 	c.warn(warnings)
 	if err != nil {
 		return false, err
 	}
+	c.files.add(h.knownHostsFiles()...)
 	l, err := dial(ctx, c.cfg, h)
 	if err != nil {
 		return false, err
@@ -310,11 +370,15 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	if !info.tcpRead {
 		err = fmt.Errorf("%w: the host has no /proc/net/tcp to read (the forward serves Linux hosts only)", ErrUncheckable)
 	} else {
-		err = checkLoopback(info.sockets, fwd.Port)
+		err = checkLoopback(info.sockets, fwd.Port, info.session.UID, info.fds)
 	}
 	if err != nil {
 		l.close()
 		return false, err
+	}
+	if _, others := ownListeners(info.sockets, fwd.Port, info.session.UID, info.fds); len(others) > 0 {
+		c.cfg.Logger.Info("another program listens on the forward's port on the host too, on other addresses; 127.0.0.1 stays ours",
+			"host", h.Alias, "port", fwd.Port, "others", len(others))
 	}
 	close(ready)
 	c.port = fwd.Port

@@ -458,6 +458,7 @@ func TestOnConnectError(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
+	// A Config that cannot work: Run returns at once.
 	for _, tc := range []struct {
 		name string
 		cfg  Config
@@ -465,12 +466,11 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"no host", Config{Target: echoServer(t)}, "Config.Host is empty"},
 		{"no target", Config{Host: "build"}, "Config.Target is nil"},
-		{"an option for a host", Config{Host: "-oProxyCommand=x", Target: echoServer(t), UserConfig: None, SystemConfig: None}, "not a host name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := New(tc.cfg)
 			err := c.Run(context.Background())
-			if err == nil || (tc.want != "" && !strings.Contains(err.Error(), tc.want)) {
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Run = %v, want an error saying %q", err, tc.want)
 			}
 			if s := c.Status(); s.State != Failed || s.String() != "failed: "+err.Error() {
@@ -478,4 +478,15 @@ func TestConfigErrors(t *testing.T) {
 			}
 		})
 	}
+	// A host ssh could not take either: failed, until a file changes or Retry.
+	t.Run("an option for a host", func(t *testing.T) {
+		r := run(t, Config{Host: "-oProxyCommand=x", Target: echoServer(t), UserConfig: None, SystemConfig: None})
+		err := r.failed()
+		if !strings.Contains(err.Error(), "not a host name") {
+			t.Fatalf("failed with %v, want it to say %q", err, "not a host name")
+		}
+		if s := r.c.Status(); s.String() != "failed: "+err.Error() {
+			t.Errorf("Status = %q", s)
+		}
+	})
 }

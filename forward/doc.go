@@ -17,9 +17,10 @@
 //		},
 //		OnStatus: func(s forward.Status) { log.Printf("environment build: %s", s) },
 //	})
-//	err := c.Run(ctx) // until ctx ends (nil), or an error retrying cannot fix
+//	err := c.Run(ctx) // until ctx ends (nil); an error only for a Config without Host or Target
 //
-// [Conn.Status], [Conn.Client] and [Conn.Addr] may be called at any time from any goroutine.
+// [Conn.Status], [Conn.Client], [Conn.Addr] and [Conn.Retry] may be called at any time from any
+// goroutine.
 //
 // # What a connect does
 //
@@ -36,7 +37,10 @@
 //     port 0 (the host chooses) the first time, and on the port of the connection before after a
 //     reconnect, so that the variables of terminals already running stay true.
 //  6. Through that sh, the host's /proc/net/tcp says whether the forward listens on loopback only,
-//     and the pid of the sshd process serving this connection is recorded.
+//     and the pid of the sshd process serving this connection is recorded. Only that session's
+//     listeners count (our uid's, and among its own descriptors where those are readable):
+//     another user's on the same port, on [::] or the host's LAN address, neither exposes our
+//     forward nor receives what is sent to 127.0.0.1, so it is left alone (and logged).
 //  7. Connections accepted on the host are piped to Target, both ways, with half-close.
 //  8. OnConnect runs; then the state is connected.
 //
@@ -151,9 +155,19 @@
 //	failed: host key of buildbox has changed: …
 //	stopped
 //
-// Failed is for errors retrying cannot fix, and Run returns them: [*HostKeyError],
-// [*AuthError], [*ConfigError], [ErrForwardingForbidden], [ErrNotLoopback], [ErrUncheckable],
-// and errors OnConnect wraps in [Permanent]. Other errors, OnConnect's included, are retried.
+// Failed is for errors retrying alone cannot fix: [*HostKeyError], [*AuthError],
+// [*ConfigError], [ErrForwardingForbidden], [ErrNotLoopback], [ErrUncheckable], and errors
+// OnConnect wraps in [Permanent]. Other errors, OnConnect's included, are retried. A failed
+// connection waits for a person's fix, and tries again from the start:
+//
+//   - when a file the failed attempt read is no longer as it was then (by content, looked at
+//     every half second): the ssh_config files (not those they Include) and the known_hosts
+//     files of every hop, so that trusting a host's key, or fixing a setting, is enough;
+//   - when [Conn.Retry] is called (the app calls it on SIGHUP), for fixes elsewhere: a key
+//     added to the agent, a change on the host.
+//
+// Retry also ends the wait of a connection that is retrying. A fix that does not fix gives
+// the state failed again, with the new error.
 //
 // # The port on the host
 //
@@ -162,10 +176,13 @@
 // session still listens there. That session is ended (kill, on the host) only when all of this
 // holds, read from /proc on the host: it is the same process recorded at the old connect (its pid
 // and its start time), its name is sshd, and a listening socket on that port belongs to our uid
-// (and, where its descriptors are readable, is one of its own). The start time is checked again
-// by the command that kills. The port is then asked for again; when it is still taken (another
-// program holds it), the host chooses a new one and [Forward.Changed] and [Status.PortChanged]
-// say so: terminals holding the old address need telling.
+// (and, where its descriptors are readable, is one of its own). It gets SIGTERM and then SIGCONT
+// (a stopped process acts on no signal but SIGKILL and SIGCONT, and keeps its port meanwhile),
+// and SIGKILL if it is still there a second later; each command checks the start time again
+// first. Only once it is gone (or a zombie, which holds no socket) is the port asked for again;
+// when it is still taken (another program holds it), the host chooses a new one and
+// [Forward.Changed] and [Status.PortChanged] say so: terminals holding the old address need
+// telling.
 //
 // A host that refuses a forward even on a port of its choosing forbids forwarding
 // (AllowTcpForwarding no or local, DisableForwarding, PermitListen, or restrict,
@@ -175,11 +192,11 @@
 // # What runs on the host
 //
 // One sh per connect, started by the user's login shell with exec, that runs: echo, id -u, cat
-// of /proc/net/tcp, /proc/net/tcp6 and /proc/PID/stat, and when a stale session holds the port,
-// ls -l /proc/PID/fd, sed, and kill. Everything it prints is read after marker lines, so what a
-// chatty start-up file prints first is ignored. The host must be Linux (the static CLI the app
-// installs is Linux-only too): without /proc/net/tcp the forward cannot be checked and is not
-// served.
+// of /proc/net/tcp, /proc/net/tcp6 and /proc/PID/stat, ls -l /proc/PID/fd, and when a stale
+// session holds the port, sed and kill, and sed again until that session is gone. Everything it
+// prints is read after marker lines, so what a chatty start-up file prints first is ignored. The
+// host must be Linux (the static CLI the app installs is Linux-only too): without /proc/net/tcp
+// the forward cannot be checked and is not served.
 //
 // # Security model
 //
@@ -188,7 +205,8 @@
 //     forward is closed before it carries a byte (connections that came in are held until the
 //     check passes, and closed when it fails), and the connection fails with [ErrNotLoopback]:
 //     set GatewayPorts no (or clientspecified) for the user. An address the check cannot read
-//     fails the same way ([ErrUncheckable]).
+//     fails the same way ([ErrUncheckable]). Only the session's own listeners are judged, so
+//     that no other user of the host can make this check fail.
 //   - Host keys and certificates are checked as ssh checks them; a changed key is never
 //     accepted, and an unknown one only under accept-new or no, as the user's ssh_config says.
 //   - Nothing prompts and nothing waits for a person: a passphrase, a host key to confirm, an agent

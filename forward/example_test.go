@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log"
 	"net"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -13,12 +14,13 @@ import (
 )
 
 // An SSH environment kept up until the program is interrupted, its forward leading to a local
-// listener.
+// listener. A failure a person must fix is logged with its hint; SIGHUP tries again at once.
 func Example() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	c := forward.New(forward.Config{
+	var c *forward.Conn
+	c = forward.New(forward.Config{
 		Host: "buildbox",
 		Target: func(ctx context.Context) (net.Conn, error) {
 			var d net.Dialer
@@ -30,18 +32,31 @@ func Example() {
 			}
 			return nil
 		},
-		OnStatus:  func(s forward.Status) { log.Printf("buildbox: %s", s) },
+		OnStatus: func(s forward.Status) {
+			if s.State != forward.Failed {
+				log.Printf("buildbox: %s", s)
+				return
+			}
+			var hk *forward.HostKeyError
+			switch {
+			case errors.As(s.Err, &hk) && hk.Unknown():
+				log.Printf("buildbox is not in known_hosts: %s", hk.Hint)
+			case errors.Is(s.Err, forward.ErrForwardingForbidden):
+				log.Printf("buildbox forbids forwarding: %v", s.Err)
+			default:
+				log.Printf("buildbox: %v", s.Err)
+			}
+		},
 		OnWarning: func(w forward.Warning) { log.Printf("ssh config: %s", w) },
 	})
-	if err := c.Run(ctx); err != nil {
-		var hk *forward.HostKeyError
-		switch {
-		case errors.As(err, &hk) && hk.Unknown():
-			log.Printf("buildbox is not in known_hosts: %s", hk.Hint)
-		case errors.Is(err, forward.ErrForwardingForbidden):
-			log.Printf("buildbox forbids forwarding: %v", err)
-		default:
-			log.Printf("buildbox: %v", err)
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			c.Retry()
 		}
+	}()
+	if err := c.Run(ctx); err != nil {
+		log.Fatal(err) // a Config without Host or Target
 	}
 }

@@ -72,9 +72,23 @@ func FuzzParseProcNetTCP(f *testing.F) {
 			}
 		}
 		// Checking never panics, and says something definite.
-		err := checkLoopback(socks, 45909)
+		err := checkLoopback(socks, 45909, 1000, nil)
 		if err != nil && !errors.Is(err, ErrNotLoopback) && !errors.Is(err, ErrUncheckable) {
 			t.Errorf("checkLoopback = %v", err)
+		}
+	})
+}
+
+func FuzzParseFDs(f *testing.F) {
+	f.Add([]byte("total 0\nlrwx------ 1 u u 64 Dec  1 13:09 3 -> socket:[40238856]\n"))
+	f.Add([]byte("l 1 -> socket:[]\nl 2 -> socket:[18446744073709551616]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fds := parseFDs(data)
+		if fds != nil && len(fds) == 0 {
+			t.Error("parseFDs returned an empty set; want nil for none")
+		}
+		if len(fds) > bytes.Count(data, []byte("socket:[")) {
+			t.Errorf("parseFDs found %d sockets in %q", len(fds), data)
 		}
 	})
 }

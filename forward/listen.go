@@ -117,6 +117,7 @@ type hostInfo struct {
 	session hostSession
 	sockets []socket // those on our port
 	tcpRead bool     // /proc/net/tcp was there to read
+	fds     inodes   // the sockets the session holds; nil when its descriptors are not readable
 }
 
 // tcpScript prints the lines of the host's /proc/net/tcp and tcp6 that mention port, and their
@@ -127,12 +128,13 @@ func tcpScript(port int) string {
 }
 
 // infoScript prints, after markers: the pid of the sshd process serving this connection (the
-// shell's parent: see startShell), our uid, that process's /proc stat, and the host's TCP
-// sockets on port.
+// shell's parent: see startShell), our uid, that process's /proc stat and descriptors, and the
+// host's TCP sockets on port.
 func infoScript(port int) string {
 	return `echo ` + marker + `pid; echo $PPID
 echo ` + marker + `uid; id -u
 echo ` + marker + `stat; cat /proc/$PPID/stat 2>/dev/null; echo
+echo ` + marker + `fd; ls -l /proc/$PPID/fd 2>/dev/null
 echo ` + marker + `tcp; ` + tcpScript(port) + `
 echo ` + marker + `end`
 }
@@ -160,20 +162,41 @@ func readHostInfo(ctx context.Context, sh *hostShell, port int) (hostInfo, error
 	if st, err := parseProcStat(sec["stat"]); err == nil {
 		info.session.Start = st.Start
 	}
+	info.fds = parseFDs(sec["fd"])
 	info.sockets = parseProcNetTCP(sec["tcp"])
 	info.tcpRead = bytes.Contains(sec["tcp"], []byte("local_address"))
 	return info, nil
 }
 
-// checkLoopback fails unless every listening socket on port is bound to a loopback address,
-// and there is at least one. An sshd with GatewayPorts yes ignores the address asked for and
-// listens on every interface.
-func checkLoopback(socks []socket, port int) error {
-	ls := listeners(socks, port)
-	if len(ls) == 0 {
-		return fmt.Errorf("%w: port %d is not among the host's listening sockets in /proc/net/tcp", ErrUncheckable, port)
+// ownListeners splits the listening sockets on port into those of the sshd session (owned by
+// uid, our user on the host, and, when the session's descriptors could be read, among them) and
+// the others: another user's, or another process's.
+func ownListeners(socks []socket, port int, uid uint32, fds inodes) (own, others []socket) {
+	for _, s := range listeners(socks, port) {
+		if s.UID == uid && (fds == nil || fds[s.Inode]) {
+			own = append(own, s)
+		} else {
+			others = append(others, s)
+		}
 	}
-	for _, s := range ls {
+	return own, others
+}
+
+// checkLoopback fails unless every listening socket of the sshd session (uid and fds, as for
+// [ownListeners]) on port is bound to a loopback address, and there is at least one. An sshd
+// with GatewayPorts yes ignores the address asked for and listens on every interface.
+//
+// Other listeners on the same port do not count: another user of the host may bind [::]:port
+// (IPv6 only) or the host's LAN address beside our 127.0.0.1:port, and such a socket neither
+// exposes our forward nor receives what is sent to 127.0.0.1:port, which the kernel hands to the
+// listener bound to that address itself (sharing it through SO_REUSEPORT needs the same user).
+// Were it counted, any user of the host could make the forward fail for good.
+func checkLoopback(socks []socket, port int, uid uint32, fds inodes) error {
+	own, _ := ownListeners(socks, port, uid, fds)
+	if len(own) == 0 {
+		return fmt.Errorf("%w: port %d has no listener of our sshd session among the host's listening sockets in /proc/net/tcp", ErrUncheckable, port)
+	}
+	for _, s := range own {
 		if !isLoopback(s.Local.Addr()) {
 			return fmt.Errorf("%w: it listens on %s: the host's sshd has GatewayPorts yes, so our forward would listen on every interface; "+
 				"set GatewayPorts no (or clientspecified) for this user in the host's sshd_config", ErrNotLoopback, s.Local)
@@ -203,39 +226,69 @@ echo %[1]send`, marker, prev.PID, tcpScript(port))
 	if err != nil || st.Start != prev.Start || !strings.HasPrefix(st.Comm, "sshd") {
 		return false, nil // gone, or another process now
 	}
-	var held []socket
-	for _, s := range listeners(parseProcNetTCP(sec["tcp"]), port) {
-		if s.UID == prev.UID {
-			held = append(held, s)
-		}
-	}
-	if len(held) == 0 {
-		return false, nil // someone else's listener, or none
-	}
 	// Its descriptors are readable unless sshd made itself non-dumpable (as it does for users
 	// other than root): then its start time and our uid on the socket have to do.
-	if fds := sec["fd"]; bytes.Contains(fds, []byte("socket:[")) {
-		found := false
-		for _, s := range held {
-			found = found || bytes.Contains(fds, []byte("socket:["+strconv.FormatUint(s.Inode, 10)+"]"))
-		}
-		if !found {
-			return false, nil
-		}
+	if held, _ := ownListeners(parseProcNetTCP(sec["tcp"]), port, prev.UID, parseFDs(sec["fd"])); len(held) == 0 {
+		return false, nil // someone else's listener, or none
 	}
-	// The start time is checked again by the command that kills, so that a pid reused in
-	// between is left alone.
-	kill := fmt.Sprintf(`( set -- $(sed 's/^.*) //' /proc/%[2]d/stat 2>/dev/null); [ "${20}" = %[3]d ] && kill %[2]d && echo %[1]skilled )`,
-		marker, prev.PID, prev.Start)
-	out, err = sh.run(ctx, kill)
-	if err != nil {
+	if err := endProcess(ctx, sh, prev); err != nil {
 		return false, err
 	}
-	_, killed := sections(out)["killed"]
-	if killed {
-		c.cfg.Logger.Info("ended the stale sshd session that held our port on the host", "pid", prev.PID, "port", port)
+	c.cfg.Logger.Info("ended the stale sshd session that held our port on the host", "pid", prev.PID, "port", port)
+	return true, nil
+}
+
+// How long a stale session has to act on SIGTERM before it gets SIGKILL, and then to be gone.
+// Each check is a round trip to the host, so a slow path checks less often.
+const (
+	staleTermGrace = time.Second
+	staleKillGrace = 3 * time.Second
+	stalePoll      = 20 * time.Millisecond
+)
+
+// endProcess ends the host's process p and returns once it is gone (a zombie counts: it holds no
+// socket). It sends SIGTERM, then SIGCONT: a stopped process acts on no signal but SIGKILL and
+// SIGCONT, so the SIGTERM would wait in it for good. If it is still there after staleTermGrace,
+// SIGKILL. Each command checks the start time first, so that a pid reused meanwhile is left
+// alone.
+func endProcess(ctx context.Context, sh *hostShell, p *hostSession) error {
+	for _, step := range []struct {
+		signals string
+		grace   time.Duration
+	}{
+		{"kill -TERM %[1]d; kill -CONT %[1]d", staleTermGrace},
+		{"kill -KILL %[1]d", staleKillGrace},
+	} {
+		if _, err := sh.run(ctx, ifSameProcess(p, fmt.Sprintf(step.signals, p.PID))); err != nil {
+			return err
+		}
+		deadline := time.Now().Add(step.grace)
+		for {
+			out, err := sh.run(ctx, ifSameProcess(p, "echo "+marker+"alive"))
+			if err != nil {
+				return err
+			}
+			if _, alive := sections(out)["alive"]; !alive {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(stalePoll):
+			}
+		}
 	}
-	return killed, nil
+	return fmt.Errorf("pid %d is still there %s after SIGKILL", p.PID, staleKillGrace)
+}
+
+// ifSameProcess is a command for the host's sh that runs cmd only while p is the process
+// recorded at its connect (the same pid and start time) and is not a zombie.
+func ifSameProcess(p *hostSession, cmd string) string {
+	return fmt.Sprintf(`( set -- $(sed 's/^.*) //' /proc/%d/stat 2>/dev/null); [ "${20}" = %d ] && [ "$1" != Z ] && [ "$1" != X ] && { %s; } )`,
+		p.PID, p.Start, cmd)
 }
 
 // sections splits the output of a command on the host at its marker lines: "krad-forward:tcp"

@@ -96,6 +96,36 @@ func parseHexAddrPort(s string) (netip.AddrPort, bool) {
 	return netip.AddrPortFrom(addr, uint16(port)), true
 }
 
+// inodes are the inodes of the sockets a process holds.
+type inodes map[uint64]bool
+
+// parseFDs reads ls -l /proc/PID/fd, whose socket lines end in "-> socket:[INODE]", and returns
+// the inodes of the sockets, or nil when there is none: the descriptors were not readable (a
+// non-dumpable sshd, another user's process), since the process of a live session always holds
+// its connection's socket.
+func parseFDs(ls []byte) inodes {
+	var out inodes
+	for _, line := range bytes.Split(ls, []byte("\n")) {
+		_, rest, ok := bytes.Cut(line, []byte(" -> socket:["))
+		if !ok {
+			continue
+		}
+		n, ok := bytes.CutSuffix(bytes.TrimRight(rest, "\r"), []byte("]"))
+		if !ok {
+			continue
+		}
+		inode, err := strconv.ParseUint(string(n), 10, 64)
+		if err != nil {
+			continue
+		}
+		if out == nil {
+			out = inodes{}
+		}
+		out[inode] = true
+	}
+	return out
+}
+
 // listeners returns the listening sockets on port.
 func listeners(socks []socket, port int) []socket {
 	var out []socket

@@ -43,25 +43,76 @@ func TestCheckLoopback(t *testing.T) {
 	socks := parseProcNetTCP([]byte(procNetTCP))
 	for _, tc := range []struct {
 		port int
+		uid  uint32
 		want error
 		says string
 	}{
-		{port: 45909, want: ErrNotLoopback, says: "GatewayPorts"}, // 127.0.0.1 and [::]
-		{port: 22, want: ErrNotLoopback, says: "0.0.0.0:22"},
-		{port: 8080, want: nil},                                // 127.0.0.2 is loopback too
-		{port: 8081, want: nil},                                // ::ffff:127.0.0.1
-		{port: 631, want: nil},                                 // ::1
-		{port: 45189, want: ErrUncheckable, says: "not among"}, // not listening
-		{port: 1, want: ErrUncheckable},
+		{port: 45909, uid: 1000, want: ErrNotLoopback, says: "GatewayPorts"}, // 127.0.0.1 and [::]
+		{port: 22, uid: 0, want: ErrNotLoopback, says: "0.0.0.0:22"},
+		{port: 22, uid: 1000, want: ErrUncheckable, says: "no listener of our sshd session"}, // root's
+		{port: 8080, uid: 0, want: nil},                                                      // 127.0.0.2 is loopback too
+		{port: 8081, uid: 0, want: nil},                                                      // ::ffff:127.0.0.1
+		{port: 631, uid: 0, want: nil},                                                       // ::1
+		{port: 45189, uid: 0, want: ErrUncheckable, says: "no listener"},                     // not listening
+		{port: 1, uid: 0, want: ErrUncheckable},
 	} {
-		err := checkLoopback(socks, tc.port)
+		err := checkLoopback(socks, tc.port, tc.uid, nil)
 		if !errors.Is(err, tc.want) || (err == nil) != (tc.want == nil) {
-			t.Errorf("checkLoopback(port %d) = %v, want %v", tc.port, err, tc.want)
+			t.Errorf("checkLoopback(port %d, uid %d) = %v, want %v", tc.port, tc.uid, err, tc.want)
 			continue
 		}
 		if tc.says != "" && !strings.Contains(err.Error(), tc.says) {
-			t.Errorf("checkLoopback(port %d) = %q, want it to say %q", tc.port, err, tc.says)
+			t.Errorf("checkLoopback(port %d, uid %d) = %q, want it to say %q", tc.port, tc.uid, err, tc.says)
 		}
+	}
+}
+
+// Other listeners on the forward's port, beside ours on 127.0.0.1, are not ours to judge:
+// another user's on [::] (IPv6 only) or on the host's LAN address, or, when the session's
+// descriptors can be read, a socket of our user's that the session does not hold.
+func TestCheckLoopbackOthers(t *testing.T) {
+	const tcp = `  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:B355 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 101 1 0000000000000000 100 0 0 10 0
+   1: 0200000A:B355 00000000:0000 0A 00000000:00000000 00:00000000 00000000 65534        0 102 1 0000000000000000 100 0 0 10 0
+   2: 0300000A:B355 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 104 1 0000000000000000 100 0 0 10 0
+  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000000000000:B355 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 65534        0 103 1 0000000000000000 100 0 0 10 0 0
+`
+	socks := parseProcNetTCP([]byte(tcp))
+	fds := parseFDs([]byte(`total 0
+lr-x------ 1 u u 64 Dec  1 13:09 0 -> /dev/null
+lrwx------ 1 u u 64 Dec  1 13:09 3 -> socket:[100]
+lrwx------ 1 u u 64 Dec  1 13:09 9 -> socket:[101]
+`))
+	if err := checkLoopback(socks, 45909, 1000, fds); err != nil {
+		t.Errorf("with the session's descriptors: %v, want nil", err)
+	}
+	own, others := ownListeners(socks, 45909, 1000, fds)
+	if len(own) != 1 || own[0].Inode != 101 || len(others) != 3 {
+		t.Errorf("ownListeners = %+v, %+v; want inode 101, and 3 others", own, others)
+	}
+	// Without them, 10.0.0.3 is ours as far as anyone can tell: the sshd may have GatewayPorts
+	// yes.
+	if err := checkLoopback(socks, 45909, 1000, nil); !errors.Is(err, ErrNotLoopback) || !strings.Contains(err.Error(), "10.0.0.3:45909") {
+		t.Errorf("without the session's descriptors: %v, want ErrNotLoopback for 10.0.0.3", err)
+	}
+	// Another user's sockets never count.
+	if err := checkLoopback(socks[:2], 45909, 1000, nil); err != nil {
+		t.Errorf("beside another user's listener on 10.0.0.2: %v, want nil", err)
+	}
+	if err := checkLoopback(append(socks[:1:1], socks[3]), 45909, 1000, nil); err != nil {
+		t.Errorf("beside another user's listener on [::]: %v, want nil", err)
+	}
+}
+
+func TestParseFDs(t *testing.T) {
+	got := parseFDs([]byte("total 0\nlrwx------ 1 u u 64 Dec  1 13:09 3 -> socket:[40238856]\r\n" +
+		"lrwx------ 1 u u 64 Dec  1 13:09 4 -> socket:[7]\nl 5 -> socket:[x]\nl 6 -> socket:[8\nl 7 -> /dev/null\n"))
+	if want := (inodes{40238856: true, 7: true}); !reflect.DeepEqual(got, want) {
+		t.Errorf("parseFDs = %v, want %v", got, want)
+	}
+	if got := parseFDs([]byte("ls: cannot open directory '/proc/1/fd': Permission denied\n")); got != nil {
+		t.Errorf("parseFDs of an unreadable folder = %v, want nil", got)
 	}
 }
 

@@ -1,10 +1,13 @@
 package forward
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/krad-ade/krad/listenowner/listenownertest"
+	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
 // cutProxy stands for the network between the client and sshd. cut makes it a path that lost
@@ -288,4 +294,187 @@ func TestPortSquatted(t *testing.T) {
 		t.Fatalf("after the squat: %v (%+v), want a new port and PortChanged from %s", st2, st2.PortChanged, st.Addr)
 	}
 	carries(t, st2.Addr)
+}
+
+// A stale session that is stopped (SIGSTOP: a debugger, a job-control accident, a frozen host
+// process) does not act on SIGTERM until it is continued, and holds its port meanwhile. The
+// reconnect must still get the port back: the old session is continued or killed, and known to
+// be gone, before the port is asked for again.
+func TestStoppedStaleSession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := e.startBuild()
+	const interval, count = 200 * time.Millisecond, 3
+	cfg := e.cfg("build")
+	cfg.ServerAliveInterval, cfg.ServerAliveCountMax = interval, count
+	cfg.Logger = testLogger(t)
+	r := run(t, cfg)
+	st, i := r.connected(0)
+	carries(t, st.Addr)
+
+	// Every process of the old session (sshd's monitor and the session process under it) is
+	// stopped: the connection goes silent, and the session keeps its listener.
+	var stopped []int
+	for _, pid := range s.Sessions() {
+		stopped = append(stopped, pid)
+		stopped = append(stopped, sshdtest.Children(pid)...)
+	}
+	if len(stopped) == 0 {
+		t.Fatal("no sshd session to stop")
+	}
+	t.Cleanup(func() {
+		for _, pid := range stopped {
+			syscall.Kill(pid, syscall.SIGKILL)
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
+	for _, pid := range stopped {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatalf("stop %d: %v", pid, err)
+		}
+	}
+	t.Logf("stopped the old session's processes %v", stopped)
+
+	lost, j := r.wait(10*time.Second, i+1, func(s Status) bool { return s.State != Connected })
+	if !errors.Is(lost.Err, ErrKeepalive) {
+		t.Errorf("lost with %v, want ErrKeepalive", lost.Err)
+	}
+	st2, _ := r.connected(j)
+	if st2.Addr != st.Addr || st2.PortChanged != nil {
+		t.Fatalf("after the old session stopped: %v, want the same address %s", st2, st.Addr)
+	}
+	carries(t, st2.Addr)
+	// The process that held the port is gone (a zombie at most, when its stopped parent cannot
+	// reap it).
+	gone := 0
+	for _, pid := range stopped {
+		if !isSSHD(pid) {
+			gone++
+		}
+	}
+	if gone == 0 {
+		t.Errorf("every process of the old session %v is still there", stopped)
+	}
+}
+
+// endProcess ends a stopped process that ignores SIGTERM, with SIGKILL, and leaves alone a
+// process whose start time is not the one recorded (its pid was reused).
+func TestEndProcess(t *testing.T) {
+	t.Parallel()
+	s := sshdtest.Start(t, sshdtest.Options{})
+	sh, err := startShell(s.Dial(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.close()
+	// start runs script, which says "ready" once it has set itself up.
+	start := func(script string) (*exec.Cmd, *hostSession, chan struct{}) {
+		cmd := exec.Command("sh", "-c", script)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+		st, err := readStat(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cmd, &hostSession{PID: cmd.Process.Pid, Start: st.Start}, exited
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	stubborn, p, exited := start(`trap '' TERM; echo ready; while :; do sleep 1; done`)
+	syscall.Kill(stubborn.Process.Pid, syscall.SIGSTOP)
+	if err := endProcess(ctx, sh, p); err != nil {
+		t.Fatalf("endProcess: %v", err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("endProcess returned, but the process is still there")
+	}
+	if ws := stubborn.ProcessState.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("the process ended with %v, want SIGKILL", stubborn.ProcessState)
+	}
+
+	other, p, exited := start(`echo ready; exec sleep 60`)
+	p.Start++ // another process than the one recorded
+	if err := endProcess(ctx, sh, p); err != nil {
+		t.Fatalf("endProcess: %v", err)
+	}
+	select {
+	case <-exited:
+		t.Fatalf("endProcess ended pid %d, whose start time is not the one recorded: %v", p.PID, other.ProcessState)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// Another user of the host listening on the forward's port, on [::] (IPv6 only) and on the
+// host's LAN address, beside our 127.0.0.1, takes nothing from us: the reconnect gets the same
+// port and carries, and so does a new connection that asks for that port (the app's restart).
+// It used to fail for good, as if the host's sshd had GatewayPorts yes.
+func TestForeignListenersOnOurPort(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := e.startBuild()
+	r := run(t, e.cfg("build"))
+	st, i := r.connected(0)
+	port := strconv.Itoa(mustPort(t, st.Addr))
+
+	listenownertest.StartNetwork(t, "tcp6", "[::]:"+port, false)
+	if lan, ok := lanAddr(); ok {
+		listenownertest.Start(t, net.JoinHostPort(lan.String(), port), false)
+	} else {
+		t.Log("no address but loopback here: only [::] is taken")
+	}
+	for _, pid := range s.Sessions() {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	st2, _ := r.connected(i + 1)
+	if st2.Addr != st.Addr || st2.PortChanged != nil {
+		t.Fatalf("beside another user's listeners: %v, want %s again", st2, st.Addr)
+	}
+	carries(t, st2.Addr)
+
+	r.stop()
+	cfg := e.cfg("build")
+	cfg.PreferredPort = mustPort(t, st.Addr)
+	r = run(t, cfg)
+	st3, _ := r.connected(0)
+	if st3.Addr != st.Addr || st3.PortChanged != nil {
+		t.Fatalf("a new connection beside another user's listeners: %v, want %s", st3, st.Addr)
+	}
+	carries(t, st3.Addr)
+}
+
+func mustPort(t testing.TB, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	n, perr := strconv.Atoi(p)
+	if err != nil || perr != nil {
+		t.Fatalf("no port in %q", addr)
+	}
+	return n
+}
+
+// lanAddr is an IPv4 address of this machine other than loopback, if it has one.
+func lanAddr() (netip.Addr, bool) {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			if ip, ok := netip.AddrFromSlice(n.IP); ok && ip.Unmap().Is4() && ip.IsGlobalUnicast() {
+				return ip.Unmap(), true
+			}
+		}
+	}
+	return netip.Addr{}, false
 }

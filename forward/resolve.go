@@ -73,6 +73,25 @@ func joinHostPort(host string, port int) string {
 	return hostSpec{Host: host, Port: port}.String()
 }
 
+// configFiles are the ssh_config files c names, in the order they are read, "~" expanded.
+// (Files they Include are read by the ssh_config library, and not listed here.)
+func (c Config) configFiles() []string {
+	var out []string
+	for _, f := range []struct{ path, def string }{
+		{c.UserConfig, "~/.ssh/config"},
+		{c.SystemConfig, "/etc/ssh/ssh_config"},
+	} {
+		switch f.path {
+		case None:
+		case "":
+			out = append(out, expandTilde(f.def, c.home()))
+		default:
+			out = append(out, expandTilde(f.path, c.home()))
+		}
+	}
+	return out
+}
+
 // maxJumps bounds ProxyJump chains, which may loop through their own Host blocks.
 const maxJumps = 8
 
@@ -89,18 +108,8 @@ func (c Config) Resolve() (*Host, []Warning, error) {
 		cfgs     sshConfigs
 		warnings []Warning
 	)
-	for _, f := range []struct{ path, def string }{
-		{c.UserConfig, "~/.ssh/config"},
-		{c.SystemConfig, "/etc/ssh/ssh_config"},
-	} {
-		path := f.path
-		if path == None {
-			continue
-		}
-		if path == "" {
-			path = f.def
-		}
-		cfg, w, err := loadSSHConfig(expandTilde(path, home))
+	for _, path := range c.configFiles() {
+		cfg, w, err := loadSSHConfig(path)
 		if err != nil {
 			return nil, nil, err
 		}

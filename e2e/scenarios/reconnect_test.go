@@ -377,3 +377,64 @@ func TestSquattedPortGetsNoToken(t *testing.T) {
 		t.Errorf("krad api in a new terminal said %q, want the new forward %s", out, addr)
 	}
 }
+
+// Another user of the host listening on the forward's port beside it, on [::] (IPv6 only) and
+// on the host's LAN address, cannot switch the environment off: when the connection is lost, the
+// app reconnects on the same port (the other listeners take nothing sent to 127.0.0.1) and the
+// lead's krad keeps working. It used to fail for good, as if the host's sshd had GatewayPorts yes.
+func TestOtherUsersListenersBesideTheForward(t *testing.T) {
+	t.Parallel()
+	lan := e2e.NewNetwork(t, "lan", 43)
+	a := e2e.StartHost(t, "a", lan, lan.Addr(11), e2e.HostOptions{})
+	u := newUser(t, e2e.SSHEntry{Alias: "a", Host: a, Options: keepalive})
+	u.writeConfig(environments("a") + leadOn("a"))
+	app := u.start()
+	watch := u.watch()
+	c := app.connected("a", 60*time.Second)
+	lead := findTerminal(t, a, "a", "a:1", 30*time.Second)
+	lead.mustRun(t, "krad api")
+
+	squat := hostProbe(t, a)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, l := range []struct{ network, addr string }{
+		{"tcp6", "[::]:" + c.port()},
+		{"tcp", lan.Addr(11).String() + ":" + c.port()},
+	} {
+		sq := a.Command(ctx, "other", squat, "squat", "-network", l.network, "-addr", l.addr)
+		out, err := sq.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sq.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cancel(); _ = sq.Wait() })
+		if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || !strings.HasPrefix(line, "listening ") {
+			t.Fatalf("user other could not listen on %s (%s): %q, %v", l.addr, l.network, line, err)
+		}
+	}
+	if got := a.Listeners(t, c.port()); len(got) != 3 {
+		t.Fatalf("port %s is held at %q, want the forward and other's two", c.port(), got)
+	}
+
+	// The connection is lost (its sshd session ended, as a host that noticed a dead peer would
+	// end it): the app reconnects at once and asks for its port again.
+	from := watch.count()
+	pids := strings.Fields(a.Exec(t, "sh", "-c", "pgrep -u krad '^sshd' || true"))
+	if len(pids) == 0 {
+		t.Fatal("no sshd session of krad's on a")
+	}
+	a.Exec(t, append([]string{"kill"}, pids...)...)
+	_, lost := watch.waitFor(from, 30*time.Second, "the app noticing the loss", notConnectedState("a"))
+	t.Logf("after the loss: %s", lost.app.Message)
+	_, back := watch.waitFor(from, 60*time.Second, "a connected or failed", envState("a", func(m string) bool {
+		return strings.HasPrefix(m, "connected: ") || strings.HasPrefix(m, "failed: ")
+	}))
+	if want := "connected: " + c.forward + " on the host"; back.app.Message != want {
+		t.Fatalf("after the loss, beside other's listeners: %q, want %q", back.app.Message, want)
+	}
+	if out := lead.mustRun(t, "krad api"); !strings.Contains(out, c.forward) {
+		t.Errorf("krad api in the lead after the reconnect said %q", out)
+	}
+}

@@ -44,6 +44,13 @@ func Start(t testing.TB, addr string, accept bool) *Squatter {
 	return start(t, nil, "-accept="+strconv.FormatBool(accept), addr)
 }
 
+// StartNetwork is Start on one network of Go's net.Listen: "tcp6" with "[::]:41877" listens on
+// IPv6 only, beside an IPv4 listener of the same port.
+func StartNetwork(t testing.TB, network, addr string, accept bool) *Squatter {
+	t.Helper()
+	return start(t, nil, "-accept="+strconv.FormatBool(accept), "-network="+network, addr)
+}
+
 // Adopt runs a squatter as Nobody that accepts the connections of ln, a listener of the test's
 // own: the listener is ours, the process that reads from its connections is not.
 func Adopt(t testing.TB, ln *net.TCPListener) *Squatter {

@@ -261,6 +261,10 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 				case reload <- struct{}{}:
 				default:
 				}
+				// SIGHUP also says "I fixed it": failed SSH environments try again.
+				for _, b := range bridges {
+					b.Retry()
+				}
 			case <-ctx.Done():
 				return
 			}

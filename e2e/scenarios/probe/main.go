@@ -6,7 +6,7 @@
 //	probe hello -n N -endpoint ADDR -token-file FILE   N Hello round trips through ADDR, with
 //	                                                   the token of an owner-only token file
 //	probe hello -n N -api-json FILE                    the same against the bus api.json names
-//	probe squat -addr ADDR                             listen on ADDR as another user would, and
+//	probe squat [-network tcp6] -addr ADDR             listen on ADDR as another user would, and
 //	                                                   say how many bytes each connection sent
 //
 // hello makes each request the way krad does, one TCP connection each, and prints one JSON line:
@@ -123,10 +123,11 @@ func hello(args []string) error {
 func squat(args []string) error {
 	fs := flag.NewFlagSet("squat", flag.ContinueOnError)
 	addr := fs.String("addr", "", "where to listen")
+	network := fs.String("network", "tcp", "Go's network: tcp6 on [::]:PORT listens on IPv6 only")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen(*network, *addr)
 	if err != nil {
 		return err
 	}
