@@ -21,6 +21,9 @@ import (
 // it; the app closes it once the first terminal is open. It never gets a number.
 const HolderName = "krad-ade-starting"
 
+// HolderCommand is what the holder window runs: nothing, for as long as it is there.
+var HolderCommand = []string{"sleep", "2147483647"}
+
 // deadSubscription is the name of the control-mode subscription that reports pane deaths.
 const deadSubscription = "krad-dead"
 
@@ -486,12 +489,14 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 // newWindow asks tmux for the terminal's window.
 func (e *environment) newWindow(ctx context.Context, c *tmux.Client, id api.TerminalID, s windowSpec) (tmux.WindowID, tmux.PaneID, error) {
 	v := e.host.Vars()
-	args := []string{"new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "-t", e.name + ":", "-n", s.title}
+	// -n and -c are formats to tmux: the title and the folder go as text (tmux.FormatLiteral).
+	// The -e values and the command are not expanded.
+	args := []string{"new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "-t", e.name + ":", "-n", tmux.FormatLiteral(s.title)}
 	for _, kv := range v.env(id) {
 		args = append(args, "-e", kv)
 	}
 	if dir := cmp.Or(s.dir, v.Dir); dir != "" {
-		args = append(args, "-c", dir)
+		args = append(args, "-c", tmux.FormatLiteral(dir))
 	}
 	if len(s.argv) == 0 {
 		args = append(args, "--", v.companion(), "shell")
