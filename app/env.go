@@ -137,7 +137,7 @@ func (e *environment) session(ctx context.Context) error {
 				spec.role = api.RoleLead
 			}
 			if spec.title == "" {
-				spec.title = defaultTitle(strings.Fields(s.Command))
+				spec.title = cmp.Or(api.ShellTitle(s.Command), "shell")
 			}
 			if _, err := e.open(ctx, spec); err != nil {
 				return fmt.Errorf("open terminal %q: %w", s.Title, err)
@@ -220,8 +220,7 @@ type windowMeta struct {
 func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 	e.createMu.Lock()
 	defer e.createMu.Unlock()
-	lines, err := c.Command(ctx, "list-windows", "-t", e.name, "-F",
-		"#{window_id} #{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal} #{window_name}\t#{@krad}")
+	lines, err := c.Command(ctx, "list-windows", "-t", e.name, "-F", windowLineFormat)
 	if err != nil {
 		return fmt.Errorf("list windows: %w", err)
 	}
@@ -235,7 +234,7 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 			a.log.Warn("tmux listed a window the app cannot read", "environment", e.name, "err", err)
 			continue
 		}
-		if w.name == HolderName {
+		if w.holder {
 			continue
 		}
 		if w.meta == nil {
@@ -282,22 +281,30 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 	return nil
 }
 
+// windowLineFormat is adopt's list-windows format: one line a window, which no window's name can
+// forge. The name is not in it (a name may hold spaces, tabs, newlines, anything): the holder is
+// told by comparing names inside tmux, and a terminal's title is in its @krad. @krad comes last,
+// as the rest of the line: the app writes it, as JSON on one line, which may hold spaces.
+const windowLineFormat = "#{window_id} #{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal} " + isHolder + " #{@krad}"
+
+// isHolder is a format that tmux expands to 1 for the holder window, 0 for any other.
+const isHolder = "#{==:#{window_name}," + HolderName + "}"
+
 type windowLine struct {
 	window tmux.WindowID
 	pane   tmux.PaneID
 	dead   bool
 	status int
 	known  bool // the status is known: tmux collected the pane's process
-	name   string
+	holder bool
 	meta   *windowMeta
 }
 
-// parseWindowLine reads one line of adopt's list-windows.
+// parseWindowLine reads one line of adopt's list-windows (windowLineFormat).
 func parseWindowLine(line string) (windowLine, error) {
-	head, metaJSON, _ := strings.Cut(line, "\t")
-	f := strings.SplitN(head, " ", 6)
-	if len(f) < 6 {
-		return windowLine{}, fmt.Errorf("%d fields, want 6", len(f))
+	f := strings.SplitN(line, " ", 7)
+	if len(f) < 7 {
+		return windowLine{}, fmt.Errorf("%d fields, want 7", len(f))
 	}
 	var w windowLine
 	var err error
@@ -309,10 +316,14 @@ func parseWindowLine(line string) (windowLine, error) {
 	}
 	w.dead = f[2] == "1"
 	w.status, w.known = deadStatus(f[3], f[4])
-	w.name = f[5]
-	if metaJSON != "" {
+	w.holder = f[5] == "1"
+	if f[6] != "" {
 		var m windowMeta
-		if err := json.Unmarshal([]byte(metaJSON), &m); err == nil {
+		if err := json.Unmarshal([]byte(f[6]), &m); err == nil {
+			// An earlier version took titles with control characters.
+			if api.CheckTitle(m.Title) != nil {
+				m.Title = cmp.Or(api.CleanTitle(m.Title), "shell")
+			}
 			w.meta = &m
 		}
 	}
@@ -563,17 +574,21 @@ func (e *environment) mark(ctx context.Context, c *tmux.Client, w tmux.WindowID,
 	return nil
 }
 
+// nameFormat is a window's name with each control character made a space.
+const nameFormat = "#{s/[\x01-\x1f\x7f]/ /:window_name}"
+
 // numberLocked gives a window a person opened a number, as a shell. e.createMu must be held.
 func (e *environment) numberLocked(ctx context.Context, c *tmux.Client, w tmux.WindowID) error {
-	out, err := c.Command(ctx, "display-message", "-p", "-t", w.String(), "#{pane_id} #{window_name}")
+	// The name comes last, its control characters made spaces by tmux, so that it is one line
+	// whatever it holds; the lines are joined all the same, should tmux's regular expressions
+	// stop at bytes that are not UTF-8.
+	out, err := c.Command(ctx, "display-message", "-p", "-t", w.String(), "#{pane_id} "+isHolder+" "+nameFormat)
 	if err != nil {
 		return err
 	}
-	if len(out) != 1 {
-		return fmt.Errorf("display-message answered %d lines", len(out))
-	}
-	ps, name, _ := strings.Cut(out[0], " ")
-	if name == HolderName {
+	ps, rest, _ := strings.Cut(strings.Join(out, "\n"), " ")
+	holder, name, _ := strings.Cut(rest, " ")
+	if holder == "1" {
 		return nil
 	}
 	p, err := tmux.ParsePaneID(ps)
@@ -586,7 +601,7 @@ func (e *environment) numberLocked(ctx context.Context, c *tmux.Client, w tmux.W
 	e.next++
 	a.mu.Unlock()
 	id := api.TerminalID{Environment: e.name, Terminal: n}
-	meta := windowMeta{Terminal: n, Title: name, Role: api.RoleShell}
+	meta := windowMeta{Terminal: n, Title: cmp.Or(api.CleanTitle(name), "shell"), Role: api.RoleShell}
 	if err := e.mark(ctx, c, w, id, meta); err != nil {
 		return err
 	}

@@ -1,15 +1,20 @@
 package app_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/tmux"
 )
 
 // tmuxOut runs the tmux command line on the harness's server, as a person would, and returns its
@@ -85,5 +90,103 @@ func checkNothingRan(t *testing.T, files ...string) {
 		if _, err := os.Stat(f); err == nil {
 			t.Errorf("a title's #(touch %s) ran", f)
 		}
+	}
+}
+
+// TestTitlesSurviveRestart: a title with a control character is refused, and no window's name,
+// whatever it holds (tabs, newlines, JSON, a line like tmux's own %begin), loses a terminal its
+// number, role or session when the app restarts: not a worker renamed by hand, not a worker an
+// earlier version named with a tab, not a window a person opened with such a name.
+func TestTitlesSurviveRestart(t *testing.T) {
+	h := start(t, lead())
+	c := h.as(1)
+	for _, title := range []string{"fix\tbug", "two\nlines", "\x1b[31mred"} {
+		_, err := h.call(c, api.Spawn, &api.SpawnBody{Title: title, Command: []string{"sleep", "60"}})
+		if code(err) != api.CodeBadRequest || !strings.Contains(err.Error(), "control character") {
+			t.Errorf("Spawn titled %q: %v, want bad_request about the control character", title, err)
+		}
+	}
+	if agents := h.agents(h.as(0)); len(agents) != 1 {
+		t.Fatalf("after the refused Spawns: %+v, want the lead alone", agents)
+	}
+
+	forged := "x\ty\n%begin 1 2 1\n{\"terminal\":1,\"role\":\"lead\"}\t#{@krad}\n"
+	renamed := h.agent(c, api.Spawn, &api.SpawnBody{Title: "renamed", Command: []string{"sleep", "60"}})
+	h.tmuxOut("rename-window", "-t", h.window(renamed.Terminal), forged)
+	// A window a person opens, named by hand: numbered while the app runs.
+	h.tmuxOut("new-window", "-d", "-t", "main:", "-n", tmux.FormatLiteral(forged), "sleep 60")
+	byHand := renamed.Terminal + 1
+	h.waitAgent(byHand)
+	want := map[int]api.Agent{
+		1:                {Role: api.RoleLead, Session: "main:1", Title: "lead"},
+		renamed.Terminal: {Role: api.RoleWorker, Session: "main:1", Title: "renamed"},
+		byHand:           {Role: api.RoleShell, Title: api.CleanTitle(forged)},
+	}
+	check := func(when string) {
+		t.Helper()
+		agents := h.agents(h.as(0))
+		if len(agents) != len(want) {
+			t.Errorf("%s: %+v, want %d terminals", when, agents, len(want))
+		}
+		for _, a := range agents {
+			w := want[a.Terminal]
+			if a.Role != w.Role || a.Session != w.Session || a.Title != w.Title {
+				t.Errorf("%s: main:%d is %s %q of session %q, want %s %q of session %q", when, a.Terminal, a.Role, a.Title, a.Session, w.Role, w.Title, w.Session)
+			}
+		}
+	}
+	check("before the restart")
+	h.stop()
+
+	// While the app is away: what an earlier version made of Spawn {"title":"old\ttab"} (the
+	// window named with the tab, the title in @krad), and another window opened by hand.
+	old := byHand + 1
+	oldWindow := strings.TrimSpace(h.tmuxOut("new-window", "-d", "-P", "-F", "#{window_id}", "-t", "main:", "-n", "old\ttab", "sleep 60"))
+	h.tmuxOut("set-option", "-w", "-t", oldWindow, "@krad", fmt.Sprintf(`{"terminal":%d,"title":"old\ttab","role":"worker","session":"main:1","lead":1,"runs":true}`, old))
+	h.tmuxOut("set-option", "-w", "-t", oldWindow, "@krad_terminal", fmt.Sprintf("main:%d", old))
+	h.tmuxOut("set-option", "-t", "main", "@krad_next", strconv.Itoa(old+1))
+	want[old] = api.Agent{Role: api.RoleWorker, Session: "main:1", Title: "old tab"}
+	h.tmuxOut("new-window", "-d", "-t", "main:", "-n", tmux.FormatLiteral("\n"+forged), "sleep 60")
+	want[old+1] = api.Agent{Role: api.RoleShell, Title: api.CleanTitle(forged)}
+
+	h.start(testbin.Dir(t), lead())
+	check("after the restart")
+	c = h.as(1) // with the new token
+	// The lead still directs the workers, and the next terminal gets the next number.
+	if _, err := h.call(c, api.Send, &api.SendBody{Target: api.Target(renamed.Terminal), Text: "x", Enter: new(bool)}); err != nil {
+		t.Errorf("Send to the renamed worker after the restart: %v", err)
+	}
+	if w := h.agent(c, api.Spawn, &api.SpawnBody{Command: []string{"sleep", "60"}}); w.Terminal != old+2 {
+		t.Errorf("the next worker is main:%d, want main:%d", w.Terminal, old+2)
+	}
+}
+
+// waitAgent waits until the bus lists terminal n of main.
+func (h *harness) waitAgent(n int) api.Agent {
+	h.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, a := range h.agents(h.as(0)) {
+			if a.Terminal == n {
+				return a
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	h.t.Fatalf("main:%d never appeared; the terminals: %+v", n, h.agents(h.as(0)))
+	return api.Agent{}
+}
+
+// TestDefaultTitles: a terminal given no title is named after its program, without the shell's
+// punctuation around it.
+func TestDefaultTitles(t *testing.T) {
+	h := start(t, withTerminals(app.TerminalSpec{Command: "./lead.sh; exec sleep 60", Lead: true}, app.TerminalSpec{Command: "FOO=1 exec sleep 60"}))
+	w := h.agent(h.as(1), api.Spawn, &api.SpawnBody{Command: []string{"/bin/sleep", "60"}})
+	got := map[int]string{}
+	for _, a := range h.agents(h.as(0)) {
+		got[a.Terminal] = a.Title
+	}
+	if want := map[int]string{1: "lead.sh", 2: "sleep", w.Terminal: "sleep"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("titles %v, want %v", got, want)
 	}
 }

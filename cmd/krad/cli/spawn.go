@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"path"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/spf13/pflag"
@@ -36,10 +35,10 @@ after --.`,
 				return x.usageError("%s needs a command after --, like: %s -- claude", x.path, x.path)
 			}
 			if title == "" {
-				title = path.Base(args[0])
+				title = api.ProgramTitle(args)
 			}
-			if len(title) > api.MaxTitle {
-				return x.usageError("the title is longer than %d bytes", api.MaxTitle)
+			if err := api.CheckTitle(title); err != nil {
+				return x.usageError("%v", err)
 			}
 			b, err := x.bus()
 			if err != nil {
