@@ -170,7 +170,7 @@ func (e *environment) session(ctx context.Context) error {
 	}
 }
 
-// setup makes the session fit for the app: exit status kept, the variables every new window
+// setup makes the session fit for the app: exit status and last screen kept, the variables every new window
 // gets (windows a person opens included), the companion as the command of those windows, and
 // the subscription that reports pane deaths.
 func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
@@ -196,6 +196,19 @@ func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
 		if _, err := c.Command(ctx, args...); err != nil {
 			return fmt.Errorf("tmux %s: %w", args[0], err)
 		}
+	}
+	// tmux writes "Pane is dead (…)" on the last line of a dead pane's screen after a line feed,
+	// which scrolls its first line away: Read would lose the first line the process printed
+	// (often the one that says why it failed). An empty remain-on-exit-format writes nothing, so
+	// the screen stays as the process left it; the terminal's state and exit code tell how it
+	// ended. tmux before 3.3 has no such option, and keeps its line.
+	if _, err := c.Command(ctx, "set-option", "-gw", "remain-on-exit-format", ""); err != nil {
+		var ce *tmux.CommandError
+		if !errors.As(err, &ce) {
+			return fmt.Errorf("tmux set-option: %w", err)
+		}
+		e.app.log.Warn("tmux has no remain-on-exit-format (tmux 3.3 has): Read of an ended agent may miss its first line",
+			"environment", e.name, "err", err)
 	}
 	return nil
 }

@@ -190,3 +190,25 @@ func TestDefaultTitles(t *testing.T) {
 		t.Errorf("titles %v, want %v", got, want)
 	}
 }
+
+// TestReadEndedWorker: Read of a worker that ended shows every line it printed, the first one
+// included: a command that is not found, and a screenful of lines.
+func TestReadEndedWorker(t *testing.T) {
+	h := start(t, lead())
+	c := h.as(1)
+	missing := h.agent(c, api.Spawn, &api.SpawnBody{Command: []string{"no-such-command-krad"}})
+	full := h.agent(c, api.Spawn, &api.SpawnBody{Command: []string{"sh", "-c", "seq 1 49; exit 3"}})
+	for _, w := range []api.Agent{missing, full} {
+		if a := h.agent(c, api.Wait, &api.WaitBody{Target: api.Target(w.Terminal), TimeoutSecs: secs(30)}); a.State != api.StateFailed {
+			t.Fatalf("%s: %s, want failed", w.Title, a.State)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if screen := h.read(c, missing.Terminal); !strings.Contains(screen, "no-such-command-krad") {
+		t.Errorf("Read of the missing command does not say what was missing:\n%s", screen)
+	}
+	lines := strings.Split(h.read(c, full.Terminal), "\n")
+	if len(lines) < 49 || lines[0] != "1" || lines[48] != "49" {
+		t.Errorf("Read of a worker that printed 1 to 49 on a 50-line screen gave %d lines, first %q:\n%s", len(lines), lines[0], strings.Join(lines, "\n"))
+	}
+}
