@@ -183,6 +183,9 @@ func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
 	}
 	cmds := [][]string{
 		{"set-option", "-gw", "remain-on-exit", "on"},
+		// Terminal N is window N: tmux must not renumber windows when one closes, whatever the
+		// user's configuration says.
+		{"set-option", "-t", e.name, "renumber-windows", "off"},
 		{"set-environment", "-t", e.name, "KRAD_ADE_ENDPOINT", v.Endpoint},
 		token,
 		tokenFile,
@@ -289,6 +292,22 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 	for _, w := range strangers {
 		if err := e.numberLocked(ctx, c, w); err != nil {
 			a.log.Warn("could not number a window", "environment", e.name, "window", w.String(), "err", err)
+		}
+	}
+	// Put each terminal at the window index of its number, where it is not (an earlier
+	// version's windows, windows a person moved).
+	windows, err := e.windows(ctx, c)
+	if err != nil {
+		return err
+	}
+	for w, i := range windows {
+		a.mu.Lock()
+		t := e.byWindow[w]
+		a.mu.Unlock()
+		if t != nil && t.number != i {
+			if err := e.place(ctx, c, w, t.number); err != nil {
+				a.log.Warn("could not move a window to its terminal's number", "environment", e.name, "terminal", t.number, "err", err)
+			}
 		}
 	}
 	return nil
@@ -515,7 +534,9 @@ func (e *environment) newWindow(ctx context.Context, c *tmux.Client, id api.Term
 	v := e.host.Vars()
 	// -n and -c are formats to tmux: the title and the folder go as text (tmux.FormatLiteral).
 	// The -e values and the command are not expanded.
-	args := []string{"new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "-t", e.name + ":", "-n", tmux.FormatLiteral(s.title)}
+	// The window's index is the terminal's number: prefix-N shows terminal N.
+	target := e.name + ":" + strconv.Itoa(id.Terminal)
+	args := []string{"new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "-t", target, "-n", tmux.FormatLiteral(s.title)}
 	for _, kv := range v.env(id) {
 		args = append(args, "-e", kv)
 	}
@@ -528,7 +549,19 @@ func (e *environment) newWindow(ctx context.Context, c *tmux.Client, id api.Term
 		args = append(args, "--", v.companion(), "run", "--title", s.title, "--")
 		args = append(args, s.argv...)
 	}
-	out, err := c.Command(ctx, args...)
+	var out []string
+	var err error
+	for try := 0; ; try++ {
+		if err = e.freeIndex(ctx, c, id.Terminal); err != nil {
+			return 0, 0, err
+		}
+		// A window a person opens may take the index between the two commands: try again.
+		out, err = c.Command(ctx, args...)
+		var ce *tmux.CommandError
+		if err == nil || try == 2 || !errors.As(err, &ce) {
+			break
+		}
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("tmux new-window: %w", err)
 	}
@@ -619,10 +652,13 @@ func (e *environment) numberLocked(ctx context.Context, c *tmux.Client, w tmux.W
 		return err
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	t := e.register(meta)
 	e.attachLocked(t, w, p)
 	a.publishLocked(api.AgentAdded, t)
+	a.mu.Unlock()
+	if err := e.place(ctx, c, w, n); err != nil {
+		a.log.Warn("could not move a window to its terminal's number", "environment", e.name, "terminal", n, "err", err)
+	}
 	return nil
 }
 
@@ -645,6 +681,93 @@ func (e *environment) windowAdded(c *tmux.Client, w tmux.WindowID) {
 	}
 }
 
+// windowClosed forgets the terminal of a window tmux said closed, if the window is gone from the
+// session indeed.
+func (e *environment) windowClosed(c *tmux.Client, w tmux.WindowID) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	windows, err := e.windows(ctx, c)
+	if err != nil {
+		return // the connection broke: the next attach reconciles the terminals with tmux
+	}
+	a := e.app
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, there := windows[w]; there {
+		return
+	}
+	if t := e.byWindow[w]; t != nil {
+		e.removeLocked(t)
+	}
+}
+
+// windows is the session's windows, with their indexes.
+func (e *environment) windows(ctx context.Context, c *tmux.Client) (map[tmux.WindowID]int, error) {
+	out, err := c.Command(ctx, "list-windows", "-t", e.name, "-F", "#{window_id} #{window_index}")
+	if err != nil {
+		return nil, fmt.Errorf("tmux list-windows: %w", err)
+	}
+	windows := make(map[tmux.WindowID]int, len(out))
+	for _, line := range out {
+		ws, is, _ := strings.Cut(line, " ")
+		w, err := tmux.ParseWindowID(ws)
+		if err != nil {
+			return nil, fmt.Errorf("tmux list-windows: %w", err)
+		}
+		i, err := strconv.Atoi(is)
+		if err != nil {
+			return nil, fmt.Errorf("tmux list-windows: index %q", is)
+		}
+		windows[w] = i
+	}
+	return windows, nil
+}
+
+// freeIndex makes window index n of the session free for terminal n: a window there that is not
+// terminal n's (the holder, a window a person opened or moved there) moves to the first free
+// index. The app never gives a window an index that is another terminal's number, so nothing
+// that stands at its own number is moved. e.createMu must be held.
+func (e *environment) freeIndex(ctx context.Context, c *tmux.Client, n int) error {
+	windows, err := e.windows(ctx, c)
+	if err != nil {
+		return err
+	}
+	for w, i := range windows {
+		if i != n {
+			continue
+		}
+		a := e.app
+		a.mu.Lock()
+		t := e.byWindow[w]
+		a.mu.Unlock()
+		if t != nil && t.number == n {
+			return nil
+		}
+		if _, err := c.Command(ctx, "move-window", "-d", "-s", w.String(), "-t", e.name+":"); err != nil {
+			return fmt.Errorf("tmux move-window: %w", err)
+		}
+	}
+	return nil
+}
+
+// place moves window w, terminal n's, to window index n. e.createMu must be held.
+func (e *environment) place(ctx context.Context, c *tmux.Client, w tmux.WindowID, n int) error {
+	windows, err := e.windows(ctx, c)
+	if err != nil {
+		return err
+	}
+	if i, ok := windows[w]; !ok || i == n {
+		return nil
+	}
+	if err := e.freeIndex(ctx, c, n); err != nil {
+		return err
+	}
+	if _, err := c.Command(ctx, "move-window", "-d", "-s", w.String(), "-t", e.name+":"+strconv.Itoa(n)); err != nil {
+		return fmt.Errorf("tmux move-window: %w", err)
+	}
+	return nil
+}
+
 // onNote handles tmux's notifications. It runs on the client's reading goroutine, so it never
 // waits on tmux: numbering a new window, which needs commands, happens on a goroutine of its own.
 // c is nil for notifications that arrive before the client is set up.
@@ -665,11 +788,17 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 			go e.windowAdded(c, n.Window)
 		}
 	case tmux.WindowClose:
+		// tmux also says %window-close when a window moves to another index (move-window, which
+		// the app runs to put a window at its number): whether the window is gone is asked.
 		a.mu.Lock()
-		if t := e.byWindow[n.Window]; t != nil {
+		t := e.byWindow[n.Window]
+		if t != nil && c == nil {
 			e.removeLocked(t)
 		}
 		a.mu.Unlock()
+		if t != nil && c != nil {
+			go e.windowClosed(c, n.Window)
+		}
 	case tmux.SubscriptionChanged:
 		if n.Name != deadSubscription || n.Pane < 0 {
 			return

@@ -212,3 +212,85 @@ func TestReadEndedWorker(t *testing.T) {
 		t.Errorf("Read of a worker that printed 1 to 49 on a 50-line screen gave %d lines, first %q:\n%s", len(lines), lines[0], strings.Join(lines, "\n"))
 	}
 }
+
+// indexes is each window's index, by its @krad_terminal ("" for a window the app has not
+// numbered).
+func (h *harness) indexes() map[string]string {
+	h.t.Helper()
+	got := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(h.tmuxOut("list-windows", "-t", "main", "-F", "#{@krad_terminal} #{window_index}")), "\n") {
+		id, index, _ := strings.Cut(line, " ")
+		got[id] = index
+	}
+	return got
+}
+
+// waitIndexes waits until every terminal the bus lists is at the window index of its number,
+// and no other window is left, and fails the test if that does not come.
+func (h *harness) waitIndexes(when string) {
+	h.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		want := map[string]string{}
+		for _, a := range h.agents(h.as(0)) {
+			want[api.TerminalID{Environment: "main", Terminal: a.Terminal}.String()] = strconv.Itoa(a.Terminal)
+		}
+		got := h.indexes()
+		if reflect.DeepEqual(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s: windows (terminal: index) %v, want %v", when, got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestWindowIndexIsNumber: terminal N is tmux's window N (prefix-N shows it), with a tmux
+// configuration that numbers windows from 1 and renumbers them when one closes: for configured
+// terminals, spawned workers, a window a person opens (by prefix-c, or at an index of their
+// choosing), after a terminal closes, and after the app restarts.
+func TestWindowIndexIsNumber(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "tmux.conf")
+	if err := os.WriteFile(conf, []byte("set -g base-index 1\nset -g renumber-windows on\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withConf := func(c *app.Config) { c.Tmux.ConfigFile = conf }
+	specs := withTerminals(app.TerminalSpec{Title: "lead", Lead: true}, app.TerminalSpec{Title: "shell"})
+	h := start(t, withConf, specs)
+	h.waitIndexes("at the start")
+	c := h.as(1)
+	w3 := h.agent(c, api.Spawn, &api.SpawnBody{Command: []string{"sleep", "60"}})
+	w4 := h.agent(c, api.Spawn, &api.SpawnBody{Command: []string{"sleep", "60"}})
+	if w3.Terminal != 3 || w4.Terminal != 4 {
+		t.Fatalf("spawned main:%d and main:%d, want main:3 and main:4", w3.Terminal, w4.Terminal)
+	}
+	h.waitIndexes("after two spawns")
+	if _, err := h.call(c, api.Close, &api.CloseBody{Target: 3}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitIndexes("after closing main:3")
+	// prefix-c: tmux puts the window at the first free index, 3; the app numbers it 5.
+	h.tmuxOut("new-window", "-d", "-t", "main:")
+	h.waitAgent(5)
+	h.waitIndexes("after a window opened by hand")
+	// A window a person puts at the index the next terminal will have.
+	h.tmuxOut("new-window", "-d", "-t", "main:7")
+	h.waitAgent(6)
+	h.waitIndexes("after a window opened by hand at index 7")
+	if w := h.agent(c, api.Spawn, &api.SpawnBody{Command: []string{"sleep", "60"}}); w.Terminal != 7 {
+		t.Errorf("spawned main:%d, want main:7", w.Terminal)
+	}
+	h.waitIndexes("after a spawn")
+	if n := len(h.agents(h.as(0))); n != 6 {
+		t.Errorf("%d terminals, want 6 (1, 2, 4, 5, 6, 7): %+v", n, h.agents(h.as(0)))
+	}
+	h.stop()
+	h.tmuxOut("move-window", "-s", "main:4", "-t", "main:9") // moved by hand while the app was away
+	h.start(testbin.Dir(t), withConf, specs)
+	h.waitIndexes("after the restart")
+	if w := h.agent(h.as(1), api.Spawn, &api.SpawnBody{Command: []string{"sleep", "60"}}); w.Terminal != 8 {
+		t.Errorf("spawned main:%d after the restart, want main:8", w.Terminal)
+	}
+	h.waitIndexes("after a spawn after the restart")
+}
