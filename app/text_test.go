@@ -294,3 +294,23 @@ func TestWindowIndexIsNumber(t *testing.T) {
 	}
 	h.waitIndexes("after a spawn after the restart")
 }
+
+// TestKradInWindowOpenedWithACommand: in a window a person opens with a command of their own
+// (tmux new-window 'sh'), which gets the session's KRAD_ADE_ENDPOINT but no KRAD_ADE_TERMINAL,
+// krad learns its terminal from the window, as krad-ade-agents shell does.
+func TestKradInWindowOpenedWithACommand(t *testing.T) {
+	h := start(t, lead())
+	// tmux gives a window opened from outside it the PATH of the tmux that asked: krad by its path.
+	krad := filepath.Join(testbin.Dir(t), "krad")
+	h.tmuxOut("new-window", "-d", "-t", "main:", `sleep 1; echo "T=[$KRAD_ADE_TERMINAL]"; `+krad+` report needs_input; echo "rc=$?"; sleep 60`)
+	h.waitAgent(2)
+	screen := h.waitScreen(h.as(1), 2, "rc=")
+	if !strings.Contains(screen, "T=[]") || !strings.Contains(screen, "rc=0") {
+		t.Errorf("krad report in the window failed:\n%s", screen)
+	}
+	for _, a := range h.agents(h.as(0)) {
+		if a.Terminal == 2 && a.State != api.StateNeedsInput {
+			t.Errorf("main:2 is %s, want needs_input, as it reported", a.State)
+		}
+	}
+}
