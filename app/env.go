@@ -170,9 +170,9 @@ func (e *environment) session(ctx context.Context) error {
 	}
 }
 
-// setup makes the session fit for the app: exit status and last screen kept, the variables every new window
-// gets (windows a person opens included), the companion as the command of those windows, and
-// the subscription that reports pane deaths.
+// setup makes the session fit for the app: exit status and last screen kept, windows never
+// renumbered, the variables every new window gets (windows a person opens included), the
+// companion as the command of those windows, and the subscription that reports pane deaths.
 func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
 	v := e.host.Vars()
 	token := []string{"set-environment", "-t", e.name, "KRAD_ADE_TOKEN", v.Token.Reveal()}
@@ -532,9 +532,9 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 // newWindow asks tmux for the terminal's window.
 func (e *environment) newWindow(ctx context.Context, c *tmux.Client, id api.TerminalID, s windowSpec) (tmux.WindowID, tmux.PaneID, error) {
 	v := e.host.Vars()
-	// -n and -c are formats to tmux: the title and the folder go as text (tmux.FormatLiteral).
-	// The -e values and the command are not expanded.
-	// The window's index is the terminal's number: prefix-N shows terminal N.
+	// The window's index is the terminal's number: prefix-N shows terminal N. -n and -c are
+	// formats to tmux: the title and the folder go as text (tmux.FormatLiteral); the -e values
+	// and the command are not expanded.
 	target := e.name + ":" + strconv.Itoa(id.Terminal)
 	args := []string{"new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "-t", target, "-n", tmux.FormatLiteral(s.title)}
 	for _, kv := range v.env(id) {

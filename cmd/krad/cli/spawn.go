@@ -25,7 +25,7 @@ If CMD fails at once (a command that does not exist, say), the worker is shown f
 exit code and krad exits 1. Only a session's lead may spawn workers. CMD and its arguments come
 after --.`,
 		flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&title, "title", "", "the worker's title `T` (by default the command's name)")
+			fs.StringVar(&title, "title", "", "the worker's title `T`, one line of text (by default the program's name)")
 			fs.StringVar(&group, "group", "", "the group `G` (worktree) it works in (by default the environment's main checkout)")
 			fs.StringVar(&prompt, "prompt", "", "the agent's first prompt `P`")
 			fs.BoolVar(&asJSON, "json", false, `print the worker as one JSON object`)
