@@ -210,8 +210,8 @@ func validateBody(body any) error {
 		if b.Title == "" && len(b.Command) == 0 {
 			return errors.New("a worker needs a title or a command")
 		}
-		if len(b.Title) > MaxTitle {
-			return fmt.Errorf("title is longer than %d bytes", MaxTitle)
+		if err := CheckTitle(b.Title); err != nil {
+			return err
 		}
 	case *ReportBody:
 		switch b.State {

@@ -560,7 +560,7 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 	}
 	a.mu.Unlock()
 	if spec.title == "" {
-		spec.title = defaultTitle(spec.argv)
+		spec.title = cmp.Or(api.ProgramTitle(spec.argv), "shell")
 	}
 	t, err := e.open(ctx, spec)
 	if err != nil {
@@ -592,19 +592,6 @@ func spawnArgv(b *api.SpawnBody) []string {
 		argv = append(argv, b.Prompt)
 	}
 	return argv
-}
-
-func defaultTitle(argv []string) string {
-	if len(argv) == 0 {
-		return "shell"
-	}
-	s := argv[0]
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '/' {
-			return s[i+1:]
-		}
-	}
-	return s
 }
 
 func (a *App) close(ctx context.Context, from api.TerminalID, n int) error {

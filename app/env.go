@@ -21,6 +21,9 @@ import (
 // it; the app closes it once the first terminal is open. It never gets a number.
 const HolderName = "krad-ade-starting"
 
+// HolderCommand is what the holder window runs: nothing, for as long as it is there.
+var HolderCommand = []string{"sleep", "2147483647"}
+
 // deadSubscription is the name of the control-mode subscription that reports pane deaths.
 const deadSubscription = "krad-dead"
 
@@ -134,7 +137,7 @@ func (e *environment) session(ctx context.Context) error {
 				spec.role = api.RoleLead
 			}
 			if spec.title == "" {
-				spec.title = defaultTitle(strings.Fields(s.Command))
+				spec.title = cmp.Or(api.ShellTitle(s.Command), "shell")
 			}
 			if _, err := e.open(ctx, spec); err != nil {
 				return fmt.Errorf("open terminal %q: %w", s.Title, err)
@@ -167,9 +170,9 @@ func (e *environment) session(ctx context.Context) error {
 	}
 }
 
-// setup makes the session fit for the app: exit status kept, the variables every new window
-// gets (windows a person opens included), the companion as the command of those windows, and
-// the subscription that reports pane deaths.
+// setup makes the session fit for the app: exit status and last screen kept, windows never
+// renumbered, the variables every new window gets (windows a person opens included), the
+// companion as the command of those windows, and the subscription that reports pane deaths.
 func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
 	v := e.host.Vars()
 	token := []string{"set-environment", "-t", e.name, "KRAD_ADE_TOKEN", v.Token.Reveal()}
@@ -180,6 +183,9 @@ func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
 	}
 	cmds := [][]string{
 		{"set-option", "-gw", "remain-on-exit", "on"},
+		// Terminal N is window N: tmux must not renumber windows when one closes, whatever the
+		// user's configuration says.
+		{"set-option", "-t", e.name, "renumber-windows", "off"},
 		{"set-environment", "-t", e.name, "KRAD_ADE_ENDPOINT", v.Endpoint},
 		token,
 		tokenFile,
@@ -193,6 +199,19 @@ func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
 		if _, err := c.Command(ctx, args...); err != nil {
 			return fmt.Errorf("tmux %s: %w", args[0], err)
 		}
+	}
+	// tmux writes "Pane is dead (…)" on the last line of a dead pane's screen after a line feed,
+	// which scrolls its first line away: Read would lose the first line the process printed
+	// (often the one that says why it failed). An empty remain-on-exit-format writes nothing, so
+	// the screen stays as the process left it; the terminal's state and exit code tell how it
+	// ended. tmux before 3.3 has no such option, and keeps its line.
+	if _, err := c.Command(ctx, "set-option", "-gw", "remain-on-exit-format", ""); err != nil {
+		var ce *tmux.CommandError
+		if !errors.As(err, &ce) {
+			return fmt.Errorf("tmux set-option: %w", err)
+		}
+		e.app.log.Warn("tmux has no remain-on-exit-format (tmux 3.3 has): Read of an ended agent may miss its first line",
+			"environment", e.name, "err", err)
 	}
 	return nil
 }
@@ -217,8 +236,7 @@ type windowMeta struct {
 func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 	e.createMu.Lock()
 	defer e.createMu.Unlock()
-	lines, err := c.Command(ctx, "list-windows", "-t", e.name, "-F",
-		"#{window_id} #{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal} #{window_name}\t#{@krad}")
+	lines, err := c.Command(ctx, "list-windows", "-t", e.name, "-F", windowLineFormat)
 	if err != nil {
 		return fmt.Errorf("list windows: %w", err)
 	}
@@ -232,7 +250,7 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 			a.log.Warn("tmux listed a window the app cannot read", "environment", e.name, "err", err)
 			continue
 		}
-		if w.name == HolderName {
+		if w.holder {
 			continue
 		}
 		if w.meta == nil {
@@ -276,8 +294,33 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 			a.log.Warn("could not number a window", "environment", e.name, "window", w.String(), "err", err)
 		}
 	}
+	// Put each terminal at the window index of its number, where it is not (an earlier
+	// version's windows, windows a person moved).
+	windows, err := e.windows(ctx, c)
+	if err != nil {
+		return err
+	}
+	for w, i := range windows {
+		a.mu.Lock()
+		t := e.byWindow[w]
+		a.mu.Unlock()
+		if t != nil && t.number != i {
+			if err := e.place(ctx, c, w, t.number); err != nil {
+				a.log.Warn("could not move a window to its terminal's number", "environment", e.name, "terminal", t.number, "err", err)
+			}
+		}
+	}
 	return nil
 }
+
+// windowLineFormat is adopt's list-windows format: one line a window, which no window's name can
+// forge. The name is not in it (a name may hold spaces, tabs, newlines, anything): the holder is
+// told by comparing names inside tmux, and a terminal's title is in its @krad. @krad comes last,
+// as the rest of the line: the app writes it, as JSON on one line, which may hold spaces.
+const windowLineFormat = "#{window_id} #{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal} " + isHolder + " #{@krad}"
+
+// isHolder is a format that tmux expands to 1 for the holder window, 0 for any other.
+const isHolder = "#{==:#{window_name}," + HolderName + "}"
 
 type windowLine struct {
 	window tmux.WindowID
@@ -285,16 +328,15 @@ type windowLine struct {
 	dead   bool
 	status int
 	known  bool // the status is known: tmux collected the pane's process
-	name   string
+	holder bool
 	meta   *windowMeta
 }
 
-// parseWindowLine reads one line of adopt's list-windows.
+// parseWindowLine reads one line of adopt's list-windows (windowLineFormat).
 func parseWindowLine(line string) (windowLine, error) {
-	head, metaJSON, _ := strings.Cut(line, "\t")
-	f := strings.SplitN(head, " ", 6)
-	if len(f) < 6 {
-		return windowLine{}, fmt.Errorf("%d fields, want 6", len(f))
+	f := strings.SplitN(line, " ", 7)
+	if len(f) < 7 {
+		return windowLine{}, fmt.Errorf("%d fields, want 7", len(f))
 	}
 	var w windowLine
 	var err error
@@ -306,10 +348,14 @@ func parseWindowLine(line string) (windowLine, error) {
 	}
 	w.dead = f[2] == "1"
 	w.status, w.known = deadStatus(f[3], f[4])
-	w.name = f[5]
-	if metaJSON != "" {
+	w.holder = f[5] == "1"
+	if f[6] != "" {
 		var m windowMeta
-		if err := json.Unmarshal([]byte(metaJSON), &m); err == nil {
+		if err := json.Unmarshal([]byte(f[6]), &m); err == nil {
+			// An earlier version took titles with control characters.
+			if api.CheckTitle(m.Title) != nil {
+				m.Title = cmp.Or(api.CleanTitle(m.Title), "shell")
+			}
 			w.meta = &m
 		}
 	}
@@ -486,12 +532,16 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 // newWindow asks tmux for the terminal's window.
 func (e *environment) newWindow(ctx context.Context, c *tmux.Client, id api.TerminalID, s windowSpec) (tmux.WindowID, tmux.PaneID, error) {
 	v := e.host.Vars()
-	args := []string{"new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "-t", e.name + ":", "-n", s.title}
+	// The window's index is the terminal's number: prefix-N shows terminal N. -n and -c are
+	// formats to tmux: the title and the folder go as text (tmux.FormatLiteral); the -e values
+	// and the command are not expanded.
+	target := e.name + ":" + strconv.Itoa(id.Terminal)
+	args := []string{"new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "-t", target, "-n", tmux.FormatLiteral(s.title)}
 	for _, kv := range v.env(id) {
 		args = append(args, "-e", kv)
 	}
 	if dir := cmp.Or(s.dir, v.Dir); dir != "" {
-		args = append(args, "-c", dir)
+		args = append(args, "-c", tmux.FormatLiteral(dir))
 	}
 	if len(s.argv) == 0 {
 		args = append(args, "--", v.companion(), "shell")
@@ -499,7 +549,19 @@ func (e *environment) newWindow(ctx context.Context, c *tmux.Client, id api.Term
 		args = append(args, "--", v.companion(), "run", "--title", s.title, "--")
 		args = append(args, s.argv...)
 	}
-	out, err := c.Command(ctx, args...)
+	var out []string
+	var err error
+	for try := 0; ; try++ {
+		if err = e.freeIndex(ctx, c, id.Terminal); err != nil {
+			return 0, 0, err
+		}
+		// A window a person opens may take the index between the two commands: try again.
+		out, err = c.Command(ctx, args...)
+		var ce *tmux.CommandError
+		if err == nil || try == 2 || !errors.As(err, &ce) {
+			break
+		}
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("tmux new-window: %w", err)
 	}
@@ -558,17 +620,21 @@ func (e *environment) mark(ctx context.Context, c *tmux.Client, w tmux.WindowID,
 	return nil
 }
 
+// nameFormat is a window's name with each control character made a space.
+const nameFormat = "#{s/[\x01-\x1f\x7f]/ /:window_name}"
+
 // numberLocked gives a window a person opened a number, as a shell. e.createMu must be held.
 func (e *environment) numberLocked(ctx context.Context, c *tmux.Client, w tmux.WindowID) error {
-	out, err := c.Command(ctx, "display-message", "-p", "-t", w.String(), "#{pane_id} #{window_name}")
+	// The name comes last, its control characters made spaces by tmux, so that it is one line
+	// whatever it holds; the lines are joined all the same, should tmux's regular expressions
+	// stop at bytes that are not UTF-8.
+	out, err := c.Command(ctx, "display-message", "-p", "-t", w.String(), "#{pane_id} "+isHolder+" "+nameFormat)
 	if err != nil {
 		return err
 	}
-	if len(out) != 1 {
-		return fmt.Errorf("display-message answered %d lines", len(out))
-	}
-	ps, name, _ := strings.Cut(out[0], " ")
-	if name == HolderName {
+	ps, rest, _ := strings.Cut(strings.Join(out, "\n"), " ")
+	holder, name, _ := strings.Cut(rest, " ")
+	if holder == "1" {
 		return nil
 	}
 	p, err := tmux.ParsePaneID(ps)
@@ -581,15 +647,18 @@ func (e *environment) numberLocked(ctx context.Context, c *tmux.Client, w tmux.W
 	e.next++
 	a.mu.Unlock()
 	id := api.TerminalID{Environment: e.name, Terminal: n}
-	meta := windowMeta{Terminal: n, Title: name, Role: api.RoleShell}
+	meta := windowMeta{Terminal: n, Title: cmp.Or(api.CleanTitle(name), "shell"), Role: api.RoleShell}
 	if err := e.mark(ctx, c, w, id, meta); err != nil {
 		return err
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	t := e.register(meta)
 	e.attachLocked(t, w, p)
 	a.publishLocked(api.AgentAdded, t)
+	a.mu.Unlock()
+	if err := e.place(ctx, c, w, n); err != nil {
+		a.log.Warn("could not move a window to its terminal's number", "environment", e.name, "terminal", n, "err", err)
+	}
 	return nil
 }
 
@@ -612,6 +681,93 @@ func (e *environment) windowAdded(c *tmux.Client, w tmux.WindowID) {
 	}
 }
 
+// windowClosed forgets the terminal of a window tmux said closed, if the window is gone from the
+// session indeed.
+func (e *environment) windowClosed(c *tmux.Client, w tmux.WindowID) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	windows, err := e.windows(ctx, c)
+	if err != nil {
+		return // the connection broke: the next attach reconciles the terminals with tmux
+	}
+	a := e.app
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, there := windows[w]; there {
+		return
+	}
+	if t := e.byWindow[w]; t != nil {
+		e.removeLocked(t)
+	}
+}
+
+// windows is the session's windows, with their indexes.
+func (e *environment) windows(ctx context.Context, c *tmux.Client) (map[tmux.WindowID]int, error) {
+	out, err := c.Command(ctx, "list-windows", "-t", e.name, "-F", "#{window_id} #{window_index}")
+	if err != nil {
+		return nil, fmt.Errorf("tmux list-windows: %w", err)
+	}
+	windows := make(map[tmux.WindowID]int, len(out))
+	for _, line := range out {
+		ws, is, _ := strings.Cut(line, " ")
+		w, err := tmux.ParseWindowID(ws)
+		if err != nil {
+			return nil, fmt.Errorf("tmux list-windows: %w", err)
+		}
+		i, err := strconv.Atoi(is)
+		if err != nil {
+			return nil, fmt.Errorf("tmux list-windows: index %q", is)
+		}
+		windows[w] = i
+	}
+	return windows, nil
+}
+
+// freeIndex makes window index n of the session free for terminal n: a window there that is not
+// terminal n's (the holder, a window a person opened or moved there) moves to the first free
+// index. The app never gives a window an index that is another terminal's number, so nothing
+// that stands at its own number is moved. e.createMu must be held.
+func (e *environment) freeIndex(ctx context.Context, c *tmux.Client, n int) error {
+	windows, err := e.windows(ctx, c)
+	if err != nil {
+		return err
+	}
+	for w, i := range windows {
+		if i != n {
+			continue
+		}
+		a := e.app
+		a.mu.Lock()
+		t := e.byWindow[w]
+		a.mu.Unlock()
+		if t != nil && t.number == n {
+			return nil
+		}
+		if _, err := c.Command(ctx, "move-window", "-d", "-s", w.String(), "-t", e.name+":"); err != nil {
+			return fmt.Errorf("tmux move-window: %w", err)
+		}
+	}
+	return nil
+}
+
+// place moves window w, terminal n's, to window index n. e.createMu must be held.
+func (e *environment) place(ctx context.Context, c *tmux.Client, w tmux.WindowID, n int) error {
+	windows, err := e.windows(ctx, c)
+	if err != nil {
+		return err
+	}
+	if i, ok := windows[w]; !ok || i == n {
+		return nil
+	}
+	if err := e.freeIndex(ctx, c, n); err != nil {
+		return err
+	}
+	if _, err := c.Command(ctx, "move-window", "-d", "-s", w.String(), "-t", e.name+":"+strconv.Itoa(n)); err != nil {
+		return fmt.Errorf("tmux move-window: %w", err)
+	}
+	return nil
+}
+
 // onNote handles tmux's notifications. It runs on the client's reading goroutine, so it never
 // waits on tmux: numbering a new window, which needs commands, happens on a goroutine of its own.
 // c is nil for notifications that arrive before the client is set up.
@@ -632,11 +788,17 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 			go e.windowAdded(c, n.Window)
 		}
 	case tmux.WindowClose:
+		// tmux also says %window-close when a window moves to another index (move-window, which
+		// the app runs to put a window at its number): whether the window is gone is asked.
 		a.mu.Lock()
-		if t := e.byWindow[n.Window]; t != nil {
+		t := e.byWindow[n.Window]
+		if t != nil && c == nil {
 			e.removeLocked(t)
 		}
 		a.mu.Unlock()
+		if t != nil && c != nil {
+			go e.windowClosed(c, n.Window)
+		}
 	case tmux.SubscriptionChanged:
 		if n.Name != deadSubscription || n.Pane < 0 {
 			return

@@ -63,7 +63,7 @@ func (tc TmuxConfig) attach(ctx context.Context, session string, onNote func(*tm
 		ConfigFile: tc.ConfigFile,
 		Session:    session,
 		WindowName: HolderName,
-		Command:    []string{"sleep", "2147483647"},
+		Command:    HolderCommand,
 		Env:        tc.Env,
 		OnNotification: func(n tmux.Notification) {
 			onNote(cell.Load(), n)

@@ -246,8 +246,17 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	}
 	var stderr limited
 	sess.Stderr = &stderr
-	cmd := "exec tmux -u -L " + shell.Quote(app.SocketName) + " -C new-session -A -s " + shell.Quote(session) +
-		" -x 200 -y 50 -n " + shell.Quote(app.HolderName) + " -- sleep 2147483647"
+	// The same new-session as on this computer: names escaped for tmux's formats, then quoted
+	// for the host's shell.
+	args, err := tmux.NewSessionArgs(session, 200, 50, app.HolderName, app.HolderCommand)
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
+	cmd := "exec tmux -u -L " + shell.Quote(app.SocketName) + " -C"
+	for _, a := range args {
+		cmd += " " + shell.Quote(a)
+	}
 	if err := sess.Start(cmd); err != nil {
 		sess.Close()
 		return nil, fmt.Errorf("start tmux on the host: %w", err)

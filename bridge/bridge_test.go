@@ -234,3 +234,23 @@ func TestRemoteTerminal(t *testing.T) {
 		t.Errorf("the token file is still there after Cleanup: %v", err)
 	}
 }
+
+// TestRemoteTitlesAreText: on an SSH host too, a title reaches tmux as text: the worker's window
+// is named exactly its title, and the #(…) in it runs nothing.
+func TestRemoteTitlesAreText(t *testing.T) {
+	w := startWorld(t)
+	lead := w.as(1)
+	ran := filepath.Join(t.TempDir(), "ran")
+	title := "fix #(touch " + ran + ") bug #{KRAD_ADE_TOKEN_FILE} ##[x]"
+	var worker api.Agent
+	w.call(lead, api.Spawn, &api.SpawnBody{Title: title, Command: []string{"sh", "-c",
+		`echo "name=[$(tmux display-message -p -t "$TMUX_PANE" '#{window_name}')]"; sleep 120`}}, &worker, "Agent")
+	screen := w.screen(lead, worker.Terminal, "name=")
+	if !strings.Contains(screen, "name=["+title+"]") {
+		t.Errorf("the worker's window is not named its title %q:\n%s", title, screen)
+	}
+	time.Sleep(300 * time.Millisecond) // format jobs run in the background
+	if _, err := os.Stat(ran); err == nil {
+		t.Errorf("the title's #(touch %s) ran on the host", ran)
+	}
+}

@@ -53,6 +53,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/krad-ade/krad/api"
 )
 
 // FileName is the name of the config file in the app's config folder.
@@ -97,7 +99,7 @@ type Environment struct {
 // Terminal is one [[terminal]] table: a terminal the app opens when it starts.
 //
 //	[[terminal]]
-//	title = "claude"
+//	title = "claude"           # one line of text, no control characters; none means the program's name
 //	command = "claude"         # a shell command line; none means your shell
 //	dir = "~/src/app"          # working folder; none means the app's
 //	lead = true                # the lead of a new session
@@ -315,7 +317,11 @@ func (d *document) terminals(p toml.Primitive) ([]Terminal, error) {
 			var err error
 			switch k {
 			case "title":
-				err = d.md.PrimitiveDecode(v, &t.Title)
+				if err = d.md.PrimitiveDecode(v, &t.Title); err == nil {
+					if bad := api.CheckTitle(t.Title); bad != nil {
+						return nil, &Error{Line: d.valueLine(v), Msg: "terminal " + bad.Error() + "; write it without them"}
+					}
+				}
 			case "command":
 				err = d.md.PrimitiveDecode(v, &t.Command)
 			case "dir":

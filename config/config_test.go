@@ -327,6 +327,9 @@ func TestParseTerminalsAndQuiet(t *testing.T) {
 		{"[[terminal]]\ntitle = \"a\"\nlead = \"yes\"\n", 3, "lead must be true or false"},
 		{"[[terminal]]\ntitle = \"a\"\n[[terminal]]\ntitle = \"b\"\n\ncolour = 1\n", 6, `unknown key "colour" in [[terminal]]`},
 		{"[[terminal]]\ncommand = 7\n", 2, "command must be a string"},
+		{"[[terminal]]\ncommand = \"x\"\ntitle = \"fix\\tbug\"\n", 3, "terminal title holds the control character U+0009 at byte 3"},
+		{"[[terminal]]\ntitle = \"\\u001b[31mred\"\n", 2, "U+001B"},
+		{"[[terminal]]\ntitle = \"" + strings.Repeat("x", 201) + "\"\n", 2, "title is longer than 200 bytes"},
 		{"terminal = 1\n", 1, "[[terminal]] tables"},
 	} {
 		_, err := Parse([]byte(tt.data))

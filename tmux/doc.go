@@ -23,7 +23,10 @@
 // with [Quote], so that whatever text it carries (a prompt for an agent, a path with spaces, a
 // string with ;, $, # or newlines in it) arrives at the command as it was: nothing is expanded and
 // nothing starts another command. It returns the reply's lines, or a [*CommandError] with tmux's
-// own. Many goroutines may call it at once; each gets its own reply.
+// own. Many goroutines may call it at once; each gets its own reply. Some arguments are formats
+// to the command itself (a window's name, its folder): text given there goes through
+// [FormatLiteral] too, or #(…) in it would run a command. FormatLiteral's documentation lists
+// which arguments those are.
 //
 // Notifications (a pane's output, windows opening and closing, subscriptions' values, %exit) go to
 // the callback given to New or Start, one at a time and in order, as values of the types listed

@@ -298,3 +298,29 @@ func FuzzQuote(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFormatLiteral: whatever the text, tmux's own format expansion (set-option -F, the same as
+// new-window -n's) turns FormatLiteral's result back into the text. It runs the real tmux.
+func FuzzFormatLiteral(f *testing.F) {
+	for _, s := range append(append([]string{}, hostile...), formatHostile...) {
+		f.Add(s)
+	}
+	s := startServer(f)
+	f.Fuzz(func(t *testing.T, text string) {
+		if strings.IndexByte(text, 0) >= 0 {
+			t.Skip("tmux cannot carry NUL")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := s.c.Command(ctx, "set-option", "-F", "-g", "@krad-fuzz", FormatLiteral(text)); err != nil {
+			t.Fatalf("set-option -F: %v", err)
+		}
+		out, err := s.c.Command(ctx, "show-options", "-gv", "@krad-fuzz")
+		if err != nil {
+			t.Fatalf("show-options: %v", err)
+		}
+		if got := strings.Join(out, "\n"); got != text {
+			t.Fatalf("FormatLiteral(%q) = %q, which tmux expands to %q", text, FormatLiteral(text), got)
+		}
+	})
+}

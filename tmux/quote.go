@@ -18,8 +18,7 @@ import (
 //
 // Quote only stops tmux's parser from reading anything into the argument. What the command then
 // does with its arguments is its own business: it reads a leading '-' as a flag unless "--" came
-// before, and display-message -p and new-window -F expand #{…} formats in theirs, where set-option
-// without -F and send-keys -l do not.
+// before, and some arguments are formats, which tmux expands (see [FormatLiteral]).
 func Quote(arg string) string {
 	var b strings.Builder
 	b.Grow(len(arg) + 2)
@@ -48,6 +47,55 @@ func Quote(arg string) string {
 		}
 	}
 	b.WriteByte('"')
+	return b.String()
+}
+
+// FormatLiteral escapes text for an argument that tmux expands as a format, so that the argument
+// means the text itself. In a format, #(…) runs a shell command (as the server's user), #{…}
+// reads a variable or an option (#{KRAD_ADE_TOKEN} would show a secret), and #S, #W, #H and the
+// like are short names for them. "##" is a literal '#', so every '#' is doubled, except in a run
+// of '#' that comes just before '[': tmux copies such a run and its '[' as they are (it is the
+// start of a style, #[fg=red], left for drawing), so doubling it would add '#' characters.
+// Nothing else is special: the result expands back to text exactly, control characters, '%' and
+// invalid UTF-8 included.
+//
+// Which arguments are formats, found by experiment with tmux 3.3a (a name '#{pid}' comes out as
+// the server's pid, and '#(touch f)' makes f):
+//
+//   - expanded: new-window -n and -c; new-session -s, -n and -c; rename-window and
+//     rename-session; display-message's message; set-option -F and set-environment -F values;
+//     the -F of list-windows, new-window -P and the like (the app's own formats, meant so).
+//   - not expanded: a window's command (the arguments after "--", or the shell command),
+//     new-window and new-session -e values, set-option and set-environment values without -F
+//     (default-command among them), send-keys -l text, and targets (-t, -s): "-t '#{pane_id}'"
+//     finds nothing.
+//
+// So text the app does not control (a title, a folder) reaches tmux through FormatLiteral in
+// the first list, and as it is in the second. Quote is still needed on top, for tmux's command
+// parser; [Client.Command] does that. A name tmux stores is not expanded again when it is read
+// back with #{window_name}.
+func FormatLiteral(text string) string {
+	if strings.IndexByte(text, '#') < 0 {
+		return text
+	}
+	var b strings.Builder
+	b.Grow(len(text) + 8)
+	for i := 0; i < len(text); {
+		if text[i] != '#' {
+			b.WriteByte(text[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && text[j] == '#' {
+			j++
+		}
+		b.WriteString(text[i:j])
+		if j == len(text) || text[j] != '[' {
+			b.WriteString(text[i:j])
+		}
+		i = j
+	}
 	return b.String()
 }
 

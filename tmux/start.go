@@ -38,8 +38,9 @@ type StartOptions struct {
 
 	// WindowName and Command are the name and the command of the first window of a session this
 	// call creates (tmux new-session -n NAME -- COMMAND…); empty means tmux's defaults. They are
-	// ignored when the session exists. tmux expands #{…} formats in WindowName (## is a '#').
-	// Command is run as it is when it has several elements, through the shell when it has one.
+	// ignored when the session exists. WindowName is text: Start escapes it, as it does Session,
+	// for tmux's formats. Command is run as it is when it has several elements, through the
+	// shell when it has one.
 	WindowName string
 	Command    []string
 
@@ -152,11 +153,27 @@ func (o *StartOptions) args() ([]string, error) {
 	if o.ConfigFile != "" {
 		args = append(args, "-f", o.ConfigFile)
 	}
-	if o.Session == "" || strings.ContainsAny(o.Session, ":.") ||
-		strings.ContainsFunc(o.Session, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return nil, fmt.Errorf("start tmux: session name %q: it must not be empty, or hold ':', '.' or control characters", o.Session)
+	na, err := NewSessionArgs(o.Session, o.Width, o.Height, o.WindowName, o.Command)
+	if err != nil {
+		return nil, fmt.Errorf("start tmux: %w", err)
 	}
-	w, h := o.Width, o.Height
+	args = append(args, "-C")
+	args = append(args, na...)
+	return args, nil
+}
+
+// NewSessionArgs is the command line, from "new-session" on, that attaches to session, creating
+// it if need be, width×height (zero means 200×50), its first window named windowName and running
+// command (both empty for tmux's defaults): what Start runs, and what runs tmux on another host
+// through a shell. The session and window names arrive as text, escaped for tmux's formats and
+// its command line. It refuses a session name that is empty or holds ':', '.' (tmux would turn
+// them into '_', and the name would not find the session) or control characters.
+func NewSessionArgs(session string, width, height int, windowName string, command []string) ([]string, error) {
+	if session == "" || strings.ContainsAny(session, ":.") ||
+		strings.ContainsFunc(session, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return nil, fmt.Errorf("session name %q: it must not be empty, or hold ':', '.' or control characters", session)
+	}
+	w, h := width, height
 	if w == 0 {
 		w = 200
 	}
@@ -164,15 +181,15 @@ func (o *StartOptions) args() ([]string, error) {
 		h = 50
 	}
 	if w < 1 || h < 1 {
-		return nil, fmt.Errorf("start tmux: size %dx%d", w, h)
+		return nil, fmt.Errorf("size %dx%d", w, h)
 	}
-	args = append(args, "-C", "new-session", "-A", "-s", argvArg(o.Session), "-x", strconv.Itoa(w), "-y", strconv.Itoa(h))
-	if o.WindowName != "" {
-		args = append(args, "-n", argvArg(o.WindowName))
+	args := []string{"new-session", "-A", "-s", argvArg(FormatLiteral(session)), "-x", strconv.Itoa(w), "-y", strconv.Itoa(h)}
+	if windowName != "" {
+		args = append(args, "-n", argvArg(FormatLiteral(windowName)))
 	}
-	if len(o.Command) > 0 {
+	if len(command) > 0 {
 		args = append(args, "--")
-		for _, a := range o.Command {
+		for _, a := range command {
 			args = append(args, argvArg(a))
 		}
 	}

@@ -20,14 +20,14 @@ import (
 
 // server is a tmux server started for one test, and a client attached to its session "test".
 type server struct {
-	t      *testing.T
+	t      testing.TB
 	tmux   string // the tmux executable
 	socket string
 	c      *Client
 	notes  *recorder
 }
 
-func tmuxPath(t *testing.T) string {
+func tmuxPath(t testing.TB) string {
 	t.Helper()
 	path, err := exec.LookPath("tmux")
 	if err != nil {
@@ -40,7 +40,7 @@ func tmuxPath(t *testing.T) string {
 }
 
 // socketDir returns a folder for a socket: t.TempDir() unless its path is too long for one.
-func socketDir(t *testing.T) string {
+func socketDir(t testing.TB) string {
 	dir := t.TempDir()
 	if len(dir) < 80 {
 		return dir
@@ -58,7 +58,7 @@ func testEnv() []string {
 	return append(os.Environ(), "SHELL=/bin/sh")
 }
 
-func startServer(t *testing.T) *server {
+func startServer(t testing.TB) *server {
 	t.Helper()
 	s := &server{t: t, tmux: tmuxPath(t), socket: filepath.Join(socketDir(t), "s"), notes: &recorder{changed: make(chan struct{}, 1)}}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -498,4 +498,117 @@ func TestTmuxStart(t *testing.T) {
 			t.Errorf("%s: got error %q, want it to mention %q", tt.name, err, tt.want)
 		}
 	}
+}
+
+// formatHostile are texts that tmux would expand if they reached a format unescaped: commands,
+// variables, short names, styles, times.
+var formatHostile = []string{
+	`fix #(touch RAN) bug`,
+	`#{KRAD_ADE_TOKEN} #{pid} #{session_name}`,
+	`#S #H #W #D #P #T #F #I #h #, #} #`,
+	`## ### #### a#`,
+	`#[fg=red]red ##[bold] ###[x] #[#{pid}] #(#(touch RAN))`,
+	`%H:%M %% %s`,
+	`#{?#{pid},#(touch RAN),no}`,
+	`#{E:@x} #{T:@x} #{s/a/b/:pid}`,
+}
+
+// checkNotRun fails the test if a #(touch RAN) ran: tmux runs format jobs in the server's
+// folder, which the tests' servers inherit from the test (the package folder), or in the pane's.
+func checkNotRun(t *testing.T, dirs ...string) {
+	t.Helper()
+	time.Sleep(300 * time.Millisecond) // jobs run in the background
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "RAN")); err == nil {
+			os.Remove(filepath.Join(d, "RAN"))
+			t.Errorf("a #(…) in a text ran: %s holds RAN", d)
+		}
+	}
+}
+
+// Texts given through FormatLiteral come out of tmux's format expansion as they went in, for each
+// kind of argument the app gives text in: set-option -F (the same expansion as -n), new-window -n
+// and -c, and nothing in them runs.
+func TestTmuxFormatLiteral(t *testing.T) {
+	s := startServer(t)
+	cwd, _ := os.Getwd()
+	dirs := t.TempDir()
+	for _, text := range append(append([]string{}, hostile...), formatHostile...) {
+		s.run("set-option", "-F", "-g", "@krad-test", FormatLiteral(text))
+		if got := strings.Join(s.run("show-options", "-gv", "@krad-test"), "\n"); got != text {
+			t.Errorf("set-option -F %q: tmux made it %q", text, got)
+		}
+		if text == "" {
+			continue
+		}
+		out := s.run("new-window", "-d", "-P", "-F", "#{window_id}", "-n", FormatLiteral(text), "--", "sleep", "60")
+		if got := strings.Join(s.run("display", "-p", "-t", out[0], "#{window_name}"), "\n"); got != text {
+			t.Errorf("new-window -n %q: the window is named %q", text, got)
+		}
+		if strings.ContainsAny(text, "/\n") {
+			continue // not a folder name here (a newline ends pwd's line)
+		}
+		dir := filepath.Join(dirs, text)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		out = s.run("new-window", "-d", "-P", "-F", "#{pane_id}", "-c", FormatLiteral(dir), "-e", "OUT="+dirs, "--", "sh", "-c", `pwd >"$OUT/pwd-$$"; sleep 60`)
+		pane := out[0]
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			pid := strings.Join(s.run("display", "-p", "-t", pane, "#{pane_pid}"), "")
+			b, err := os.ReadFile(filepath.Join(dirs, "pwd-"+pid))
+			if err == nil && len(b) > 0 {
+				if got := strings.TrimSuffix(string(b), "\n"); got != dir {
+					t.Errorf("new-window -c %q: the window started in %q", dir, got)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("new-window -c %q: the window's command never wrote its folder", dir)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	checkNotRun(t, cwd, dirs)
+}
+
+// A session Start creates gets its name and its first window's name as text, whatever '#' they
+// hold.
+func TestTmuxStartNamesAreText(t *testing.T) {
+	tmux := tmuxPath(t)
+	cwd, _ := os.Getwd()
+	for _, tt := range []struct{ session, window string }{
+		{"s#{pid}", "fix #(touch RAN) bug"},
+		{"#(touch RAN)", "#{session_name} ##[x]"},
+		{"a ##{pid} #S", "#W"},
+	} {
+		socket := filepath.Join(socketDir(t), "s")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		c, err := Start(ctx, StartOptions{Program: tmux, SocketPath: socket, ConfigFile: "/dev/null",
+			Session: tt.session, WindowName: tt.window, Command: []string{"sleep", "60"}, Env: testEnv()})
+		if err != nil {
+			cancel()
+			t.Fatalf("Start: %v", err)
+		}
+		got, err := c.Command(ctx, "list-windows", "-a", "-F", "#{session_name}|#{window_name}")
+		if want := []string{tt.session + "|" + tt.window}; err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("list-windows: got %q, %v; want %q", got, err, want)
+		}
+		// Starting again attaches to the session of that name rather than making another.
+		again, err := Start(ctx, StartOptions{Program: tmux, SocketPath: socket, Session: tt.session, Env: testEnv()})
+		if err != nil {
+			t.Errorf("Start on the session %q again: %v", tt.session, err)
+		} else {
+			if got, _ := again.Command(ctx, "list-sessions", "-F", "#{session_name}"); !reflect.DeepEqual(got, []string{tt.session}) {
+				t.Errorf("after the second Start, the sessions are %q", got)
+			}
+			again.Close()
+		}
+		c.Close()
+		cancel()
+		exec.Command(tmux, "-S", socket, "kill-server").Run()
+	}
+	checkNotRun(t, cwd)
 }

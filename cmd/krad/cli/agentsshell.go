@@ -36,16 +36,17 @@ the windows a person opens by hand in the app's tmux (prefix c), which the app d
 and so could not give KRAD_ADE_TERMINAL.
 
 When KRAD_ADE_TERMINAL is set, the shell starts at once. Otherwise krad-ade-agents asks tmux
-for the window option @krad_terminal, in which the app writes the number it gives every window
-it sees ("main:5"), every 20 ms for up to 5 s, and starts the shell with KRAD_ADE_TERMINAL set
-to it. If the number never comes, it says so in one warning and starts the shell anyway.`,
+(the server in TMUX) for the option @krad_terminal of its pane's window (TMUX_PANE), in which the
+app writes the number it gives every window it sees ("main:5"), every 20 ms for up to 5 s, and
+starts the shell with KRAD_ADE_TERMINAL set to it. If the number never comes, it says so in one
+warning and starts the shell anyway.`,
 		run: func(x *invocation, args []string) error {
 			if err := x.noArgs(args); err != nil {
 				return err
 			}
 			env := withOwnFolderFirst(os.Environ())
 			if x.env(varTerminal) == "" {
-				id, ok := x.windowTerminal()
+				id, ok := windowTerminal(x.ctx, x.env, shellWait)
 				if !ok {
 					x.warn("the app did not number this window; krad commands here will not know their terminal")
 				} else {
@@ -57,30 +58,35 @@ to it. If the number never comes, it says so in one warning and starts the shell
 	}
 }
 
-// windowTerminal asks tmux for this window's @krad_terminal until the app has set it or
-// shellWait has passed. tmux reaches its server through $TMUX, and the window through $TMUX_PANE.
-func (x *invocation) windowTerminal() (string, bool) {
-	if x.env("TMUX") == "" {
+// windowTerminal is the terminal of the tmux window this process runs in, as the app wrote it in
+// the window's @krad_terminal ("main:5"): the one rule by which krad-ade-agents shell and krad
+// learn their terminal in a window the app did not open, and so could not give
+// KRAD_ADE_TERMINAL. It asks only when the process runs in a tmux pane (TMUX names the server,
+// TMUX_PANE the pane: without the pane, tmux would answer for whichever window is current), and
+// asks again every shellPoll until the option holds a terminal or wait has passed (once when wait
+// is 0).
+func windowTerminal(ctx context.Context, env Env, wait time.Duration) (string, bool) {
+	server, pane := env("TMUX"), env("TMUX_PANE")
+	if server == "" || pane == "" {
 		return "", false // not in tmux: no one will number this window
 	}
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
 		return "", false
 	}
-	args := []string{"show-options", "-wqv"}
-	if pane := x.env("TMUX_PANE"); pane != "" {
-		args = append(args, "-t", pane)
-	}
-	args = append(args, windowOption)
-	ctx, cancel := context.WithTimeout(x.ctx, shellWait)
+	ctx, cancel := context.WithTimeout(ctx, wait+time.Second) // a tmux that hangs is given up on
 	defer cancel()
+	deadline := time.Now().Add(wait)
 	for {
-		cmd := exec.CommandContext(ctx, tmux, args...)
-		cmd.Env = setEnv(os.Environ(), "TMUX", x.env("TMUX"))
+		cmd := exec.CommandContext(ctx, tmux, "show-options", "-wqv", "-t", pane, windowOption)
+		cmd.Env = setEnv(os.Environ(), "TMUX", server)
 		if out, err := cmd.Output(); err == nil {
 			if id, err := api.ParseTerminalID(strings.TrimSpace(string(out))); err == nil {
 				return id.String(), true
 			}
+		}
+		if !time.Now().Before(deadline) {
+			return "", false
 		}
 		select {
 		case <-time.After(shellPoll):

@@ -213,6 +213,10 @@ func TestCommands(t *testing.T) {
 			wantOut: "main:3 worker 'fix flaky test' working\n"},
 		{name: "spawn --json", args: []string{"spawn", "--json", "--", "sh"}, answer: agentAnswer(agent(3, "worker", "starting", "sh")),
 			wantReq: `{"Spawn":{"title":"sh","command":["sh"]}}`, wantOut: jsonOf(t, agent(3, "worker", "starting", "sh")) + "\n"},
+		{name: "spawn: a tab in the title", args: []string{"spawn", "--title", "fix\tbug", "--", "claude"},
+			wantErr: "krad: error: title holds the control character U+0009 at byte 3 (a tab, a newline or an escape is not text): a title is one line of text\nkrad: hint: run 'krad spawn --help'\n", wantCode: ExitUsage},
+		{name: "spawn: the default title is the program's name", args: []string{"spawn", "--", "/opt/bin/my\ntool"}, answer: agentAnswer(agent(3, "worker", "starting", "my tool")),
+			wantReq: `{"Spawn":{"title":"my tool","command":["/opt/bin/my\ntool"]}}`, wantOut: "main:3 worker 'my tool' starting\n"},
 		{name: "spawn: no command", args: []string{"spawn", "--title", "x"},
 			wantErr: "krad: error: krad spawn needs a command after --, like: krad spawn -- claude\nkrad: hint: run 'krad spawn --help'\n", wantCode: ExitUsage},
 

@@ -6,6 +6,8 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/termsafe"
@@ -51,6 +53,8 @@ func Run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, s
 	root := kradCommand()
 	if len(args) > 0 && programName(args[0]) == agentsName {
 		root = agentsCommand()
+	} else {
+		env = withWindowTerminal(ctx, env)
 	}
 	if len(args) > 0 {
 		args = args[1:]
@@ -64,6 +68,28 @@ func Run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, s
 		}
 	}
 	return exitCode(err)
+}
+
+// windowWait is how long krad waits for the app to number the window it runs in, when it has to
+// learn its terminal from the window: a command run as a window opens can come before the app.
+var windowWait = time.Second
+
+// withWindowTerminal is env, but with KRAD_ADE_TERMINAL learned from the tmux window (see
+// windowTerminal) when it is unset while KRAD_ADE_ENDPOINT is set: a window a person opened
+// with a command (tmux new-window 'bash') gets the session's variables, KRAD_ADE_ENDPOINT among
+// them, but not KRAD_ADE_TERMINAL, which is the window's own. tmux is asked at most once, and
+// only when a command reads the variable.
+func withWindowTerminal(ctx context.Context, env Env) Env {
+	var once sync.Once
+	var learned string
+	return func(key string) string {
+		v := env(key)
+		if key != varTerminal || v != "" || env(varEndpoint) == "" {
+			return v
+		}
+		once.Do(func() { learned, _ = windowTerminal(ctx, env, windowWait) })
+		return learned
+	}
 }
 
 // programName is the name the executable was called by, without folder or .exe.

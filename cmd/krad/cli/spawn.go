@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"path"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/spf13/pflag"
@@ -27,7 +26,7 @@ exit code and krad exits 1. Only a session's lead may spawn workers. CMD and its
 after --. With --prompt, P is given to CMD as one more argument, its last: claude -p, codex and
 most agent CLIs take their first prompt that way.`,
 		flags: func(fs *pflag.FlagSet) {
-			fs.StringVar(&title, "title", "", "the worker's title `T` (by default the command's name)")
+			fs.StringVar(&title, "title", "", "the worker's title `T`, one line of text (by default the program's name)")
 			fs.StringVar(&group, "group", "", "the group `G` (worktree) it works in (by default the environment's main checkout)")
 			fs.StringVar(&prompt, "prompt", "", "the agent's first prompt `P`, given to CMD as its last argument")
 			fs.BoolVar(&asJSON, "json", false, `print the worker as one JSON object`)
@@ -37,10 +36,10 @@ most agent CLIs take their first prompt that way.`,
 				return x.usageError("%s needs a command after --, like: %s -- claude", x.path, x.path)
 			}
 			if title == "" {
-				title = path.Base(args[0])
+				title = api.ProgramTitle(args)
 			}
-			if len(title) > api.MaxTitle {
-				return x.usageError("the title is longer than %d bytes", api.MaxTitle)
+			if err := api.CheckTitle(title); err != nil {
+				return x.usageError("%v", err)
 			}
 			b, err := x.bus()
 			if err != nil {

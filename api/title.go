@@ -1,0 +1,102 @@
+package api
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// A title is one line of text that people read: in lists, in tmux's status line, as a window's
+// name. It may hold any printable text (quotes, '#', '%', '$', braces, any script), but no control
+// character: a tab or a newline would break every line-based view of it (tmux's own formats
+// included), and an escape would drive the terminal that shows it. CheckTitle is the rule for
+// titles a caller chooses (Spawn, config.toml), which are refused; CleanTitle makes a title of
+// text the app did not choose (a window's name, a command), which has to become one.
+
+// CheckTitle says why title cannot be a terminal's title, or returns nil. The empty title passes:
+// whether one is needed is the caller's rule.
+func CheckTitle(title string) error {
+	if len(title) > MaxTitle {
+		return fmt.Errorf("title is longer than %d bytes", MaxTitle)
+	}
+	if !utf8.ValidString(title) {
+		return fmt.Errorf("title is not UTF-8 text")
+	}
+	if i := strings.IndexFunc(title, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(title[i:])
+		return fmt.Errorf("title holds the control character %U at byte %d (a tab, a newline or an escape is not text): a title is one line of text", r, i)
+	}
+	return nil
+}
+
+// CleanTitle makes a title of s, text from outside that CheckTitle might refuse: each run of
+// control characters and bytes that are not UTF-8 becomes one space, spaces at the ends are
+// trimmed, and the result is cut to at most MaxTitle bytes, between characters. It may be empty.
+// A title CheckTitle accepts comes back as it was, but for spaces at its ends.
+func CleanTitle(s string) string {
+	var b strings.Builder
+	bad := false
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
+		if r == utf8.RuneError && n <= 1 || unicode.IsControl(r) {
+			if !bad {
+				b.WriteByte(' ')
+			}
+			bad = true
+			continue
+		}
+		bad = false
+		b.WriteString(s[i-n : i])
+	}
+	t := strings.TrimSpace(b.String())
+	if len(t) > MaxTitle {
+		cut := MaxTitle
+		for cut > 0 && !utf8.RuneStart(t[cut]) {
+			cut--
+		}
+		t = strings.TrimSpace(t[:cut])
+	}
+	return t
+}
+
+// ProgramTitle is the title of a terminal that runs argv and was given none: the program's name
+// (argv[0] after its last '/'), clean. It is "" when argv is empty or names nothing.
+func ProgramTitle(argv []string) string {
+	if len(argv) == 0 {
+		return ""
+	}
+	p := argv[0]
+	p = p[strings.LastIndexByte(p, '/')+1:]
+	return CleanTitle(p)
+}
+
+// ShellTitle is the title of a terminal that runs the shell command line and was given none: the
+// name of the program it starts, clean. That is the first word that is not a variable assignment
+// (FOO=1) or exec, up to the first character the shell reads as more than a word's letters
+// (`./lead.sh; bash` gives "lead.sh", `(cd src && make)` gives "cd"), after its last '/'. When the
+// line names no program plainly (`"$EDITOR" x`), it is the whole line, clean.
+func ShellTitle(line string) string {
+	for _, w := range strings.Fields(line) {
+		w = strings.TrimLeft(w, "({!")
+		special := strings.IndexAny(w, ";&|<>()`$'\"\\{}*?[#~")
+		if eq := strings.IndexByte(w, '='); eq > 0 && (special < 0 || special > eq) {
+			if special >= 0 {
+				break // a value with quotes or the like: where it ends is the shell's to say
+			}
+			continue // an assignment
+		}
+		if special >= 0 {
+			w = w[:special]
+		}
+		if w == "exec" {
+			continue
+		}
+		if t := ProgramTitle([]string{w}); t != "" {
+			return t
+		}
+		break
+	}
+	return CleanTitle(line)
+}
