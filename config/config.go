@@ -38,6 +38,7 @@
 package config
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -141,7 +142,7 @@ func Parse(data []byte) (Config, error) {
 	var top map[string]toml.Primitive
 	md, err := toml.Decode(string(data), &top)
 	if err != nil {
-		return Config{}, fromTOML(err)
+		return Config{}, fromTOML(data, err)
 	}
 	d := &document{md: &md, top: top}
 	c := Default()
@@ -500,13 +501,26 @@ func (probe) UnmarshalTOML(any) error { return errProbe }
 
 var errProbe = errors.New("probe")
 
-// fromTOML turns an error of the TOML library into an *Error.
-func fromTOML(err error) *Error {
+// fromTOML turns an error of the TOML library about data into an *Error.
+func fromTOML(data []byte, err error) *Error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		return &Error{Line: max(pe.Position.Line, 0), Msg: message(pe.Message)}
+		return &Error{Line: errorLine(data, pe), Msg: message(pe.Message)}
 	}
 	return &Error{Msg: message(strings.TrimPrefix(err.Error(), "toml: "))}
+}
+
+// errorLine is the line of a syntax error. The library's lexer counts a line as soon as it reads
+// the newline that ends it, so when the newline is what it did not expect ("got '\n'"), its line
+// number is that of the next line; the error's offset, where the unfinished item began, is on the
+// right one. (For other errors the item may span lines, a multi-line string, and the library's
+// line is the one at fault.)
+func errorLine(data []byte, pe toml.ParseError) int {
+	line := max(pe.Position.Line, 0)
+	if start := pe.Position.Start; strings.Contains(pe.Message, `'\n'`) && start >= 0 && start < len(data) {
+		line = min(line, 1+bytes.Count(data[:start], []byte("\n")))
+	}
+	return line
 }
 
 // message makes a library message read like ours: "Key 'a' has already been defined." becomes

@@ -39,6 +39,15 @@ func TestParse(t *testing.T) {
 		{"duplicate key", "discovery = false\ndiscovery = true\n", Config{}, 2, "key 'discovery' has already been defined"},
 		{"control character", "discovery = \"\x1b[31m\"\n", Config{}, 1, "control characters"},
 		{"unterminated string", "discovery = true\n\nx = \"abc\n", Config{}, 3, ""},
+		// The TOML library counts a newline as soon as it reads one, so an error about an
+		// unexpected newline came with the number of the line after it.
+		{"table header without its bracket", "discovery = true\n[[terminal]\ntitle = \"x\"\n", Config{}, 2, "']'"},
+		{"table name without its bracket", "\n\n[terminal\n\n", Config{}, 3, "']'"},
+		{"sign without a number", "\nx = +\n\n", Config{}, 2, "expected a digit"},
+		{"newline after a key", "\ndiscovery\n\n", Config{}, 2, "expected '.' or '='"},
+		{"newline after the equals sign", "\ndiscovery = \n\n", Config{}, 2, "expected value"},
+		{"control character in a multi-line string", "\nx = \"\"\"\nabc\n\x01\"\"\"\n", Config{}, 4, "control characters"},
+		{"bad escape in a multi-line string", "\nx = \"\"\"\nabc\n\\q\"\"\"\n", Config{}, 4, "invalid escape"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
