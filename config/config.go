@@ -102,7 +102,7 @@ type Environment struct {
 //	command = "claude"         # a shell command line; none means your shell
 //	dir = "~/src/app"          # working folder; none means the app's
 //	lead = true                # the lead of a new session
-//	environment = "main"       # none means main, this computer
+//	environment = "main"       # main (this computer, the default) or an [[environment]]'s name
 type Terminal struct {
 	Title       string
 	Command     string
@@ -146,6 +146,7 @@ func Parse(data []byte) (Config, error) {
 	}
 	d := &document{md: &md, top: top}
 	c := Default()
+	var terminals toml.Primitive // the [[terminal]] tables, once decoded
 	for _, key := range d.keys() {
 		switch key {
 		case "discovery":
@@ -166,6 +167,7 @@ func Parse(data []byte) (Config, error) {
 				return Config{}, err
 			}
 			c.Terminals = terms
+			terminals = top[key]
 		case "environment":
 			envs, err := d.environments(top[key])
 			if err != nil {
@@ -176,7 +178,37 @@ func Parse(data []byte) (Config, error) {
 			return Config{}, d.errorAt(toml.Key{key}, "unknown key "+quote(key))
 		}
 	}
+	// Only now are all the environments known: a [[terminal]] may come before its environment.
+	if err := d.checkEnvironments(terminals, c); err != nil {
+		return Config{}, err
+	}
 	return c, nil
+}
+
+// checkEnvironments refuses a [[terminal]] whose environment no [[environment]] names: the app
+// would have nowhere to open it. terminals is the tables c.Terminals was decoded from.
+func (d *document) checkEnvironments(terminals toml.Primitive, c Config) error {
+	if len(c.Terminals) == 0 {
+		return nil
+	}
+	names := []string{"main"}
+	for _, e := range c.Environments {
+		names = append(names, e.Name)
+	}
+	var tables []map[string]toml.Primitive
+	_ = d.md.PrimitiveDecode(terminals, &tables) // decoded once already, by terminals
+	for i, t := range c.Terminals {
+		if _, set := tables[i]["environment"]; !set || slices.Contains(names, t.Environment) {
+			continue
+		}
+		known := "the environments are " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+		if len(names) == 1 {
+			known = "the only environment is main, this computer"
+		}
+		return &Error{Line: d.valueLine(tables[i]["environment"]),
+			Msg: "terminal environment " + quote(t.Environment) + " is not named by an [[environment]]: " + known}
+	}
+	return nil
 }
 
 // Load reads the config file at path. A missing file gives [Default] and no error; a file that

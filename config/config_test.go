@@ -326,6 +326,11 @@ func TestParseTerminalsAndQuiet(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
+	// A terminal may name an environment that a later table defines.
+	data = "[[terminal]]\nenvironment = \"build\"\n[[environment]]\nname = \"build\"\nssh = \"h\"\n"
+	if got, err := Parse([]byte(data)); err != nil || len(got.Terminals) != 1 || got.Terminals[0].Environment != "build" {
+		t.Errorf("a terminal of a later [[environment]]: got %+v, %v", got, err)
+	}
 	for _, tt := range []struct {
 		data string
 		line int
@@ -336,6 +341,10 @@ func TestParseTerminalsAndQuiet(t *testing.T) {
 		{"[[terminal]]\ntitle = \"a\"\nlead = \"yes\"\n", 3, "lead must be true or false"},
 		{"[[terminal]]\ntitle = \"a\"\n[[terminal]]\ntitle = \"b\"\n\ncolour = 1\n", 6, `unknown key "colour" in [[terminal]]`},
 		{"[[terminal]]\ncommand = 7\n", 2, "command must be a string"},
+		{"[[terminal]]\ntitle = \"a\"\nenvironment = \"buid\"\n\n[[environment]]\nname = \"build\"\nssh = \"h\"\n", 3,
+			`terminal environment "buid" is not named by an [[environment]]: the environments are main and build`},
+		{"[[environment]]\nname = \"build\"\nssh = \"h\"\n[[terminal]]\nenvironment = \"main \"\n", 5, `terminal environment "main "`},
+		{"[[terminal]]\nenvironment = \"\"\n", 2, `terminal environment "" is not named by an [[environment]]: the only environment is main, this computer`},
 		{"terminal = 1\n", 1, "[[terminal]] tables"},
 	} {
 		_, err := Parse([]byte(tt.data))
