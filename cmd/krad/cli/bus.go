@@ -67,7 +67,7 @@ func findBus(env Env, discover func(func(string) string) (Discovered, error)) (*
 		return nil, &problem{
 			err:  fmt.Errorf("no agents API found: KRAD_ADE_ENDPOINT is not set, and there is no %s", where),
 			kind: errNoAPI,
-			hint: `start krad-ade (with Settings › General › "Let other programs find the agents API" on), or set KRAD_ADE_ENDPOINT`,
+			hint: "start krad-ade (it writes api.json unless the config.toml beside it says discovery = false), or set KRAD_ADE_ENDPOINT",
 		}
 	case err != nil && d.Path == "":
 		return nil, &problem{err: fmt.Errorf("find api.json: %w", err), kind: errNoAPI, hint: "set KRAD_ADE_ENDPOINT"}
