@@ -32,9 +32,19 @@
 //
 // # Security model
 //
-// The file is the user's own and is trusted like the rest of their config: it is not a secret and
-// may be a symlink (dotfiles). It holds no tokens. Errors quote at most a key name, shortened, and
-// the TOML library's message, with anything unprintable replaced.
+// The file holds commands the app runs as the user ([[terminal]] command), so whoever can write it
+// can run code as the user. Before reading a byte, [Load] and [Watch] check it as OpenSSH's
+// StrictModes checks ~/.ssh ([CheckFolder]): the config folder and config.toml must be the user's
+// own and writable by no one else (group or other write bits are refused; readable is fine, the
+// file holds no secret), config.toml a regular file, and every folder above them the user's or
+// root's and not writable by others unless sticky. config.toml may be a symlink (dotfiles): the
+// file it leads to, and the folders above that, pass the same checks. What fails is a
+// [*ModeError] with the command that fixes it (chmod go-w …), and nothing is read. On Windows only
+// the kinds of file are checked.
+//
+// The checks guard against other users, not against root or the user's own programs; a folder
+// that passes cannot be changed by anyone else between the check and the read. Errors quote at
+// most a key name, shortened, and the TOML library's message, with anything unprintable replaced.
 package config
 
 import (
@@ -46,6 +56,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -211,8 +222,9 @@ func (d *document) checkEnvironments(terminals toml.Primitive, c Config) error {
 	return nil
 }
 
-// Load reads the config file at path. A missing file gives [Default] and no error; a file that
-// cannot be read gives an error that wraps the cause, and a file that does not parse an [*Error].
+// Load reads the config file at path. A missing file gives [Default] and no error; a file or
+// folder that others could have written a [*ModeError] (see the package's security model); a file
+// that cannot be read an error that wraps the cause, and a file that does not parse an [*Error].
 func Load(path string) (Config, error) {
 	data, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -230,8 +242,8 @@ func Load(path string) (Config, error) {
 //
 // Watch calls onChange with each new valid config that differs from the last one, and onError
 // with each error, once per distinct file content (or read error) rather than once a poll; after
-// a value on reload it reports an error that persists again. A broken or unreadable file changes
-// nothing: the last good config stays. A deleted file means [Default]. Changes are found by
+// a value on reload it reports an error that persists again. A broken or unreadable file, or one
+// that others could have written (a [*ModeError]), changes nothing: the last good config stays. A deleted file means [Default]. Changes are found by
 // content, so a rewrite within one mtime tick is not missed.
 //
 // The callbacks run on Watch's goroutine, one at a time; either may be nil.
@@ -310,14 +322,30 @@ func (w *watcher) check() {
 	}
 }
 
-// readFile reads at most maxSize bytes of path. A missing file gives an error matching
-// fs.ErrNotExist.
+// readFile reads at most maxSize bytes of path, once [CheckFolder] passed its folder and checkFile
+// the file. A missing file gives an error matching fs.ErrNotExist; a file or folder that others
+// could have written, a *ModeError.
 func readFile(path string) ([]byte, error) {
-	fh, err := os.Open(path)
+	if err := CheckFolder(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	// Look before opening, so that a FIFO or a device is refused without being opened.
+	before, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", FileName, err)
+	}
+	if err := checkFile(path, before); err != nil {
+		return nil, err
+	}
+	fh, err := open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", FileName, err)
 	}
 	defer fh.Close()
+	// What was opened is what counts: the file that was checked, not one swapped in since.
+	if fi, err := fh.Stat(); err != nil || !os.SameFile(before, fi) {
+		return nil, fmt.Errorf("read %s: it changed while it was opened; try again", FileName)
+	}
 	data, err := io.ReadAll(io.LimitReader(fh, maxSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", FileName, err)
