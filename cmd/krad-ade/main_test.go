@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -434,4 +436,165 @@ func TestLineTimeoutIsTenSeconds(t *testing.T) {
 	if took < 10*time.Second-50*time.Millisecond {
 		t.Errorf("answered after %v, before the spec's 10 seconds", took)
 	}
+}
+
+// tmuxIn runs tmux on the app's server under home.
+func tmuxIn(home string, args ...string) (string, error) {
+	cmd := exec.Command("tmux", append([]string{"-L", "krad-ade"}, args...)...)
+	cmd.Env = []string{"TMUX_TMPDIR=" + home, "PATH=/usr/bin:/bin"}
+	out, err := cmd.Output()
+	return strings.TrimSpace(string(out)), err
+}
+
+// tmuxProcesses are the pids of the tmux processes, clients and servers, that run with
+// TMUX_TMPDIR=home: those of the apps a test started under home.
+func tmuxProcesses(t *testing.T, home string) []int {
+	t.Helper()
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmux, _ = filepath.EvalSymlinks(tmux)
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc to look for processes in")
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil || exe != tmux {
+			continue
+		}
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err == nil && slices.Contains(strings.Split(string(environ), "\x00"), "TMUX_TMPDIR="+home) {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// TestRefusedStartLeavesNothing: each way krad-ade refuses to start says why and what to do,
+// exits 1, and leaves nothing behind: no tmux client or server, no api.json, no token file.
+func TestRefusedStartLeavesNothing(t *testing.T) {
+	bin := testbin.Dir(t)
+	type paths struct{ home, dir, cfg string }
+	write := func(t *testing.T, p paths, config string, mode os.FileMode) {
+		t.Helper()
+		if err := os.WriteFile(p.cfg, []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p.cfg, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name     string
+		rootOnly bool
+		setup    func(t *testing.T, p paths)
+		wantErr  string // a part of the error line
+		wantHint string // a part of the hint line
+	}{
+		{name: "a config folder others can write",
+			setup:   func(t *testing.T, p paths) { os.Chmod(p.dir, 0o777) },
+			wantErr: "config folder DIR is writable by its group and every user (mode 0777): they could choose the commands krad-ade runs as you", wantHint: "chmod go-w DIR"},
+		{name: "a config.toml others can write",
+			setup:   func(t *testing.T, p paths) { write(t, p, "quiet = \"2s\"\n", 0o646) },
+			wantErr: "config file DIR/config.toml is writable by every user (mode 0646)", wantHint: "chmod go-w DIR/config.toml"},
+		{name: "a config.toml of another user", rootOnly: true,
+			setup: func(t *testing.T, p paths) {
+				write(t, p, "[[terminal]]\ncommand = \"id\"\n", 0o644)
+				if err := os.Chown(p.cfg, 65534, 65534); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantErr: "config file DIR/config.toml is owned by uid 65534, not by you (uid 0)", wantHint: "sudo chown 0 DIR/config.toml"},
+		{name: "a config.toml that is a symlink to a file others can write",
+			setup: func(t *testing.T, p paths) {
+				other := filepath.Join(p.home, "shared.toml")
+				if err := os.WriteFile(other, nil, 0o666); err != nil {
+					t.Fatal(err)
+				}
+				os.Chmod(other, 0o666)
+				if err := os.Symlink(other, p.cfg); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantErr: "config file DIR/config.toml is writable by its group and every user", wantHint: "chmod go-w DIR/config.toml"},
+		{name: "a terminal of an unknown environment",
+			setup: func(t *testing.T, p paths) {
+				write(t, p, "[[terminal]]\ntitle = \"t\"\n\nenvironment = \"build\"\n", 0o600)
+			},
+			wantErr: `config.toml line 4: terminal environment "build" is not named by an [[environment]]`, wantHint: "fix that line"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.rootOnly && os.Getuid() != 0 {
+				t.Skip("needs root to give a file to uid 65534")
+			}
+			home := t.TempDir()
+			p := paths{home: home, dir: filepath.Join(home, "krad-ade")}
+			p.cfg = filepath.Join(p.dir, "config.toml")
+			if err := os.Mkdir(p.dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			tt.setup(t, p)
+			t.Cleanup(func() { killTmux(home) })
+
+			code, stdout, stderr := apptest.Exit(t, apptest.Options{Program: filepath.Join(bin, "krad-ade"), Env: baseEnv(bin, home)}, 15*time.Second)
+			fill := strings.NewReplacer("DIR", p.dir, "HOME", home, "tmux-0", fmt.Sprintf("tmux-%d", os.Getuid()))
+			lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+			if code != 1 || stdout != "" || len(lines) != 2 ||
+				!strings.HasPrefix(lines[0], "krad-ade: error: ") || !strings.Contains(lines[0], fill.Replace(tt.wantErr)) ||
+				!strings.HasPrefix(lines[1], "krad-ade: hint: ") || !strings.Contains(lines[1], fill.Replace(tt.wantHint)) {
+				t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 1, nothing on stdout, and an error with %q and a hint with %q",
+					code, stdout, stderr, fill.Replace(tt.wantErr), fill.Replace(tt.wantHint))
+			}
+			if pids := tmuxProcesses(t, home); len(pids) > 0 {
+				t.Errorf("tmux processes of the refused app's socket: %v", pids)
+			}
+			if _, err := tmuxIn(home, "list-sessions"); err == nil {
+				t.Error("the refused app's tmux server answers")
+			}
+			if fi, err := os.Lstat(filepath.Join(p.dir, "api.json")); err == nil && fi.Mode().IsRegular() {
+				t.Error("api.json written")
+			}
+			if tokens, _ := filepath.Glob(filepath.Join(home, ".krad-ade", "run", "*", "token")); len(tokens) > 0 {
+				t.Errorf("token files left: %v", tokens)
+			}
+		})
+	}
+}
+
+// TestConfigOthersCanWriteIsNotApplied: while the app runs, a config.toml that others could have
+// written changes nothing, and the log says how to fix it; fixed, it is applied.
+func TestConfigOthersCanWriteIsNotApplied(t *testing.T) {
+	a := startApp(t, "")
+	a.file()
+	cfg := filepath.Join(a.dir, "config.toml")
+	// In place at once with its mode, as a rename puts it: the watcher never sees it owner-only.
+	tmp := filepath.Join(a.dir, "tmp")
+	if err := os.WriteFile(tmp, []byte("discovery = false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tmp, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, cfg); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the log saying how to fix the mode", func() bool {
+		return strings.Contains(a.Log.String(), "chmod go-w "+cfg)
+	})
+	if !exists(a.apiPath()) {
+		t.Fatal("a config.toml others can write was applied: api.json removed")
+	}
+	if err := os.Chmod(cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "api.json removed once config.toml is the user's alone", func() bool { return !exists(a.apiPath()) })
 }

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -97,11 +98,14 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fail(stderr, exitError, fmt.Sprintf("config folder: %v", err), "pass --config-dir with an absolute path")
 	}
-	configPath := filepath.Join(dir, "config.toml")
+	// Nothing in the config folder is read before the folder is known to be the user's alone.
+	configPath := filepath.Join(dir, config.FileName)
+	if err := makeConfigFolder(dir); err != nil {
+		return failConfig(stderr, configPath, err)
+	}
 	cfg, err := config.Load(configPath)
 	if err != nil {
-		return fail(stderr, exitError, fmt.Sprintf("%v (%s)", err, configPath),
-			"fix that line, or move the file away to start on the defaults")
+		return failConfig(stderr, configPath, err)
 	}
 
 	// The --lead terminals are this run's, not config.toml's: cfg stays what the file says, so
@@ -269,6 +273,11 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 		config.Watch(ctx, configPath, configPoll, reload, cfg,
 			func(c config.Config) { a.apply(c, apiPath) },
 			func(err error) {
+				var me *config.ModeError
+				if errors.As(err, &me) {
+					a.log.Error("config.toml not applied: nothing changed", "path", configPath, "err", err, "fix", me.Fix)
+					return
+				}
 				a.log.Error("config.toml not applied: nothing changed", "path", configPath, "err", err)
 			})
 	}()
@@ -487,6 +496,34 @@ func findCompanion(getenv func(string) string) (string, error) {
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// makeConfigFolder creates the config folder, owner-only, when it is missing, and checks it as
+// config.CheckFolder does.
+func makeConfigFolder(dir string) error {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create the config folder: %w", err)
+		}
+		// MkdirAll's mode went through the umask, which may have been odd.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("create the config folder: %w", err)
+		}
+	}
+	return config.CheckFolder(dir)
+}
+
+// failConfig says why the config folder or config.toml at path stops the app from starting.
+func failConfig(stderr io.Writer, path string, err error) int {
+	var me *config.ModeError
+	var ce *config.Error
+	switch {
+	case errors.As(err, &me):
+		return fail(stderr, exitError, err.Error(), me.Fix)
+	case errors.As(err, &ce):
+		return fail(stderr, exitError, fmt.Sprintf("%v (%s)", err, path), "fix that line, or move the file away to start on the defaults")
+	}
+	return fail(stderr, exitError, err.Error(), "check that the config folder and config.toml are yours, or pass --config-dir")
 }
 
 // fail prints an error and its hint the way every krad program does, and returns code.
