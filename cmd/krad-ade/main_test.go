@@ -254,19 +254,18 @@ func TestCleanExitRemovesItsOwnFileOnly(t *testing.T) {
 			}
 		})
 	}
-	t.Run("another app's file stays", func(t *testing.T) {
-		first := startApp(t, "")
-		second := startApp(t, first.home) // replaces api.json with its own
-		if got := second.file()["pid"]; got != float64(second.Cmd.Process.Pid) {
-			t.Fatalf("api.json names pid %v, want the second app's %d", got, second.Cmd.Process.Pid)
+	t.Run("another process's file stays", func(t *testing.T) {
+		a := startApp(t, "")
+		f := a.file()
+		// Put back by hand, as a process that is not this app would leave it.
+		f["pid"] = 1
+		raw, _ := json.Marshal(f)
+		if err := os.WriteFile(a.apiPath(), raw, 0o600); err != nil {
+			t.Fatal(err)
 		}
-		first.stop(syscall.SIGTERM)
-		if got := second.file()["pid"]; got != float64(second.Cmd.Process.Pid) {
-			t.Errorf("after the first app stopped, api.json names pid %v, want %d", got, second.Cmd.Process.Pid)
-		}
-		second.stop(syscall.SIGTERM)
-		if _, err := os.Stat(second.apiPath()); !os.IsNotExist(err) {
-			t.Errorf("api.json still there after its own app stopped")
+		a.stop(syscall.SIGTERM)
+		if got := a.file()["pid"]; got != 1.0 {
+			t.Errorf("after the app stopped, api.json names pid %v, want the 1 it was given", got)
 		}
 	})
 }
@@ -530,6 +529,15 @@ func TestRefusedStartLeavesNothing(t *testing.T) {
 				write(t, p, "[[terminal]]\ntitle = \"t\"\n\nenvironment = \"build\"\n", 0o600)
 			},
 			wantErr: `config.toml line 4: terminal environment "build" is not named by an [[environment]]`, wantHint: "fix that line"},
+		{name: "a tmux socket folder open to others",
+			setup: func(t *testing.T, p paths) {
+				d := filepath.Join(p.home, fmt.Sprintf("tmux-%d", os.Getuid()))
+				if err := os.Mkdir(d, 0o777); err != nil {
+					t.Fatal(err)
+				}
+				os.Chmod(d, 0o777)
+			},
+			wantErr: "tmux's socket folder HOME/tmux-0 is open to every user (mode 0777)", wantHint: "chmod 700"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -597,4 +605,63 @@ func TestConfigOthersCanWriteIsNotApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "api.json removed once config.toml is the user's alone", func() bool { return !exists(a.apiPath()) })
+}
+
+// TestOneAppPerConfigFolderAndTmuxServer: a second krad-ade on the first one's config folder, or
+// on its tmux server from another folder, refuses to start and names the first one's pid; the
+// first keeps its api.json, its session's variables and its tmux, and stays discoverable.
+func TestOneAppPerConfigFolderAndTmuxServer(t *testing.T) {
+	bin := testbin.Dir(t)
+	first := startApp(t, "")
+	first.WaitLine(20*time.Second, regexp.MustCompile(`^krad-ade: environment main: `))
+	pid := first.PID()
+	before, _ := os.ReadFile(first.apiPath())
+	first.file()
+	endpoint, _ := tmuxIn(first.home, "show-environment", "-t", "main", "KRAD_ADE_ENDPOINT")
+	procs := tmuxProcesses(t, first.home)
+
+	refused := func(t *testing.T, env []string, wantErr, wantHint string) {
+		t.Helper()
+		code, stdout, stderr := apptest.Exit(t, apptest.Options{Program: filepath.Join(bin, "krad-ade"), Env: env}, 15*time.Second)
+		if want := "krad-ade: error: " + wantErr + "\nkrad-ade: hint: " + wantHint + "\n"; code != 1 || stdout != "" || stderr != want {
+			t.Errorf("the second app: exit %d, stdout %q, stderr\n%s\nwant exit 1 and\n%s", code, stdout, stderr, want)
+		}
+		if after, _ := os.ReadFile(first.apiPath()); !bytes.Equal(after, before) {
+			t.Error("the second app changed the first one's api.json")
+		}
+		if got, _ := tmuxIn(first.home, "show-environment", "-t", "main", "KRAD_ADE_ENDPOINT"); got != endpoint {
+			t.Errorf("the session's KRAD_ADE_ENDPOINT is %q, was %q", got, endpoint)
+		}
+		if got := tmuxProcesses(t, first.home); !slices.Equal(got, procs) {
+			t.Errorf("tmux processes %v, were %v", got, procs)
+		}
+	}
+	t.Run("the same config folder", func(t *testing.T) {
+		refused(t, baseEnv(bin, first.home),
+			fmt.Sprintf("another krad-ade (pid %d) runs on the config folder %s", pid, first.dir),
+			fmt.Sprintf("stop it first (kill %d): two apps on one config folder would take over each other's api.json and terminals", pid))
+	})
+	t.Run("another config folder on the same tmux server", func(t *testing.T) {
+		other := t.TempDir()
+		env := append(baseEnv(bin, first.home), "XDG_CONFIG_HOME="+other) // the last one wins
+		refused(t, env,
+			fmt.Sprintf("another krad-ade (pid %d) drives the tmux server krad-ade (%s/tmux-%d/krad-ade), from another config folder", pid, first.home, os.Getuid()),
+			fmt.Sprintf("stop it first (kill %d): two apps on one tmux server would drive the same sessions; to run a second app, give it its own config folder and tmux server (TMUX_TMPDIR)", pid))
+		if exists(filepath.Join(other, "krad-ade", "api.json")) {
+			t.Error("the refused app wrote api.json in its own folder")
+		}
+	})
+	// The first is still the one krad finds.
+	cmd := exec.Command(filepath.Join(bin, "krad"), "api")
+	cmd.Env = baseEnv(bin, first.home)
+	out, err := cmd.Output()
+	if want := fmt.Sprintf("pid %d · %s", pid, first.Bus); err != nil || !strings.Contains(string(out), want) {
+		t.Errorf("krad api: %q, %v; want %q", out, err, want)
+	}
+	// Once it stops, another starts there.
+	first.stop(syscall.SIGTERM)
+	second := startApp(t, first.home)
+	if got := second.file()["pid"]; got != float64(second.PID()) {
+		t.Errorf("api.json names pid %v, want the second app's %d", got, second.PID())
+	}
 }

@@ -98,11 +98,17 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fail(stderr, exitError, fmt.Sprintf("config folder: %v", err), "pass --config-dir with an absolute path")
 	}
-	// Nothing in the config folder is read before the folder is known to be the user's alone.
+	// Nothing in the config folder is read, and nothing is started, before the folder is known
+	// to be the user's alone and no other krad-ade runs on it or on its tmux server.
 	configPath := filepath.Join(dir, config.FileName)
 	if err := makeConfigFolder(dir); err != nil {
 		return failConfig(stderr, configPath, err)
 	}
+	locks, msg, hint := lockInstance(dir, tmuxEnv(os.Environ()))
+	if locks == nil {
+		return fail(stderr, exitError, msg, hint)
+	}
+	defer locks.release()
 	cfg, err := config.Load(configPath)
 	if err != nil {
 		return failConfig(stderr, configPath, err)
