@@ -524,6 +524,13 @@ func TestRefusedStartLeavesNothing(t *testing.T) {
 				}
 			},
 			wantErr: "config file DIR/config.toml is writable by its group and every user", wantHint: "chmod go-w DIR/config.toml"},
+		{name: "an api.json that is a symlink",
+			setup: func(t *testing.T, p paths) {
+				if err := os.Symlink("/dev/null", filepath.Join(p.dir, "api.json")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantErr: "write DIR/api.json: api.json: is a symlink", wantHint: "set discovery = false in config.toml"},
 		{name: "a terminal of an unknown environment",
 			setup: func(t *testing.T, p paths) {
 				write(t, p, "[[terminal]]\ntitle = \"t\"\n\nenvironment = \"build\"\n", 0o600)

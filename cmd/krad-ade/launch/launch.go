@@ -1,10 +1,20 @@
-// Package launch is the krad-ade program: it reads the app's configuration, makes the tokens,
-// opens the bus on 127.0.0.1, leaves api.json for other programs while discovery is on, and
-// serves until SIGINT or SIGTERM, when it removes api.json (if the file is still its own).
+// Package launch is the krad-ade program: it checks and locks its config folder, reads the app's
+// configuration, makes the tokens, opens the bus on 127.0.0.1, leaves api.json for other programs
+// while discovery is on, and serves until SIGINT or SIGTERM, when it removes api.json (if the
+// file is still its own).
 //
 // The app serves the bus only when it finds its companion, krad-ade-agents, next to its own
 // executable or on PATH: the app starts every worker through it. Without it, krad-ade says so in
 // one line, serves nothing and writes no api.json.
+//
+// # Refusing to start
+//
+// Everything that can make the app refuse to start is checked before it starts anything (tmux,
+// the bus, the SSH bridges), so that a refused start leaves no process and no file behind: the
+// config folder and config.toml (config.CheckFolder: the user's own, writable by no one else),
+// the locks that keep one app per config folder and per tmux server (see lockInstance), the
+// config itself, the listener and api.json. Each refusal is one error line and one
+// hint line, and exit code 1.
 package launch
 
 import (
@@ -165,10 +175,30 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 	}
 	pid := os.Getpid()
 	tmuxConfig := app.TmuxConfig{Env: tmuxEnv(os.Environ())}
+
+	// What can refuse to start comes before anything is started (tmux, the bus, the bridges), so
+	// that a refused start leaves no process behind: the listener, api.json.
 	// Listen where the terminals of an earlier run still look for the bus, if that port is free.
 	ln, err := local.ListenLoopback(app.PreviousEndpoint(ctx, tmuxConfig, app.Local))
 	if err != nil {
 		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
+	}
+	a.file = discovery.File{
+		APIVersion: api.Version,
+		Endpoint:   ln.Addr().String(),
+		Token:      busToken,
+		PID:        pid,
+		StartedAt:  time.Now().UTC(),
+	}
+	apiPath := filepath.Join(a.dir, discovery.FileName)
+	where := "discovery is off (config.toml), so only the app's terminals find the bus"
+	if cfg.Discovery {
+		if err := discovery.Write(a.dir, a.file); err != nil {
+			ln.Close()
+			return fail(stderr, exitError, fmt.Sprintf("write %s: %v", apiPath, err),
+				"check that the folder is yours and the disk has room, or set discovery = false in config.toml")
+		}
+		where = "api.json at " + apiPath
 	}
 	var model *app.App
 	var srv *local.Server
@@ -200,16 +230,9 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 	})
 	if err != nil {
 		ln.Close()
+		_ = discovery.RemoveIfOurs(apiPath, pid)
 		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
 	}
-	a.file = discovery.File{
-		APIVersion: api.Version,
-		Endpoint:   srv.Addr(),
-		Token:      busToken,
-		PID:        pid,
-		StartedAt:  time.Now().UTC(),
-	}
-	apiPath := filepath.Join(a.dir, discovery.FileName)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
@@ -227,16 +250,6 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 		bridged.Go(func() { _ = b.Run(bctx) })
 	}
 
-	where := "discovery is off (config.toml), so only the app's terminals find the bus"
-	if cfg.Discovery {
-		if err := discovery.Write(a.dir, a.file); err != nil {
-			stop()
-			<-served
-			return fail(stderr, exitError, fmt.Sprintf("write %s: %v", apiPath, err),
-				"check that the folder is yours and the disk has room, or set discovery = false in config.toml")
-		}
-		where = "api.json at " + apiPath
-	}
 	fmt.Fprintf(a.stdout, "krad-ade: bus on %s; %s\n", srv.Addr(), where)
 	a.log.Info("serving", "endpoint", srv.Addr(), "build", version.Build, "pid", pid, "companion", a.companion, "discovery", cfg.Discovery)
 	select {
