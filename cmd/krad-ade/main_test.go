@@ -531,6 +531,13 @@ func TestRefusedStartLeavesNothing(t *testing.T) {
 				}
 			},
 			wantErr: "write DIR/api.json: api.json: is a symlink", wantHint: "set discovery = false in config.toml"},
+		{name: "a .krad-ade in the home folder that is a symlink",
+			setup: func(t *testing.T, p paths) {
+				if err := os.Symlink(t.TempDir(), filepath.Join(p.home, ".krad-ade")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantErr: "write the token file of the local terminals: ~/.krad-ade is a symbolic link: refused; remove it", wantHint: "make ~/.krad-ade a folder of your own"},
 		{name: "a terminal of an unknown environment",
 			setup: func(t *testing.T, p paths) {
 				write(t, p, "[[terminal]]\ntitle = \"t\"\n\nenvironment = \"build\"\n", 0o600)
@@ -670,5 +677,57 @@ func TestOneAppPerConfigFolderAndTmuxServer(t *testing.T) {
 	second := startApp(t, first.home)
 	if got := second.file()["pid"]; got != float64(second.PID()) {
 		t.Errorf("api.json names pid %v, want the second app's %d", got, second.PID())
+	}
+}
+
+// TestLocalTerminalsKeepTheBusAcrossRestarts: a terminal opened by one run of the app reaches
+// the bus of the next, through the same port and the token file the app rewrites at each start.
+func TestLocalTerminalsKeepTheBusAcrossRestarts(t *testing.T) {
+	up := regexp.MustCompile(`^krad-ade: environment main: `)
+	a := startApp(t, "")
+	a.WaitLine(20*time.Second, up)
+	a.file()
+	// The terminal the first run opened: the shell of main:1.
+	window, err := tmuxIn(a.home, "list-windows", "-t", "main", "-f", "#{==:#{@krad_terminal},main:1}", "-F", "#{window_id}")
+	if err != nil || window == "" {
+		t.Fatalf("no window of main:1: %q, %v", window, err)
+	}
+	tokenFile, _ := tmuxIn(a.home, "show-environment", "-t", "main", "KRAD_ADE_TOKEN_FILE")
+	tokenFile = strings.TrimPrefix(tokenFile, "KRAD_ADE_TOKEN_FILE=")
+
+	a.stop(syscall.SIGTERM)
+	if exists(tokenFile) {
+		t.Error("the token file outlived the app's clean exit")
+	}
+	b := startApp(t, a.home)
+	b.WaitLine(20*time.Second, up)
+	if b.Bus != a.Bus {
+		t.Errorf("the second run's bus is on %s, the first's was on %s: the terminals look for the first", b.Bus, a.Bus)
+	}
+
+	if _, err := tmuxIn(a.home, "send-keys", "-t", window, `krad list; echo "rc=$?"`, "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	var screen string
+	waitFor(t, "krad list's exit status in main:1", func() bool {
+		screen, _ = tmuxIn(a.home, "capture-pane", "-p", "-t", window)
+		return regexp.MustCompile(`(?m)^rc=\d+$`).MatchString(screen)
+	})
+	if !strings.Contains(screen, "rc=0") || !regexp.MustCompile(`(?m)^main:1\s+shell\s`).MatchString(screen) {
+		t.Errorf("krad list in a terminal of the first run, after the restart:\n%s", screen)
+	}
+
+	// The file: in ~/.krad-ade/run, owner-only, holding the current run's token.
+	if !strings.HasPrefix(tokenFile, filepath.Join(a.home, ".krad-ade", "run")+"/") {
+		t.Fatalf("KRAD_ADE_TOKEN_FILE = %q, want a file in ~/.krad-ade/run", tokenFile)
+	}
+	if fi, err := os.Lstat(tokenFile); err != nil || fi.Mode() != 0o600 {
+		t.Errorf("the token file: %v, %v; want a regular file of mode 0600", fi, err)
+	}
+	if di, err := os.Stat(filepath.Dir(tokenFile)); err != nil || di.Mode().Perm() != 0o700 {
+		t.Errorf("its folder: %v, %v; want mode 700", di, err)
+	}
+	if got, _ := os.ReadFile(tokenFile); string(got) != b.token()+"\n" {
+		t.Error("the token file does not hold the token of the second run's api.json")
 	}
 }

@@ -1,7 +1,7 @@
 // Package launch is the krad-ade program: it checks and locks its config folder, reads the app's
-// configuration, makes the tokens, opens the bus on 127.0.0.1, leaves api.json for other programs
-// while discovery is on, and serves until SIGINT or SIGTERM, when it removes api.json (if the
-// file is still its own).
+// configuration, makes the tokens, writes the local terminals' token file, opens the bus on
+// 127.0.0.1, leaves api.json for other programs while discovery is on, and serves until SIGINT or
+// SIGTERM, when it removes api.json (if the file is still its own) and the token file.
 //
 // The app serves the bus only when it finds its companion, krad-ade-agents, next to its own
 // executable or on PATH: the app starts every worker through it. Without it, krad-ade says so in
@@ -13,8 +13,8 @@
 // the bus, the SSH bridges), so that a refused start leaves no process and no file behind: the
 // config folder and config.toml (config.CheckFolder: the user's own, writable by no one else),
 // the locks that keep one app per config folder and per tmux server (see lockInstance), the
-// config itself, the listener and api.json. Each refusal is one error line and one
-// hint line, and exit code 1.
+// config itself, the token file, the listener and api.json. Each refusal is one error line and
+// one hint line, and exit code 1.
 package launch
 
 import (
@@ -48,6 +48,8 @@ import (
 	"github.com/krad-ade/krad/forward"
 	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/local"
+	"github.com/krad-ade/krad/remote/shell"
+	"github.com/krad-ade/krad/tokenfile"
 )
 
 // Companion is the name of the agents' companion program.
@@ -177,10 +179,20 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 	tmuxConfig := app.TmuxConfig{Env: tmuxEnv(os.Environ())}
 
 	// What can refuse to start comes before anything is started (tmux, the bus, the bridges), so
-	// that a refused start leaves no process behind: the listener, api.json.
+	// that a refused start leaves no process behind: the token file, the listener, api.json.
+	tokenFile, err := tokenfile.Write(ctx, a.shell(), a.instance(), busToken)
+	if err != nil {
+		var refused *shell.RefusedError
+		if errors.As(err, &refused) {
+			err = refused
+		}
+		return fail(stderr, exitError, fmt.Sprintf("write the token file of the local terminals: %v", err),
+			"krad-ade keeps it in ~/.krad-ade/run, as on SSH hosts: make ~/.krad-ade a folder of your own, and check that HOME is set")
+	}
 	// Listen where the terminals of an earlier run still look for the bus, if that port is free.
 	ln, err := local.ListenLoopback(app.PreviousEndpoint(ctx, tmuxConfig, app.Local))
 	if err != nil {
+		a.removeTokenFile(tokenFile)
 		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
 	}
 	a.file = discovery.File{
@@ -195,6 +207,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 	if cfg.Discovery {
 		if err := discovery.Write(a.dir, a.file); err != nil {
 			ln.Close()
+			a.removeTokenFile(tokenFile)
 			return fail(stderr, exitError, fmt.Sprintf("write %s: %v", apiPath, err),
 				"check that the folder is yours and the disk has room, or set discovery = false in config.toml")
 		}
@@ -211,6 +224,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 	model = app.New(app.Config{
 		Endpoint:  ln.Addr().String(),
 		Token:     busToken,
+		TokenFile: tokenFile,
 		BinDir:    filepath.Dir(a.companion),
 		Path:      a.getenv("PATH"),
 		Tmux:      tmuxConfig,
@@ -230,7 +244,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 	})
 	if err != nil {
 		ln.Close()
-		_ = discovery.RemoveIfOurs(apiPath, pid)
+		a.removeFiles(apiPath, tokenFile)
 		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
 	}
 
@@ -314,11 +328,18 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 	}
 	stopBridges()
 	bridged.Wait()
-	if err := discovery.RemoveIfOurs(apiPath, pid); err != nil && !errors.Is(err, discovery.ErrNotOurs) {
-		a.log.Warn("api.json left in place", "path", apiPath, "err", err)
-	}
+	a.removeFiles(apiPath, tokenFile)
 	a.log.Info("stopped")
 	return exitOK
+}
+
+// removeFiles removes what the run leaves while it runs: api.json, if it is still its own, and
+// the local terminals' token file.
+func (a *run) removeFiles(apiPath, tokenFile string) {
+	if err := discovery.RemoveIfOurs(apiPath, a.file.PID); err != nil && !errors.Is(err, discovery.ErrNotOurs) {
+		a.log.Warn("api.json left in place", "path", apiPath, "err", err)
+	}
+	a.removeTokenFile(tokenFile)
 }
 
 // apply makes a new configuration true: discovery on writes api.json, off removes it at once.
@@ -543,6 +564,18 @@ func failConfig(stderr io.Writer, path string, err error) int {
 		return fail(stderr, exitError, fmt.Sprintf("%v (%s)", err, path), "fix that line, or move the file away to start on the defaults")
 	}
 	return fail(stderr, exitError, err.Error(), "check that the config folder and config.toml are yours, or pass --config-dir")
+}
+
+// shell runs package tokenfile's scripts on this computer.
+func (a *run) shell() localShell { return localShell{env: tmuxEnv(os.Environ())} }
+
+// removeTokenFile removes the local terminals' token file, as the bridges remove the hosts'.
+func (a *run) removeTokenFile(path string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tokenfile.Remove(ctx, a.shell(), path); err != nil {
+		a.log.Warn("the local terminals' token file was left in place", "path", path, "err", err)
+	}
 }
 
 // fail prints an error and its hint the way every krad program does, and returns code.
