@@ -48,6 +48,9 @@ type Config struct {
 	// Endpoint and Token are what terminals get as KRAD_ADE_ENDPOINT and KRAD_ADE_TOKEN.
 	Endpoint string
 	Token    api.Token
+	// TokenFile, when set, is what they get as KRAD_ADE_TOKEN_FILE: the owner-only file that
+	// holds Token, at a path that stays the same across the app's runs.
+	TokenFile string
 	// BinDir is the app's folder, where krad and krad-ade-agents live: first on every
 	// terminal's PATH.
 	BinDir string
@@ -114,7 +117,7 @@ func New(cfg Config) *App {
 		}
 		return specs
 	}
-	local := &localHost{tmux: cfg.Tmux, vars: HostVars{Endpoint: cfg.Endpoint, Token: cfg.Token, BinDir: cfg.BinDir, Path: cfg.Path}}
+	local := &localHost{tmux: cfg.Tmux, vars: HostVars{Endpoint: cfg.Endpoint, Token: cfg.Token, TokenFile: cfg.TokenFile, BinDir: cfg.BinDir, Path: cfg.Path}}
 	a.envs[Local] = newEnvironment(a, Local, local, specsOf(Local))
 	for _, r := range cfg.Remotes {
 		a.envs[r.Name] = newEnvironment(a, r.Name, r.Host, specsOf(r.Name))

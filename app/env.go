@@ -175,10 +175,13 @@ func (e *environment) session(ctx context.Context) error {
 // companion as the command of those windows, and the subscription that reports pane deaths.
 func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
 	v := e.host.Vars()
-	token := []string{"set-environment", "-t", e.name, "KRAD_ADE_TOKEN", v.Token.Reveal()}
+	// On an SSH host the token stays in its file, out of every environment.
+	token := []string{"set-environment", "-t", e.name, "-r", "KRAD_ADE_TOKEN"}
+	if !v.Token.IsZero() {
+		token = []string{"set-environment", "-t", e.name, "KRAD_ADE_TOKEN", v.Token.Reveal()}
+	}
 	tokenFile := []string{"set-environment", "-t", e.name, "-r", "KRAD_ADE_TOKEN_FILE"}
-	if v.TokenFile != "" { // an SSH host: the token stays in its file, out of every environment
-		token = []string{"set-environment", "-t", e.name, "-r", "KRAD_ADE_TOKEN"}
+	if v.TokenFile != "" {
 		tokenFile = []string{"set-environment", "-t", e.name, "KRAD_ADE_TOKEN_FILE", v.TokenFile}
 	}
 	cmds := [][]string{

@@ -27,7 +27,10 @@ type HostVars struct {
 	Endpoint string
 	// Token is KRAD_ADE_TOKEN, set on this computer only.
 	Token api.Token
-	// TokenFile is KRAD_ADE_TOKEN_FILE, the owner-only file with the token, on SSH hosts.
+	// TokenFile is KRAD_ADE_TOKEN_FILE, the owner-only file with the token, which krad reads
+	// before KRAD_ADE_TOKEN: on SSH hosts instead of the token, on this computer beside it. The
+	// app rewrites the file, at the same path, each time it starts (and connects), so terminals
+	// that outlive a run read the token of the next.
 	TokenFile string
 	// BinDir is where krad and krad-ade-agents are on the host: first on PATH.
 	BinDir string
@@ -48,13 +51,14 @@ func (v HostVars) path() string {
 // companion is krad-ade-agents on the host.
 func (v HostVars) companion() string { return v.BinDir + "/krad-ade-agents" }
 
-// env is the variables as NAME=VALUE, for new-window -e: the token itself, or its file.
+// env is the variables as NAME=VALUE, for new-window -e: the token, its file, or both.
 func (v HostVars) env(terminal api.TerminalID) []string {
 	vars := []string{"KRAD_ADE_ENDPOINT=" + v.Endpoint}
+	if !v.Token.IsZero() {
+		vars = append(vars, "KRAD_ADE_TOKEN="+v.Token.Reveal())
+	}
 	if v.TokenFile != "" {
 		vars = append(vars, "KRAD_ADE_TOKEN_FILE="+v.TokenFile)
-	} else {
-		vars = append(vars, "KRAD_ADE_TOKEN="+v.Token.Reveal())
 	}
 	return append(vars, "KRAD_ADE_TERMINAL="+terminal.String(), "PATH="+v.path())
 }

@@ -32,12 +32,23 @@
 //
 // # Security model
 //
-// The file is the user's own and is trusted like the rest of their config: it is not a secret and
-// may be a symlink (dotfiles). It holds no tokens. Errors quote at most a key name, shortened, and
-// the TOML library's message, with anything unprintable replaced.
+// The file holds commands the app runs as the user ([[terminal]] command), so whoever can write it
+// can run code as the user. Before reading a byte, [Load] and [Watch] check it as OpenSSH's
+// StrictModes checks ~/.ssh ([CheckFolder]): the config folder and config.toml must be the user's
+// own and writable by no one else (group or other write bits are refused; readable is fine, the
+// file holds no secret), config.toml a regular file, and every folder above them the user's or
+// root's and not writable by others unless sticky. config.toml may be a symlink (dotfiles): the
+// file it leads to, and the folders above that, pass the same checks. What fails is a
+// [*ModeError] with the command that fixes it (chmod go-w …), and nothing is read. On Windows only
+// the kinds of file are checked.
+//
+// The checks guard against other users, not against root or the user's own programs; a folder
+// that passes cannot be changed by anyone else between the check and the read. Errors quote at
+// most a key name, shortened, and the TOML library's message, with anything unprintable replaced.
 package config
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -45,6 +56,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -103,7 +115,7 @@ type Environment struct {
 //	command = "claude"         # a shell command line; none means your shell
 //	dir = "~/src/app"          # working folder; none means the app's
 //	lead = true                # the lead of a new session
-//	environment = "main"       # none means main, this computer
+//	environment = "main"       # main (this computer, the default) or an [[environment]]'s name
 type Terminal struct {
 	Title       string
 	Command     string
@@ -143,10 +155,11 @@ func Parse(data []byte) (Config, error) {
 	var top map[string]toml.Primitive
 	md, err := toml.Decode(string(data), &top)
 	if err != nil {
-		return Config{}, fromTOML(err)
+		return Config{}, fromTOML(data, err)
 	}
 	d := &document{md: &md, top: top}
 	c := Default()
+	var terminals toml.Primitive // the [[terminal]] tables, once decoded
 	for _, key := range d.keys() {
 		switch key {
 		case "discovery":
@@ -167,6 +180,7 @@ func Parse(data []byte) (Config, error) {
 				return Config{}, err
 			}
 			c.Terminals = terms
+			terminals = top[key]
 		case "environment":
 			envs, err := d.environments(top[key])
 			if err != nil {
@@ -177,11 +191,42 @@ func Parse(data []byte) (Config, error) {
 			return Config{}, d.errorAt(toml.Key{key}, "unknown key "+quote(key))
 		}
 	}
+	// Only now are all the environments known: a [[terminal]] may come before its environment.
+	if err := d.checkEnvironments(terminals, c); err != nil {
+		return Config{}, err
+	}
 	return c, nil
 }
 
-// Load reads the config file at path. A missing file gives [Default] and no error; a file that
-// cannot be read gives an error that wraps the cause, and a file that does not parse an [*Error].
+// checkEnvironments refuses a [[terminal]] whose environment no [[environment]] names: the app
+// would have nowhere to open it. terminals is the tables c.Terminals was decoded from.
+func (d *document) checkEnvironments(terminals toml.Primitive, c Config) error {
+	if len(c.Terminals) == 0 {
+		return nil
+	}
+	names := []string{"main"}
+	for _, e := range c.Environments {
+		names = append(names, e.Name)
+	}
+	var tables []map[string]toml.Primitive
+	_ = d.md.PrimitiveDecode(terminals, &tables) // decoded once already, by terminals
+	for i, t := range c.Terminals {
+		if _, set := tables[i]["environment"]; !set || slices.Contains(names, t.Environment) {
+			continue
+		}
+		known := "the environments are " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+		if len(names) == 1 {
+			known = "the only environment is main, this computer"
+		}
+		return &Error{Line: d.valueLine(tables[i]["environment"]),
+			Msg: "terminal environment " + quote(t.Environment) + " is not named by an [[environment]]: " + known}
+	}
+	return nil
+}
+
+// Load reads the config file at path. A missing file gives [Default] and no error; a file or
+// folder that others could have written a [*ModeError] (see the package's security model); a file
+// that cannot be read an error that wraps the cause, and a file that does not parse an [*Error].
 func Load(path string) (Config, error) {
 	data, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -199,8 +244,8 @@ func Load(path string) (Config, error) {
 //
 // Watch calls onChange with each new valid config that differs from the last one, and onError
 // with each error, once per distinct file content (or read error) rather than once a poll; after
-// a value on reload it reports an error that persists again. A broken or unreadable file changes
-// nothing: the last good config stays. A deleted file means [Default]. Changes are found by
+// a value on reload it reports an error that persists again. A broken or unreadable file, or one
+// that others could have written (a [*ModeError]), changes nothing: the last good config stays. A deleted file means [Default]. Changes are found by
 // content, so a rewrite within one mtime tick is not missed.
 //
 // The callbacks run on Watch's goroutine, one at a time; either may be nil.
@@ -279,14 +324,30 @@ func (w *watcher) check() {
 	}
 }
 
-// readFile reads at most maxSize bytes of path. A missing file gives an error matching
-// fs.ErrNotExist.
+// readFile reads at most maxSize bytes of path, once [CheckFolder] passed its folder and checkFile
+// the file. A missing file gives an error matching fs.ErrNotExist; a file or folder that others
+// could have written, a *ModeError.
 func readFile(path string) ([]byte, error) {
-	fh, err := os.Open(path)
+	if err := CheckFolder(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	// Look before opening, so that a FIFO or a device is refused without being opened.
+	before, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", FileName, err)
+	}
+	if err := checkFile(path, before); err != nil {
+		return nil, err
+	}
+	fh, err := open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", FileName, err)
 	}
 	defer fh.Close()
+	// What was opened is what counts: the file that was checked, not one swapped in since.
+	if fi, err := fh.Stat(); err != nil || !os.SameFile(before, fi) {
+		return nil, fmt.Errorf("read %s: it changed while it was opened; try again", FileName)
+	}
 	data, err := io.ReadAll(io.LimitReader(fh, maxSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", FileName, err)
@@ -506,13 +567,26 @@ func (probe) UnmarshalTOML(any) error { return errProbe }
 
 var errProbe = errors.New("probe")
 
-// fromTOML turns an error of the TOML library into an *Error.
-func fromTOML(err error) *Error {
+// fromTOML turns an error of the TOML library about data into an *Error.
+func fromTOML(data []byte, err error) *Error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
-		return &Error{Line: max(pe.Position.Line, 0), Msg: message(pe.Message)}
+		return &Error{Line: errorLine(data, pe), Msg: message(pe.Message)}
 	}
 	return &Error{Msg: message(strings.TrimPrefix(err.Error(), "toml: "))}
+}
+
+// errorLine is the line of a syntax error. The library's lexer counts a line as soon as it reads
+// the newline that ends it, so when the newline is what it did not expect ("got '\n'"), its line
+// number is that of the next line; the error's offset, where the unfinished item began, is on the
+// right one. (For other errors the item may span lines, a multi-line string, and the library's
+// line is the one at fault.)
+func errorLine(data []byte, pe toml.ParseError) int {
+	line := max(pe.Position.Line, 0)
+	if start := pe.Position.Start; strings.Contains(pe.Message, `'\n'`) && start >= 0 && start < len(data) {
+		line = min(line, 1+bytes.Count(data[:start], []byte("\n")))
+	}
+	return line
 }
 
 // message makes a library message read like ours: "Key 'a' has already been defined." becomes

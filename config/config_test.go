@@ -39,6 +39,15 @@ func TestParse(t *testing.T) {
 		{"duplicate key", "discovery = false\ndiscovery = true\n", Config{}, 2, "key 'discovery' has already been defined"},
 		{"control character", "discovery = \"\x1b[31m\"\n", Config{}, 1, "control characters"},
 		{"unterminated string", "discovery = true\n\nx = \"abc\n", Config{}, 3, ""},
+		// The TOML library counts a newline as soon as it reads one, so an error about an
+		// unexpected newline came with the number of the line after it.
+		{"table header without its bracket", "discovery = true\n[[terminal]\ntitle = \"x\"\n", Config{}, 2, "']'"},
+		{"table name without its bracket", "\n\n[terminal\n\n", Config{}, 3, "']'"},
+		{"sign without a number", "\nx = +\n\n", Config{}, 2, "expected a digit"},
+		{"newline after a key", "\ndiscovery\n\n", Config{}, 2, "expected '.' or '='"},
+		{"newline after the equals sign", "\ndiscovery = \n\n", Config{}, 2, "expected value"},
+		{"control character in a multi-line string", "\nx = \"\"\"\nabc\n\x01\"\"\"\n", Config{}, 4, "control characters"},
+		{"bad escape in a multi-line string", "\nx = \"\"\"\nabc\n\\q\"\"\"\n", Config{}, 4, "invalid escape"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -317,6 +326,11 @@ func TestParseTerminalsAndQuiet(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
+	// A terminal may name an environment that a later table defines.
+	data = "[[terminal]]\nenvironment = \"build\"\n[[environment]]\nname = \"build\"\nssh = \"h\"\n"
+	if got, err := Parse([]byte(data)); err != nil || len(got.Terminals) != 1 || got.Terminals[0].Environment != "build" {
+		t.Errorf("a terminal of a later [[environment]]: got %+v, %v", got, err)
+	}
 	for _, tt := range []struct {
 		data string
 		line int
@@ -330,6 +344,10 @@ func TestParseTerminalsAndQuiet(t *testing.T) {
 		{"[[terminal]]\ncommand = \"x\"\ntitle = \"fix\\tbug\"\n", 3, "terminal title holds the control character U+0009 at byte 3"},
 		{"[[terminal]]\ntitle = \"\\u001b[31mred\"\n", 2, "U+001B"},
 		{"[[terminal]]\ntitle = \"" + strings.Repeat("x", 201) + "\"\n", 2, "title is longer than 200 bytes"},
+		{"[[terminal]]\ntitle = \"a\"\nenvironment = \"buid\"\n\n[[environment]]\nname = \"build\"\nssh = \"h\"\n", 3,
+			`terminal environment "buid" is not named by an [[environment]]: the environments are main and build`},
+		{"[[environment]]\nname = \"build\"\nssh = \"h\"\n[[terminal]]\nenvironment = \"main \"\n", 5, `terminal environment "main "`},
+		{"[[terminal]]\nenvironment = \"\"\n", 2, `terminal environment "" is not named by an [[environment]]: the only environment is main, this computer`},
 		{"terminal = 1\n", 1, "[[terminal]] tables"},
 	} {
 		_, err := Parse([]byte(tt.data))

@@ -38,7 +38,7 @@
 // nothing and are not checked; the file is only as private as the user's profile folder. The
 // package checks the owner of api.json but not of its folder, and a symlinked config folder is
 // followed (it is how many people keep their dotfiles), so a folder that another user controls is
-// outside its reach.
+// outside its reach: krad-ade checks the folder itself before it starts (config.CheckFolder).
 //
 // The package imports nothing of the project except package api, so that the static CLI, which
 // must not find the bus through this file, can be checked not to link it.

@@ -1,12 +1,14 @@
 // Package tokenfile keeps the bus token in an owner-only file on an SSH host: [Write] puts it
 // there over SSH, [Remove] takes it away, and [Read] is how krad on the host reads it.
 //
-// On this computer krad-ade hands the bus token to its terminals as KRAD_ADE_TOKEN. On an SSH host
-// it writes the token to a file instead and names it in KRAD_ADE_TOKEN_FILE: the token changes each
-// time the app starts, and a file can be rewritten when the app reconnects, where a terminal's
-// environment cannot. The file is ~/.krad-ade/run/<instance>/token, the same path for each start
-// of the same app instance, and krad reads it on every call, so long-lived terminals on the host
-// keep working across restarts of the app. The app removes the file when it exits cleanly.
+// On an SSH host krad-ade writes the bus token to a file and names it in KRAD_ADE_TOKEN_FILE: the
+// token changes each time the app starts, and a file can be rewritten when the app reconnects,
+// where a terminal's environment cannot. The file is ~/.krad-ade/run/<instance>/token, the same
+// path for each start of the same app instance, and krad reads it on every call, before
+// KRAD_ADE_TOKEN, so long-lived terminals keep working across restarts of the app. The app
+// removes the file when it exits cleanly. On this computer the app does the same, with the same
+// script run by a local sh (any [Host] will do), and gives its terminals KRAD_ADE_TOKEN beside the
+// file, as the spec asks.
 //
 // # Security model
 //

@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -252,19 +254,18 @@ func TestCleanExitRemovesItsOwnFileOnly(t *testing.T) {
 			}
 		})
 	}
-	t.Run("another app's file stays", func(t *testing.T) {
-		first := startApp(t, "")
-		second := startApp(t, first.home) // replaces api.json with its own
-		if got := second.file()["pid"]; got != float64(second.Cmd.Process.Pid) {
-			t.Fatalf("api.json names pid %v, want the second app's %d", got, second.Cmd.Process.Pid)
+	t.Run("another process's file stays", func(t *testing.T) {
+		a := startApp(t, "")
+		f := a.file()
+		// Put back by hand, as a process that is not this app would leave it.
+		f["pid"] = 1
+		raw, _ := json.Marshal(f)
+		if err := os.WriteFile(a.apiPath(), raw, 0o600); err != nil {
+			t.Fatal(err)
 		}
-		first.stop(syscall.SIGTERM)
-		if got := second.file()["pid"]; got != float64(second.Cmd.Process.Pid) {
-			t.Errorf("after the first app stopped, api.json names pid %v, want %d", got, second.Cmd.Process.Pid)
-		}
-		second.stop(syscall.SIGTERM)
-		if _, err := os.Stat(second.apiPath()); !os.IsNotExist(err) {
-			t.Errorf("api.json still there after its own app stopped")
+		a.stop(syscall.SIGTERM)
+		if got := a.file()["pid"]; got != 1.0 {
+			t.Errorf("after the app stopped, api.json names pid %v, want the 1 it was given", got)
 		}
 	})
 }
@@ -433,5 +434,300 @@ func TestLineTimeoutIsTenSeconds(t *testing.T) {
 	}
 	if took < 10*time.Second-50*time.Millisecond {
 		t.Errorf("answered after %v, before the spec's 10 seconds", took)
+	}
+}
+
+// tmuxIn runs tmux on the app's server under home.
+func tmuxIn(home string, args ...string) (string, error) {
+	cmd := exec.Command("tmux", append([]string{"-L", "krad-ade"}, args...)...)
+	cmd.Env = []string{"TMUX_TMPDIR=" + home, "PATH=/usr/bin:/bin"}
+	out, err := cmd.Output()
+	return strings.TrimSpace(string(out)), err
+}
+
+// tmuxProcesses are the pids of the tmux processes, clients and servers, that run with
+// TMUX_TMPDIR=home: those of the apps a test started under home.
+func tmuxProcesses(t *testing.T, home string) []int {
+	t.Helper()
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmux, _ = filepath.EvalSymlinks(tmux)
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc to look for processes in")
+	}
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil || exe != tmux {
+			continue
+		}
+		environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err == nil && slices.Contains(strings.Split(string(environ), "\x00"), "TMUX_TMPDIR="+home) {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// TestRefusedStartLeavesNothing: each way krad-ade refuses to start says why and what to do,
+// exits 1, and leaves nothing behind: no tmux client or server, no api.json, no token file.
+func TestRefusedStartLeavesNothing(t *testing.T) {
+	bin := testbin.Dir(t)
+	type paths struct{ home, dir, cfg string }
+	write := func(t *testing.T, p paths, config string, mode os.FileMode) {
+		t.Helper()
+		if err := os.WriteFile(p.cfg, []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p.cfg, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name     string
+		rootOnly bool
+		setup    func(t *testing.T, p paths)
+		wantErr  string // a part of the error line
+		wantHint string // a part of the hint line
+	}{
+		{name: "a config folder others can write",
+			setup:   func(t *testing.T, p paths) { os.Chmod(p.dir, 0o777) },
+			wantErr: "config folder DIR is writable by its group and every user (mode 0777): they could choose the commands krad-ade runs as you", wantHint: "chmod go-w DIR"},
+		{name: "a config.toml others can write",
+			setup:   func(t *testing.T, p paths) { write(t, p, "quiet = \"2s\"\n", 0o646) },
+			wantErr: "config file DIR/config.toml is writable by every user (mode 0646)", wantHint: "chmod go-w DIR/config.toml"},
+		{name: "a config.toml of another user", rootOnly: true,
+			setup: func(t *testing.T, p paths) {
+				write(t, p, "[[terminal]]\ncommand = \"id\"\n", 0o644)
+				if err := os.Chown(p.cfg, 65534, 65534); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantErr: "config file DIR/config.toml is owned by uid 65534, not by you (uid 0)", wantHint: "sudo chown 0 DIR/config.toml"},
+		{name: "a config.toml that is a symlink to a file others can write",
+			setup: func(t *testing.T, p paths) {
+				other := filepath.Join(p.home, "shared.toml")
+				if err := os.WriteFile(other, nil, 0o666); err != nil {
+					t.Fatal(err)
+				}
+				os.Chmod(other, 0o666)
+				if err := os.Symlink(other, p.cfg); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantErr: "config file DIR/config.toml is writable by its group and every user", wantHint: "chmod go-w DIR/config.toml"},
+		{name: "an api.json that is a symlink",
+			setup: func(t *testing.T, p paths) {
+				if err := os.Symlink("/dev/null", filepath.Join(p.dir, "api.json")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantErr: "write DIR/api.json: api.json: is a symlink", wantHint: "set discovery = false in config.toml"},
+		{name: "a .krad-ade in the home folder that is a symlink",
+			setup: func(t *testing.T, p paths) {
+				if err := os.Symlink(t.TempDir(), filepath.Join(p.home, ".krad-ade")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantErr: "write the token file of the local terminals: ~/.krad-ade is a symbolic link: refused; remove it", wantHint: "make ~/.krad-ade a folder of your own"},
+		{name: "a terminal of an unknown environment",
+			setup: func(t *testing.T, p paths) {
+				write(t, p, "[[terminal]]\ntitle = \"t\"\n\nenvironment = \"build\"\n", 0o600)
+			},
+			wantErr: `config.toml line 4: terminal environment "build" is not named by an [[environment]]`, wantHint: "fix that line"},
+		{name: "a tmux socket folder open to others",
+			setup: func(t *testing.T, p paths) {
+				d := filepath.Join(p.home, fmt.Sprintf("tmux-%d", os.Getuid()))
+				if err := os.Mkdir(d, 0o777); err != nil {
+					t.Fatal(err)
+				}
+				os.Chmod(d, 0o777)
+			},
+			wantErr: "tmux's socket folder HOME/tmux-0 is open to every user (mode 0777)", wantHint: "chmod 700"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.rootOnly && os.Getuid() != 0 {
+				t.Skip("needs root to give a file to uid 65534")
+			}
+			home := t.TempDir()
+			p := paths{home: home, dir: filepath.Join(home, "krad-ade")}
+			p.cfg = filepath.Join(p.dir, "config.toml")
+			if err := os.Mkdir(p.dir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			tt.setup(t, p)
+			t.Cleanup(func() { killTmux(home) })
+
+			code, stdout, stderr := apptest.Exit(t, apptest.Options{Program: filepath.Join(bin, "krad-ade"), Env: baseEnv(bin, home)}, 15*time.Second)
+			fill := strings.NewReplacer("DIR", p.dir, "HOME", home, "tmux-0", fmt.Sprintf("tmux-%d", os.Getuid()))
+			lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+			if code != 1 || stdout != "" || len(lines) != 2 ||
+				!strings.HasPrefix(lines[0], "krad-ade: error: ") || !strings.Contains(lines[0], fill.Replace(tt.wantErr)) ||
+				!strings.HasPrefix(lines[1], "krad-ade: hint: ") || !strings.Contains(lines[1], fill.Replace(tt.wantHint)) {
+				t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 1, nothing on stdout, and an error with %q and a hint with %q",
+					code, stdout, stderr, fill.Replace(tt.wantErr), fill.Replace(tt.wantHint))
+			}
+			if pids := tmuxProcesses(t, home); len(pids) > 0 {
+				t.Errorf("tmux processes of the refused app's socket: %v", pids)
+			}
+			if _, err := tmuxIn(home, "list-sessions"); err == nil {
+				t.Error("the refused app's tmux server answers")
+			}
+			if fi, err := os.Lstat(filepath.Join(p.dir, "api.json")); err == nil && fi.Mode().IsRegular() {
+				t.Error("api.json written")
+			}
+			if tokens, _ := filepath.Glob(filepath.Join(home, ".krad-ade", "run", "*", "token")); len(tokens) > 0 {
+				t.Errorf("token files left: %v", tokens)
+			}
+		})
+	}
+}
+
+// TestConfigOthersCanWriteIsNotApplied: while the app runs, a config.toml that others could have
+// written changes nothing, and the log says how to fix it; fixed, it is applied.
+func TestConfigOthersCanWriteIsNotApplied(t *testing.T) {
+	a := startApp(t, "")
+	a.file()
+	cfg := filepath.Join(a.dir, "config.toml")
+	// In place at once with its mode, as a rename puts it: the watcher never sees it owner-only.
+	tmp := filepath.Join(a.dir, "tmp")
+	if err := os.WriteFile(tmp, []byte("discovery = false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tmp, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, cfg); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the log saying how to fix the mode", func() bool {
+		return strings.Contains(a.Log.String(), "chmod go-w "+cfg)
+	})
+	if !exists(a.apiPath()) {
+		t.Fatal("a config.toml others can write was applied: api.json removed")
+	}
+	if err := os.Chmod(cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "api.json removed once config.toml is the user's alone", func() bool { return !exists(a.apiPath()) })
+}
+
+// TestOneAppPerConfigFolderAndTmuxServer: a second krad-ade on the first one's config folder, or
+// on its tmux server from another folder, refuses to start and names the first one's pid; the
+// first keeps its api.json, its session's variables and its tmux, and stays discoverable.
+func TestOneAppPerConfigFolderAndTmuxServer(t *testing.T) {
+	bin := testbin.Dir(t)
+	first := startApp(t, "")
+	first.WaitLine(20*time.Second, regexp.MustCompile(`^krad-ade: environment main: `))
+	pid := first.PID()
+	before, _ := os.ReadFile(first.apiPath())
+	first.file()
+	endpoint, _ := tmuxIn(first.home, "show-environment", "-t", "main", "KRAD_ADE_ENDPOINT")
+	procs := tmuxProcesses(t, first.home)
+
+	refused := func(t *testing.T, env []string, wantErr, wantHint string) {
+		t.Helper()
+		code, stdout, stderr := apptest.Exit(t, apptest.Options{Program: filepath.Join(bin, "krad-ade"), Env: env}, 15*time.Second)
+		if want := "krad-ade: error: " + wantErr + "\nkrad-ade: hint: " + wantHint + "\n"; code != 1 || stdout != "" || stderr != want {
+			t.Errorf("the second app: exit %d, stdout %q, stderr\n%s\nwant exit 1 and\n%s", code, stdout, stderr, want)
+		}
+		if after, _ := os.ReadFile(first.apiPath()); !bytes.Equal(after, before) {
+			t.Error("the second app changed the first one's api.json")
+		}
+		if got, _ := tmuxIn(first.home, "show-environment", "-t", "main", "KRAD_ADE_ENDPOINT"); got != endpoint {
+			t.Errorf("the session's KRAD_ADE_ENDPOINT is %q, was %q", got, endpoint)
+		}
+		if got := tmuxProcesses(t, first.home); !slices.Equal(got, procs) {
+			t.Errorf("tmux processes %v, were %v", got, procs)
+		}
+	}
+	t.Run("the same config folder", func(t *testing.T) {
+		refused(t, baseEnv(bin, first.home),
+			fmt.Sprintf("another krad-ade (pid %d) runs on the config folder %s", pid, first.dir),
+			fmt.Sprintf("stop it first (kill %d): two apps on one config folder would take over each other's api.json and terminals", pid))
+	})
+	t.Run("another config folder on the same tmux server", func(t *testing.T) {
+		other := t.TempDir()
+		env := append(baseEnv(bin, first.home), "XDG_CONFIG_HOME="+other) // the last one wins
+		refused(t, env,
+			fmt.Sprintf("another krad-ade (pid %d) drives the tmux server krad-ade (%s/tmux-%d/krad-ade), from another config folder", pid, first.home, os.Getuid()),
+			fmt.Sprintf("stop it first (kill %d): two apps on one tmux server would drive the same sessions; to run a second app, give it its own config folder and tmux server (TMUX_TMPDIR)", pid))
+		if exists(filepath.Join(other, "krad-ade", "api.json")) {
+			t.Error("the refused app wrote api.json in its own folder")
+		}
+	})
+	// The first is still the one krad finds.
+	cmd := exec.Command(filepath.Join(bin, "krad"), "api")
+	cmd.Env = baseEnv(bin, first.home)
+	out, err := cmd.Output()
+	if want := fmt.Sprintf("pid %d · %s", pid, first.Bus); err != nil || !strings.Contains(string(out), want) {
+		t.Errorf("krad api: %q, %v; want %q", out, err, want)
+	}
+	// Once it stops, another starts there.
+	first.stop(syscall.SIGTERM)
+	second := startApp(t, first.home)
+	if got := second.file()["pid"]; got != float64(second.PID()) {
+		t.Errorf("api.json names pid %v, want the second app's %d", got, second.PID())
+	}
+}
+
+// TestLocalTerminalsKeepTheBusAcrossRestarts: a terminal opened by one run of the app reaches
+// the bus of the next, through the same port and the token file the app rewrites at each start.
+func TestLocalTerminalsKeepTheBusAcrossRestarts(t *testing.T) {
+	up := regexp.MustCompile(`^krad-ade: environment main: `)
+	a := startApp(t, "")
+	a.WaitLine(20*time.Second, up)
+	a.file()
+	// The terminal the first run opened: the shell of main:1.
+	window, err := tmuxIn(a.home, "list-windows", "-t", "main", "-f", "#{==:#{@krad_terminal},main:1}", "-F", "#{window_id}")
+	if err != nil || window == "" {
+		t.Fatalf("no window of main:1: %q, %v", window, err)
+	}
+	tokenFile, _ := tmuxIn(a.home, "show-environment", "-t", "main", "KRAD_ADE_TOKEN_FILE")
+	tokenFile = strings.TrimPrefix(tokenFile, "KRAD_ADE_TOKEN_FILE=")
+
+	a.stop(syscall.SIGTERM)
+	if exists(tokenFile) {
+		t.Error("the token file outlived the app's clean exit")
+	}
+	b := startApp(t, a.home)
+	b.WaitLine(20*time.Second, up)
+	if b.Bus != a.Bus {
+		t.Errorf("the second run's bus is on %s, the first's was on %s: the terminals look for the first", b.Bus, a.Bus)
+	}
+
+	if _, err := tmuxIn(a.home, "send-keys", "-t", window, `krad list; echo "rc=$?"`, "Enter"); err != nil {
+		t.Fatal(err)
+	}
+	var screen string
+	waitFor(t, "krad list's exit status in main:1", func() bool {
+		screen, _ = tmuxIn(a.home, "capture-pane", "-p", "-t", window)
+		return regexp.MustCompile(`(?m)^rc=\d+$`).MatchString(screen)
+	})
+	if !strings.Contains(screen, "rc=0") || !regexp.MustCompile(`(?m)^main:1\s+shell\s`).MatchString(screen) {
+		t.Errorf("krad list in a terminal of the first run, after the restart:\n%s", screen)
+	}
+
+	// The file: in ~/.krad-ade/run, owner-only, holding the current run's token.
+	if !strings.HasPrefix(tokenFile, filepath.Join(a.home, ".krad-ade", "run")+"/") {
+		t.Fatalf("KRAD_ADE_TOKEN_FILE = %q, want a file in ~/.krad-ade/run", tokenFile)
+	}
+	if fi, err := os.Lstat(tokenFile); err != nil || fi.Mode() != 0o600 {
+		t.Errorf("the token file: %v, %v; want a regular file of mode 0600", fi, err)
+	}
+	if di, err := os.Stat(filepath.Dir(tokenFile)); err != nil || di.Mode().Perm() != 0o700 {
+		t.Errorf("its folder: %v, %v; want mode 700", di, err)
+	}
+	if got, _ := os.ReadFile(tokenFile); string(got) != b.token()+"\n" {
+		t.Error("the token file does not hold the token of the second run's api.json")
 	}
 }

@@ -116,7 +116,9 @@ func startApp(ctx context.Context, dir string, env []string) (_ *app, err error)
 	}
 	cmd := exec.Command(filepath.Join(abs, appName))
 	cmd.Dir = home
+	// HOME too: the app writes its terminals' token file under ~/.krad-ade.
 	a.env = childEnv(env,
+		"HOME="+home,
 		"TMUX_TMPDIR="+tmuxDir,
 		"XDG_CONFIG_HOME="+home,
 		"XDG_STATE_HOME="+filepath.Join(home, "state"),

@@ -140,6 +140,39 @@ func Start(t testing.TB, o Options) *App {
 	return a
 }
 
+// Exit runs the app when it should exit by itself, as when it refuses to start, and returns its
+// exit code, stdout and stderr. If it still runs after within, it is killed and the test fails.
+func Exit(t testing.TB, o Options, within time.Duration) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(o.Program, o.Args...)
+	cmd.Env = o.Env
+	var out, errOut Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	// Wait returns when the app exits, even if a process it started holds its output.
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start krad-ade: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	select {
+	case <-exited:
+	case <-time.After(within):
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		t.Errorf("krad-ade (pid %d) still ran %v after it started; stdout:\n%s\nstderr:\n%s", cmd.Process.Pid, within, out.String(), errOut.String())
+	}
+	return cmd.ProcessState.ExitCode(), out.String(), errOut.String()
+}
+
 // PID is the app's process id.
 func (a *App) PID() int { return a.Cmd.Process.Pid }
 

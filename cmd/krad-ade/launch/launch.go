@@ -1,10 +1,20 @@
-// Package launch is the krad-ade program: it reads the app's configuration, makes the tokens,
-// opens the bus on 127.0.0.1, leaves api.json for other programs while discovery is on, and
-// serves until SIGINT or SIGTERM, when it removes api.json (if the file is still its own).
+// Package launch is the krad-ade program: it checks and locks its config folder, reads the app's
+// configuration, makes the tokens, writes the local terminals' token file, opens the bus on
+// 127.0.0.1, leaves api.json for other programs while discovery is on, and serves until SIGINT or
+// SIGTERM, when it removes api.json (if the file is still its own) and the token file.
 //
 // The app serves the bus only when it finds its companion, krad-ade-agents, next to its own
 // executable or on PATH: the app starts every worker through it. Without it, krad-ade says so in
 // one line, serves nothing and writes no api.json.
+//
+// # Refusing to start
+//
+// Everything that can make the app refuse to start is checked before it starts anything (tmux,
+// the bus, the SSH bridges), so that a refused start leaves no process and no file behind: the
+// config folder and config.toml (config.CheckFolder: the user's own, writable by no one else),
+// the locks that keep one app per config folder and per tmux server (see lockInstance), the
+// config itself, the token file, the listener and api.json. Each refusal is one error line and
+// one hint line, and exit code 1.
 package launch
 
 import (
@@ -15,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -37,6 +48,8 @@ import (
 	"github.com/krad-ade/krad/forward"
 	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/local"
+	"github.com/krad-ade/krad/remote/shell"
+	"github.com/krad-ade/krad/tokenfile"
 )
 
 // Companion is the name of the agents' companion program.
@@ -97,11 +110,20 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fail(stderr, exitError, fmt.Sprintf("config folder: %v", err), "pass --config-dir with an absolute path")
 	}
-	configPath := filepath.Join(dir, "config.toml")
+	// Nothing in the config folder is read, and nothing is started, before the folder is known
+	// to be the user's alone and no other krad-ade runs on it or on its tmux server.
+	configPath := filepath.Join(dir, config.FileName)
+	if err := makeConfigFolder(dir); err != nil {
+		return failConfig(stderr, configPath, err)
+	}
+	locks, msg, hint := lockInstance(dir, tmuxEnv(os.Environ()))
+	if locks == nil {
+		return fail(stderr, exitError, msg, hint)
+	}
+	defer locks.release()
 	cfg, err := config.Load(configPath)
 	if err != nil {
-		return fail(stderr, exitError, fmt.Sprintf("%v (%s)", err, configPath),
-			"fix that line, or move the file away to start on the defaults")
+		return failConfig(stderr, configPath, err)
 	}
 
 	// The --lead terminals are this run's, not config.toml's: cfg stays what the file says, so
@@ -155,10 +177,41 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 	}
 	pid := os.Getpid()
 	tmuxConfig := app.TmuxConfig{Env: tmuxEnv(os.Environ())}
+
+	// What can refuse to start comes before anything is started (tmux, the bus, the bridges), so
+	// that a refused start leaves no process behind: the token file, the listener, api.json.
+	tokenFile, err := tokenfile.Write(ctx, a.shell(), a.instance(), busToken)
+	if err != nil {
+		var refused *shell.RefusedError
+		if errors.As(err, &refused) {
+			err = refused
+		}
+		return fail(stderr, exitError, fmt.Sprintf("write the token file of the local terminals: %v", err),
+			"krad-ade keeps it in ~/.krad-ade/run, as on SSH hosts: make ~/.krad-ade a folder of your own, and check that HOME is set")
+	}
 	// Listen where the terminals of an earlier run still look for the bus, if that port is free.
 	ln, err := local.ListenLoopback(app.PreviousEndpoint(ctx, tmuxConfig, app.Local))
 	if err != nil {
+		a.removeTokenFile(tokenFile)
 		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
+	}
+	a.file = discovery.File{
+		APIVersion: api.Version,
+		Endpoint:   ln.Addr().String(),
+		Token:      busToken,
+		PID:        pid,
+		StartedAt:  time.Now().UTC(),
+	}
+	apiPath := filepath.Join(a.dir, discovery.FileName)
+	where := "discovery is off (config.toml), so only the app's terminals find the bus"
+	if cfg.Discovery {
+		if err := discovery.Write(a.dir, a.file); err != nil {
+			ln.Close()
+			a.removeTokenFile(tokenFile)
+			return fail(stderr, exitError, fmt.Sprintf("write %s: %v", apiPath, err),
+				"check that the folder is yours and the disk has room, or set discovery = false in config.toml")
+		}
+		where = "api.json at " + apiPath
 	}
 	var model *app.App
 	var srv *local.Server
@@ -174,6 +227,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 	model = app.New(app.Config{
 		Endpoint:  ln.Addr().String(),
 		Token:     busToken,
+		TokenFile: tokenFile,
 		BinDir:    filepath.Dir(a.companion),
 		Path:      a.getenv("PATH"),
 		Tmux:      tmuxConfig,
@@ -193,16 +247,9 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 	})
 	if err != nil {
 		ln.Close()
+		a.removeFiles(apiPath, tokenFile)
 		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
 	}
-	a.file = discovery.File{
-		APIVersion: api.Version,
-		Endpoint:   srv.Addr(),
-		Token:      busToken,
-		PID:        pid,
-		StartedAt:  time.Now().UTC(),
-	}
-	apiPath := filepath.Join(a.dir, discovery.FileName)
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
@@ -220,16 +267,6 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 		bridged.Go(func() { _ = b.Run(bctx) })
 	}
 
-	where := "discovery is off (config.toml), so only the app's terminals find the bus"
-	if cfg.Discovery {
-		if err := discovery.Write(a.dir, a.file); err != nil {
-			stop()
-			<-served
-			return fail(stderr, exitError, fmt.Sprintf("write %s: %v", apiPath, err),
-				"check that the folder is yours and the disk has room, or set discovery = false in config.toml")
-		}
-		where = "api.json at " + apiPath
-	}
 	fmt.Fprintf(a.stdout, "krad-ade: bus on %s; %s\n", srv.Addr(), where)
 	a.log.Info("serving", "endpoint", srv.Addr(), "build", version.Build, "pid", pid, "companion", a.companion, "discovery", cfg.Discovery)
 	select {
@@ -276,6 +313,11 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 		config.Watch(ctx, configPath, configPoll, reload, cfg,
 			func(c config.Config) { a.apply(c, apiPath) },
 			func(err error) {
+				var me *config.ModeError
+				if errors.As(err, &me) {
+					a.log.Error("config.toml not applied: nothing changed", "path", configPath, "err", err, "fix", me.Fix)
+					return
+				}
 				a.log.Error("config.toml not applied: nothing changed", "path", configPath, "err", err)
 			})
 	}()
@@ -293,11 +335,18 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 	}
 	stopBridges()
 	bridged.Wait()
-	if err := discovery.RemoveIfOurs(apiPath, pid); err != nil && !errors.Is(err, discovery.ErrNotOurs) {
-		a.log.Warn("api.json left in place", "path", apiPath, "err", err)
-	}
+	a.removeFiles(apiPath, tokenFile)
 	a.log.Info("stopped")
 	return exitOK
+}
+
+// removeFiles removes what the run leaves while it runs: api.json, if it is still its own, and
+// the local terminals' token file.
+func (a *run) removeFiles(apiPath, tokenFile string) {
+	if err := discovery.RemoveIfOurs(apiPath, a.file.PID); err != nil && !errors.Is(err, discovery.ErrNotOurs) {
+		a.log.Warn("api.json left in place", "path", apiPath, "err", err)
+	}
+	a.removeTokenFile(tokenFile)
 }
 
 // apply makes a new configuration true: discovery on writes api.json, off removes it at once.
@@ -495,6 +544,46 @@ func findCompanion(getenv func(string) string) (string, error) {
 func isExecutable(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// makeConfigFolder creates the config folder, owner-only, when it is missing, and checks it as
+// config.CheckFolder does.
+func makeConfigFolder(dir string) error {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("create the config folder: %w", err)
+		}
+		// MkdirAll's mode went through the umask, which may have been odd.
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("create the config folder: %w", err)
+		}
+	}
+	return config.CheckFolder(dir)
+}
+
+// failConfig says why the config folder or config.toml at path stops the app from starting.
+func failConfig(stderr io.Writer, path string, err error) int {
+	var me *config.ModeError
+	var ce *config.Error
+	switch {
+	case errors.As(err, &me):
+		return fail(stderr, exitError, err.Error(), me.Fix)
+	case errors.As(err, &ce):
+		return fail(stderr, exitError, fmt.Sprintf("%v (%s)", err, path), "fix that line, or move the file away to start on the defaults")
+	}
+	return fail(stderr, exitError, err.Error(), "check that the config folder and config.toml are yours, or pass --config-dir")
+}
+
+// shell runs package tokenfile's scripts on this computer.
+func (a *run) shell() localShell { return localShell{env: tmuxEnv(os.Environ())} }
+
+// removeTokenFile removes the local terminals' token file, as the bridges remove the hosts'.
+func (a *run) removeTokenFile(path string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tokenfile.Remove(ctx, a.shell(), path); err != nil {
+		a.log.Warn("the local terminals' token file was left in place", "path", path, "err", err)
+	}
 }
 
 // fail prints an error and its hint the way every krad program does, and returns code.

@@ -67,7 +67,7 @@ func findBus(env Env, discover func(func(string) string) (Discovered, error)) (*
 		return nil, &problem{
 			err:  fmt.Errorf("no agents API found: KRAD_ADE_ENDPOINT is not set, and there is no %s", where),
 			kind: errNoAPI,
-			hint: `start krad-ade (with Settings › General › "Let other programs find the agents API" on), or set KRAD_ADE_ENDPOINT`,
+			hint: "start krad-ade (it writes api.json unless the config.toml beside it says discovery = false), or set KRAD_ADE_ENDPOINT",
 		}
 	case err != nil && d.Path == "":
 		return nil, &problem{err: fmt.Errorf("find api.json: %w", err), kind: errNoAPI, hint: "set KRAD_ADE_ENDPOINT"}
@@ -110,7 +110,20 @@ func fromVariables(env Env) (*bus, error) {
 		}
 	}
 
+	// The file first: the app rewrites it at each start, while KRAD_ADE_TOKEN is the token of the
+	// run that opened the terminal. A file that is named but refused is an error, not a reason to
+	// fall back on a token that is likely stale.
 	switch s, path := env(varToken), env(varTokenFile); {
+	case path != "":
+		tok, err := tokenfile.Read(path)
+		if err != nil {
+			hint := "krad-ade writes this file itself, owner-only: if something else changed it, the token may have leaked; restart krad-ade for a new one"
+			if errors.Is(err, fs.ErrNotExist) {
+				hint = "krad-ade writes the file when it starts (on an SSH host, when it connects) and removes it when it stops: start krad-ade, or wait for it to reconnect"
+			}
+			return nil, &problem{err: fmt.Errorf("KRAD_ADE_TOKEN_FILE: %w", err), kind: errNoToken, hint: hint}
+		}
+		b.client.Token, b.tokenFrom = tok, varTokenFile
 	case s != "":
 		tok, err := api.ParseToken(s)
 		if err != nil {
@@ -121,16 +134,6 @@ func fromVariables(env Env) (*bus, error) {
 			}
 		}
 		b.client.Token, b.tokenFrom = tok, varToken
-	case path != "":
-		tok, err := tokenfile.Read(path)
-		if err != nil {
-			hint := "krad-ade writes this file itself, owner-only: if something else changed it, the token may have leaked; restart krad-ade for a new one"
-			if errors.Is(err, fs.ErrNotExist) {
-				hint = "krad-ade writes the file when it connects to this host: start krad-ade, or wait for it to reconnect"
-			}
-			return nil, &problem{err: fmt.Errorf("KRAD_ADE_TOKEN_FILE: %w", err), kind: errNoToken, hint: hint}
-		}
-		b.client.Token, b.tokenFrom = tok, varTokenFile
 	default:
 		return nil, &problem{
 			err:  errors.New("KRAD_ADE_ENDPOINT is set, but neither KRAD_ADE_TOKEN nor KRAD_ADE_TOKEN_FILE is"),
@@ -272,7 +275,7 @@ func (b *bus) hintFor(req api.Name, e *api.Error) string {
 		case b.file != "":
 			return fmt.Sprintf("the app that answers does not know the token in %s, which is from an earlier run: %s", b.foundThrough(), staleHint)
 		case b.tokenFrom == varTokenFile:
-			return "the token in KRAD_ADE_TOKEN_FILE is from an earlier run of krad-ade: the app rewrites the file when it reconnects to this host; if it stays wrong, restart the terminal"
+			return "the token in KRAD_ADE_TOKEN_FILE is from an earlier run of krad-ade: the app rewrites the file when it starts, and on an SSH host when it reconnects; if it stays wrong, restart the terminal"
 		default:
 			return "KRAD_ADE_TOKEN is from an earlier run of krad-ade: restart the terminal to get the current one"
 		}

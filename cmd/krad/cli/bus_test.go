@@ -55,6 +55,7 @@ func TestFindBus(t *testing.T) {
 		from           api.Caller
 		// or an error:
 		wantErr  string // a part of the message
+		wantHint string // a part of the hint
 		wantCode int
 	}{
 		{name: "variables: endpoint and token",
@@ -66,9 +67,17 @@ func TestFindBus(t *testing.T) {
 		{name: "variables: token file",
 			env:      map[string]string{varEndpoint: endpoint, varTokenFile: goodFile, varTerminal: "main:4"},
 			discover: mustNotRead, endpoint: endpoint, token: tok, from: main4},
-		{name: "variables: KRAD_ADE_TOKEN before the file",
+		// The file holds the current run's token; KRAD_ADE_TOKEN, the token of the run that
+		// opened the terminal.
+		{name: "variables: the token file before KRAD_ADE_TOKEN",
 			env:      map[string]string{varEndpoint: endpoint, varToken: other.Reveal(), varTokenFile: goodFile},
-			endpoint: endpoint, token: other, from: api.FromClient},
+			endpoint: endpoint, token: tok, from: api.FromClient},
+		{name: "variables: a token file others can read is refused, even beside KRAD_ADE_TOKEN",
+			env:     map[string]string{varEndpoint: endpoint, varToken: other.Reveal(), varTokenFile: looseFile},
+			wantErr: "has mode 0644: it must be owner-only", wantCode: ExitUnauthorized},
+		{name: "variables: a missing token file says when the app writes it",
+			env:     map[string]string{varEndpoint: endpoint, varToken: other.Reveal(), varTokenFile: filepath.Join(dir, "gone")},
+			wantErr: "no such file or directory", wantHint: "krad-ade writes the file when it starts", wantCode: ExitUnauthorized},
 		{name: "variables: a token file others can read is refused",
 			env:     map[string]string{varEndpoint: endpoint, varTokenFile: looseFile},
 			wantErr: fmt.Sprintf("KRAD_ADE_TOKEN_FILE: token file %q has mode 0644: it must be owner-only (chmod 600 %q)", looseFile, looseFile), wantCode: ExitUnauthorized},
@@ -125,8 +134,8 @@ func TestFindBus(t *testing.T) {
 				if got := exitCode(err); got != tt.wantCode {
 					t.Errorf("got exit code %d, want %d", got, tt.wantCode)
 				}
-				if hintOf(err) == "" {
-					t.Errorf("got no hint for %q, want one", err)
+				if hintOf(err) == "" || !strings.Contains(hintOf(err), tt.wantHint) {
+					t.Errorf("got hint %q for %q, want one with %q", hintOf(err), err, tt.wantHint)
 				}
 				for _, secret := range []string{tok.Reveal(), other.Reveal(), "secret-but-wrong"} {
 					if strings.Contains(err.Error(), secret) || strings.Contains(hintOf(err), secret) {

@@ -6,12 +6,13 @@
 //
 // Inside the app's terminals the KRAD_ADE_* variables say where the bus is, and they win: when
 // KRAD_ADE_ENDPOINT or KRAD_ADE_TERMINAL is set, krad uses the variables only. The endpoint is
-// KRAD_ADE_ENDPOINT, a loopback host:port; the token is KRAD_ADE_TOKEN, else the content of the
-// owner-only file KRAD_ADE_TOKEN_FILE names (see package tokenfile); the caller is the terminal
-// KRAD_ADE_TERMINAL names ("main:4"), or "Client" when it is unset. In a window a person opened
-// with a command (tmux new-window 'bash'), which has the session's KRAD_ADE_ENDPOINT but not a
-// KRAD_ADE_TERMINAL of its own, krad learns its terminal from the window's @krad_terminal, as
-// krad-ade-agents shell does (windowTerminal).
+// KRAD_ADE_ENDPOINT, a loopback host:port; the token is the content of the owner-only file
+// KRAD_ADE_TOKEN_FILE names (see package tokenfile), which the app rewrites at each start, else
+// KRAD_ADE_TOKEN, which is the token of the run that opened the terminal; the caller is the
+// terminal KRAD_ADE_TERMINAL names ("main:4"), or "Client" when it is unset. In a window a person
+// opened with a command (tmux new-window 'bash'), which has the session's KRAD_ADE_ENDPOINT but
+// not a KRAD_ADE_TERMINAL of its own, krad learns its terminal from the window's @krad_terminal,
+// as krad-ade-agents shell does (windowTerminal).
 //
 // Outside them, krad reads api.json, which the app leaves in its config folder while it runs,
 // through [Options.Discover], and calls as "Client". The static build has no Discover: it uses

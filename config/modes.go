@@ -1,0 +1,145 @@
+package config
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+
+	"github.com/krad-ade/krad/remote/shell"
+)
+
+// ModeError says that config.toml, its folder, or a folder above them can be changed by someone
+// other than the user, or is not what it should be; nothing in it was read.
+type ModeError struct {
+	// Path is the file or folder at fault.
+	Path string
+	// Problem says what is wrong with it, and why that matters.
+	Problem string
+	// Fix is the next step, a command when there is one: "chmod go-w /home/u/.config/krad-ade".
+	Fix string
+}
+
+func (e *ModeError) Error() string { return e.Problem }
+
+// CheckFolder checks the config folder dir as OpenSSH's StrictModes checks ~/.ssh, since whoever
+// can write config.toml chooses the commands the app runs as the user: dir must be a folder the
+// user owns that neither its group nor other users can write, and every folder above it, on the
+// way dir names and on the way its symlinks lead, must be the user's or root's and not writable by
+// others, unless it is sticky (/tmp: others may add names there, but not take or replace ours).
+// Its errors are *ModeError, or say that dir cannot be looked at.
+//
+// On Windows, where the permission bits mean nothing, it checks only that dir is a folder.
+func CheckFolder(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("config folder: %w", err)
+	}
+	if !fi.IsDir() {
+		return &ModeError{Path: dir, Problem: fmt.Sprintf("config folder %s is not a folder", dir),
+			Fix: "move it away; krad-ade makes the folder when it is missing"}
+	}
+	if err := checkOwn("config folder", dir, fi); err != nil {
+		return err
+	}
+	return checkAbove(dir)
+}
+
+// checkFile checks what was opened as config.toml (path, in a folder CheckFolder passed): a
+// regular file of the user's that neither its group nor others can write. When path is a symlink,
+// the folders above the file it leads to are checked as CheckFolder checks those above the
+// folder. fi is the opened file's.
+func checkFile(path string, fi fs.FileInfo) error {
+	if !fi.Mode().IsRegular() {
+		return &ModeError{Path: path, Problem: fmt.Sprintf("config file %s is not a regular file", path),
+			Fix: "replace it with a file of your own"}
+	}
+	if err := checkOwn("config file", path, fi); err != nil {
+		return err
+	}
+	if li, err := os.Lstat(path); err == nil && li.Mode()&fs.ModeSymlink != 0 {
+		real, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", FileName, err)
+		}
+		return checkAbove(real)
+	}
+	return nil
+}
+
+// checkOwn checks a file or folder that must be the user's and writable by the user alone.
+func checkOwn(what, path string, fi fs.FileInfo) error {
+	if !strictModes {
+		return nil
+	}
+	if uid, me := owner(fi), os.Getuid(); uid != me {
+		return &ModeError{Path: path,
+			Problem: fmt.Sprintf("%s %s is owned by uid %d, not by you (uid %d): its owner could choose the commands krad-ade runs as you", what, path, uid, me),
+			Fix:     fmt.Sprintf("if it is yours, sudo chown %d %s; if not, move it away", me, word(path))}
+	}
+	if w := writers(fi.Mode()); w != "" {
+		return &ModeError{Path: path,
+			Problem: fmt.Sprintf("%s %s is writable by %s (mode %04o): they could choose the commands krad-ade runs as you", what, path, w, fi.Mode().Perm()),
+			Fix:     "chmod go-w " + word(path)}
+	}
+	return nil
+}
+
+// checkAbove checks every folder above path, on the way path names (where its symlinks are) and
+// on the way they lead: each must be the user's or root's, and writable by no one else unless it
+// is sticky.
+func checkAbove(path string) error {
+	if !strictModes {
+		return nil
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Errorf("config folder: %w", err)
+	}
+	seen := map[string]bool{}
+	me := os.Getuid()
+	for _, p := range []string{filepath.Clean(path), real} {
+		for d := filepath.Dir(p); !seen[d]; d = filepath.Dir(d) {
+			seen[d] = true
+			fi, err := os.Stat(d)
+			if err != nil {
+				return fmt.Errorf("config folder: %w", err)
+			}
+			if uid := owner(fi); uid != me && uid != 0 {
+				return &ModeError{Path: d,
+					Problem: fmt.Sprintf("%s, a folder above the config folder, is owned by uid %d, neither you (uid %d) nor root: its owner could replace config.toml and choose the commands krad-ade runs as you", d, uid, me),
+					Fix:     "keep the config folder in folders that only you or root own (krad-ade --config-dir DIR)"}
+			}
+			if w := writers(fi.Mode()); w != "" && fi.Mode()&fs.ModeSticky == 0 {
+				return &ModeError{Path: d,
+					Problem: fmt.Sprintf("%s, a folder above the config folder, is writable by %s (mode %04o): they could replace config.toml and choose the commands krad-ade runs as you", d, w, fi.Mode().Perm()),
+					Fix:     "chmod go-w " + word(d)}
+			}
+		}
+	}
+	return nil
+}
+
+// writers says who besides the owner may write a file of mode m: "" for no one.
+func writers(m fs.FileMode) string {
+	switch m.Perm() & 0o022 {
+	case 0o022:
+		return "its group and every user"
+	case 0o020:
+		return "its group"
+	case 0o002:
+		return "every user"
+	}
+	return ""
+}
+
+// word is path as one word for a shell, quoted only when it needs to be.
+func word(path string) string {
+	if plainWord.MatchString(path) {
+		return path
+	}
+	return shell.Quote(path)
+}
+
+var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./+@%,:=-]+$`)
