@@ -619,15 +619,18 @@ func TestSpawnCloseLoop(t *testing.T) {
 		out, _ := exec.Command("tmux", "-S", h.socket, "list-panes", "-a", "-F", "#{pane_pid}").Output()
 		return len(strings.Fields(string(out)))
 	}
+	// The workers sleep for a time no other test's processes sleep for (GNU sleep takes a
+	// fraction), so that counting them by their command line counts this test's only.
+	nap := fmt.Sprintf("4242.%d", os.Getpid())
 	// One round first, so that lazily made things (connections, buffers) exist before counting.
-	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "warm", Command: []string{"sleep", "4242"}})
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "warm", Command: []string{"sleep", nap}})
 	if _, err := h.call(c, api.Close, &api.CloseBody{Target: api.Target(w.Terminal)}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond)
 	fd0, g0, p0 := fds(), runtime.NumGoroutine(), panes()
 	for i := range 200 {
-		w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "loop", Command: []string{"sleep", "4242"}})
+		w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "loop", Command: []string{"sleep", nap}})
 		if _, err := h.call(c, api.Close, &api.CloseBody{Target: api.Target(w.Terminal)}); err != nil {
 			t.Fatalf("round %d: Close: %v", i, err)
 		}
@@ -636,7 +639,7 @@ func TestSpawnCloseLoop(t *testing.T) {
 		t.Errorf("%d agents after the loop, want the lead alone", n)
 	}
 	sleeps := func() int {
-		out, _ := exec.Command("pgrep", "-f", "sleep 4242").Output()
+		out, _ := exec.Command("pgrep", "-f", "sleep "+nap).Output()
 		return len(strings.Fields(string(out)))
 	}
 	leaked := func() bool {
