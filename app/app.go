@@ -60,8 +60,9 @@ type Config struct {
 	Tmux TmuxConfig
 	// Quiet is how long an agent that never reported prints nothing before it is idle.
 	Quiet time.Duration
-	// Reaction is how long a Wait after a Send waits for the worker to react before it takes the
-	// worker's settled state as its answer.
+	// Reaction is how long a Wait after a Send waits for a worker that shows nothing of a
+	// reaction and runs no job the text started, before it takes the worker's settled state as
+	// its answer.
 	Reaction time.Duration
 	// PasteDelay is the pause between the text a Send types and its Enter: agent TUIs take an
 	// Enter that arrives within about 120 ms of pasted text as part of the paste.
@@ -381,7 +382,7 @@ func (a *App) check(ctx context.Context, from api.TerminalID, b *api.CheckBody) 
 	wait := api.NewRequest(api.Check, b).WaitFor()
 	got, err := a.waitFor(ctx, from.Environment, int(b.Target), wait, func(t *terminal) bool {
 		return t.agent() != first
-	})
+	}, false)
 	if errors.Is(err, api.ErrTimedOut) {
 		return got, nil // the wait ended without a change: the agent as it is
 	}
@@ -392,17 +393,20 @@ func (a *App) check(ctx context.Context, from api.TerminalID, b *api.CheckBody) 
 func (a *App) wait(ctx context.Context, from api.TerminalID, b *api.WaitBody) (api.Agent, error) {
 	d := api.NewRequest(api.Wait, b).WaitFor()
 	return a.waitFor(ctx, from.Environment, int(b.Target), d, func(t *terminal) bool {
-		return t.settled(time.Now(), a.cfg.Reaction)
-	})
+		return t.settled(a.cfg.Reaction)
+	}, true)
 }
 
-// waitFor waits up to d for cond to hold for terminal n, re-checking it on every change and when
-// a pending Send's reaction window ends. A terminal that is removed meanwhile is answered as
-// closed. When d passes it returns the agent as it is and api.ErrTimedOut.
-func (a *App) waitFor(ctx context.Context, env string, n int, d time.Duration, cond func(*terminal) bool) (api.Agent, error) {
+// waitFor waits up to d for cond to hold for terminal n, re-checking it on every change. With
+// looks, it also looks at the terminal when its pending Send needs a look to be settled: once
+// the reaction window has passed, to tell whether a job the Send started still runs. A terminal
+// that is removed meanwhile is answered as closed. When d passes it returns the agent as it is and
+// api.ErrTimedOut.
+func (a *App) waitFor(ctx context.Context, env string, n int, d time.Duration, cond func(*terminal) bool, looks bool) (api.Agent, error) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	var last api.Agent
+	var calm time.Time // after a look failed, the next waits until then
 	for {
 		a.mu.Lock()
 		t := a.terminalLocked(env, n)
@@ -420,15 +424,22 @@ func (a *App) waitFor(ctx context.Context, env string, n int, d time.Duration, c
 			return last, nil
 		}
 		changed := a.changed
-		var recheck <-chan time.Time
-		if !t.sentAt.IsZero() && !t.sending {
-			left := a.cfg.Reaction - time.Since(t.sentAt)
-			recheck = time.After(max(left, time.Millisecond))
+		var look <-chan time.Time
+		var seq uint64
+		if now := time.Now(); looks {
+			if in, ok := t.lookIn(now, a.cfg.Reaction); ok {
+				in = max(in, calm.Sub(now), time.Millisecond)
+				look, seq = time.After(in), t.send.seq
+			}
 		}
+		e := a.envs[env]
 		a.mu.Unlock()
 		select {
 		case <-changed:
-		case <-recheck:
+		case <-look:
+			if err := e.look(ctx, t, seq); err != nil {
+				calm = time.Now().Add(restConfirm)
+			}
 		case <-timer.C:
 			return last, api.ErrTimedOut
 		case <-ctx.Done():
@@ -516,6 +527,8 @@ func (a *App) read(ctx context.Context, from api.TerminalID, b *api.ReadBody) (a
 	return api.Screen{Terminal: int(b.Target), Text: text}, nil
 }
 
+// send answers Send: it types the text, then, after the paste delay, Enter. Around it, it looks
+// at the terminal, so that a Wait can tell the terminal's reaction from the echo of the text.
 func (a *App) send(ctx context.Context, from api.TerminalID, b *api.SendBody) error {
 	e, err := a.env(from.Environment)
 	if err != nil {
@@ -525,15 +538,26 @@ func (a *App) send(ctx context.Context, from api.TerminalID, b *api.SendBody) er
 	if err != nil {
 		return err
 	}
+	t.sendMu.Lock()
+	defer t.sendMu.Unlock()
 	a.mu.Lock()
-	t.sending = true
 	pane := t.pane
 	a.mu.Unlock()
+	seq, err := e.beginSend(ctx, t, pane, b.Text)
+	if err != nil {
+		return err
+	}
 	enter := b.Enter == nil || *b.Enter
-	err = e.sendKeys(ctx, pane, b.Text, enter)
+	err = e.sendKeys(ctx, pane, b.Text, enter, func() {
+		if rows, err := e.rows(ctx, pane); err == nil {
+			a.mu.Lock()
+			t.entering(seq, rows)
+			a.mu.Unlock()
+		}
+	})
 	a.mu.Lock()
-	t.sending = false
-	t.sentAt = time.Now()
+	t.typed(seq, time.Now())
+	e.lookLocked(t)
 	a.notifyLocked()
 	a.mu.Unlock()
 	return err
@@ -574,7 +598,7 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 	// report (its start, or its end) or the end of the window's process.
 	ag, err := a.waitFor(ctx, from.Environment, t.number, spawnSettle, func(t *terminal) bool {
 		return t.heard || t.dead
-	})
+	}, false)
 	if err != nil && !errors.Is(err, api.ErrTimedOut) {
 		return api.Agent{}, err
 	}

@@ -784,6 +784,7 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 				a.publishLocked(api.AgentChanged, t)
 			}
 			e.armQuietLocked(t)
+			e.lookLocked(t) // a reaction to a Send, perhaps
 		}
 		a.mu.Unlock()
 	case tmux.WindowAdd:
@@ -917,8 +918,9 @@ func (e *environment) capture(ctx context.Context, pane tmux.PaneID, lines int) 
 	return strings.Join(out, "\n"), nil
 }
 
-// sendKeys types text into a pane literally, then, after the paste delay, Enter.
-func (e *environment) sendKeys(ctx context.Context, pane tmux.PaneID, text string, enter bool) error {
+// sendKeys types text into a pane literally, then, after the paste delay, Enter. beforeEnter, if
+// set, is called just before the Enter.
+func (e *environment) sendKeys(ctx context.Context, pane tmux.PaneID, text string, enter bool, beforeEnter func()) error {
 	c, err := e.current()
 	if err != nil {
 		return err
@@ -937,6 +939,9 @@ func (e *environment) sendKeys(ctx context.Context, pane tmux.PaneID, text strin
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if beforeEnter != nil {
+		beforeEnter()
 	}
 	if _, err := c.Command(ctx, "send-keys", "-t", pane.String(), "Enter"); err != nil {
 		return fmt.Errorf("tmux send-keys Enter: %w", err)

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"sync"
 	"time"
 
 	"github.com/krad-ade/krad/api"
@@ -28,12 +29,14 @@ type terminal struct {
 	// believed, and its output no longer moves it between working and idle.
 	reported   bool
 	lastOutput time.Time
-	// sentAt is when a Send finished typing into the terminal, if the agent has not reacted to
-	// it yet: a Wait does not count the terminal as settled until it has, or until the reaction
-	// window has passed. sending is set while a Send types. Output before sentAt plus the echo
-	// window is the terminal echoing what was typed, not a reaction.
-	sentAt  time.Time
-	sending bool
+	// send is the last Send to the terminal while the agent has not reacted to it yet, nil when
+	// there is none: a Wait does not count the terminal as settled until the agent has reacted.
+	send *pendingSend
+	// sends counts the Sends to the terminal, to tell a look at one Send from a look at the next.
+	sends uint64
+	// sendMu makes Sends to the terminal take turns, so that each one's echo is its own. It is
+	// held for the whole Send, without app.mu.
+	sendMu sync.Mutex
 	// runs is set when the window's process is krad-ade-agents run: its end report is the end
 	// of the terminal's process.
 	runs bool
@@ -80,21 +83,11 @@ func (t *terminal) setState(state string, now time.Time) bool {
 	return true
 }
 
-// echoWindow is how long after a Send's last key the terminal's output is taken for the echo of
-// what was typed rather than the agent's reaction.
-const echoWindow = 250 * time.Millisecond
-
 // output records that the terminal printed. An agent that never reported is working while it
-// prints. Any output is the agent's reaction to a pending Send.
+// prints. Whether the output is a reaction to a Send is for a look at the screen to tell.
 func (t *terminal) output(now time.Time) bool {
 	t.lastOutput = now
-	if t.dead {
-		return false
-	}
-	if !t.sending && !t.sentAt.IsZero() && now.Sub(t.sentAt) >= echoWindow {
-		t.sentAt = time.Time{} // the agent reacted
-	}
-	if t.reported {
+	if t.dead || t.reported {
 		return false
 	}
 	return t.setState(api.StateWorking, now)
@@ -122,8 +115,8 @@ func (t *terminal) report(b *api.ReportBody, now time.Time) bool {
 		return false
 	}
 	t.heard = true
-	if b.State == api.StateWorking && !b.Lifecycle {
-		t.sentAt = time.Time{}
+	if !b.Lifecycle {
+		t.send = nil // the agent's own word, whatever it says, is its reaction
 	}
 	if b.Lifecycle {
 		switch b.State {
@@ -147,7 +140,7 @@ func (t *terminal) report(b *api.ReportBody, now time.Time) bool {
 			t.reported = true
 			t.exitCode = b.ExitCode
 			t.dead = t.runs
-			t.sentAt = time.Time{}
+			t.send = nil
 			return t.setState(b.State, now)
 		}
 	}
@@ -166,7 +159,7 @@ func (t *terminal) exited(status int, now time.Time) bool {
 	t.dead = true
 	code := status
 	t.exitCode = &code
-	t.sentAt = time.Time{}
+	t.send = nil
 	if status == 0 {
 		return t.setState(api.StateDone, now)
 	}
@@ -176,21 +169,159 @@ func (t *terminal) exited(status int, now time.Time) bool {
 // closed records that the terminal's window is gone.
 func (t *terminal) closed(now time.Time) bool {
 	t.dead = true
-	t.sentAt = time.Time{}
+	t.send = nil
 	return t.setState(api.StateClosed, now)
 }
 
 // settled reports whether a Wait may return on the terminal now: it is in a settled state and
-// has no Send it has not reacted to yet (within the reaction window).
-func (t *terminal) settled(now time.Time, reaction time.Duration) bool {
+// has no Send it has not reacted to yet.
+func (t *terminal) settled(reaction time.Duration) bool {
 	if api.Ended(t.state) {
 		return true
 	}
 	if !api.Settled(t.state) {
 		return false
 	}
-	if t.sending {
-		return false
+	return t.send == nil || t.send.givenUp(reaction)
+}
+
+// pendingSend is a Send the terminal has not reacted to yet, and what the app has seen of the
+// terminal since. The agent has reacted once its screen shows anything but what it showed before
+// the Send and the echo of the text typed, or once it reports a state itself. A foreground job
+// that the text started (a command typed into a shell) is the agent at work, however long it
+// prints nothing. An agent that shows nothing, reports nothing and runs no new job for the
+// reaction window is taken to have reacted without showing it: a Wait answers with its state.
+type pendingSend struct {
+	seq   uint64
+	typed string // what the Send types, Enter aside
+	// before is the screen as the Send began, and entered the screen as its Enter was pressed
+	// (nil without an Enter): the echo is what the terminal showed of the text by then, which a
+	// TUI draws in its own way.
+	before, entered []string
+	// fg is the terminal's foreground process group as the Send began: another one in the
+	// foreground is a job the text started.
+	fg foreground
+	// typing is set until the Send's last key is in; at is when it went in.
+	typing bool
+	at     time.Time
+	// What the looks since saw: the start of the latest look applied, whether it saw a job the
+	// text started, and since when the looks after the reaction window have seen none.
+	lookedAt  time.Time
+	job       bool
+	restSince time.Time
+	// looking is set while a look after output is under way; output meanwhile sets again, for
+	// another look once it is done.
+	looking, again bool
+}
+
+// foreground says which process group is in a terminal's foreground: its id where the app can see
+// the host's processes (this computer), else the name of its leader's command, as tmux tells it.
+type foreground struct {
+	pgid int
+	name string
+}
+
+// other reports whether f is another process group than g.
+func (f foreground) other(g foreground) bool {
+	if f.pgid > 0 && g.pgid > 0 {
+		return f.pgid != g.pgid
 	}
-	return t.sentAt.IsZero() || now.Sub(t.sentAt) >= reaction
+	return f.name != g.name
+}
+
+// screen is what a look saw of a terminal.
+type screen struct {
+	rows     []string
+	atBottom bool // the cursor is on the last row
+}
+
+// restConfirm is how long looks must see no job the text started before a Send the agent has
+// shown nothing of is given up on: long enough that a look between two commands of a line
+// typed into a shell (sleep 5; sleep 5) is not taken for the end of them.
+const restConfirm = 500 * time.Millisecond
+
+// beginSend records that a Send begins typing text into the terminal, after a look at its screen
+// and foreground; it returns the Send's number, for the steps after.
+func (t *terminal) beginSend(text string, before []string, fg foreground, now time.Time) uint64 {
+	t.sends++
+	t.send = &pendingSend{seq: t.sends, typed: text, before: before, fg: fg, typing: true, lookedAt: now}
+	return t.sends
+}
+
+// pending returns Send seq while the terminal has not reacted to it, else nil.
+func (t *terminal) pending(seq uint64) *pendingSend {
+	if t.send == nil || t.send.seq != seq {
+		return nil
+	}
+	return t.send
+}
+
+// entering records the screen of Send seq as its Enter is about to be pressed.
+func (t *terminal) entering(seq uint64, rows []string) {
+	if s := t.pending(seq); s != nil {
+		s.entered = rows
+	}
+}
+
+// typed records that Send seq's last key is in.
+func (t *terminal) typed(seq uint64, now time.Time) {
+	if s := t.pending(seq); s != nil {
+		s.typing = false
+		s.at = now
+	}
+}
+
+// looked applies a look at the terminal that began at began, during Send seq: what its screen
+// showed, and whether a job the text started ran. It reports whether a Wait could answer
+// differently now.
+func (t *terminal) looked(seq uint64, sc screen, job bool, began time.Time, reaction time.Duration) bool {
+	s := t.pending(seq)
+	if s == nil || began.Before(s.lookedAt) {
+		return false // a look at an earlier Send, or overtaken by a later look
+	}
+	s.lookedAt = began
+	// An agent that reports its state reacts by reporting: its screen does not count.
+	if !t.reported && !s.showsEchoOnly(sc) {
+		t.send = nil
+		return true
+	}
+	wasJob, wasRest := s.job, s.restSince
+	s.job = job
+	switch {
+	case job:
+		s.restSince = time.Time{}
+	case s.restSince.IsZero() && !s.typing && !began.Before(s.at.Add(reaction)):
+		s.restSince = began
+	}
+	return s.job != wasJob || s.restSince != wasRest || s.givenUp(reaction)
+}
+
+// showsEchoOnly reports whether sc shows nothing but the echo of what the Send typed.
+func (s *pendingSend) showsEchoOnly(sc screen) bool {
+	return echoOnly(s.before, sc.rows, sc.atBottom, s.typed) ||
+		s.entered != nil && echoOnly(s.entered, sc.rows, sc.atBottom, "")
+}
+
+// givenUp reports whether the Send's reaction window has passed with nothing to show for it: no
+// job the text started, as looks over restConfirm after the window saw.
+func (s *pendingSend) givenUp(reaction time.Duration) bool {
+	return !s.typing && !s.job && !s.restSince.IsZero() &&
+		!s.restSince.Before(s.at.Add(reaction)) && s.lookedAt.Sub(s.restSince) >= restConfirm
+}
+
+// lookIn says when a Wait on the terminal should next look at it, and ok is false when looking
+// cannot help: no Send pending, or a state a Wait waits out anyway.
+func (t *terminal) lookIn(now time.Time, reaction time.Duration) (d time.Duration, ok bool) {
+	s := t.send
+	if s == nil || s.typing || !api.Settled(t.state) || api.Ended(t.state) || s.givenUp(reaction) {
+		return 0, false
+	}
+	end := s.at.Add(reaction)
+	switch {
+	case now.Before(end):
+		return end.Sub(now), true
+	case s.lookedAt.Before(end):
+		return 0, true
+	}
+	return max(0, s.lookedAt.Add(restConfirm).Sub(now)), true
 }

@@ -73,40 +73,10 @@ func TestTerminalStates(t *testing.T) {
 			t.Fatalf("a new run: %s reported=%v", tm.state, tm.reported)
 		}
 	})
-	t.Run("a Send is not settled until the agent reacts", func(t *testing.T) {
-		const reaction = 10 * time.Second
-		tm := &terminal{state: api.StateIdle, since: t0, sending: true}
-		if tm.settled(at(0), reaction) {
-			t.Fatal("settled while the Send types")
-		}
-		tm.sending, tm.sentAt = false, at(100)
-		tm.output(at(150)) // the echo of what was typed
-		if tm.settled(at(160), reaction) || tm.sentAt.IsZero() {
-			t.Fatal("the echo counted as a reaction")
-		}
-		tm.quiet(at(2200), quiet)
-		if tm.settled(at(2200), reaction) {
-			t.Fatal("idle before any reaction counted as settled")
-		}
-		tm.output(at(2300)) // the agent answers
-		if !tm.sentAt.IsZero() {
-			t.Fatal("the answer did not count as a reaction")
-		}
-		tm.quiet(at(4400), quiet)
-		if !tm.settled(at(4400), reaction) {
-			t.Fatalf("idle after the reaction is not settled: %s", tm.state)
-		}
-	})
-	t.Run("no reaction within the window is settled", func(t *testing.T) {
-		tm := &terminal{state: api.StateIdle, since: t0, sentAt: at(0)}
-		if tm.settled(at(9999), 10*time.Second) || !tm.settled(at(10000), 10*time.Second) {
-			t.Fatal("the reaction window is not 10 s")
-		}
-	})
 	t.Run("exit", func(t *testing.T) {
 		tm := &terminal{state: api.StateWorking, since: t0}
 		tm.exited(0, at(1))
-		if tm.state != api.StateDone || *tm.exitCode != 0 || !tm.settled(at(1), time.Hour) {
+		if tm.state != api.StateDone || *tm.exitCode != 0 || !tm.settled(time.Hour) {
 			t.Fatalf("exit 0: %s", tm.state)
 		}
 		tm = &terminal{state: api.StateWorking, since: t0}
@@ -117,6 +87,146 @@ func TestTerminalStates(t *testing.T) {
 		tm.closed(at(2))
 		if tm.state != api.StateClosed || tm.exited(0, at(3)) {
 			t.Fatal("a closed terminal changed on exit")
+		}
+	})
+}
+
+// TestSendReaction: what a Wait after a Send makes of the looks at the terminal.
+func TestSendReaction(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	const reaction = 10 * time.Second
+	shell := foreground{pgid: 100, name: "bash"}
+	prompt := []string{"$", "", ""}
+	// sent is an idle terminal that a Send typed "sleep 5" into, with Enter, by 100 ms.
+	sent := func() (*terminal, uint64) {
+		tm := &terminal{state: api.StateIdle, since: t0}
+		seq := tm.beginSend("sleep 5", prompt, shell, at(0))
+		tm.entering(seq, []string{"$ sleep 5", "", ""})
+		tm.typed(seq, at(100))
+		return tm, seq
+	}
+	look := func(tm *terminal, seq uint64, ms int, job bool, rows ...string) {
+		tm.looked(seq, screen{rows: rows}, job, at(ms), reaction)
+	}
+
+	t.Run("not settled while the Send types", func(t *testing.T) {
+		tm := &terminal{state: api.StateIdle, since: t0}
+		tm.beginSend("x", prompt, shell, at(0))
+		if tm.settled(reaction) {
+			t.Fatal("settled while the Send types")
+		}
+		if _, ok := tm.lookIn(at(60000), reaction); ok {
+			t.Fatal("a Wait looks while the Send types")
+		}
+	})
+	t.Run("the echo is no reaction; the answer is", func(t *testing.T) {
+		tm, seq := sent()
+		look(tm, seq, 110, false, "$ sleep 5", "", "")
+		if tm.send == nil || tm.settled(reaction) {
+			t.Fatal("the echo counted as a reaction")
+		}
+		look(tm, seq, 120, false, "$ sleep 5", "", "$")
+		if tm.send != nil || !tm.settled(reaction) {
+			t.Fatal("the prompt after the command did not count as a reaction")
+		}
+	})
+	t.Run("a job the text started holds the Wait past the window", func(t *testing.T) {
+		tm, seq := sent()
+		look(tm, seq, 150, true, "$ sleep 5", "", "")
+		if d, ok := tm.lookIn(at(150), reaction); !ok || d != reaction-50*time.Millisecond {
+			t.Fatalf("lookIn before the window ends: %v %v", d, ok)
+		}
+		look(tm, seq, 10100, true, "$ sleep 5", "", "")
+		look(tm, seq, 10600, true, "$ sleep 5", "", "")
+		if tm.settled(reaction) {
+			t.Fatal("settled while the job runs")
+		}
+		if d, ok := tm.lookIn(at(10600), reaction); !ok || d != restConfirm {
+			t.Fatalf("lookIn while the job runs: %v %v", d, ok)
+		}
+		// Between two commands of the line: no job for one look only.
+		look(tm, seq, 11100, false, "$ sleep 5", "", "")
+		look(tm, seq, 11300, true, "$ sleep 5", "", "")
+		look(tm, seq, 11800, false, "$ sleep 5", "", "")
+		if tm.settled(reaction) {
+			t.Fatal("settled on looks that saw no job for less than restConfirm")
+		}
+		look(tm, seq, 12300, false, "$ sleep 5", "", "")
+		if !tm.settled(reaction) {
+			t.Fatal("not settled after the job ended, with nothing on the screen")
+		}
+	})
+	t.Run("nothing shown and no job: given up after the window", func(t *testing.T) {
+		tm, seq := sent()
+		look(tm, seq, 5000, false, "$ sleep 5", "", "") // before the window ends: no rest yet
+		if d, ok := tm.lookIn(at(5000), reaction); !ok || d != 5100*time.Millisecond {
+			t.Fatalf("lookIn before the window ends: %v %v", d, ok)
+		}
+		if d, ok := tm.lookIn(at(10100), reaction); !ok || d != 0 {
+			t.Fatalf("lookIn as the window ends: %v %v", d, ok)
+		}
+		look(tm, seq, 10100, false, "$ sleep 5", "", "")
+		if tm.settled(reaction) {
+			t.Fatal("given up on one look")
+		}
+		look(tm, seq, 10600, false, "$ sleep 5", "", "")
+		if !tm.settled(reaction) {
+			t.Fatal("not given up after the window and restConfirm")
+		}
+		if _, ok := tm.lookIn(at(10600), reaction); ok {
+			t.Fatal("a Wait looks after the Send was given up on")
+		}
+	})
+	t.Run("a look overtaken by a later one is not applied", func(t *testing.T) {
+		tm, seq := sent()
+		look(tm, seq, 10700, false, "$ sleep 5", "", "")
+		look(tm, seq, 10100, false, "$ sleep 5", "", "$ done") // began first, answered last
+		if tm.send == nil {
+			t.Fatal("an overtaken look was applied")
+		}
+		tm2, _ := sent()
+		look(tm2, seq+1, 200, false, "$ sleep 5", "", "$") // a later Send's look
+		if tm2.send == nil {
+			t.Fatal("a look at another Send was applied")
+		}
+	})
+	t.Run("a TUI's own echo, as its Enter is pressed, is no reaction", func(t *testing.T) {
+		tm := &terminal{state: api.StateIdle, since: t0}
+		seq := tm.beginSend("/needle", []string{"hay 1", "hay 2", ":"}, shell, at(0))
+		tm.entering(seq, []string{"hay 1", "hay 2", "/needle"})
+		tm.typed(seq, at(100))
+		look(tm, seq, 110, false, "hay 1", "hay 2", "/needle")
+		if tm.send == nil {
+			t.Fatal("the TUI's echo counted as a reaction")
+		}
+		look(tm, seq, 120, false, "needle 150", "hay 151", ":")
+		if tm.send != nil {
+			t.Fatal("the TUI's answer did not count as a reaction")
+		}
+	})
+	t.Run("an agent that reports reacts by reporting", func(t *testing.T) {
+		tm, seq := sent()
+		tm.reported = true
+		look(tm, seq, 200, false, "$ sleep 5", "thinking…", "")
+		if tm.send == nil {
+			t.Fatal("a reporting agent's screen counted as its reaction")
+		}
+		tm.report(&api.ReportBody{State: api.StateIdle}, at(300))
+		if tm.send != nil || !tm.settled(reaction) {
+			t.Fatal("the agent's report did not count as its reaction")
+		}
+	})
+	t.Run("run's start is no reaction; an end is", func(t *testing.T) {
+		tm, _ := sent()
+		tm.report(&api.ReportBody{State: api.StateWorking, Lifecycle: true}, at(200))
+		if tm.send == nil {
+			t.Fatal("run's start counted as a reaction")
+		}
+		code := 0
+		tm.report(&api.ReportBody{State: api.StateDone, Lifecycle: true, ExitCode: &code}, at(300))
+		if tm.send != nil || !tm.settled(reaction) {
+			t.Fatal("run's end did not settle the terminal")
 		}
 	})
 }

@@ -18,8 +18,13 @@ func waitCommand() *command {
 		summary: "wait until an agent settles: idle, needs input, done, failed or closed",
 		help: `
 Waits until the agent of terminal T settles after this request: idle, needs_input, done,
-failed or closed. It never returns early because the agent had not started on what it was just
-sent. Then it prints the agent as krad check does.
+failed or closed. Then it prints the agent as krad check does.
+
+After krad send, it waits for the agent's reaction first: anything on its screen but the echo
+of the text sent, or a report of its own. A command the text started in the foreground (typed
+into a shell) is the agent at work until it shows something or ends, however long that takes.
+Only an agent that shows nothing, reports nothing and starts no command for 10 s is taken as it
+is.
 
 T is a terminal of this terminal's own environment: its number, like 2, or main:2.
 

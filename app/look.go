@@ -1,0 +1,208 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/krad-ade/krad/tmux"
+)
+
+// A look is how the app tells whether a terminal reacted to a Send: its screen as tmux shows it,
+// and which process group is in its foreground. terminal.looked decides; this file asks tmux (and
+// this computer's /proc) and applies what it learns.
+
+// lookTimeout bounds one look's tmux commands.
+const lookTimeout = 10 * time.Second
+
+// glance reads a pane's screen, where its cursor is, and its foreground process group. Its two
+// commands go to tmux together: one round trip, which counts over SSH.
+func (e *environment) glance(ctx context.Context, c *tmux.Client, pane tmux.PaneID) (screen, foreground, error) {
+	type captured struct {
+		rows []string
+		err  error
+	}
+	capture := make(chan captured, 1)
+	go func() {
+		rows, err := captureRows(ctx, c, pane)
+		capture <- captured{rows, err}
+	}()
+	out, err := c.Command(ctx, "display-message", "-p", "-t", pane.String(),
+		"#{cursor_y} #{pane_height} #{pane_pid} #{pane_current_command}")
+	got := <-capture
+	if err != nil {
+		return screen{}, foreground{}, fmt.Errorf("tmux display-message: %w", err)
+	}
+	if got.err != nil {
+		return screen{}, foreground{}, got.err
+	}
+	if len(out) == 0 {
+		return screen{}, foreground{}, errors.New("tmux display-message answered nothing")
+	}
+	f := strings.SplitN(out[0], " ", 4)
+	if len(f) < 3 {
+		return screen{}, foreground{}, fmt.Errorf("tmux display-message answered %q", out[0])
+	}
+	y, errY := strconv.Atoi(f[0])
+	height, errH := strconv.Atoi(f[1])
+	pid, errP := strconv.Atoi(f[2])
+	if errY != nil || errH != nil || errP != nil {
+		return screen{}, foreground{}, fmt.Errorf("tmux display-message answered %q", out[0])
+	}
+	var fg foreground
+	if len(f) == 4 {
+		fg.name = f[3]
+	}
+	if e.local() {
+		fg.pgid = foregroundGroup(pid)
+	}
+	return screen{rows: got.rows, atBottom: y >= height-1}, fg, nil
+}
+
+// local reports whether the environment's tmux runs on this computer, whose processes the app
+// can see.
+func (e *environment) local() bool {
+	_, ok := e.host.(*localHost)
+	return ok
+}
+
+// foregroundGroup is the foreground process group of the terminal that process pid belongs to
+// (tpgid in /proc/PID/stat), or 0 when it cannot be read.
+func foregroundGroup(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The command's name, in parentheses, may hold anything: the fields follow the last ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// state ppid pgrp session tty_nr tpgid
+	if len(f) < 6 {
+		return 0
+	}
+	n, err := strconv.Atoi(f[5])
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
+}
+
+// groupGone reports whether no process of group fg is left, when the app can know.
+func groupGone(fg foreground) bool {
+	if fg.pgid <= 0 {
+		return false
+	}
+	return errors.Is(syscall.Kill(-fg.pgid, 0), syscall.ESRCH)
+}
+
+// look looks at terminal t during its Send seq and applies what it sees. It returns once the look
+// is applied, or at once when the Send is no longer pending.
+func (e *environment) look(ctx context.Context, t *terminal, seq uint64) error {
+	a := e.app
+	a.mu.Lock()
+	s := t.pending(seq)
+	pane := t.pane
+	a.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	c, err := e.current()
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	sc, fg, err := e.glance(ctx, c, pane)
+	if err != nil {
+		return err
+	}
+	// s.fg is set once, before the Send begins: it is read here without the lock.
+	job := fg.other(s.fg) && !groupGone(s.fg)
+	a.mu.Lock()
+	if t.looked(seq, sc, job, began, a.cfg.Reaction) {
+		a.notifyLocked()
+	}
+	a.mu.Unlock()
+	return nil
+}
+
+// lookGap is the least time between two looks that output brings, so that a program that
+// redraws without end does not have tmux capture its screen without end.
+const lookGap = 50 * time.Millisecond
+
+// lookLocked has the terminal looked at, on a goroutine, while a Send to it waits for its
+// reaction: when its output may be one, and when a Send's last key is in. One look at a time;
+// output during a look brings another after it. An agent that reports its state reacts by
+// reporting: its output brings no look. app.mu must be held.
+func (e *environment) lookLocked(t *terminal) {
+	s := t.send
+	if s == nil || t.dead || t.reported {
+		return
+	}
+	if s.typing || s.looking {
+		s.again = true // the Send's own look, once typed, or the next one, sees it
+		return
+	}
+	s.looking = true
+	go func() {
+		a := e.app
+		for {
+			a.mu.Lock()
+			s.again = false
+			a.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), lookTimeout)
+			err := e.look(ctx, t, s.seq)
+			cancel()
+			a.mu.Lock()
+			if err != nil || !s.again || t.pending(s.seq) == nil {
+				s.looking = false
+				a.mu.Unlock()
+				return
+			}
+			a.mu.Unlock()
+			time.Sleep(lookGap)
+		}
+	}()
+}
+
+// beginSend looks at terminal t before a Send types text into it and records the Send. It
+// returns the Send's number.
+func (e *environment) beginSend(ctx context.Context, t *terminal, pane tmux.PaneID, text string) (uint64, error) {
+	c, err := e.current()
+	if err != nil {
+		return 0, err
+	}
+	sc, fg, err := e.glance(ctx, c, pane)
+	if err != nil {
+		return 0, err
+	}
+	a := e.app
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return t.beginSend(text, sc.rows, fg, time.Now()), nil
+}
+
+// rows is a pane's screen, row by row: for the screen a Send's Enter is pressed on.
+func (e *environment) rows(ctx context.Context, pane tmux.PaneID) ([]string, error) {
+	c, err := e.current()
+	if err != nil {
+		return nil, err
+	}
+	return captureRows(ctx, c, pane)
+}
+
+// captureRows is the visible screen of a pane, every row of it, as plain text.
+func captureRows(ctx context.Context, c *tmux.Client, pane tmux.PaneID) ([]string, error) {
+	rows, err := c.Command(ctx, "capture-pane", "-p", "-t", pane.String())
+	if err != nil {
+		return nil, fmt.Errorf("tmux capture-pane: %w", err)
+	}
+	return rows, nil
+}
