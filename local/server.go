@@ -124,8 +124,10 @@ func Listen(cfg Config) (*Server, error) {
 // Addr is the endpoint clients dial, like 127.0.0.1:52144.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Serve accepts connections until ctx is done, then closes the listener, cancels every request
-// under way and waits for their goroutines. It returns nil after ctx is done.
+// Serve accepts connections until ctx is done, then closes the listener and every connection,
+// cancels every request under way and waits for their goroutines. Nothing a client does delays
+// that (a subscriber that stopped reading, a connection that sends nothing): only a Handler that
+// does not return once its ctx is done would. It returns nil after ctx is done.
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -171,6 +173,10 @@ func (s *Server) Serve(ctx context.Context) error {
 // serveConn serves the one request of a connection.
 func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 	defer conn.Close()
+	// Stopping closes the connection, whatever its client does: one that sends nothing, or stops
+	// reading its stream or its answer, cannot hold Serve past its context.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
 	start := time.Now()
 	_ = conn.SetReadDeadline(start.Add(s.cfg.LineTimeout))
 	r := bufio.NewReader(conn)
@@ -346,8 +352,8 @@ func (s *Server) stream(ctx context.Context, conn net.Conn, call *Call) {
 		s.cfg.Handler.Handle(ctx, call)
 	}()
 	// A subscriber that stops reading blocks the write below once the socket's buffers are full;
-	// its stream then fills and is dropped, and closing the connection ends the write. So stream
-	// writes need no deadline of their own.
+	// its stream then fills and is dropped, and closing the connection ends the write; when the
+	// bus stops, serveConn closes it. So stream writes need no deadline of their own.
 	_ = conn.SetWriteDeadline(time.Time{})
 	go func() {
 		<-st.gone

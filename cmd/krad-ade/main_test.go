@@ -10,7 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -433,5 +435,133 @@ func TestLineTimeoutIsTenSeconds(t *testing.T) {
 	}
 	if took < 10*time.Second-50*time.Millisecond {
 		t.Errorf("answered after %v, before the spec's 10 seconds", took)
+	}
+}
+
+// roundTrip writes one line to the bus and returns the answer, as nc would.
+func roundTrip(t *testing.T, endpoint, line string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(c, line); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("read the answer: %v", err)
+	}
+	return string(got)
+}
+
+// sendQueue is the largest send queue, in bytes, of the established TCP connections whose local
+// port is port, from /proc/net/tcp: what the bus has written to its clients that they have not
+// read.
+func sendQueue(t *testing.T, port string) int {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	suffix := fmt.Sprintf(":%04X", p)
+	most := 0
+	for _, line := range strings.Split(string(raw), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 5 || !strings.HasSuffix(f[1], suffix) || f[3] != "01" {
+			continue
+		}
+		tx, _, _ := strings.Cut(f[4], ":")
+		if n, err := strconv.ParseInt(tx, 16, 64); err == nil && int(n) > most {
+			most = int(n)
+		}
+	}
+	return most
+}
+
+// TestStopWithAStoppedWatcher is the issue's case: a `krad watch` that is stopped (SIGSTOP, as
+// a suspended one is) while the app keeps sending it events, until its socket is full and the
+// app's write to it blocks; and connections that sent no line. SIGTERM still ends the app within
+// a few seconds, and api.json is gone.
+func TestStopWithAStoppedWatcher(t *testing.T) {
+	t.Parallel()
+	// Four terminals with the longest title, so that each event is long and the watcher's socket
+	// fills after fewer of them.
+	home := t.TempDir()
+	_ = os.MkdirAll(filepath.Join(home, "krad-ade"), 0o700)
+	config := strings.Repeat("[[terminal]]\ntitle = \""+strings.Repeat("w", 200)+"\"\ncommand = \"sleep 300\"\n", 4)
+	_ = os.WriteFile(filepath.Join(home, "krad-ade", "config.toml"), []byte(config), 0o600)
+	a := startApp(t, home)
+	a.WaitLine(20*time.Second, regexp.MustCompile(`^krad-ade: environment main: `))
+	tok := a.token()
+	bin := testbin.Dir(t)
+	watch := exec.Command(filepath.Join(bin, "krad"), "watch", "--json")
+	watch.Env = baseEnv(bin, a.home)
+	var out apptest.Buffer
+	watch.Stdout, watch.Stderr = &out, &out
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = watch.Process.Kill(); _ = watch.Wait() })
+	waitFor(t, "krad watch printed the agents", func() bool { return strings.HasPrefix(out.String(), `{"Agents":`) })
+	if err := watch.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+
+	// Each terminal reports working, then idle, and so on: an event each. Rounds of 4 × 50
+	// reports until the bus's send queue stops growing: its write to the watcher blocks, with far
+	// fewer events queued behind it than would drop the watcher (1,024).
+	_, port, _ := net.SplitHostPort(a.Bus)
+	report := func(terminal int, state string) string {
+		return fmt.Sprintf(`{"api_version":1,"token":%q,"from":{"Terminal":{"environment":"main","terminal":%d}},"request":{"Report":{"state":%q}}}`+"\n", tok, terminal, state)
+	}
+	last, full := -1, false
+	for round := 0; round < 300 && !full; round++ {
+		var wg sync.WaitGroup
+		for n := 1; n <= 4; n++ {
+			wg.Go(func() {
+				for i := range 50 {
+					if got := roundTrip(t, a.Bus, report(n, [2]string{"working", "idle"}[i%2])); got != `"Ok"`+"\n" {
+						t.Errorf("Report got %q", got)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		time.Sleep(50 * time.Millisecond)
+		q := sendQueue(t, port)
+		full = q > 0 && q == last
+		last = q
+	}
+	if !full {
+		t.Fatalf("the watcher's socket did not fill up (send queue %d bytes)", last)
+	}
+	t.Logf("the bus holds %d bytes the stopped watcher has not read", last)
+
+	// Connections without a line: one silent, one with half a line.
+	for _, line := range []string{"", `{"api_version":1,`} {
+		c, err := net.Dial("tcp", a.Bus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, line)
+	}
+	time.Sleep(100 * time.Millisecond)
+
+	code, took := a.Stop(syscall.SIGTERM, 5*time.Second)
+	if code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0", code)
+	}
+	t.Logf("krad-ade stopped %v after SIGTERM", took)
+	if exists(a.apiPath()) {
+		t.Error("api.json is still there after the app stopped")
 	}
 }
