@@ -43,7 +43,7 @@ func (s *Server) Pipe(context.Context) (net.Conn, error) {
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		s.serveConn(ctx, server)
+		s.serveConn(ctx, server, s.piped)
 	}()
 	return client, nil
 }

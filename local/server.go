@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bufio"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -38,6 +37,10 @@ type Config struct {
 	// StreamBuffer is how many messages a subscriber may fall behind before it is dropped:
 	// 1024 when zero.
 	StreamBuffer int
+	// PendingConns and PendingBytes bound the connections of each path (the listener; Pipe)
+	// that have not passed the token check, and the bytes of line they hold between them (see
+	// gate.go): DefaultPendingConns and DefaultPendingBytes when zero. Tests lower them.
+	PendingConns, PendingBytes int
 	// Listener, if set, is the listener to serve, from ListenLoopback: a caller that needs the
 	// bus's address before it can make its Handler opens the listener first.
 	Listener net.Listener
@@ -75,6 +78,9 @@ type Server struct {
 	// and the spec's printf write it: the bus answers it without decoding it.
 	clientHello []byte
 
+	// The gates of the two paths in: connections through the listener, and through Pipe.
+	loopback, piped *gate
+
 	// wg counts the goroutines serving connections. mu orders Pipe's wg.Add before Serve's
 	// wg.Wait: serving is Serve's context while it runs, nil once it is waiting for them.
 	wg      sync.WaitGroup
@@ -100,6 +106,12 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.StreamBuffer <= 0 {
 		cfg.StreamBuffer = 1024
 	}
+	if cfg.PendingConns <= 0 {
+		cfg.PendingConns = DefaultPendingConns
+	}
+	if cfg.PendingBytes <= 0 {
+		cfg.PendingBytes = DefaultPendingBytes
+	}
 	hello, err := api.NewAnswer("Hello", api.HelloAnswer{APIVersion: api.Version, Build: cfg.Build, PID: cfg.PID})
 	if err != nil {
 		return nil, err
@@ -118,7 +130,11 @@ func Listen(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, ln: ln, hello: append(line, '\n'), clientHello: clientHello}, nil
+	return &Server{
+		cfg: cfg, ln: ln, hello: append(line, '\n'), clientHello: clientHello,
+		loopback: newGate("loopback", cfg.PendingConns, cfg.PendingBytes, cfg.Logger),
+		piped:    newGate("pipe", cfg.PendingConns, cfg.PendingBytes, cfg.Logger),
+	}, nil
 }
 
 // Addr is the endpoint clients dial, like 127.0.0.1:52144.
@@ -165,47 +181,54 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(ctx, conn)
+			s.serveConn(ctx, conn, s.loopback)
 		}()
 	}
 }
 
-// serveConn serves the one request of a connection.
-func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
+// serveConn serves the one request of a connection that came in through g's path.
+func (s *Server) serveConn(ctx context.Context, conn net.Conn, g *gate) {
 	defer conn.Close()
 	// Stopping closes the connection, whatever its client does: one that sends nothing, or stops
 	// reading its stream or its answer, cannot hold Serve past its context.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	start := time.Now()
-	_ = conn.SetReadDeadline(start.Add(s.cfg.LineTimeout))
-	r := bufio.NewReader(conn)
+	_ = conn.SetReadDeadline(time.Now().Add(s.cfg.LineTimeout))
+	// Until its token is checked, the connection is in the gate, which bounds how many such
+	// connections there are and what their lines hold.
+	w := g.enter(conn)
+	defer w.leave()
 
-	line, err := api.ReadLine(r, api.MaxRequestLine)
+	line, err := w.readLine()
 	if err != nil {
+		if ctx.Err() != nil {
+			return // stopping
+		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = api.Errorf(api.CodeBadRequest, "no request line arrived within %s of connecting", s.cfg.LineTimeout)
 		}
-		s.refuse(conn, err)
+		s.refuse(w, err)
 		return
 	}
 	// The most common request, a Client's Hello, compared whole and in constant time: equal
 	// means every check of the order would pass, so it is answered at once. Any other line,
 	// this one with any byte changed included, goes through the checks.
 	if len(line) == len(s.clientHello) && subtle.ConstantTimeCompare(line, s.clientHello) == 1 {
+		w.leave()
 		s.write(conn, s.hello)
 		return
 	}
 	call, err := s.check(line)
 	if err != nil {
-		s.refuse(conn, err)
+		s.refuse(w, err)
 		return
 	}
+	w.leave()
 	if call == nil { // Hello: the bus answers it itself, without touching the app.
 		s.write(conn, s.hello)
 		return
 	}
-	s.serveCall(ctx, conn, r, call)
+	s.serveCall(ctx, conn, call)
 }
 
 // check runs the spec's order of checks on a request line. It returns the checked call, nil for
@@ -245,7 +268,7 @@ func (s *Server) check(line []byte) (*Call, error) {
 
 // serveCall resolves the caller, applies the access table, and runs the handler under the
 // request's deadline, cancelled when the client leaves.
-func (s *Server) serveCall(ctx context.Context, conn net.Conn, r *bufio.Reader, call *Call) {
+func (s *Server) serveCall(ctx context.Context, conn net.Conn, call *Call) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -253,7 +276,7 @@ func (s *Server) serveCall(ctx context.Context, conn net.Conn, r *bufio.Reader, 
 	// wait for its answer (close, or send more) ends the request.
 	_ = conn.SetReadDeadline(time.Time{})
 	go func() {
-		_, _ = io.Copy(io.Discard, r)
+		_, _ = io.Copy(io.Discard, conn)
 		cancel()
 	}()
 
@@ -406,34 +429,30 @@ func writeLines(conn net.Conn, ch chan []byte, first []byte) bool {
 }
 
 // refuse answers an error found before the handler and logs it. The log line names the code,
-// never the request's content or token.
-func (s *Server) refuse(conn net.Conn, err error) {
+// never the request's content or token. w is still in its gate.
+func (s *Server) refuse(w *waiter, err error) {
+	conn := w.conn
 	a := errorAnswer(err)
 	var e *api.Error
 	if errors.As(err, &e) {
 		s.cfg.Logger.Debug("request refused", "code", string(e.Code), "remote", remoteOf(conn))
 	}
 	line, _ := a.MarshalJSON()
-	if s.write(conn, append(line, '\n')) {
-		lingerClose(conn)
+	if s.write(conn, append(line, '\n')) && !w.dropped.Load() {
+		lingerClose(w)
 	}
 }
 
 // lingerClose lets a refused client read its answer: closing a socket with unread bytes in it
 // (the rest of an over-long line) makes the kernel reset the connection, and a reset can discard
 // the answer before the client reads it. So the bus shuts its side for writing and drops what
-// the client still sends, for a short while and a bounded amount, before it closes.
-func lingerClose(conn net.Conn) {
-	tc, ok := conn.(interface {
-		net.Conn
-		CloseWrite() error
-	})
-	if !ok {
-		return
+// the client still sends, for a short while and a bounded amount, before it closes. It does so in
+// the gate: a flood of refused connections is bounded like one of partial lines.
+func lingerClose(w *waiter) {
+	if tc, ok := w.conn.(interface{ CloseWrite() error }); ok {
+		_ = tc.CloseWrite()
+		w.drain(time.Now().Add(lingerTime), lingerBytes)
 	}
-	_ = tc.CloseWrite()
-	_ = tc.SetReadDeadline(time.Now().Add(lingerTime))
-	_, _ = io.CopyN(io.Discard, tc, lingerBytes)
 }
 
 // How long and how much lingerClose drains.

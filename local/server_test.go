@@ -2,6 +2,7 @@ package local
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -373,8 +374,9 @@ func TestNoLineInTime(t *testing.T) {
 	}
 }
 
-// TestSilentConnections: 1,000 clients connect and say nothing; others are still answered, and
-// the silent ones are closed after the line timeout, leaving no goroutine behind.
+// TestSilentConnections: 1,000 clients connect and say nothing; others are still answered. The
+// gate holds the newest 512: the oldest are answered unavailable at once, the others bad_request
+// after the line timeout; all are closed, leaving no goroutine behind.
 func TestSilentConnections(t *testing.T) {
 	before := runtime.NumGoroutine()
 	b := startBus(t, nil, func(c *Config) { c.LineTimeout = 2 * time.Second })
@@ -396,23 +398,29 @@ func TestSilentConnections(t *testing.T) {
 			t.Fatalf("with 1,000 silent connections, Hello got %q", got)
 		}
 	}
-	// Every silent connection gets its bad_request and is closed by the bus.
+	// Every silent connection gets its answer and is closed by the bus.
 	var wg sync.WaitGroup
-	var closed atomic.Int32
+	var timedOut, dropped atomic.Int32
 	for _, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 			got, err := io.ReadAll(c)
-			if err == nil && strings.Contains(string(got), "bad_request") {
-				closed.Add(1)
+			switch {
+			case err != nil:
+			case strings.Contains(string(got), "bad_request"):
+				timedOut.Add(1)
+			case strings.Contains(string(got), "unavailable"):
+				dropped.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
-	if closed.Load() != 1000 {
-		t.Errorf("%d of 1000 silent connections were answered and closed", closed.Load())
+	// The first Hello made the gate drop one more.
+	if timedOut.Load()+dropped.Load() != 1000 || timedOut.Load() > DefaultPendingConns-1 {
+		t.Errorf("of 1000 silent connections, %d were answered bad_request and %d unavailable, want at most %d and the rest",
+			timedOut.Load(), dropped.Load(), DefaultPendingConns-1)
 	}
 	waitGoroutines(t, before+5)
 }
@@ -703,4 +711,202 @@ func TestStopWithStuckClients(t *testing.T) {
 		t.Fatal("Serve did not return within 5 s of its context ending")
 	}
 	t.Logf("Serve returned %v after its context ended", time.Since(start))
+}
+
+// memInUse is the Go heap and goroutine stacks in use, garbage not yet collected included.
+func memInUse() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
+}
+
+// TestFloodOfPartialLines is the issue's attack, in process: thousands of connections, through
+// the listener and through Pipe, each holding 64,000 bytes with no newline. The memory the bus
+// holds stays within its budget, and it keeps answering a terminal's request and Hello, through
+// both paths, while the flood holds.
+func TestFloodOfPartialLines(t *testing.T) {
+	b := startBus(t, nil, nil)
+	waitServing(t, b)
+	runtime.GC()
+	before := memInUse()
+
+	partial := bytes.Repeat([]byte("x"), 64000)
+	var mu sync.Mutex
+	var flood []net.Conn
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range flood {
+			c.Close()
+		}
+	}()
+	const tcp, pipes = 4000, 1000
+	flooded := make(chan error, 1)
+	go func() {
+		for i := range tcp + pipes {
+			var c net.Conn
+			var err error
+			if i%5 == 4 {
+				c, err = b.Pipe(context.Background())
+			} else {
+				c, err = net.Dial("tcp", b.Addr())
+			}
+			if err != nil {
+				flooded <- err
+				return
+			}
+			mu.Lock()
+			flood = append(flood, c)
+			mu.Unlock()
+			_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			_, _ = c.Write(partial) // fails once the bus has dropped it
+		}
+		flooded <- nil
+	}()
+
+	// While the flood goes on, and after it, a terminal's List and a Hello through each path,
+	// and the memory in use, sampled.
+	ask := func(pipe bool, line string) string {
+		var c net.Conn
+		var err error
+		if pipe {
+			c, err = b.Pipe(context.Background())
+		} else {
+			c, err = net.Dial("tcp", b.Addr())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.WriteString(c, line)
+		got, _ := io.ReadAll(c)
+		return string(got)
+	}
+	list := envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `"List"`)
+	hello := envelope(`"Client"`, `"Hello"`)
+	var peak uint64
+	done, after := false, 0
+	for asked := 0; after < 20; asked++ {
+		if !done {
+			select {
+			case err := <-flooded:
+				if err != nil {
+					t.Fatalf("flood: %v", err)
+				}
+				done = true
+			default:
+			}
+		} else {
+			after++
+		}
+		for _, pipe := range []bool{false, true} {
+			if got := ask(pipe, list); got != `"Ok"`+"\n" {
+				t.Fatalf("during the flood (pipe %v), a terminal's List got %q", pipe, got)
+			}
+			if got := ask(pipe, hello); !strings.HasPrefix(got, `{"Hello":`) {
+				t.Fatalf("during the flood (pipe %v), Hello got %q", pipe, got)
+			}
+		}
+		peak = max(peak, memInUse())
+		time.Sleep(10 * time.Millisecond)
+	}
+	grew := peak - min(peak, before)
+	// The budget: on each path, the lines and 4 KiB for each connection's goroutine and socket;
+	// twice that, for the garbage the collector has yet to reclaim. And 1 KiB for each of the
+	// flood's client connections, which this process holds too (0.6 KiB measured).
+	budget := uint64(2*2*(DefaultPendingBytes+DefaultPendingConns*4<<10) + (tcp+pipes)*1<<10)
+	t.Logf("memory in use: %.1f MiB before the flood, at most %.1f MiB more during it; the budget is %.1f MiB", mib(before), mib(grew), mib(budget))
+	if grew > budget {
+		t.Errorf("the flood took the memory in use %.1f MiB up, over the budget of %.1f MiB", mib(grew), mib(budget))
+	}
+}
+
+func mib(n uint64) float64 { return float64(n) / (1 << 20) }
+
+// waitServing waits for Serve to take Pipes.
+func waitServing(t *testing.T, b *bus) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := b.Pipe(context.Background())
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestGateDropsTheOldest: when the connections without their line reach a bound (bytes, then
+// count), the one that has waited longest is dropped, answered unavailable, and the younger ones
+// stay; a line of the longest length gets through.
+func TestGateDropsTheOldest(t *testing.T) {
+	// Three connections, and the smallest budget: two buffers of the longest line.
+	b := startBus(t, nil, func(c *Config) { c.PendingConns, c.PendingBytes = 3, 1 })
+	open := func(send string) net.Conn {
+		c, err := net.Dial("tcp", b.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_, _ = io.WriteString(c, send)
+		return c
+	}
+	waitHeld := func(n, bytes int) {
+		t.Helper()
+		g := b.loopback
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			g.mu.Lock()
+			gn, gb := g.n, g.held
+			g.mu.Unlock()
+			if gn == n && gb == bytes {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the gate holds %d connections and %d bytes, want %d and %d", gn, gb, n, bytes)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	answer := func(c net.Conn, wait time.Duration) string {
+		_ = c.SetReadDeadline(time.Now().Add(wait))
+		got, _ := io.ReadAll(c)
+		return string(got)
+	}
+	longest := api.MaxRequestLine + 1 // the largest buffer
+
+	// Bytes: two partial lines fill the budget; a third line needs room, and the oldest goes.
+	first := open(strings.Repeat("x", 40000))
+	waitHeld(1, longest)
+	second := open(strings.Repeat("x", 40000))
+	waitHeld(2, 2*longest)
+	third := open("{")
+	if got := answer(first, 5*time.Second); errorCode(t, got) != api.CodeUnavailable {
+		t.Errorf("the oldest connection got %q, want unavailable", got)
+	}
+	waitHeld(2, longest+1<<10)
+
+	// Count: a fourth makes three; a fifth, a Hello padded to the longest line, makes four and
+	// the oldest goes. The Hello is answered.
+	fourth := open("")
+	waitHeld(3, longest+1<<10)
+	line := strings.TrimSuffix(envelope(`"Client"`, `"Hello"`), "\n")
+	line = line[:len(line)-1] + strings.Repeat(" ", api.MaxRequestLine-len(line)) + "}"
+	if got := answer(open(line+"\n"), 5*time.Second); !strings.HasPrefix(got, `{"Hello":`) {
+		t.Errorf("the longest line got %q, want a Hello answer", got)
+	}
+	if got := answer(second, 5*time.Second); errorCode(t, got) != api.CodeUnavailable {
+		t.Errorf("the second oldest got %q, want unavailable", got)
+	}
+	waitHeld(2, 1<<10)
+	for _, c := range []net.Conn{third, fourth} {
+		if got := answer(c, 100*time.Millisecond); got != "" {
+			t.Errorf("a younger connection got %q, want to be kept waiting", got)
+		}
+	}
 }

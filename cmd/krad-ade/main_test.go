@@ -565,3 +565,92 @@ func TestStopWithAStoppedWatcher(t *testing.T) {
 		t.Error("api.json is still there after the app stopped")
 	}
 }
+
+// memoryOf reads a field of /proc/PID/status in KiB: VmRSS (resident now) or VmHWM (the peak).
+func memoryOf(t *testing.T, pid int, field string) int {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			if err != nil {
+				t.Fatalf("%s in /proc/%d/status: %q", field, pid, v)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// TestFloodOfPartialLines is the issue's attack on the real app: 5,000 connections, each holding
+// 64,000 bytes with no newline. The app's resident memory stays within the README's budget, and
+// it answers a terminal's request and Hello all along.
+func TestFloodOfPartialLines(t *testing.T) {
+	a := startApp(t, "", "--lead", "sleep 300")
+	a.WaitLine(20*time.Second, regexp.MustCompile(`^krad-ade: environment main: `))
+	tok := a.token()
+	pid := a.PID()
+	before := memoryOf(t, pid, "VmRSS")
+
+	partial := bytes.Repeat([]byte("x"), 64000)
+	var mu sync.Mutex
+	var flood []net.Conn
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range flood {
+			c.Close()
+		}
+	}()
+	flooded := make(chan error, 1)
+	go func() {
+		for range 5000 {
+			c, err := net.Dial("tcp", a.Bus)
+			if err != nil {
+				flooded <- err
+				return
+			}
+			mu.Lock()
+			flood = append(flood, c)
+			mu.Unlock()
+			_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			_, _ = c.Write(partial) // fails once the app has dropped it
+		}
+		flooded <- nil
+	}()
+
+	list := fmt.Sprintf(`{"api_version":1,"token":%q,"from":{"Terminal":{"environment":"main","terminal":1}},"request":"List"}`+"\n", tok)
+	hello := fmt.Sprintf(`{"api_version":1,"token":%q,"from":"Client","request":"Hello"}`+"\n", tok)
+	done, after, asked := false, 0, 0
+	for ; after < 20; asked++ {
+		if !done {
+			select {
+			case err := <-flooded:
+				if err != nil {
+					t.Fatalf("flood: %v", err)
+				}
+				done = true
+			default:
+			}
+		} else {
+			after++
+		}
+		if got := roundTrip(t, a.Bus, list); !strings.HasPrefix(got, `{"Agents":[{"environment":"main","terminal":1,`) {
+			t.Fatalf("during the flood, terminal 1's List got %q", got)
+		}
+		if got := roundTrip(t, a.Bus, hello); !strings.HasPrefix(got, `{"Hello":`) {
+			t.Fatalf("during the flood, Hello got %q", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	peak := memoryOf(t, pid, "VmHWM")
+	t.Logf("krad-ade's resident memory: %.1f MiB before the flood, at most %.1f MiB during it (%d requests answered)", float64(before)/1024, float64(peak)/1024, 2*asked)
+	// The README's budget: a flood adds at most 24 MiB to the app's resident memory.
+	if grew := peak - before; grew > 24<<10 {
+		t.Errorf("the flood took krad-ade's resident memory %.1f MiB up, over the budget of 24 MiB", float64(grew)/1024)
+	}
+}
