@@ -21,7 +21,9 @@
 //
 // The handler then runs under the request's deadline (the spec's table, [api.Request.Deadline]);
 // when it passes, the bus answers "TimedOut" and cancels the handler's context. A client that
-// closes its connection while its request waits cancels the handler's context too.
+// closes its connection while its request waits cancels the handler's context too; one that only
+// shuts down its writing side after its line (nc -N) has not left, and gets its answer or its
+// stream (package internal/hangup tells the two apart).
 //
 // SubscribeAgents keeps the connection open: the handler sends on a [Stream], the bus writes one
 // line per message. A subscriber that stops reading is dropped once it is a full buffer behind,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/hangup"
 )
 
 // Config is the bus's configuration. BusToken and LeadToken are required.
@@ -272,13 +273,18 @@ func (s *Server) serveCall(ctx context.Context, conn net.Conn, call *Call) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	// Leaving cancels: one request per connection, so anything the client does from now on but
-	// wait for its answer (close, or send more) ends the request.
+	// Leaving cancels: a client that closes its connection has left, and its request is
+	// cancelled. A half-close is not leaving: a client that shut down its writing side after its
+	// line (nc -N does) waits for its answer, or its stream, until it closes. Both read as the end
+	// of input, which hangup tells apart. What a client sends after its line is dropped.
 	_ = conn.SetReadDeadline(time.Time{})
-	go func() {
-		_, _ = io.Copy(io.Discard, conn)
+	go func(ctx context.Context) {
+		if endOfInput(conn) {
+			// At once where hangup cannot tell: the end of input is then taken for a close.
+			_ = hangup.Wait(ctx, conn)
+		}
 		cancel()
-	}()
+	}(ctx)
 
 	if d := call.Request.Deadline(); d > 0 {
 		var cancelDeadline context.CancelFunc
@@ -301,6 +307,17 @@ func (s *Server) serveCall(ctx context.Context, conn net.Conn, call *Call) {
 		line, _ = api.ErrorAnswer(api.Errorf(api.CodeInternal, "the app could not encode its answer")).MarshalJSON()
 	}
 	s.write(conn, append(line, '\n'))
+}
+
+// endOfInput reads and drops what the client sends until its input ends (true), or the
+// connection fails or is closed (false).
+func endOfInput(conn net.Conn) bool {
+	b := make([]byte, 512)
+	for {
+		if _, err := conn.Read(b); err != nil {
+			return errors.Is(err, io.EOF)
+		}
+	}
 }
 
 // run answers a call, returning the answer or, for a stream, streamed = true once it is over.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/hangup"
 )
 
 const (
@@ -461,8 +463,92 @@ func TestDeadline(t *testing.T) {
 	}
 }
 
-// TestLeavingCancels: a client that closes its connection while its Wait waits cancels it.
+// dialPath opens a connection to the bus through its listener, or through Pipe; the test's end
+// closes it.
+func dialPath(t *testing.T, b *bus, pipe bool) net.Conn {
+	t.Helper()
+	var c net.Conn
+	var err error
+	if pipe {
+		waitServing(t, b)
+		c, err = b.Pipe(context.Background())
+	} else {
+		c, err = net.Dial("tcp", b.Addr())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func pathName(pipe bool) string {
+	if pipe {
+		return "pipe"
+	}
+	return "tcp"
+}
+
+// TestLeavingCancels: a client that closes its connection while its Wait waits cancels it,
+// through either path, whether it shut down its writing side first (a half-close, which alone
+// cancels nothing) or not.
 func TestLeavingCancels(t *testing.T) {
+	for _, pipe := range []bool{false, true} {
+		for _, halfFirst := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/half-close first=%v", pathName(pipe), halfFirst), func(t *testing.T) {
+				started := make(chan struct{})
+				cancelled := make(chan struct{})
+				app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
+					close(started)
+					<-ctx.Done()
+					close(cancelled)
+					return api.OK
+				}}
+				b := startBus(t, app, nil)
+				conn := dialPath(t, b, pipe)
+				_, _ = io.WriteString(conn, envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `{"Wait":{"target":2,"timeout_secs":600}}`))
+				select {
+				case <-started:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the Wait did not reach the app")
+				}
+				if halfFirst {
+					_ = conn.(interface{ CloseWrite() error }).CloseWrite()
+					select {
+					case <-cancelled:
+						t.Fatal("a half-close cancelled the Wait")
+					case <-time.After(5 * hangup.PollEvery):
+					}
+				}
+				conn.Close()
+				select {
+				case <-cancelled:
+				case <-time.After(10 * time.Second):
+					t.Error("closing the connection did not cancel the Wait")
+				}
+			})
+		}
+	}
+}
+
+// needNC returns OpenBSD nc's path; it skips the test when nc is missing, except in CI, where it
+// fails.
+func needNC(t *testing.T) string {
+	t.Helper()
+	nc, err := exec.LookPath("nc")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("nc is missing in CI: install netcat-openbsd")
+		}
+		t.Skip("nc is missing: apt-get install netcat-openbsd")
+	}
+	return nc
+}
+
+// TestNCKilledCancels: a real `nc -N` sends a Wait and shuts down its writing side, which
+// cancels nothing; killed, it closes its socket, which cancels the Wait.
+func TestNCKilledCancels(t *testing.T) {
+	nc := needNC(t)
 	started := make(chan struct{})
 	cancelled := make(chan struct{})
 	app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
@@ -472,21 +558,82 @@ func TestLeavingCancels(t *testing.T) {
 		return api.OK
 	}}
 	b := startBus(t, app, nil)
-	conn, err := net.Dial("tcp", b.Addr())
-	if err != nil {
+	host, port, _ := net.SplitHostPort(b.Addr())
+	cmd := exec.Command(nc, "-N", host, port)
+	cmd.Stdin = strings.NewReader(envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `{"Wait":{"target":2,"timeout_secs":600}}`))
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = io.WriteString(conn, envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `{"Wait":{"target":2,"timeout_secs":600}}`))
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	select {
 	case <-started:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the Wait did not reach the app")
 	}
-	conn.Close()
 	select {
 	case <-cancelled:
-	case <-time.After(5 * time.Second):
-		t.Error("closing the connection did not cancel the Wait")
+		t.Fatal("nc -N's half-close cancelled the Wait")
+	case <-time.After(5 * hangup.PollEvery):
+	}
+	_ = cmd.Process.Kill()
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Error("killing nc did not cancel the Wait")
+	}
+}
+
+// TestHalfCloseGetsItsAnswer: a client that shuts down its writing side after its line, as
+// `nc -N` does, gets its answer, or its stream, for the requests that wait: Read, Wait, Check
+// with a wait, SubscribeAgents. Through the listener with the real nc -N, and through Pipe. The
+// app answers after the bus has looked at the client's end several times.
+func TestHalfCloseGetsItsAnswer(t *testing.T) {
+	nc := needNC(t)
+	app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
+		for i := range 3 {
+			if c.Stream != nil {
+				a, _ := api.NewAnswer("Msg", i)
+				c.Stream.Send(a)
+			}
+			select {
+			case <-ctx.Done():
+				return api.Answer{}
+			case <-time.After(2 * hangup.PollEvery):
+			}
+		}
+		a, _ := api.NewAnswer("Done", c.Request.Name)
+		return a
+	}}
+	b := startBus(t, app, nil)
+	term := `{"Terminal":{"environment":"main","terminal":3}}`
+	tests := []struct{ request, want string }{
+		{`{"Read":{"target":2}}`, `{"Done":"Read"}` + "\n"},
+		{`{"Wait":{"target":2,"timeout_secs":60}}`, `{"Done":"Wait"}` + "\n"},
+		{`{"Check":{"target":2,"wait_secs":60}}`, `{"Done":"Check"}` + "\n"},
+		{`"SubscribeAgents"`, `{"Msg":0}` + "\n" + `{"Msg":1}` + "\n" + `{"Msg":2}` + "\n"},
+	}
+	for _, tt := range tests {
+		line := envelope(term, tt.request)
+		t.Run(tt.request+"/nc -N", func(t *testing.T) {
+			host, port, _ := net.SplitHostPort(b.Addr())
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, nc, "-N", host, port)
+			cmd.Stdin = strings.NewReader(line)
+			out, err := cmd.Output()
+			if string(out) != tt.want || err != nil {
+				t.Errorf("nc -N got %q, %v; want %q", out, err, tt.want)
+			}
+		})
+		t.Run(tt.request+"/pipe", func(t *testing.T) {
+			conn := dialPath(t, b, true)
+			_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+			_, _ = io.WriteString(conn, line)
+			_ = conn.(interface{ CloseWrite() error }).CloseWrite()
+			if got, err := io.ReadAll(conn); string(got) != tt.want || err != nil {
+				t.Errorf("a half-closed pipe got %q, %v; want %q", got, err, tt.want)
+			}
+		})
 	}
 }
 

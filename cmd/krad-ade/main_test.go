@@ -654,3 +654,96 @@ func TestFloodOfPartialLines(t *testing.T) {
 		t.Errorf("the flood took krad-ade's resident memory %.1f MiB up, over the budget of 24 MiB", float64(grew)/1024)
 	}
 }
+
+// closeWaits counts the app's sockets on port that are in CLOSE_WAIT: their client shut down its
+// writing side (or closed), and the app has not closed its own yet.
+func closeWaits(t *testing.T, port string) int {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	suffix := fmt.Sprintf(":%04X", p)
+	n := 0
+	for _, line := range strings.Split(string(raw), "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 3 && strings.HasSuffix(f[1], suffix) && f[3] == "08" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHalfCloseWithNC: `printf … | nc -N` (a half-close after the line) gets its answer from the
+// real app for Read, Wait, Check with a wait, and SubscribeAgents, whose events keep coming; and
+// nc killed while its Wait waits (a close) cancels it: the app closes its side within seconds.
+func TestHalfCloseWithNC(t *testing.T) {
+	needNC(t)
+	t.Parallel()
+	home := t.TempDir()
+	_ = os.MkdirAll(filepath.Join(home, "krad-ade"), 0o700)
+	config := "[[terminal]]\ntitle = \"lead\"\ncommand = \"sleep 300\"\nlead = true\n" +
+		"[[terminal]]\ntitle = \"ticker\"\ncommand = \"while :; do echo tick; sleep 0.2; done\"\n"
+	_ = os.WriteFile(filepath.Join(home, "krad-ade", "config.toml"), []byte(config), 0o600)
+	a := startApp(t, home)
+	a.WaitLine(20*time.Second, regexp.MustCompile(`^krad-ade: environment main: `))
+	tok := a.token()
+	host, port, _ := net.SplitHostPort(a.Bus)
+	line := func(request string) string {
+		return fmt.Sprintf(`{"api_version":1,"token":%q,"from":{"Terminal":{"environment":"main","terminal":1}},"request":%s}`+"\n", tok, request)
+	}
+	ncN := func(request string) (*exec.Cmd, *apptest.Buffer) {
+		cmd := exec.Command("nc", "-N", host, port)
+		cmd.Stdin = strings.NewReader(line(request))
+		var out apptest.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd, &out
+	}
+	answer := func(request string) string {
+		cmd, out := ncN(request)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("nc -N with %s: no answer within 20 s", request)
+		}
+		return out.String()
+	}
+	waitFor(t, "the ticker prints", func() bool {
+		return strings.Contains(roundTrip(t, a.Bus, line(`{"Read":{"target":2}}`)), "tick")
+	})
+
+	if got := answer(`{"Read":{"target":2}}`); !strings.HasPrefix(got, `{"Screen":{"terminal":2,`) {
+		t.Errorf("Read through nc -N got %q", got)
+	}
+	if got := answer(`{"Check":{"target":1,"wait_secs":1}}`); !strings.HasPrefix(got, `{"Agent":{"environment":"main","terminal":1,`) {
+		t.Errorf("Check with a wait through nc -N got %q", got)
+	}
+	if got := answer(`{"Wait":{"target":2,"timeout_secs":1}}`); got != `"TimedOut"`+"\n" {
+		t.Errorf("Wait on the ticker (never settles) through nc -N got %q, want \"TimedOut\"", got)
+	}
+
+	_, out := ncN(`"SubscribeAgents"`)
+	waitFor(t, "the subscription's snapshot", func() bool { return strings.HasPrefix(out.String(), `{"Agents":`) })
+	time.Sleep(500 * time.Millisecond) // past the bus's first looks at nc's end
+	if got := roundTrip(t, a.Bus, line(`{"Report":{"state":"working","message":"go"}}`)); got != `"Ok"`+"\n" {
+		t.Fatalf("Report got %q", got)
+	}
+	waitFor(t, "the subscription's event", func() bool { return strings.Contains(out.String(), `{"AgentEvent":`) })
+
+	// A Wait that waits, from nc -N: held while nc lives, cancelled once it is killed.
+	base := closeWaits(t, port)
+	wait, out := ncN(`{"Wait":{"target":2,"timeout_secs":600}}`)
+	waitFor(t, "the app holds nc's half-closed connection", func() bool { return closeWaits(t, port) == base+1 })
+	time.Sleep(time.Second)
+	if closeWaits(t, port) != base+1 || out.String() != "" {
+		t.Fatalf("the Wait ended by itself (%q)", out.String())
+	}
+	_ = wait.Process.Kill()
+	waitFor(t, "the app closed its side after nc was killed", func() bool { return closeWaits(t, port) == base })
+}
