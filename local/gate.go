@@ -9,7 +9,10 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/krad-ade/krad/api"
 )
@@ -31,6 +34,10 @@ import (
 // partial lines, so under a flood the oldest connections are the flood's. Dropping the largest
 // instead would drop a legitimate Send (up to 64 KiB) in favour of a flood of small partial
 // lines. Age counts from the connect, not from the last byte, so trickling bytes buys nothing.
+// Among the oldest, one whose socket holds bytes the bus has not read yet is passed over: it
+// waits on the bus, not on its client. That is a legitimate line that arrived late (through an
+// SSH forward, behind the flood's own bytes) and whose goroutine has not run yet on a busy
+// machine; a flood's connection, read to its last byte, waits on its client and goes first.
 // The paths have separate gates so that a flood through one (another user of an SSH host) cannot
 // crowd out the other (this computer's terminals), whose lines take the SSH round trip to arrive.
 //
@@ -95,6 +102,7 @@ func newGate(path string, conns, budget int, log *slog.Logger) *gate {
 type waiter struct {
 	g    *gate
 	conn net.Conn
+	raw  syscall.RawConn // conn's socket, for unread; nil when conn has none
 	// buf holds the line as it arrives, in a buffer of size bufSizes[size]. It goes back to its
 	// pool at leave. Only w's goroutine touches them.
 	buf   []byte
@@ -110,6 +118,9 @@ type waiter struct {
 // enter puts conn in the gate as its newest connection, dropping the oldest when the gate is full.
 func (g *gate) enter(conn net.Conn) *waiter {
 	w := &waiter{g: g, conn: conn, in: true}
+	if sc, ok := conn.(syscall.Conn); ok {
+		w.raw, _ = sc.SyscallConn()
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	w.prev = g.tail
@@ -121,9 +132,45 @@ func (g *gate) enter(conn net.Conn) *waiter {
 	g.tail = w
 	g.n++
 	for g.n > g.max {
-		g.dropLocked(g.head)
+		g.dropLocked(g.oldestLocked(w))
 	}
 	return w
+}
+
+// passOver is how many of the oldest connections the gate looks at for one that waits on its
+// client, before it drops the oldest whatever it waits on.
+const passOver = 32
+
+// oldestLocked is the connection to drop: the oldest but w that has no bytes waiting to be read,
+// among the passOver oldest, else the oldest but w; nil when w is alone.
+func (g *gate) oldestLocked(w *waiter) *waiter {
+	var first *waiter
+	seen := 0
+	for v := g.head; v != nil && seen < passOver; v = v.next {
+		if v == w {
+			continue
+		}
+		if first == nil {
+			first = v
+		}
+		if !v.unread() {
+			return v
+		}
+		seen++
+	}
+	return first
+}
+
+// unread says whether bytes wait in w's socket that the bus has not read.
+func (w *waiter) unread() bool {
+	if w.raw == nil {
+		return false
+	}
+	n := 0
+	_ = w.raw.Control(func(fd uintptr) {
+		n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	})
+	return n > 0
 }
 
 // leave takes w out of the gate, if it is still in, releases what it was charged, and gives its
@@ -191,10 +238,7 @@ func (w *waiter) grow() bool {
 	}
 	extra := bufSizes[size] - w.charged
 	for g.held+extra > g.budget {
-		v := g.head
-		if v == w {
-			v = v.next
-		}
+		v := g.oldestLocked(w)
 		if v == nil {
 			break // w alone: the budget always holds one line
 		}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1055,5 +1057,36 @@ func TestGateDropsTheOldest(t *testing.T) {
 		if got := answer(c, 100*time.Millisecond); got != "" {
 			t.Errorf("a younger connection got %q, want to be kept waiting", got)
 		}
+	}
+}
+
+// TestGatePassesOverUnread: when the gate must drop a connection, it passes over an older one
+// whose socket holds bytes the bus has not read yet (its goroutine has not run: it waits on the
+// bus, not on its client) and drops the oldest that waits on its client.
+func TestGatePassesOverUnread(t *testing.T) {
+	g := newGate("test", 2, 0, slog.New(slog.DiscardHandler))
+	pair := func() (client, server net.Conn) {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if client, err = fileConn(fds[0], "client"); err != nil {
+			t.Fatal(err)
+		}
+		if server, err = fileConn(fds[1], "server"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Close(); server.Close() })
+		return client, server
+	}
+	c1, s1 := pair()
+	_, s2 := pair()
+	_, s3 := pair()
+	_, _ = io.WriteString(c1, "a line that has arrived\n")
+	oldest, second := g.enter(s1), g.enter(s2)
+	g.enter(s3)
+	if oldest.dropped.Load() || !second.dropped.Load() {
+		t.Errorf("dropped: the oldest (unread bytes) %v, the second (waiting on its client) %v; want false, true",
+			oldest.dropped.Load(), second.dropped.Load())
 	}
 }
