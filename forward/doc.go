@@ -37,7 +37,12 @@
 //     reconnect, so that the variables of terminals already running stay true.
 //  6. Through that sh, the host's /proc/net/tcp says whether the forward listens on loopback only,
 //     and the pid of the sshd process serving this connection is recorded.
-//  7. Connections accepted on the host are piped to Target, both ways, with half-close.
+//  7. Connections accepted on the host are piped to Target, both ways, with half-close; and a
+//     close is carried as a close. Through SSH a client on the host that closes its socket looks
+//     like one that half-closed (sshd sends the channel's EOF either way), so once a
+//     connection's input from the host has ended, the host's /proc/net/tcp is read every second
+//     (through one sh for all such connections) until the client's socket is gone or held by
+//     no process: then both sides are closed. Target's close (hangup) closes both too.
 //  8. OnConnect runs; then the state is connected.
 //
 // # ssh_config
