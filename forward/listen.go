@@ -291,9 +291,9 @@ func (c *Conn) serve(ctx context.Context, ln net.Listener, ready <-chan struct{}
 // until both directions end, then closes both. The end of either side's input is passed on as a
 // half-close, so that a client that shuts down its writing side after its request still gets
 // its answer. A close is passed on as a close: once a side whose input ended has closed (local:
-// hangup says so; remote: ends finds the client's socket gone from the host), or on a read error
-// either way, or when ctx ends, both are closed at once. When the target closes while the host
-// still sends, what it answered first still reaches the host.
+// hangup says so; remote: ends finds the client's socket gone from the host), on an error
+// reading either side or writing to the host, or when ctx ends, both are closed at once. When
+// the target closes while the host still sends, what it answered first still reaches the host.
 func pipe(ctx context.Context, remote, local net.Conn, ends *hostEnds) {
 	closeBoth := func() {
 		remote.Close()

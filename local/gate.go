@@ -38,8 +38,9 @@ import (
 // waits on the bus, not on its client. That is a legitimate line that arrived late (through an
 // SSH forward, behind the flood's own bytes) and whose goroutine has not run yet on a busy
 // machine; a flood's connection, read to its last byte, waits on its client and goes first.
-// The paths have separate gates so that a flood through one (another user of an SSH host) cannot
-// crowd out the other (this computer's terminals), whose lines take the SSH round trip to arrive.
+// The paths have separate gates, so that a flood through a host's forward (another user of that
+// host) cannot crowd out this computer's terminals, nor a flood on this computer the hosts'
+// terminals, whose lines arrive later, after the SSH round trip.
 //
 // An idle connection holds no line buffer: its first byte is read into the waiter itself, and
 // the buffer (1 KiB, doubled as the line grows, up to the 64 KiB limit) is charged to the gate
@@ -266,8 +267,9 @@ func (w *waiter) setReadDeadline(t time.Time) {
 
 // errDropped is the answer of a connection the gate dropped.
 func errDropped(g *gate) error {
-	return api.Errorf(api.CodeUnavailable, "the bus was holding as many connections without a complete line as it takes (%d), "+
-		"and dropped this one, which had waited longest: write the whole line as soon as you connect, and try again", g.max)
+	return api.Errorf(api.CodeUnavailable, "the bus was holding as many connections without a complete line as it takes "+
+		"(%d, with %d KiB of lines), and dropped this one, which had waited longest: write the whole line at once after "+
+		"connecting, and try again", g.max, g.budget>>10)
 }
 
 // readLine reads the request line, of at most api.MaxRequestLine bytes before its "\n", and
