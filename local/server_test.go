@@ -421,10 +421,10 @@ func TestSilentConnections(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	// The first Hello made the gate drop one more.
-	if timedOut.Load()+dropped.Load() != 1000 || timedOut.Load() > DefaultPendingConns-1 {
+	// The first Hello may make the gate drop one more.
+	if timedOut.Load()+dropped.Load() != 1000 || timedOut.Load() > DefaultPendingConns {
 		t.Errorf("of 1000 silent connections, %d were answered bad_request and %d unavailable, want at most %d and the rest",
-			timedOut.Load(), dropped.Load(), DefaultPendingConns-1)
+			timedOut.Load(), dropped.Load(), DefaultPendingConns)
 	}
 	waitGoroutines(t, before+5)
 }
