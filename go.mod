@@ -7,6 +7,5 @@ require (
 	github.com/kevinburke/ssh_config v1.6.0
 	github.com/spf13/pflag v1.1.0
 	golang.org/x/crypto v0.59.0
+	golang.org/x/sys v0.50.0
 )
-
-require golang.org/x/sys v0.50.0 // indirect

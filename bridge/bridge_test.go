@@ -1,14 +1,19 @@
 package bridge_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -252,5 +257,193 @@ func TestRemoteTitlesAreText(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // format jobs run in the background
 	if _, err := os.Stat(ran); err == nil {
 		t.Errorf("the title's #(touch %s) ran on the host", ran)
+	}
+}
+
+// socketsIn counts this machine's TCP sockets whose local port is port and whose state is st
+// (hex, as /proc/net/tcp prints it: "08" is CLOSE_WAIT).
+func socketsIn(t *testing.T, port, st string) int {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	suffix := fmt.Sprintf(":%04X", p)
+	n := 0
+	for _, line := range strings.Split(string(raw), "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 3 && strings.HasSuffix(f[1], suffix) && f[3] == st {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHalfCloseThroughTheForward: on the SSH host, `printf … | nc -N` to the forward (a
+// half-close after the line) gets its answer from the bus on this computer, through sshd, the
+// forward and the bus's socket pair; and nc killed while its Wait waits (a close) ends the
+// request: the bus closes, and so does the host's side of the forwarded connection.
+func TestHalfCloseThroughTheForward(t *testing.T) {
+	if _, err := exec.LookPath("nc"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("nc is missing in CI: install netcat-openbsd")
+		}
+		t.Skip("nc is missing: apt-get install netcat-openbsd")
+	}
+	w := startWorld(t)
+	host, port, _ := net.SplitHostPort(w.bridge.Vars().Endpoint)
+	line := func(request string) string {
+		return fmt.Sprintf(`{"api_version":1,"token":%q,"from":{"Terminal":{"environment":"build","terminal":1}},"request":%s}`+"\n", w.token.Reveal(), request)
+	}
+	ncN := func(request string) (*exec.Cmd, *strings.Builder) {
+		cmd := exec.Command("nc", "-N", host, port)
+		cmd.Stdin = strings.NewReader(line(request))
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill() })
+		return cmd, &out
+	}
+
+	cmd, out := ncN(`{"Check":{"target":1,"wait_secs":2}}`)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("nc -N got no answer through the forward within 30 s")
+	}
+	if got := out.String(); !strings.HasPrefix(got, `{"Agent":{"environment":"build","terminal":1,`) {
+		t.Errorf("Check with a wait, through nc -N on the host, got %q", got)
+	}
+
+	// A Wait that waits: on a worker that keeps printing, so it never settles.
+	var worker api.Agent
+	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "ticker", Command: []string{"sh", "-c", "while :; do echo tick; sleep 0.2; done"}}, &worker, "Agent")
+	base := socketsIn(t, port, "08")
+	wait, wout := ncN(fmt.Sprintf(`{"Wait":{"target":%d,"timeout_secs":600}}`, worker.Terminal))
+	waitForCount := func(what string, want int) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for socketsIn(t, port, "08") != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d", what, socketsIn(t, port, "08"), want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// sshd holds nc's half-closed connection while the bus waits.
+	waitForCount("nc -N's Wait under way", base+1)
+	time.Sleep(3 * time.Second) // the forward looks at nc's socket on the host every second
+	if socketsIn(t, port, "08") != base+1 {
+		t.Fatalf("the Wait ended by itself (nc printed %q)", wout.String())
+	}
+	_ = wait.Process.Kill()
+	waitForCount("nc killed", base)
+}
+
+// memInUse is the Go heap and goroutine stacks in use, garbage not yet collected included.
+func memInUse() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
+}
+
+// TestFloodThroughTheForward: another user of the SSH host opens 2,000 connections to the
+// forward, each holding 64,000 bytes with no newline. The memory this process holds (the bus,
+// the forward, SSH) stays within the budget, and the bus answers all along: a Client on this
+// computer, and build:1 through the forward. Requests through the forward wait behind the
+// flood's own bytes on the one SSH connection, and on a slow machine (the race detector) one may
+// be the oldest connection when the bus must drop one: it is then answered unavailable, and a
+// retry gets through.
+func TestFloodThroughTheForward(t *testing.T) {
+	w := startWorld(t)
+	addr := w.bridge.Vars().Endpoint
+	runtime.GC()
+	before := memInUse()
+	partial := bytes.Repeat([]byte("x"), 64000)
+	const floods = 2000
+	var mu sync.Mutex
+	var flood []net.Conn
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range flood {
+			c.Close()
+		}
+	}()
+	flooded := make(chan error, 1)
+	go func() {
+		for range floods {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				flooded <- err
+				return
+			}
+			mu.Lock()
+			flood = append(flood, c)
+			mu.Unlock()
+			_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			_, _ = c.Write(partial)
+		}
+		flooded <- nil
+	}()
+	ask := func(addr, from string) string {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+		_, _ = fmt.Fprintf(c, `{"api_version":1,"token":%q,"from":%s,"request":"List"}`+"\n", w.token.Reveal(), from)
+		got, _ := io.ReadAll(c)
+		return string(got)
+	}
+	var peak uint64
+	done, after, asked, dropped := false, 0, 0, 0
+	for ; after < 20; asked++ {
+		if !done {
+			select {
+			case err := <-flooded:
+				if err != nil {
+					t.Fatalf("flood: %v", err)
+				}
+				done = true
+			default:
+			}
+		} else {
+			after++
+		}
+		if got := ask(w.bus.Addr(), `"Client"`); !strings.HasPrefix(got, `{"Agents":[`) {
+			t.Fatalf("during the flood, a Client's List on this computer got %q", got)
+		}
+		switch got := ask(addr, `{"Terminal":{"environment":"build","terminal":1}}`); {
+		case strings.HasPrefix(got, `{"Agents":[{"environment":"build","terminal":1,`):
+		case strings.HasPrefix(got, `{"Error":{"code":"unavailable",`):
+			dropped++
+		default:
+			t.Fatalf("during the flood, build:1's List through the forward got %q", got)
+		}
+		peak = max(peak, memInUse())
+		time.Sleep(20 * time.Millisecond)
+	}
+	grew := peak - min(peak, before)
+	t.Logf("memory in use: %.1f MiB before the flood, at most %.1f MiB more during it; %d of build:1's %d requests through the forward dropped",
+		float64(before)/(1<<20), float64(grew)/(1<<20), dropped, asked)
+	if got := ask(addr, `{"Terminal":{"environment":"build","terminal":1}}`); !strings.HasPrefix(got, `{"Agents":[{"environment":"build","terminal":1,`) {
+		t.Errorf("after the flood, build:1's List through the forward got %q", got)
+	}
+	// The README's budget for a flood through a host's forward: the bus's share for its pipes,
+	// and the forward's for each connection (SSH's packets, which golang.org/x/crypto/ssh keeps
+	// for each channel until the host confirms its close, included): 64 MiB, 33-42 MiB measured;
+	// the race detector's bookkeeping adds a half.
+	budget := uint64(64 << 20)
+	if raceEnabled {
+		budget += budget / 2
+	}
+	if grew > budget {
+		t.Errorf("the flood through the forward took the memory in use %.1f MiB up, over the budget of %.0f MiB", float64(grew)/(1<<20), float64(budget)/(1<<20))
 	}
 }

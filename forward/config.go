@@ -31,7 +31,8 @@ type Config struct {
 	Host string
 
 	// Target opens a connection to what the forward leads to (the local bus), once for each
-	// connection accepted on the host. The two are piped together both ways, with half-close.
+	// connection accepted on the host. The two are piped together both ways, with half-close,
+	// and a close of either is carried as a close (see the package documentation).
 	Target func(ctx context.Context) (net.Conn, error)
 
 	// OnConnect, when set, runs after each (re)connect, once the forward is open and checked and

@@ -360,7 +360,7 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 		return proved.Load(), l.cause(err)
 	}
 	ready := make(chan struct{})
-	go c.serve(l.ctx, ln, ready)
+	go c.serve(l.ctx, ln, ready, newHostEnds(l.ctx, l.client, fwd.Port, c.cfg.Logger))
 
 	info, err := readHostInfo(l.ctx, sh, fwd.Port)
 	sh.close()

@@ -41,7 +41,12 @@
 //     listeners count (our uid's, and among its own descriptors where those are readable):
 //     another user's on the same port, on [::] or the host's LAN address, neither exposes our
 //     forward nor receives what is sent to 127.0.0.1, so it is left alone (and logged).
-//  7. Connections accepted on the host are piped to Target, both ways, with half-close.
+//  7. Connections accepted on the host are piped to Target, both ways, with half-close; and a
+//     close is carried as a close. Through SSH a client on the host that closes its socket looks
+//     like one that half-closed (sshd sends the channel's EOF either way), so once a
+//     connection's input from the host has ended, the host's /proc/net/tcp is read every second
+//     (through one sh for all such connections) until the client's socket is gone or held by
+//     no process: then both sides are closed. Target's close (hangup) closes both too.
 //  8. OnConnect runs; then the state is connected.
 //
 // # ssh_config

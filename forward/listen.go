@@ -9,10 +9,12 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/krad-ade/krad/internal/hangup"
 	"github.com/krad-ade/krad/internal/termsafe"
 )
 
@@ -312,8 +314,9 @@ func sections(out []byte) map[string][]byte {
 
 // serve accepts the forward's connections until the listener ends, and pipes each to a new
 // connection to the target, once ready is closed. Connections that arrive before are held (the
-// listener must be serviced, or the SSH connection stalls), and closed if ctx ends first.
-func (c *Conn) serve(ctx context.Context, ln net.Listener, ready <-chan struct{}) {
+// listener must be serviced, or the SSH connection stalls), and closed if ctx ends first. ends
+// watches the host's side of connections whose input ended.
+func (c *Conn) serve(ctx context.Context, ln net.Listener, ready <-chan struct{}, ends *hostEnds) {
 	for {
 		remote, err := ln.Accept()
 		if err != nil {
@@ -332,37 +335,112 @@ func (c *Conn) serve(ctx context.Context, ln net.Listener, ready <-chan struct{}
 				remote.Close()
 				return
 			}
-			pipe(ctx, remote, local)
+			pipe(ctx, remote, local, ends)
 		}()
 	}
 }
 
-// pipe copies a to b and b to a until both directions end, passing each end of input on as a
-// half-close, then closes both. An error either way, or ctx ending, closes both at once.
-func pipe(ctx context.Context, a, b net.Conn) {
+// pipe copies remote (a forwarded connection from the host) to local (the target) and back
+// until both directions end, then closes both. The end of either side's input is passed on as a
+// half-close, so that a client that shuts down its writing side after its request still gets
+// its answer. A close is passed on as a close: once a side whose input ended has closed (local:
+// hangup says so; remote: ends finds the client's socket gone from the host), on an error
+// reading either side or writing to the host, or when ctx ends, both are closed at once. When
+// the target closes while the host still sends, what it answered first still reaches the host.
+func pipe(ctx context.Context, remote, local net.Conn, ends *hostEnds) {
 	closeBoth := func() {
-		a.Close()
-		b.Close()
+		remote.Close()
+		local.Close()
 	}
+	defer closeBoth()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stop := context.AfterFunc(ctx, closeBoth)
 	defer stop()
-	done := make(chan struct{}, 2)
-	oneWay := func(dst, src net.Conn) {
-		defer func() { done <- struct{}{} }()
-		if _, err := io.Copy(dst, src); err != nil {
-			closeBoth()
-			return
+	answered := make(chan struct{})
+	go func() { // the answers, to the host
+		defer close(answered)
+		if copyHalf(remote, local, answerBuffer) != inputEnded || hangup.Wait(ctx, local) == nil {
+			cancel()
 		}
-		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			if cw.CloseWrite() == nil {
-				return
+	}()
+	// The requests, from the host.
+	switch copyHalf(local, remote, requestBuffer) {
+	case inputEnded:
+		if ends != nil && ends.closed(ctx, remote.RemoteAddr()) {
+			cancel()
+		}
+	case readFailed:
+		cancel()
+	case writeFailed:
+		// The target closed: the answers finish on their own. Until then what the host sends
+		// is dropped, so that SSH does not keep it.
+		discard(remote)
+	}
+	<-answered
+}
+
+// The buffers pipe copies through. A connection holds its buffer only once its first byte has
+// come (until then, one byte of its own): a host's client may open many connections and send
+// nothing, or little. Requests are lines of at most 64 KiB, read from SSH's memory in small
+// pieces; answers come from the target, which sends only once a request passed its checks, and
+// may be large (screens, patches).
+const (
+	requestBuffer = 2 << 10
+	answerBuffer  = 32 << 10
+)
+
+var bufferPools = map[int]*sync.Pool{
+	requestBuffer: {New: func() any { b := make([]byte, requestBuffer); return &b }},
+	answerBuffer:  {New: func() any { b := make([]byte, answerBuffer); return &b }},
+}
+
+// How copyHalf ended.
+type copyEnd int
+
+const (
+	inputEnded  copyEnd = iota // src's input ended, and dst's writing side was shut down
+	readFailed                 // reading src failed
+	writeFailed                // writing dst failed, or shutting down its writing side did
+)
+
+// copyHalf copies src to dst, through a buffer of size bytes from the second byte on, until
+// src's input ends; then it shuts down dst's writing side.
+func copyHalf(dst, src net.Conn, size int) copyEnd {
+	var first [1]byte
+	b := first[:]
+	for {
+		n, err := src.Read(b)
+		if n > 0 {
+			if _, err := dst.Write(b[:n]); err != nil {
+				return writeFailed
+			}
+			if len(b) == 1 {
+				pool := bufferPools[size]
+				buf := pool.Get().(*[]byte)
+				defer pool.Put(buf)
+				b = *buf
 			}
 		}
-		closeBoth()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return readFailed
+		}
 	}
-	go oneWay(a, b)
-	go oneWay(b, a)
-	<-done
-	<-done
-	closeBoth()
+	if cw, ok := dst.(interface{ CloseWrite() error }); !ok || cw.CloseWrite() != nil {
+		return writeFailed
+	}
+	return inputEnded
+}
+
+// discard reads and drops what c sends until it ends or is closed.
+func discard(c net.Conn) {
+	b := make([]byte, 512)
+	for {
+		if _, err := c.Read(b); err != nil {
+			return
+		}
+	}
 }

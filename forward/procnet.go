@@ -12,10 +12,11 @@ import (
 
 // socket is one line of the host's /proc/net/tcp or /proc/net/tcp6.
 type socket struct {
-	Local netip.AddrPort
-	State uint8 // 0x0A is listening
-	UID   uint32
-	Inode uint64
+	Local  netip.AddrPort
+	Remote netip.AddrPort
+	State  uint8 // 0x0A is listening
+	UID    uint32
+	Inode  uint64
 }
 
 const tcpListen = 0x0A
@@ -56,7 +57,8 @@ func parseProcNetTCPLine(line string) (socket, bool) {
 	if !ok {
 		return socket{}, false
 	}
-	if _, ok := parseHexAddrPort(f[2]); !ok {
+	remote, ok := parseHexAddrPort(f[2])
+	if !ok {
 		return socket{}, false
 	}
 	state, err := strconv.ParseUint(f[3], 16, 8)
@@ -71,7 +73,7 @@ func parseProcNetTCPLine(line string) (socket, bool) {
 	if err != nil {
 		return socket{}, false
 	}
-	return socket{Local: local, State: uint8(state), UID: uint32(uid), Inode: inode}, true
+	return socket{Local: local, Remote: remote, State: uint8(state), UID: uint32(uid), Inode: inode}, true
 }
 
 // parseHexAddrPort parses "0100007F:A0E5" (IPv4) or 32 hex digits and a port (IPv6).

@@ -24,15 +24,16 @@ const procNetTCP = `Welcome to buildbox!
 `
 
 func TestParseProcNetTCP(t *testing.T) {
+	any4, any6 := netip.MustParseAddrPort("0.0.0.0:0"), netip.MustParseAddrPort("[::]:0")
 	got := parseProcNetTCP([]byte(procNetTCP))
 	want := []socket{
-		{Local: netip.MustParseAddrPort("127.0.0.1:45909"), State: tcpListen, UID: 1000, Inode: 40238856},
-		{Local: netip.MustParseAddrPort("0.0.0.0:22"), State: tcpListen, UID: 0, Inode: 1060},
-		{Local: netip.MustParseAddrPort("127.0.0.1:45189"), State: 1, UID: 0, Inode: 0},
-		{Local: netip.MustParseAddrPort("127.0.0.2:8080"), State: tcpListen, UID: 0, Inode: 77},
-		{Local: netip.MustParseAddrPort("[::]:45909"), State: tcpListen, UID: 1000, Inode: 40238857},
-		{Local: netip.MustParseAddrPort("[::1]:631"), State: tcpListen, UID: 0, Inode: 555},
-		{Local: netip.MustParseAddrPort("[::ffff:127.0.0.1]:8081"), State: tcpListen, UID: 0, Inode: 556},
+		{Local: netip.MustParseAddrPort("127.0.0.1:45909"), Remote: any4, State: tcpListen, UID: 1000, Inode: 40238856},
+		{Local: netip.MustParseAddrPort("0.0.0.0:22"), Remote: any4, State: tcpListen, UID: 0, Inode: 1060},
+		{Local: netip.MustParseAddrPort("127.0.0.1:45189"), Remote: netip.MustParseAddrPort("127.0.0.1:59430"), State: 1, UID: 0, Inode: 0},
+		{Local: netip.MustParseAddrPort("127.0.0.2:8080"), Remote: any4, State: tcpListen, UID: 0, Inode: 77},
+		{Local: netip.MustParseAddrPort("[::]:45909"), Remote: any6, State: tcpListen, UID: 1000, Inode: 40238857},
+		{Local: netip.MustParseAddrPort("[::1]:631"), Remote: any6, State: tcpListen, UID: 0, Inode: 555},
+		{Local: netip.MustParseAddrPort("[::ffff:127.0.0.1]:8081"), Remote: any6, State: tcpListen, UID: 0, Inode: 556},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("parseProcNetTCP:\n got %+v\nwant %+v", got, want)

@@ -36,6 +36,14 @@
 // process, which runs as the user (with OpenSSH's privilege separation, only the pre-auth and
 // monitor processes are root, and they hold no forwards).
 //
+// # The far end of a connection
+//
+// The same lookup of the far end serves a server: [FarEndHeld] tells whether a process still
+// holds the client's socket of a loopback connection. A client that shut down its writing side
+// after its request (nc -N) and one that closed its socket both read as the end of input; only
+// the first still holds its socket (the other's lingers, held by no process, or is gone). The bus
+// uses it so that a half-close does not cancel a request, while a close does.
+//
 // # What it does not protect
 //
 //   - Root, and the user's own processes: both can read the token file itself, so Check does

@@ -32,3 +32,12 @@ func ProcOwner(conn net.Conn) (int, error) {
 	_, uid, err := ownerFromProc(local, remote)
 	return uid, err
 }
+
+// ProcFarEndHeld is FarEndHeld from /proc/net/tcp and tcp6 alone.
+func ProcFarEndHeld(conn net.Conn) (bool, error) {
+	local, remote, err := ends(conn)
+	if err != nil {
+		return false, err
+	}
+	return farEndFromProc(local, remote)
+}

@@ -271,3 +271,66 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 }
+
+// TestFarEndHeld: seen from the accepting side, the client's socket is held while it is open and
+// after it shut down its writing side (a half-close, as nc -N does), and no longer once the
+// client closed it; both through sock_diag and through /proc. Either way the accepting side reads
+// only the end of input.
+func TestFarEndHeld(t *testing.T) {
+	ipv6 := hasIPv6()
+	for _, host := range []string{"127.0.0.1", "::1"} {
+		if host == "::1" && !ipv6 {
+			continue
+		}
+		for _, reset := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/reset=%v", host, reset), func(t *testing.T) {
+				ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ln.Close()
+				client := dial(t, host, ln.Addr().(*net.TCPAddr).Port)
+				server, err := ln.Accept()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer server.Close()
+				want := func(when string, held bool) {
+					t.Helper()
+					for name, f := range map[string]func(net.Conn) (bool, error){"sock_diag": listenowner.FarEndHeld, "proc": listenowner.ProcFarEndHeld} {
+						got, err := f(server)
+						if err != nil || got != held {
+							t.Errorf("%s, %s: held %v, %v; want %v", when, name, got, err, held)
+						}
+					}
+				}
+				want("open", true)
+				if err := client.(*net.TCPConn).CloseWrite(); err != nil {
+					t.Fatal(err)
+				}
+				_ = server.SetReadDeadline(time.Now().Add(5 * time.Second))
+				if n, err := server.Read(make([]byte, 1)); n != 0 || err == nil {
+					t.Fatalf("after the half-close the server read %d, %v; want the end of input", n, err)
+				}
+				want("half-closed", true)
+				if reset {
+					// Unread bytes on the client's side make its close a reset: its socket is gone.
+					_, _ = server.Write([]byte("unread"))
+					time.Sleep(50 * time.Millisecond)
+				}
+				client.Close()
+				time.Sleep(50 * time.Millisecond) // the close reaches the server's side
+				want("closed", false)
+			})
+		}
+	}
+}
+
+func TestFarEndHeldNotLoopback(t *testing.T) {
+	c1, c2 := net.Pipe()
+	defer c1.Close()
+	defer c2.Close()
+	if _, err := listenowner.FarEndHeld(c1); !errors.Is(err, listenowner.ErrNotLoopback) {
+		t.Errorf("FarEndHeld(net.Pipe) = %v, want ErrNotLoopback", err)
+	}
+}

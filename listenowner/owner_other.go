@@ -16,3 +16,8 @@ func Check(conn net.Conn) error { return nil }
 func Owner(conn net.Conn) (int, error) {
 	return -1, fmt.Errorf("who owns a listener: %w", errors.ErrUnsupported)
 }
+
+// FarEndHeld returns an error wrapping errors.ErrUnsupported on this system.
+func FarEndHeld(conn net.Conn) (bool, error) {
+	return false, fmt.Errorf("whether the far end is held: %w", errors.ErrUnsupported)
+}

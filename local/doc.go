@@ -21,7 +21,9 @@
 //
 // The handler then runs under the request's deadline (the spec's table, [api.Request.Deadline]);
 // when it passes, the bus answers "TimedOut" and cancels the handler's context. A client that
-// closes its connection while its request waits cancels the handler's context too.
+// closes its connection while its request waits cancels the handler's context too; one that only
+// shuts down its writing side after its line (nc -N) has not left, and gets its answer or its
+// stream (package internal/hangup tells the two apart).
 //
 // SubscribeAgents keeps the connection open: the handler sends on a [Stream], the bus writes one
 // line per message. A subscriber that stops reading is dropped once it is a full buffer behind,
@@ -29,7 +31,10 @@
 //
 // # Security model
 //
-// The listener binds 127.0.0.1 only. Every request needs the bus token, which changes each time
+// The listener binds 127.0.0.1 only. Anyone on this computer can connect to it, and anyone on an
+// SSH host to its forward, so what a connection may hold before its token is checked is bounded
+// on each path (gate.go): a number of connections and the bytes of their partial lines, the
+// oldest dropped first. Every request needs the bus token, which changes each time
 // the app starts; the tokens are never logged (api.Token redacts itself) and no log line carries a
 // request's content. The caller named in "from" is declared, not proven: the token proves only
 // that the client runs as the user. A Client caller gets Hello, List, ListAll and

@@ -44,7 +44,7 @@ func (s *Server) Pipe(_ context.Context, origin Origin) (net.Conn, error) {
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		s.serveConn(ctx, server, origin)
+		s.serveConn(ctx, server, origin, s.piped)
 	}()
 	return client, nil
 }

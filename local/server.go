@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bufio"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/hangup"
 )
 
 // Config is the bus's configuration. BusToken and LeadToken are required.
@@ -38,6 +38,10 @@ type Config struct {
 	// StreamBuffer is how many messages a subscriber may fall behind before it is dropped:
 	// 1024 when zero.
 	StreamBuffer int
+	// PendingConns and PendingBytes bound the connections of each path (the listener; Pipe)
+	// that have not passed the token check, and the bytes of line they hold between them (see
+	// gate.go): DefaultPendingConns and DefaultPendingBytes when zero. Tests lower them.
+	PendingConns, PendingBytes int
 	// Listener, if set, is the listener to serve, from ListenLoopback: a caller that needs the
 	// bus's address before it can make its Handler opens the listener first.
 	Listener net.Listener
@@ -75,6 +79,9 @@ type Server struct {
 	// and the spec's printf write it: the bus answers it without decoding it.
 	clientHello []byte
 
+	// The gates of the two paths in: connections through the listener, and through Pipe.
+	loopback, piped *gate
+
 	// wg counts the goroutines serving connections. mu orders Pipe's wg.Add before Serve's
 	// wg.Wait: serving is Serve's context while it runs, nil once it is waiting for them.
 	wg      sync.WaitGroup
@@ -100,6 +107,12 @@ func Listen(cfg Config) (*Server, error) {
 	if cfg.StreamBuffer <= 0 {
 		cfg.StreamBuffer = 1024
 	}
+	if cfg.PendingConns <= 0 {
+		cfg.PendingConns = DefaultPendingConns
+	}
+	if cfg.PendingBytes <= 0 {
+		cfg.PendingBytes = DefaultPendingBytes
+	}
 	hello, err := api.NewAnswer("Hello", api.HelloAnswer{APIVersion: api.Version, Build: cfg.Build, PID: cfg.PID})
 	if err != nil {
 		return nil, err
@@ -118,14 +131,20 @@ func Listen(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, ln: ln, hello: append(line, '\n'), clientHello: clientHello}, nil
+	return &Server{
+		cfg: cfg, ln: ln, hello: append(line, '\n'), clientHello: clientHello,
+		loopback: newGate("loopback", cfg.PendingConns, cfg.PendingBytes, cfg.Logger),
+		piped:    newGate("pipe", cfg.PendingConns, cfg.PendingBytes, cfg.Logger),
+	}, nil
 }
 
 // Addr is the endpoint clients dial, like 127.0.0.1:52144.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// Serve accepts connections until ctx is done, then closes the listener, cancels every request
-// under way and waits for their goroutines. It returns nil after ctx is done.
+// Serve accepts connections until ctx is done, then closes the listener and every connection,
+// cancels every request under way and waits for their goroutines. Nothing a client does delays
+// that (a subscriber that stopped reading, a connection that sends nothing): only a Handler that
+// does not return once its ctx is done would. It returns nil after ctx is done.
 func (s *Server) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -163,24 +182,33 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(ctx, conn, Loopback)
+			s.serveConn(ctx, conn, Loopback, s.loopback)
 		}()
 	}
 }
 
-// serveConn serves the one request of a connection that came from origin.
-func (s *Server) serveConn(ctx context.Context, conn net.Conn, origin Origin) {
+// serveConn serves the one request of a connection that came from origin, in through g's path.
+func (s *Server) serveConn(ctx context.Context, conn net.Conn, origin Origin, g *gate) {
 	defer conn.Close()
-	start := time.Now()
-	_ = conn.SetReadDeadline(start.Add(s.cfg.LineTimeout))
-	r := bufio.NewReader(conn)
+	// Stopping closes the connection, whatever its client does: one that sends nothing, or stops
+	// reading its stream or its answer, cannot hold Serve past its context.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	_ = conn.SetReadDeadline(time.Now().Add(s.cfg.LineTimeout))
+	// Until its token is checked, the connection is in the gate, which bounds how many such
+	// connections there are and what their lines hold.
+	w := g.enter(conn)
+	defer w.leave()
 
-	line, err := api.ReadLine(r, api.MaxRequestLine)
+	line, err := w.readLine()
 	if err != nil {
+		if ctx.Err() != nil {
+			return // stopping
+		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = api.Errorf(api.CodeBadRequest, "no request line arrived within %s of connecting", s.cfg.LineTimeout)
 		}
-		s.refuse(conn, err)
+		s.refuse(w, err)
 		return
 	}
 	// The most common request, a Client's Hello, compared whole and in constant time: equal
@@ -188,19 +216,21 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn, origin Origin) {
 	// this one with any byte changed included, goes through the checks; so does every line
 	// from a forward, where a Client caller is refused.
 	if origin == Loopback && len(line) == len(s.clientHello) && subtle.ConstantTimeCompare(line, s.clientHello) == 1 {
+		w.leave()
 		s.write(conn, s.hello)
 		return
 	}
 	call, err := s.check(line, origin)
 	if err != nil {
-		s.refuse(conn, err)
+		s.refuse(w, err)
 		return
 	}
+	w.leave()
 	if call == nil { // Hello: the bus answers it itself, without touching the app.
 		s.write(conn, s.hello)
 		return
 	}
-	s.serveCall(ctx, conn, r, call)
+	s.serveCall(ctx, conn, call)
 }
 
 // check runs the spec's order of checks on a request line that came from origin. It returns the
@@ -244,17 +274,22 @@ func (s *Server) check(line []byte, origin Origin) (*Call, error) {
 
 // serveCall resolves the caller, applies the access table, and runs the handler under the
 // request's deadline, cancelled when the client leaves.
-func (s *Server) serveCall(ctx context.Context, conn net.Conn, r *bufio.Reader, call *Call) {
+func (s *Server) serveCall(ctx context.Context, conn net.Conn, call *Call) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	// Leaving cancels: one request per connection, so anything the client does from now on but
-	// wait for its answer (close, or send more) ends the request.
+	// Leaving cancels: a client that closes its connection has left, and its request is
+	// cancelled. A half-close is not leaving: a client that shut down its writing side after its
+	// line (nc -N does) waits for its answer, or its stream, until it closes. Both read as the end
+	// of input, which hangup tells apart. What a client sends after its line is dropped.
 	_ = conn.SetReadDeadline(time.Time{})
-	go func() {
-		_, _ = io.Copy(io.Discard, r)
+	go func(ctx context.Context) {
+		if endOfInput(conn) {
+			// At once where hangup cannot tell: the end of input is then taken for a close.
+			_ = hangup.Wait(ctx, conn)
+		}
 		cancel()
-	}()
+	}(ctx)
 
 	if d := call.Request.Deadline(); d > 0 {
 		var cancelDeadline context.CancelFunc
@@ -277,6 +312,17 @@ func (s *Server) serveCall(ctx context.Context, conn net.Conn, r *bufio.Reader, 
 		line, _ = api.ErrorAnswer(api.Errorf(api.CodeInternal, "the app could not encode its answer")).MarshalJSON()
 	}
 	s.write(conn, append(line, '\n'))
+}
+
+// endOfInput reads and drops what the client sends until its input ends (true), or the
+// connection fails or is closed (false).
+func endOfInput(conn net.Conn) bool {
+	b := make([]byte, 512)
+	for {
+		if _, err := conn.Read(b); err != nil {
+			return errors.Is(err, io.EOF)
+		}
+	}
 }
 
 // run answers a call, returning the answer or, for a stream, streamed = true once it is over.
@@ -351,8 +397,8 @@ func (s *Server) stream(ctx context.Context, conn net.Conn, call *Call) {
 		s.cfg.Handler.Handle(ctx, call)
 	}()
 	// A subscriber that stops reading blocks the write below once the socket's buffers are full;
-	// its stream then fills and is dropped, and closing the connection ends the write. So stream
-	// writes need no deadline of their own.
+	// its stream then fills and is dropped, and closing the connection ends the write; when the
+	// bus stops, serveConn closes it. So stream writes need no deadline of their own.
 	_ = conn.SetWriteDeadline(time.Time{})
 	go func() {
 		<-st.gone
@@ -405,34 +451,30 @@ func writeLines(conn net.Conn, ch chan []byte, first []byte) bool {
 }
 
 // refuse answers an error found before the handler and logs it. The log line names the code,
-// never the request's content or token.
-func (s *Server) refuse(conn net.Conn, err error) {
+// never the request's content or token. w is still in its gate.
+func (s *Server) refuse(w *waiter, err error) {
+	conn := w.conn
 	a := errorAnswer(err)
 	var e *api.Error
 	if errors.As(err, &e) {
 		s.cfg.Logger.Debug("request refused", "code", string(e.Code), "remote", remoteOf(conn))
 	}
 	line, _ := a.MarshalJSON()
-	if s.write(conn, append(line, '\n')) {
-		lingerClose(conn)
+	if s.write(conn, append(line, '\n')) && !w.dropped.Load() {
+		lingerClose(w)
 	}
 }
 
 // lingerClose lets a refused client read its answer: closing a socket with unread bytes in it
 // (the rest of an over-long line) makes the kernel reset the connection, and a reset can discard
 // the answer before the client reads it. So the bus shuts its side for writing and drops what
-// the client still sends, for a short while and a bounded amount, before it closes.
-func lingerClose(conn net.Conn) {
-	tc, ok := conn.(interface {
-		net.Conn
-		CloseWrite() error
-	})
-	if !ok {
-		return
+// the client still sends, for a short while and a bounded amount, before it closes. It does so in
+// the gate: a flood of refused connections is bounded like one of partial lines.
+func lingerClose(w *waiter) {
+	if tc, ok := w.conn.(interface{ CloseWrite() error }); ok {
+		_ = tc.CloseWrite()
+		w.drain(time.Now().Add(lingerTime), lingerBytes)
 	}
-	_ = tc.CloseWrite()
-	_ = tc.SetReadDeadline(time.Now().Add(lingerTime))
-	_, _ = io.CopyN(io.Discard, tc, lingerBytes)
 }
 
 // How long and how much lingerClose drains.

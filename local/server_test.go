@@ -2,21 +2,27 @@ package local
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"os"
+	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/apitest"
+	"github.com/krad-ade/krad/internal/hangup"
 )
 
 const (
@@ -373,8 +379,9 @@ func TestNoLineInTime(t *testing.T) {
 	}
 }
 
-// TestSilentConnections: 1,000 clients connect and say nothing; others are still answered, and
-// the silent ones are closed after the line timeout, leaving no goroutine behind.
+// TestSilentConnections: 1,000 clients connect and say nothing; others are still answered. The
+// gate holds the newest 512: the oldest are answered unavailable at once, the others bad_request
+// after the line timeout; all are closed, leaving no goroutine behind.
 func TestSilentConnections(t *testing.T) {
 	before := runtime.NumGoroutine()
 	b := startBus(t, nil, func(c *Config) { c.LineTimeout = 2 * time.Second })
@@ -396,23 +403,29 @@ func TestSilentConnections(t *testing.T) {
 			t.Fatalf("with 1,000 silent connections, Hello got %q", got)
 		}
 	}
-	// Every silent connection gets its bad_request and is closed by the bus.
+	// Every silent connection gets its answer and is closed by the bus.
 	var wg sync.WaitGroup
-	var closed atomic.Int32
+	var timedOut, dropped atomic.Int32
 	for _, c := range conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			_ = c.SetReadDeadline(time.Now().Add(20 * time.Second))
 			got, err := io.ReadAll(c)
-			if err == nil && strings.Contains(string(got), "bad_request") {
-				closed.Add(1)
+			switch {
+			case err != nil:
+			case strings.Contains(string(got), "bad_request"):
+				timedOut.Add(1)
+			case strings.Contains(string(got), "unavailable"):
+				dropped.Add(1)
 			}
 		}()
 	}
 	wg.Wait()
-	if closed.Load() != 1000 {
-		t.Errorf("%d of 1000 silent connections were answered and closed", closed.Load())
+	// The first Hello may make the gate drop one more.
+	if timedOut.Load()+dropped.Load() != 1000 || timedOut.Load() > DefaultPendingConns {
+		t.Errorf("of 1000 silent connections, %d were answered bad_request and %d unavailable, want at most %d and the rest",
+			timedOut.Load(), dropped.Load(), DefaultPendingConns)
 	}
 	waitGoroutines(t, before+5)
 }
@@ -453,8 +466,92 @@ func TestDeadline(t *testing.T) {
 	}
 }
 
-// TestLeavingCancels: a client that closes its connection while its Wait waits cancels it.
+// dialPath opens a connection to the bus through its listener, or through Pipe; the test's end
+// closes it.
+func dialPath(t *testing.T, b *bus, pipe bool) net.Conn {
+	t.Helper()
+	var c net.Conn
+	var err error
+	if pipe {
+		waitServing(t, b)
+		c, err = b.Pipe(context.Background(), Loopback)
+	} else {
+		c, err = net.Dial("tcp", b.Addr())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func pathName(pipe bool) string {
+	if pipe {
+		return "pipe"
+	}
+	return "tcp"
+}
+
+// TestLeavingCancels: a client that closes its connection while its Wait waits cancels it,
+// through either path, whether it shut down its writing side first (a half-close, which alone
+// cancels nothing) or not.
 func TestLeavingCancels(t *testing.T) {
+	for _, pipe := range []bool{false, true} {
+		for _, halfFirst := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/half-close first=%v", pathName(pipe), halfFirst), func(t *testing.T) {
+				started := make(chan struct{})
+				cancelled := make(chan struct{})
+				app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
+					close(started)
+					<-ctx.Done()
+					close(cancelled)
+					return api.OK
+				}}
+				b := startBus(t, app, nil)
+				conn := dialPath(t, b, pipe)
+				_, _ = io.WriteString(conn, envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `{"Wait":{"target":2,"timeout_secs":600}}`))
+				select {
+				case <-started:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the Wait did not reach the app")
+				}
+				if halfFirst {
+					_ = conn.(interface{ CloseWrite() error }).CloseWrite()
+					select {
+					case <-cancelled:
+						t.Fatal("a half-close cancelled the Wait")
+					case <-time.After(5 * hangup.PollEvery):
+					}
+				}
+				conn.Close()
+				select {
+				case <-cancelled:
+				case <-time.After(10 * time.Second):
+					t.Error("closing the connection did not cancel the Wait")
+				}
+			})
+		}
+	}
+}
+
+// needNC returns OpenBSD nc's path; it skips the test when nc is missing, except in CI, where it
+// fails.
+func needNC(t *testing.T) string {
+	t.Helper()
+	nc, err := exec.LookPath("nc")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("nc is missing in CI: install netcat-openbsd")
+		}
+		t.Skip("nc is missing: apt-get install netcat-openbsd")
+	}
+	return nc
+}
+
+// TestNCKilledCancels: a real `nc -N` sends a Wait and shuts down its writing side, which
+// cancels nothing; killed, it closes its socket, which cancels the Wait.
+func TestNCKilledCancels(t *testing.T) {
+	nc := needNC(t)
 	started := make(chan struct{})
 	cancelled := make(chan struct{})
 	app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
@@ -464,21 +561,82 @@ func TestLeavingCancels(t *testing.T) {
 		return api.OK
 	}}
 	b := startBus(t, app, nil)
-	conn, err := net.Dial("tcp", b.Addr())
-	if err != nil {
+	host, port, _ := net.SplitHostPort(b.Addr())
+	cmd := exec.Command(nc, "-N", host, port)
+	cmd.Stdin = strings.NewReader(envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `{"Wait":{"target":2,"timeout_secs":600}}`))
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = io.WriteString(conn, envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `{"Wait":{"target":2,"timeout_secs":600}}`))
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	select {
 	case <-started:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the Wait did not reach the app")
 	}
-	conn.Close()
 	select {
 	case <-cancelled:
-	case <-time.After(5 * time.Second):
-		t.Error("closing the connection did not cancel the Wait")
+		t.Fatal("nc -N's half-close cancelled the Wait")
+	case <-time.After(5 * hangup.PollEvery):
+	}
+	_ = cmd.Process.Kill()
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Error("killing nc did not cancel the Wait")
+	}
+}
+
+// TestHalfCloseGetsItsAnswer: a client that shuts down its writing side after its line, as
+// `nc -N` does, gets its answer, or its stream, for the requests that wait: Read, Wait, Check
+// with a wait, SubscribeAgents. Through the listener with the real nc -N, and through Pipe. The
+// app answers after the bus has looked at the client's end several times.
+func TestHalfCloseGetsItsAnswer(t *testing.T) {
+	nc := needNC(t)
+	app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
+		for i := range 3 {
+			if c.Stream != nil {
+				a, _ := api.NewAnswer("Msg", i)
+				c.Stream.Send(a)
+			}
+			select {
+			case <-ctx.Done():
+				return api.Answer{}
+			case <-time.After(2 * hangup.PollEvery):
+			}
+		}
+		a, _ := api.NewAnswer("Done", c.Request.Name)
+		return a
+	}}
+	b := startBus(t, app, nil)
+	term := `{"Terminal":{"environment":"main","terminal":3}}`
+	tests := []struct{ request, want string }{
+		{`{"Read":{"target":2}}`, `{"Done":"Read"}` + "\n"},
+		{`{"Wait":{"target":2,"timeout_secs":60}}`, `{"Done":"Wait"}` + "\n"},
+		{`{"Check":{"target":2,"wait_secs":60}}`, `{"Done":"Check"}` + "\n"},
+		{`"SubscribeAgents"`, `{"Msg":0}` + "\n" + `{"Msg":1}` + "\n" + `{"Msg":2}` + "\n"},
+	}
+	for _, tt := range tests {
+		line := envelope(term, tt.request)
+		t.Run(tt.request+"/nc -N", func(t *testing.T) {
+			host, port, _ := net.SplitHostPort(b.Addr())
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, nc, "-N", host, port)
+			cmd.Stdin = strings.NewReader(line)
+			out, err := cmd.Output()
+			if string(out) != tt.want || err != nil {
+				t.Errorf("nc -N got %q, %v; want %q", out, err, tt.want)
+			}
+		})
+		t.Run(tt.request+"/pipe", func(t *testing.T) {
+			conn := dialPath(t, b, true)
+			_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+			_, _ = io.WriteString(conn, line)
+			_ = conn.(interface{ CloseWrite() error }).CloseWrite()
+			if got, err := io.ReadAll(conn); string(got) != tt.want || err != nil {
+				t.Errorf("a half-closed pipe got %q, %v; want %q", got, err, tt.want)
+			}
+		})
 	}
 }
 
@@ -593,8 +751,9 @@ func TestPipe(t *testing.T) {
 	}
 }
 
-// TestPipeWhileStopping: Pipes opened as Serve stops either are served to their end or are
-// refused with ErrNotServing; Serve waits for every one it took, and none comes after.
+// TestPipeWhileStopping: Pipes opened as Serve stops either are served (answered, or closed by
+// the stop) or are refused with ErrNotServing; Serve waits for every one it took, and none comes
+// after.
 func TestPipeWhileStopping(t *testing.T) {
 	for range 20 {
 		b := startBus(t, nil, nil)
@@ -622,10 +781,14 @@ func TestPipeWhileStopping(t *testing.T) {
 					}
 					_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 					_, _ = io.WriteString(conn, envelope(`"Client"`, `"Hello"`))
-					got, _ := io.ReadAll(conn)
+					got, err := io.ReadAll(conn)
 					conn.Close()
-					if len(got) == 0 {
-						t.Error("a pipe the bus took was closed with no answer")
+					if errors.Is(err, os.ErrDeadlineExceeded) { // a reset is the stop's close
+						t.Errorf("a pipe the bus took was never served: %v", err)
+						return
+					}
+					if len(got) > 0 && !strings.HasPrefix(string(got), `{"Hello":`) {
+						t.Errorf("a pipe's Hello got %q", got)
 						return
 					}
 				}
@@ -716,14 +879,287 @@ func TestForwardSpeaksForItsEnvironment(t *testing.T) {
 	}
 }
 
-// waitServing waits until Serve runs, so that Pipe takes connections.
+// TestStopWithStuckClients: whatever clients do, Serve returns soon after its context ends: a
+// subscriber that stopped reading with its socket full (the bus's write to it blocks), a
+// connection that sent nothing, one that sent half a line, a pipe that sent nothing, and a Wait
+// that waits.
+func TestStopWithStuckClients(t *testing.T) {
+	subscribed := make(chan *Stream, 1)
+	waiting := make(chan struct{}, 1)
+	app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
+		if c.Stream != nil {
+			subscribed <- c.Stream
+		} else {
+			waiting <- struct{}{}
+		}
+		<-ctx.Done()
+		return api.Answer{}
+	}}
+	b := startBus(t, app, nil) // the spec's 10 s for the line
+	subscribe(t, b.Addr())     // never read
+	st := <-subscribed
+	// Messages of 1 MiB until the bus's writer is stuck: messages then stay queued.
+	a, _ := api.NewAnswer("Msg", map[string]any{"pad": strings.Repeat("a", 1<<20)})
+	for i := 0; len(st.ch) < 2; i++ {
+		if i == 200 || !st.Send(a) {
+			t.Fatal("the subscriber's socket did not fill up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	dial := func(line string) {
+		c, err := net.Dial("tcp", b.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_, _ = io.WriteString(c, line)
+	}
+	dial("")
+	dial(`{"api_version":1,`)
+	dial(envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `{"Wait":{"target":2,"timeout_secs":600}}`))
+	<-waiting
+	p, err := b.Pipe(context.Background(), Loopback)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+
+	start := time.Now()
+	b.cancel()
+	select {
+	case <-b.done:
+		b.done <- nil // for the cleanup
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return within 5 s of its context ending")
+	}
+	t.Logf("Serve returned %v after its context ended", time.Since(start))
+}
+
+// memInUse is the Go heap and goroutine stacks in use, garbage not yet collected included.
+func memInUse() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
+}
+
+// TestFloodOfPartialLines is the issue's attack, in process: thousands of connections, through
+// the listener and through Pipe, each holding 64,000 bytes with no newline. The memory the bus
+// holds stays within its budget, and it keeps answering a terminal's request and Hello, through
+// both paths, while the flood holds.
+func TestFloodOfPartialLines(t *testing.T) {
+	b := startBus(t, nil, nil)
+	waitServing(t, b)
+	runtime.GC()
+	before := memInUse()
+
+	partial := bytes.Repeat([]byte("x"), 64000)
+	var mu sync.Mutex
+	var flood []net.Conn
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range flood {
+			c.Close()
+		}
+	}()
+	const tcp, pipes = 4000, 1000
+	flooded := make(chan error, 1)
+	go func() {
+		for i := range tcp + pipes {
+			var c net.Conn
+			var err error
+			if i%5 == 4 {
+				c, err = b.Pipe(context.Background(), Loopback)
+			} else {
+				c, err = net.Dial("tcp", b.Addr())
+			}
+			if err != nil {
+				flooded <- err
+				return
+			}
+			mu.Lock()
+			flood = append(flood, c)
+			mu.Unlock()
+			_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			_, _ = c.Write(partial) // fails once the bus has dropped it
+		}
+		flooded <- nil
+	}()
+
+	// While the flood goes on, and after it, a terminal's List and a Hello through each path,
+	// and the memory in use, sampled.
+	ask := func(pipe bool, line string) string {
+		var c net.Conn
+		var err error
+		if pipe {
+			c, err = b.Pipe(context.Background(), Loopback)
+		} else {
+			c, err = net.Dial("tcp", b.Addr())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.WriteString(c, line)
+		got, _ := io.ReadAll(c)
+		return string(got)
+	}
+	list := envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `"List"`)
+	hello := envelope(`"Client"`, `"Hello"`)
+	var peak uint64
+	done, after := false, 0
+	for asked := 0; after < 20; asked++ {
+		if !done {
+			select {
+			case err := <-flooded:
+				if err != nil {
+					t.Fatalf("flood: %v", err)
+				}
+				done = true
+			default:
+			}
+		} else {
+			after++
+		}
+		for _, pipe := range []bool{false, true} {
+			if got := ask(pipe, list); got != `"Ok"`+"\n" {
+				t.Fatalf("during the flood (pipe %v), a terminal's List got %q", pipe, got)
+			}
+			if got := ask(pipe, hello); !strings.HasPrefix(got, `{"Hello":`) {
+				t.Fatalf("during the flood (pipe %v), Hello got %q", pipe, got)
+			}
+		}
+		peak = max(peak, memInUse())
+		time.Sleep(10 * time.Millisecond)
+	}
+	grew := peak - min(peak, before)
+	// The budget: on each path, the lines and 4 KiB for each connection's goroutine and socket;
+	// twice that, for the garbage the collector has yet to reclaim. And 1 KiB for each of the
+	// flood's client connections, which this process holds too (0.6 KiB measured).
+	budget := uint64(2*2*(DefaultPendingBytes+DefaultPendingConns*4<<10) + (tcp+pipes)*1<<10)
+	t.Logf("memory in use: %.1f MiB before the flood, at most %.1f MiB more during it; the budget is %.1f MiB", mib(before), mib(grew), mib(budget))
+	if grew > budget {
+		t.Errorf("the flood took the memory in use %.1f MiB up, over the budget of %.1f MiB", mib(grew), mib(budget))
+	}
+}
+
+func mib(n uint64) float64 { return float64(n) / (1 << 20) }
+
+// waitServing waits for Serve to take Pipes.
 func waitServing(t *testing.T, b *bus) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if conn, err := b.Pipe(context.Background(), Loopback); err == nil {
-			conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := b.Pipe(context.Background(), Loopback)
+		if err == nil {
+			c.Close()
 			return
 		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
 	}
-	t.Fatal("the bus did not start serving")
+}
+
+// TestGateDropsTheOldest: when the connections without their line reach a bound (bytes, then
+// count), the one that has waited longest is dropped, answered unavailable, and the younger ones
+// stay; a line of the longest length gets through.
+func TestGateDropsTheOldest(t *testing.T) {
+	// Three connections, and the smallest budget: two buffers of the longest line.
+	b := startBus(t, nil, func(c *Config) { c.PendingConns, c.PendingBytes = 3, 1 })
+	open := func(send string) net.Conn {
+		c, err := net.Dial("tcp", b.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_, _ = io.WriteString(c, send)
+		return c
+	}
+	waitHeld := func(n, bytes int) {
+		t.Helper()
+		g := b.loopback
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			g.mu.Lock()
+			gn, gb := g.n, g.held
+			g.mu.Unlock()
+			if gn == n && gb == bytes {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the gate holds %d connections and %d bytes, want %d and %d", gn, gb, n, bytes)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	answer := func(c net.Conn, wait time.Duration) string {
+		_ = c.SetReadDeadline(time.Now().Add(wait))
+		got, _ := io.ReadAll(c)
+		return string(got)
+	}
+	longest := api.MaxRequestLine + 1 // the largest buffer
+
+	// Bytes: two partial lines fill the budget; a third line needs room, and the oldest goes.
+	first := open(strings.Repeat("x", 40000))
+	waitHeld(1, longest)
+	second := open(strings.Repeat("x", 40000))
+	waitHeld(2, 2*longest)
+	third := open("{")
+	if got := answer(first, 5*time.Second); errorCode(t, got) != api.CodeUnavailable {
+		t.Errorf("the oldest connection got %q, want unavailable", got)
+	}
+	waitHeld(2, longest+1<<10)
+
+	// Count: a fourth makes three; a fifth, a Hello padded to the longest line, makes four and
+	// the oldest goes. The Hello is answered.
+	fourth := open("")
+	waitHeld(3, longest+1<<10)
+	line := strings.TrimSuffix(envelope(`"Client"`, `"Hello"`), "\n")
+	line = line[:len(line)-1] + strings.Repeat(" ", api.MaxRequestLine-len(line)) + "}"
+	if got := answer(open(line+"\n"), 5*time.Second); !strings.HasPrefix(got, `{"Hello":`) {
+		t.Errorf("the longest line got %q, want a Hello answer", got)
+	}
+	if got := answer(second, 5*time.Second); errorCode(t, got) != api.CodeUnavailable {
+		t.Errorf("the second oldest got %q, want unavailable", got)
+	}
+	waitHeld(2, 1<<10)
+	for _, c := range []net.Conn{third, fourth} {
+		if got := answer(c, 100*time.Millisecond); got != "" {
+			t.Errorf("a younger connection got %q, want to be kept waiting", got)
+		}
+	}
+}
+
+// TestGatePassesOverUnread: when the gate must drop a connection, it passes over an older one
+// whose socket holds bytes the bus has not read yet (its goroutine has not run: it waits on the
+// bus, not on its client) and drops the oldest that waits on its client.
+func TestGatePassesOverUnread(t *testing.T) {
+	g := newGate("test", 2, 0, slog.New(slog.DiscardHandler))
+	pair := func() (client, server net.Conn) {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if client, err = fileConn(fds[0], "client"); err != nil {
+			t.Fatal(err)
+		}
+		if server, err = fileConn(fds[1], "server"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Close(); server.Close() })
+		return client, server
+	}
+	c1, s1 := pair()
+	_, s2 := pair()
+	_, s3 := pair()
+	_, _ = io.WriteString(c1, "a line that has arrived\n")
+	oldest, second := g.enter(s1), g.enter(s2)
+	g.enter(s3)
+	if oldest.dropped.Load() || !second.dropped.Load() {
+		t.Errorf("dropped: the oldest (unread bytes) %v, the second (waiting on its client) %v; want false, true",
+			oldest.dropped.Load(), second.dropped.Load())
+	}
 }

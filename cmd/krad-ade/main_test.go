@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -730,4 +731,314 @@ func TestLocalTerminalsKeepTheBusAcrossRestarts(t *testing.T) {
 	if got, _ := os.ReadFile(tokenFile); string(got) != b.token()+"\n" {
 		t.Error("the token file does not hold the token of the second run's api.json")
 	}
+}
+
+// roundTrip writes one line to the bus and returns the answer, as nc would.
+func roundTrip(t *testing.T, endpoint, line string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(c, line); err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("read the answer: %v", err)
+	}
+	return string(got)
+}
+
+// sendQueue is the largest send queue, in bytes, of the established TCP connections whose local
+// port is port, from /proc/net/tcp: what the bus has written to its clients that they have not
+// read.
+func sendQueue(t *testing.T, port string) int {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	suffix := fmt.Sprintf(":%04X", p)
+	most := 0
+	for _, line := range strings.Split(string(raw), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 5 || !strings.HasSuffix(f[1], suffix) || f[3] != "01" {
+			continue
+		}
+		tx, _, _ := strings.Cut(f[4], ":")
+		if n, err := strconv.ParseInt(tx, 16, 64); err == nil && int(n) > most {
+			most = int(n)
+		}
+	}
+	return most
+}
+
+// TestStopWithAStoppedWatcher is the issue's case: a `krad watch` that is stopped (SIGSTOP, as
+// a suspended one is) while the app keeps sending it events, until its socket is full and the
+// app's write to it blocks; and connections that sent no line. SIGTERM still ends the app within
+// a few seconds, and api.json is gone.
+func TestStopWithAStoppedWatcher(t *testing.T) {
+	t.Parallel()
+	// Four terminals with the longest title, so that each event is long and the watcher's socket
+	// fills after fewer of them.
+	home := t.TempDir()
+	_ = os.MkdirAll(filepath.Join(home, "krad-ade"), 0o700)
+	config := strings.Repeat("[[terminal]]\ntitle = \""+strings.Repeat("w", 200)+"\"\ncommand = \"sleep 300\"\n", 4)
+	_ = os.WriteFile(filepath.Join(home, "krad-ade", "config.toml"), []byte(config), 0o600)
+	a := startApp(t, home)
+	a.WaitLine(20*time.Second, regexp.MustCompile(`^krad-ade: environment main: `))
+	tok := a.token()
+	bin := testbin.Dir(t)
+	watch := exec.Command(filepath.Join(bin, "krad"), "watch", "--json")
+	watch.Env = baseEnv(bin, a.home)
+	var out apptest.Buffer
+	watch.Stdout, watch.Stderr = &out, &out
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = watch.Process.Kill(); _ = watch.Wait() })
+	waitFor(t, "krad watch printed the agents", func() bool { return strings.HasPrefix(out.String(), `{"Agents":`) })
+	if err := watch.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+
+	// Each terminal reports working, then idle, and so on: an event each. Rounds of 4 × 50
+	// reports until the bus's send queue stops growing: its write to the watcher blocks, with far
+	// fewer events queued behind it than would drop the watcher (1,024).
+	_, port, _ := net.SplitHostPort(a.Bus)
+	report := func(terminal int, state string) string {
+		return fmt.Sprintf(`{"api_version":1,"token":%q,"from":{"Terminal":{"environment":"main","terminal":%d}},"request":{"Report":{"state":%q}}}`+"\n", tok, terminal, state)
+	}
+	last, full := -1, false
+	for round := 0; round < 300 && !full; round++ {
+		var wg sync.WaitGroup
+		for n := 1; n <= 4; n++ {
+			wg.Go(func() {
+				for i := range 50 {
+					if got := roundTrip(t, a.Bus, report(n, [2]string{"working", "idle"}[i%2])); got != `"Ok"`+"\n" {
+						t.Errorf("Report got %q", got)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		time.Sleep(50 * time.Millisecond)
+		q := sendQueue(t, port)
+		full = q > 0 && q == last
+		last = q
+	}
+	if !full {
+		t.Fatalf("the watcher's socket did not fill up (send queue %d bytes)", last)
+	}
+	t.Logf("the bus holds %d bytes the stopped watcher has not read", last)
+
+	// Connections without a line: one silent, one with half a line.
+	for _, line := range []string{"", `{"api_version":1,`} {
+		c, err := net.Dial("tcp", a.Bus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, line)
+	}
+	time.Sleep(100 * time.Millisecond)
+
+	code, took := a.Stop(syscall.SIGTERM, 5*time.Second)
+	if code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0", code)
+	}
+	t.Logf("krad-ade stopped %v after SIGTERM", took)
+	if exists(a.apiPath()) {
+		t.Error("api.json is still there after the app stopped")
+	}
+}
+
+// memoryOf reads a field of /proc/PID/status in KiB: VmRSS (resident now) or VmHWM (the peak).
+func memoryOf(t *testing.T, pid int, field string) int {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			if err != nil {
+				t.Fatalf("%s in /proc/%d/status: %q", field, pid, v)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
+// TestFloodOfPartialLines is the issue's attack on the real app: 5,000 connections, each holding
+// 64,000 bytes with no newline. The app's resident memory stays within the README's budget, and
+// it answers a terminal's request and Hello all along.
+func TestFloodOfPartialLines(t *testing.T) {
+	a := startApp(t, "", "--lead", "sleep 300")
+	a.WaitLine(20*time.Second, regexp.MustCompile(`^krad-ade: environment main: `))
+	tok := a.token()
+	pid := a.PID()
+	before := memoryOf(t, pid, "VmRSS")
+
+	partial := bytes.Repeat([]byte("x"), 64000)
+	var mu sync.Mutex
+	var flood []net.Conn
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range flood {
+			c.Close()
+		}
+	}()
+	flooded := make(chan error, 1)
+	go func() {
+		for range 5000 {
+			c, err := net.Dial("tcp", a.Bus)
+			if err != nil {
+				flooded <- err
+				return
+			}
+			mu.Lock()
+			flood = append(flood, c)
+			mu.Unlock()
+			_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			_, _ = c.Write(partial) // fails once the app has dropped it
+		}
+		flooded <- nil
+	}()
+
+	list := fmt.Sprintf(`{"api_version":1,"token":%q,"from":{"Terminal":{"environment":"main","terminal":1}},"request":"List"}`+"\n", tok)
+	hello := fmt.Sprintf(`{"api_version":1,"token":%q,"from":"Client","request":"Hello"}`+"\n", tok)
+	done, after, asked := false, 0, 0
+	for ; after < 20; asked++ {
+		if !done {
+			select {
+			case err := <-flooded:
+				if err != nil {
+					t.Fatalf("flood: %v", err)
+				}
+				done = true
+			default:
+			}
+		} else {
+			after++
+		}
+		if got := roundTrip(t, a.Bus, list); !strings.HasPrefix(got, `{"Agents":[{"environment":"main","terminal":1,`) {
+			t.Fatalf("during the flood, terminal 1's List got %q", got)
+		}
+		if got := roundTrip(t, a.Bus, hello); !strings.HasPrefix(got, `{"Hello":`) {
+			t.Fatalf("during the flood, Hello got %q", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	peak := memoryOf(t, pid, "VmHWM")
+	t.Logf("krad-ade's resident memory: %.1f MiB before the flood, at most %.1f MiB during it (%d requests answered)", float64(before)/1024, float64(peak)/1024, 2*asked)
+	// The README's budget: a flood adds at most 24 MiB to the app's resident memory.
+	if grew := peak - before; grew > 24<<10 {
+		t.Errorf("the flood took krad-ade's resident memory %.1f MiB up, over the budget of 24 MiB", float64(grew)/1024)
+	}
+}
+
+// closeWaits counts the app's sockets on port that are in CLOSE_WAIT: their client shut down its
+// writing side (or closed), and the app has not closed its own yet.
+func closeWaits(t *testing.T, port string) int {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	suffix := fmt.Sprintf(":%04X", p)
+	n := 0
+	for _, line := range strings.Split(string(raw), "\n")[1:] {
+		if f := strings.Fields(line); len(f) > 3 && strings.HasSuffix(f[1], suffix) && f[3] == "08" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestHalfCloseWithNC: `printf … | nc -N` (a half-close after the line) gets its answer from the
+// real app for Read, Wait, Check with a wait, and SubscribeAgents, whose events keep coming; and
+// nc killed while its Wait waits (a close) cancels it: the app closes its side within seconds.
+func TestHalfCloseWithNC(t *testing.T) {
+	needNC(t)
+	t.Parallel()
+	home := t.TempDir()
+	_ = os.MkdirAll(filepath.Join(home, "krad-ade"), 0o700)
+	config := "[[terminal]]\ntitle = \"lead\"\ncommand = \"sleep 300\"\nlead = true\n" +
+		"[[terminal]]\ntitle = \"ticker\"\ncommand = \"while :; do echo tick; sleep 0.2; done\"\n"
+	_ = os.WriteFile(filepath.Join(home, "krad-ade", "config.toml"), []byte(config), 0o600)
+	a := startApp(t, home)
+	a.WaitLine(20*time.Second, regexp.MustCompile(`^krad-ade: environment main: `))
+	tok := a.token()
+	host, port, _ := net.SplitHostPort(a.Bus)
+	line := func(request string) string {
+		return fmt.Sprintf(`{"api_version":1,"token":%q,"from":{"Terminal":{"environment":"main","terminal":1}},"request":%s}`+"\n", tok, request)
+	}
+	ncN := func(request string) (*exec.Cmd, *apptest.Buffer) {
+		cmd := exec.Command("nc", "-N", host, port)
+		cmd.Stdin = strings.NewReader(line(request))
+		var out apptest.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		return cmd, &out
+	}
+	answer := func(request string) string {
+		cmd, out := ncN(request)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("nc -N with %s: no answer within 20 s", request)
+		}
+		return out.String()
+	}
+	waitFor(t, "the ticker prints", func() bool {
+		return strings.Contains(roundTrip(t, a.Bus, line(`{"Read":{"target":2}}`)), "tick")
+	})
+
+	if got := answer(`{"Read":{"target":2}}`); !strings.HasPrefix(got, `{"Screen":{"terminal":2,`) {
+		t.Errorf("Read through nc -N got %q", got)
+	}
+	if got := answer(`{"Check":{"target":1,"wait_secs":1}}`); !strings.HasPrefix(got, `{"Agent":{"environment":"main","terminal":1,`) {
+		t.Errorf("Check with a wait through nc -N got %q", got)
+	}
+	if got := answer(`{"Wait":{"target":2,"timeout_secs":1}}`); got != `"TimedOut"`+"\n" {
+		t.Errorf("Wait on the ticker (never settles) through nc -N got %q, want \"TimedOut\"", got)
+	}
+
+	_, out := ncN(`"SubscribeAgents"`)
+	waitFor(t, "the subscription's snapshot", func() bool { return strings.HasPrefix(out.String(), `{"Agents":`) })
+	time.Sleep(500 * time.Millisecond) // past the bus's first looks at nc's end
+	if got := roundTrip(t, a.Bus, line(`{"Report":{"state":"working","message":"go"}}`)); got != `"Ok"`+"\n" {
+		t.Fatalf("Report got %q", got)
+	}
+	waitFor(t, "the subscription's event", func() bool { return strings.Contains(out.String(), `{"AgentEvent":`) })
+
+	// A Wait that waits, from nc -N: held while nc lives, cancelled once it is killed.
+	base := closeWaits(t, port)
+	wait, out := ncN(`{"Wait":{"target":2,"timeout_secs":600}}`)
+	waitFor(t, "the app holds nc's half-closed connection", func() bool { return closeWaits(t, port) == base+1 })
+	time.Sleep(time.Second)
+	if closeWaits(t, port) != base+1 || out.String() != "" {
+		t.Fatalf("the Wait ended by itself (%q)", out.String())
+	}
+	_ = wait.Process.Kill()
+	waitFor(t, "the app closed its side after nc was killed", func() bool { return closeWaits(t, port) == base })
 }

@@ -1,0 +1,153 @@
+package forward
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// A client on the host that shuts down its writing side after its request (nc -N) and one that
+// closes its socket look the same through SSH: the host's sshd reads the end of input either way
+// and sends the channel's EOF, and it notices a closed socket only when it next writes to it. The
+// target must tell them apart (a close cancels what the client waited for; a half-close does
+// not), so once a forwarded connection's input has ended, hostEnds asks the host about the
+// client's socket: while a process there holds it, the client has half-closed; once none does
+// (it lingers in FIN_WAIT2 with inode 0) or it is gone, the client has closed, and pipe closes
+// both sides, which the target sees as the close it is.
+
+// hostEndsEvery is how often hostEnds reads the host's sockets while a connection waits on it.
+const hostEndsEvery = time.Second
+
+// hostEnds watches, on one connection's host, the clients' sockets of forwarded connections
+// whose input has ended. It reads the host's /proc/net/tcp and tcp6 through a shell it starts on
+// the first connection to watch and ends when none is left: one read a second for all of them.
+type hostEnds struct {
+	ctx    context.Context // the SSH connection's
+	client *ssh.Client
+	port   int // the forward's port on the host
+	log    *slog.Logger
+	every  time.Duration
+
+	mu      sync.Mutex
+	waiting map[netip.AddrPort][]chan struct{} // by the client's address on the host
+	polling bool
+}
+
+func newHostEnds(ctx context.Context, client *ssh.Client, port int, log *slog.Logger) *hostEnds {
+	return &hostEnds{ctx: ctx, client: client, port: port, log: log, every: hostEndsEvery, waiting: map[netip.AddrPort][]chan struct{}{}}
+}
+
+// closed waits until the host's client at addr (a forwarded connection's RemoteAddr: the
+// client's address on the host) has closed its socket, and reports true; false when ctx ends
+// first, or addr is not an address it can look for.
+func (h *hostEnds) closed(ctx context.Context, addr net.Addr) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	if !ok || ta.Port == 0 {
+		<-ctx.Done()
+		return false
+	}
+	origin := unmapAddrPort(ta.AddrPort())
+	ch := make(chan struct{})
+	h.mu.Lock()
+	h.waiting[origin] = append(h.waiting[origin], ch)
+	if !h.polling {
+		h.polling = true
+		go h.poll()
+	}
+	h.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		chs := h.waiting[origin]
+		for i, c := range chs {
+			if c == ch {
+				chs = append(chs[:i], chs[i+1:]...)
+				break
+			}
+		}
+		if len(chs) == 0 {
+			delete(h.waiting, origin)
+		} else {
+			h.waiting[origin] = chs
+		}
+		return false
+	}
+}
+
+// poll reads the host's sockets every h.every while connections wait, and lets go of those whose
+// client is gone. A read that fails, or a table it cannot find, decides nothing: a client counts
+// as there until the host shows otherwise.
+func (h *hostEnds) poll() {
+	var sh *hostShell
+	defer func() {
+		if sh != nil {
+			sh.close()
+		}
+	}()
+	t := time.NewTicker(h.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			h.mu.Lock()
+			h.polling = false
+			h.mu.Unlock()
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		if len(h.waiting) == 0 {
+			h.polling = false
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+		if sh == nil {
+			var err error
+			if sh, err = startShell(h.client); err != nil {
+				h.log.Debug("watching the host's clients: no shell", "err", err)
+				sh = nil
+				continue
+			}
+		}
+		out, err := sh.run(h.ctx, tcpScript(h.port))
+		if err != nil {
+			h.log.Debug("watching the host's clients: reading the sockets failed", "err", err)
+			sh.close()
+			sh = nil
+			continue
+		}
+		if !bytes.Contains(out, []byte("local_address")) {
+			continue // no table to read: nothing to decide
+		}
+		held := map[netip.AddrPort]bool{}
+		for _, s := range parseProcNetTCP(out) {
+			if int(s.Remote.Port()) == h.port && s.Inode != 0 {
+				held[unmapAddrPort(s.Local)] = true
+			}
+		}
+		h.mu.Lock()
+		for origin, chs := range h.waiting {
+			if !held[origin] {
+				for _, ch := range chs {
+					close(ch)
+				}
+				delete(h.waiting, origin)
+			}
+		}
+		h.mu.Unlock()
+	}
+}
+
+func unmapAddrPort(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}

@@ -1,0 +1,124 @@
+package forward
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/krad-ade/krad/internal/hangup"
+)
+
+// socketPair is a connected pair of AF_UNIX stream sockets: the target's connections in these
+// tests, as the app's bus makes them (local.Server.Pipe).
+func socketPair(t testing.TB) (net.Conn, net.Conn) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns [2]net.Conn
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "pair")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns[i] = c
+	}
+	return conns[0], conns[1]
+}
+
+// hungUp says whether hangup.Wait on c returns within d: c's far end has closed.
+func hungUp(c net.Conn, d time.Duration) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return hangup.Wait(ctx, c) == nil
+}
+
+// TestForwardCarriesCloses: through a real sshd's forward, a client on the host that shuts down
+// its writing side after its line reaches the target as a half-close (it still gets its
+// answer); one that closes reaches it as a close; and the target's close closes the host's side
+// too, though the client there sends nothing more.
+func TestForwardCarriesCloses(t *testing.T) {
+	e := newEnv(t)
+	e.startBuild()
+	targets := make(chan net.Conn, 1)
+	cfg := e.cfg("build")
+	cfg.Target = func(ctx context.Context) (net.Conn, error) {
+		forward, target := socketPair(t)
+		targets <- target
+		return forward, nil
+	}
+	r := run(t, cfg)
+	st, _ := r.connected(0)
+	connect := func(send string) (client, target net.Conn) {
+		t.Helper()
+		client, err := net.Dial("tcp", st.Addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Close() })
+		_ = client.SetDeadline(time.Now().Add(30 * time.Second))
+		_, _ = io.WriteString(client, send)
+		select {
+		case target = <-targets:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the forward did not open a connection to the target")
+		}
+		_ = target.SetDeadline(time.Now().Add(30 * time.Second))
+		return client, target
+	}
+	readAll := func(c net.Conn) string {
+		got, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatalf("read: %v", err)
+		}
+		return string(got)
+	}
+
+	t.Run("half-close", func(t *testing.T) {
+		client, target := connect("line\n")
+		_ = client.(*net.TCPConn).CloseWrite()
+		if got := readAll(target); got != "line\n" {
+			t.Fatalf("the target read %q", got)
+		}
+		if hungUp(target, 3*hostEndsEvery) {
+			t.Fatal("the host's half-close reached the target as a close")
+		}
+		_, _ = io.WriteString(target, "answer\n")
+		target.Close()
+		if got := readAll(client); got != "answer\n" {
+			t.Errorf("the half-closed client got %q, want its answer", got)
+		}
+	})
+	t.Run("close", func(t *testing.T) {
+		client, target := connect("line\n")
+		client.Close()
+		if got := readAll(target); got != "line\n" {
+			t.Fatalf("the target read %q", got)
+		}
+		if !hungUp(target, 10*time.Second) {
+			t.Error("the host's close did not reach the target as a close within 10 s")
+		}
+	})
+	t.Run("the target closes", func(t *testing.T) {
+		client, target := connect("part of a line")
+		buf := make([]byte, 14)
+		if _, err := io.ReadFull(target, buf); err != nil {
+			t.Fatal(err)
+		}
+		target.Close() // as the bus does to a connection it drops
+		if got := readAll(client); got != "" {
+			t.Fatalf("the client read %q", got)
+		}
+		if !hungUp(client, 10*time.Second) {
+			t.Error("the host's side of the connection stayed open after the target closed")
+		}
+	})
+}

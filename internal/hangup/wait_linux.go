@@ -1,0 +1,75 @@
+//go:build linux
+
+package hangup
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/krad-ade/krad/listenowner"
+)
+
+// PollEvery is how often Wait looks up the far end of a TCP connection.
+const PollEvery = 200 * time.Millisecond
+
+// Wait returns nil once the far end of conn has closed, to be called after reading conn reached
+// the end of input. It returns ctx.Err() when ctx ends first, the connection's error when conn is
+// closed under it, and ErrUnknown at once for a connection it cannot watch. It sets conn's read
+// deadline when ctx ends: the caller reads no more from conn.
+//
+// For TCP, a far end that cannot be looked up (the tables refused) counts as still held: Wait
+// keeps looking rather than take a half-close for a close.
+func Wait(ctx context.Context, conn net.Conn) error {
+	switch c := conn.(type) {
+	case *net.UnixConn:
+		return waitHUP(ctx, c)
+	case *net.TCPConn:
+		return pollFarEnd(ctx, c)
+	}
+	return ErrUnknown
+}
+
+// waitHUP waits in the runtime's poller for POLLHUP: the peer closed. Each time the socket
+// becomes ready, poll says whether it is the hang-up (ready only to read the end of input again
+// is not).
+func waitHUP(ctx context.Context, c *net.UnixConn) error {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
+	err = rc.Read(func(fd uintptr) bool {
+		p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | unix.POLLRDHUP}}
+		n, err := unix.Poll(p, 0)
+		return err == nil && n == 1 && p[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
+	})
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// pollFarEnd looks the far end up every PollEvery until no process holds it.
+func pollFarEnd(ctx context.Context, c *net.TCPConn) error {
+	t := time.NewTicker(PollEvery)
+	defer t.Stop()
+	for {
+		held, err := listenowner.FarEndHeld(c)
+		switch {
+		case errors.Is(err, listenowner.ErrNotLoopback):
+			return ErrUnknown
+		case err == nil && !held:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}

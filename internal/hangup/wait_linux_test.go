@@ -1,0 +1,142 @@
+//go:build linux
+
+package hangup_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/krad-ade/krad/internal/hangup"
+)
+
+// socketPair is a connected pair of AF_UNIX stream sockets, as local.Server.Pipe makes them.
+func socketPair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns [2]net.Conn
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "pair")
+		c, err := net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		conns[i] = c
+	}
+	return conns[0], conns[1]
+}
+
+// tcpPair is a TCP connection on loopback: the client's end and the server's.
+func tcpPair(t *testing.T) (net.Conn, net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+// TestWait: the server reads the client's line and the end of input; Wait goes on waiting after
+// the client's half-close, and returns once the client closes.
+func TestWait(t *testing.T) {
+	for name, pair := range map[string]func(*testing.T) (net.Conn, net.Conn){"socket pair": socketPair, "tcp": tcpPair} {
+		t.Run(name, func(t *testing.T) {
+			client, server := pair(t)
+			_, _ = io.WriteString(client, "line\n")
+			if err := client.(interface{ CloseWrite() error }).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			_ = server.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if got, err := io.ReadAll(server); err != nil || string(got) != "line\n" {
+				t.Fatalf("read %q, %v", got, err)
+			}
+			_ = server.SetReadDeadline(time.Time{})
+			done := make(chan error, 1)
+			go func() { done <- hangup.Wait(context.Background(), server) }()
+			select {
+			case err := <-done:
+				t.Fatalf("Wait returned %v after a half-close", err)
+			case <-time.After(5 * hangup.PollEvery):
+			}
+			// The server can still answer.
+			_, _ = io.WriteString(server, "answer\n")
+			_ = client.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if got, err := io.ReadAll(io.LimitReader(client, 7)); err != nil || string(got) != "answer\n" {
+				t.Fatalf("the half-closed client read %q, %v", got, err)
+			}
+			client.Close()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Wait after the close: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Wait did not return within 10 s of the client's close")
+			}
+		})
+	}
+}
+
+// TestWaitEnds: Wait returns ctx's error when ctx ends, and the connection's when it is closed
+// under it.
+func TestWaitEnds(t *testing.T) {
+	for name, pair := range map[string]func(*testing.T) (net.Conn, net.Conn){"socket pair": socketPair, "tcp": tcpPair} {
+		t.Run(name, func(t *testing.T) {
+			_, server := pair(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- hangup.Wait(ctx, server) }()
+			cancel()
+			select {
+			case err := <-done:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("Wait after its ctx ended: %v, want context.Canceled", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Wait did not return when its ctx ended")
+			}
+		})
+	}
+	_, server := socketPair(t)
+	done := make(chan error, 1)
+	go func() { done <- hangup.Wait(context.Background(), server) }()
+	time.Sleep(50 * time.Millisecond)
+	server.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Wait on a connection closed under it: %v, want net.ErrClosed", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait did not return when its connection was closed")
+	}
+}
+
+func TestWaitUnknown(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if err := hangup.Wait(context.Background(), a); !errors.Is(err, hangup.ErrUnknown) {
+		t.Errorf("Wait(net.Pipe) = %v, want ErrUnknown", err)
+	}
+}
