@@ -86,7 +86,7 @@ func (e *environment) awaitDrawn(t *terminal, ready time.Time) bool {
 		}
 		select {
 		case <-output:
-			// A program draws in bursts: one look for each, lookGap apart at most.
+			// A program draws in bursts: a look after each, and at most one a lookGap.
 			time.Sleep(lookGap)
 			look = true
 		case <-changed: // t's end, perhaps
