@@ -67,7 +67,8 @@ type (
 		Text   string `json:"text"`
 		Enter  *bool  `json:"enter,omitempty"`
 	}
-	// SpawnBody: a new worker of the caller's session.
+	// SpawnBody: a new worker of the caller's session. Its Prompt is typed into the worker once
+	// the worker is ready to read, never put in its command.
 	SpawnBody struct {
 		Title   string   `json:"title"`
 		Command []string `json:"command,omitempty"`

@@ -527,8 +527,7 @@ func (a *App) read(ctx context.Context, from api.TerminalID, b *api.ReadBody) (a
 	return api.Screen{Terminal: int(b.Target), Text: text}, nil
 }
 
-// send answers Send: it types the text, then, after the paste delay, Enter. Around it, it looks
-// at the terminal, so that a Wait can tell the terminal's reaction from the echo of the text.
+// send answers Send: it types the text, then, after the paste delay, Enter.
 func (a *App) send(ctx context.Context, from api.TerminalID, b *api.SendBody) error {
 	e, err := a.env(from.Environment)
 	if err != nil {
@@ -540,27 +539,7 @@ func (a *App) send(ctx context.Context, from api.TerminalID, b *api.SendBody) er
 	}
 	t.sendMu.Lock()
 	defer t.sendMu.Unlock()
-	a.mu.Lock()
-	pane := t.pane
-	a.mu.Unlock()
-	seq, err := e.beginSend(ctx, t, pane, b.Text)
-	if err != nil {
-		return err
-	}
-	enter := b.Enter == nil || *b.Enter
-	err = e.sendKeys(ctx, pane, b.Text, enter, func() {
-		if rows, err := e.rows(ctx, pane); err == nil {
-			a.mu.Lock()
-			t.entering(seq, rows)
-			a.mu.Unlock()
-		}
-	})
-	a.mu.Lock()
-	t.typed(seq, time.Now())
-	e.lookLocked(t)
-	a.notifyLocked()
-	a.mu.Unlock()
-	return err
+	return e.typeText(ctx, t, b.Text, b.Enter == nil || *b.Enter)
 }
 
 func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) (api.Agent, error) {
@@ -571,6 +550,10 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 	if b.Group != "" {
 		return api.Agent{}, api.NotServed("groups (Spawn's group, which comes with worktrees)", "spawn without --group")
 	}
+	if strings.IndexByte(b.Prompt, 0) >= 0 {
+		return api.Agent{}, api.Errorf(api.CodeBadRequest, "the prompt holds a NUL byte, which cannot be typed into a terminal")
+	}
+	prompt := b.Prompt
 	a.mu.Lock()
 	lead := a.terminalLocked(from.Environment, from.Terminal)
 	if lead == nil {
@@ -584,14 +567,24 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 		group:   lead.group,
 		lead:    lead.number,
 		argv:    spawnArgv(b),
+		prompt:  prompt != "",
 	}
 	a.mu.Unlock()
 	if spec.title == "" {
 		spec.title = cmp.Or(api.ProgramTitle(spec.argv), "shell")
 	}
+	opened := time.Now()
 	t, err := e.open(ctx, spec)
 	if err != nil {
 		return api.Agent{}, err
+	}
+	if spec.prompt {
+		// Taken here, before the answer, so that a Send after it types after the prompt.
+		t.sendMu.Lock()
+		go func() {
+			defer t.sendMu.Unlock()
+			e.typePrompt(t, prompt, opened.Add(promptReady))
+		}()
 	}
 	// Give the worker a moment to start, so that one whose command fails at once (not found,
 	// say) is answered as failed, with its exit code, rather than starting: wait for run's first
@@ -608,15 +601,13 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 // spawnSettle is how long Spawn waits for its worker to leave starting.
 const spawnSettle = time.Second
 
-// spawnArgv is the worker's command: its command, or its agent, with the prompt as the last
-// argument. Empty means the user's shell.
+// spawnArgv is the worker's command: its command, or its agent. Empty means the user's shell.
+// The prompt is never in it: every user of the host reads a process's arguments (ps,
+// /proc/PID/cmdline), so the prompt is typed into the worker instead (typePrompt).
 func spawnArgv(b *api.SpawnBody) []string {
 	argv := append([]string(nil), b.Command...)
 	if len(argv) == 0 && b.Agent != "" {
 		argv = []string{b.Agent}
-	}
-	if b.Prompt != "" && len(argv) > 0 {
-		argv = append(argv, b.Prompt)
 	}
 	return argv
 }

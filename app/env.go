@@ -475,6 +475,7 @@ type windowSpec struct {
 	lead    int
 	argv    []string // the agent's command; empty for the user's shell
 	spec    string   // TerminalSpec.key of a configured terminal
+	prompt  bool     // a Spawn's prompt is to be typed into it (typePrompt)
 }
 
 // open opens a terminal: a new tmux window with the KRAD_ADE_* variables, running the command
@@ -501,6 +502,9 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 	}
 	meta := windowMeta{Terminal: n, Title: s.title, Role: s.role, Session: s.session, Group: s.group, Lead: s.lead, Runs: len(s.argv) > 0, Spec: s.spec}
 	t := e.register(meta)
+	if s.prompt {
+		t.prompt = make(chan struct{}, 1)
+	}
 	a.publishLocked(api.AgentAdded, t)
 	a.mu.Unlock()
 
@@ -785,6 +789,12 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 			}
 			e.armQuietLocked(t)
 			e.lookLocked(t) // a reaction to a Send, perhaps
+			if t.prompt != nil {
+				select {
+				case t.prompt <- struct{}{}: // the worker may be ready for its prompt
+				default:
+				}
+			}
 		}
 		a.mu.Unlock()
 	case tmux.WindowAdd:
@@ -916,6 +926,33 @@ func (e *environment) capture(ctx context.Context, pane tmux.PaneID, lines int) 
 		out = out[len(out)-lines:]
 	}
 	return strings.Join(out, "\n"), nil
+}
+
+// typeText types text into terminal t as a Send does: it types the text, then, after the paste
+// delay, Enter (if enter). Around it, it looks at the terminal, so that a Wait can tell the
+// terminal's reaction from the echo of the text. t.sendMu must be held.
+func (e *environment) typeText(ctx context.Context, t *terminal, text string, enter bool) error {
+	a := e.app
+	a.mu.Lock()
+	pane := t.pane
+	a.mu.Unlock()
+	seq, err := e.beginSend(ctx, t, pane, text)
+	if err != nil {
+		return err
+	}
+	err = e.sendKeys(ctx, pane, text, enter, func() {
+		if rows, err := e.rows(ctx, pane); err == nil {
+			a.mu.Lock()
+			t.entering(seq, rows)
+			a.mu.Unlock()
+		}
+	})
+	a.mu.Lock()
+	t.typed(seq, time.Now())
+	e.lookLocked(t)
+	a.notifyLocked()
+	a.mu.Unlock()
+	return err
 }
 
 // sendKeys types text into a pane literally, then, after the paste delay, Enter. beforeEnter, if

@@ -35,8 +35,12 @@ type terminal struct {
 	// sends counts the Sends to the terminal, to tell a look at one Send from a look at the next.
 	sends uint64
 	// sendMu makes Sends to the terminal take turns, so that each one's echo is its own. It is
-	// held for the whole Send, without app.mu.
+	// held for the whole Send, without app.mu; for a worker spawned with a prompt, from the Spawn
+	// until the prompt is typed, so that no Send overtakes it.
 	sendMu sync.Mutex
+	// prompt is set while a Spawn's prompt waits to be typed into the worker (prompt.go): until
+	// then a Wait does not count the worker as settled. The worker's output is signalled on it.
+	prompt chan struct{}
 	// runs is set when the window's process is krad-ade-agents run: its end report is the end
 	// of the terminal's process.
 	runs bool
@@ -173,13 +177,13 @@ func (t *terminal) closed(now time.Time) bool {
 	return t.setState(api.StateClosed, now)
 }
 
-// settled reports whether a Wait may return on the terminal now: it is in a settled state and
-// has no Send it has not reacted to yet.
+// settled reports whether a Wait may return on the terminal now: it is in a settled state, has no
+// prompt still to be typed, and no Send it has not reacted to yet.
 func (t *terminal) settled(reaction time.Duration) bool {
 	if api.Ended(t.state) {
 		return true
 	}
-	if !api.Settled(t.state) {
+	if !api.Settled(t.state) || t.prompt != nil {
 		return false
 	}
 	return t.send == nil || t.send.givenUp(reaction)

@@ -120,6 +120,18 @@ func TestSendReaction(t *testing.T) {
 			t.Fatal("a Wait looks while the Send types")
 		}
 	})
+	t.Run("a Spawn's prompt still to be typed holds a Wait, even on an agent's own word", func(t *testing.T) {
+		tm := &terminal{state: api.StateIdle, since: t0, prompt: make(chan struct{}, 1)}
+		tm.report(&api.ReportBody{State: api.StateIdle}, at(100)) // its hook, as it starts
+		if tm.settled(reaction) {
+			t.Fatal("settled before its prompt was typed")
+		}
+		code := 3
+		tm.report(&api.ReportBody{State: api.StateFailed, Lifecycle: true, ExitCode: &code}, at(200))
+		if !tm.settled(reaction) {
+			t.Fatal("an ended worker is not settled while its prompt waits")
+		}
+	})
 	t.Run("the echo is no reaction; the answer is", func(t *testing.T) {
 		tm, seq := sent()
 		look(tm, seq, 110, false, "$ sleep 5", "", "")

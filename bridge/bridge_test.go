@@ -3,6 +3,8 @@ package bridge_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +24,7 @@ import (
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/bridge"
 	"github.com/krad-ade/krad/forward"
+	"github.com/krad-ade/krad/internal/leaktest"
 	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/local"
@@ -445,5 +449,38 @@ func TestFloodThroughTheForward(t *testing.T) {
 	}
 	if grew > budget {
 		t.Errorf("the flood through the forward took the memory in use %.1f MiB up, over the budget of %.0f MiB", float64(grew)/(1<<20), float64(budget)/(1<<20))
+	}
+}
+
+// TestRemotePromptIsTyped: on an SSH host too, a Spawn's prompt reaches the worker as typed input
+// once it is ready, and no process has it in its command line (the host is this computer, seen
+// through a real sshd, so the scan covers the host's processes: the worker, its tmux, our sshd
+// session). A Wait right after the Spawn returns once the worker answered it. Before, the prompt
+// was the command's last argument there too, in ps for every user of the host.
+func TestRemotePromptIsTyped(t *testing.T) {
+	w := startWorld(t)
+	lead := w.as(1)
+	for _, tt := range []struct {
+		name    string
+		command []string
+	}{
+		{"prints first", []string{"sh", "-c", `printf 'ready> '; IFS= read -r line; sleep 1; echo "got <$line>"; exec sleep 600`}},
+		{"silent", []string{"sh", "-c", `IFS= read -r line; sleep 1; echo "got <$line>"; exec sleep 600`}},
+	} {
+		b := make([]byte, 8)
+		_, _ = rand.Read(b)
+		prompt := "prompt-" + hex.EncodeToString(b)
+		var worker, got api.Agent
+		timeout := uint32(25)
+		w.call(lead, api.Spawn, &api.SpawnBody{Title: tt.name, Command: tt.command, Prompt: prompt}, &worker, "Agent")
+		w.call(lead, api.Wait, &api.WaitBody{Target: api.Target(worker.Terminal), TimeoutSecs: &timeout}, &got, "Agent")
+		var s api.Screen
+		w.call(lead, api.Read, &api.ReadBody{Target: api.Target(worker.Terminal)}, &s, "Screen")
+		if got.State != api.StateIdle || !slices.Contains(strings.Split(s.Text, "\n"), "got <"+prompt+">") {
+			t.Errorf("%s: Wait after the Spawn answered %s before the worker answered its prompt; the screen:\n%s", tt.name, got.State, s.Text)
+		}
+		for _, p := range leaktest.Processes(t, prompt) {
+			t.Errorf("%s: a process shows the prompt: %s", tt.name, p)
+		}
 	}
 }

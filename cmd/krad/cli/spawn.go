@@ -23,12 +23,18 @@ prints it as krad check does:
 
 If CMD fails at once (a command that does not exist, say), the worker is shown failed with its
 exit code and krad exits 1. Only a session's lead may spawn workers. CMD and its arguments come
-after --. With --prompt, P is given to CMD as one more argument, its last: claude -p, codex and
-most agent CLIs take their first prompt that way.`,
+after --.
+
+With --prompt, P is typed into the worker's terminal once the worker is ready to read (once it
+shows anything: an agent's screen drawn, a shell's prompt; after 5 seconds if it shows nothing),
+then Enter, as krad send does. krad spawn does not wait for that, but krad wait does: it returns
+once the worker has reacted to P. P is never put on a command line, where every user of the host
+sees it (ps). For an agent that takes its prompt only as an argument (claude -p), put the prompt
+in CMD yourself, and know that ps shows it to every user of that host.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&title, "title", "", "the worker's title `T`, one line of text (by default the program's name)")
 			fs.StringVar(&group, "group", "", "the group `G` (worktree) it works in (by default the environment's main checkout)")
-			fs.StringVar(&prompt, "prompt", "", "the agent's first prompt `P`, given to CMD as its last argument")
+			fs.StringVar(&prompt, "prompt", "", "the first prompt `P`, typed into the worker once it is ready (never on a command line)")
 			fs.BoolVar(&asJSON, "json", false, `print the worker as one JSON object`)
 		},
 		run: func(x *invocation, args []string) error {

@@ -1,0 +1,122 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/krad-ade/krad/tmux"
+)
+
+// A Spawn's prompt is typed into its worker, never given to it as an argument: every user of a
+// host reads every process's arguments there (ps, /proc/PID/cmdline). The keys go to tmux as a
+// Send's do, as a command on the control client's input (over SSH, the session's stdin), and tmux
+// writes them to the worker's terminal: no process carries the prompt in its arguments or its
+// environment, no window's name or option holds it, and the app keeps it in memory only, until it
+// is typed, and logs nothing of it.
+
+// promptReady is how long after its Spawn a prompt waits for the worker to show something before
+// it is typed all the same. A program that reads without printing first (cat, a script's read,
+// Python's input()) shows nothing however long it waits; the terminal keeps keys typed before a
+// program reads them, so for such a program the wait costs time and nothing else. It is for the
+// TUIs that switch their terminal to raw mode as they start and can lose what was typed before:
+// they draw as soon as they run, agent TUIs within a second or two. It stays well below the bus's
+// 10 s for a Send, which a Send made right after the Spawn waits out behind the prompt.
+const promptReady = 5 * time.Second
+
+// promptTyping bounds typing a prompt once the worker is ready: a Send's looks and keys.
+const promptTyping = 20 * time.Second
+
+// typePrompt types a Spawn's prompt into worker t, with Enter, as a Send does (a Wait then waits
+// for t's reaction to it), once t shows that it is ready to read: once its screen shows anything
+// (an agent TUI has drawn itself, a shell has printed its prompt), or at ready if it shows
+// nothing by then. It types nothing once t has ended or is gone. Then it clears t.prompt, which
+// held every Wait on t meanwhile. The caller holds t.sendMu for it.
+func (e *environment) typePrompt(t *terminal, text string, ready time.Time) {
+	a := e.app
+	defer func() {
+		a.mu.Lock()
+		t.prompt = nil
+		a.notifyLocked()
+		a.mu.Unlock()
+	}()
+	if !e.awaitDrawn(t, ready) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), promptTyping)
+	defer cancel()
+	if err := e.typeText(ctx, t, text, true); err != nil {
+		a.mu.Lock()
+		ended := t.dead
+		a.mu.Unlock()
+		if !ended {
+			a.log.Warn("a spawned worker's prompt could not be typed: a Wait on it answers as for a worker without one",
+				"environment", e.name, "terminal", t.number, "err", err)
+		}
+	}
+}
+
+// awaitDrawn waits until terminal t's screen shows something, looking at it at first and after
+// its output. It returns false once t has ended or is gone, and true at ready whatever t shows.
+func (e *environment) awaitDrawn(t *terminal, ready time.Time) bool {
+	a := e.app
+	timer := time.NewTimer(time.Until(ready))
+	defer timer.Stop()
+	// The first look is for output that came before the app knew t's pane, so was not signalled.
+	look, late := true, false
+	for {
+		a.mu.Lock()
+		gone := t.dead || e.terminals[t.number] != t
+		pane, output, changed := t.pane, t.prompt, a.changed
+		a.mu.Unlock()
+		switch {
+		case gone:
+			return false
+		case late:
+			return true
+		}
+		if look {
+			ctx, cancel := context.WithTimeout(context.Background(), lookTimeout)
+			drawn, err := e.drawn(ctx, pane)
+			cancel()
+			if err == nil && drawn {
+				return true
+			}
+			look = false
+		}
+		select {
+		case <-output:
+			// A program draws in bursts: a look after each, and at most one a lookGap.
+			time.Sleep(lookGap)
+			look = true
+		case <-changed: // t's end, perhaps
+		case <-timer.C:
+			late = true
+		}
+	}
+}
+
+// drawn reports whether a pane shows anything yet: its cursor has left the top left corner, where
+// a new pane has it, or its screen holds a character. Output that shows nothing, such as the title
+// krad-ade-agents run sets before it starts its command, does not count.
+func (e *environment) drawn(ctx context.Context, pane tmux.PaneID) (bool, error) {
+	c, err := e.current()
+	if err != nil {
+		return false, err
+	}
+	out, err := c.Command(ctx, "display-message", "-p", "-t", pane.String(), "#{cursor_x} #{cursor_y}")
+	if err != nil {
+		return false, fmt.Errorf("tmux display-message: %w", err)
+	}
+	if len(out) != 1 {
+		return false, fmt.Errorf("tmux display-message answered %d lines, want 1", len(out))
+	}
+	if out[0] != "0 0" {
+		return true, nil
+	}
+	rows, err := captureRows(ctx, c, pane)
+	if err != nil {
+		return false, err
+	}
+	return squeeze(rows...) != "", nil
+}
