@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -497,5 +498,28 @@ func TestTmuxStart(t *testing.T) {
 		if !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: got error %q, want it to mention %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// A tmux server that stops (SIGSTOP, as a hung host would) ends a watched client with
+// ErrNoAnswer; nothing else would, since its stream stays open.
+func TestTmuxWatchStoppedServer(t *testing.T) {
+	s := startServer(t)
+	s.c.Watch(2 * time.Second)
+	pid, err := strconv.Atoi(s.run("display-message", "-p", "#{pid}")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
+	select {
+	case <-s.c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the client did not end within 30 s of its server stopping")
+	}
+	if err := s.c.Err(); !errors.Is(err, ErrNoAnswer) {
+		t.Fatalf("Err() = %v, want ErrNoAnswer", err)
 	}
 }
