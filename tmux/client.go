@@ -246,6 +246,11 @@ func (c *Client) watch(timeout time.Duration) {
 		switch {
 		case waited > timeout:
 			c.end(fmt.Errorf("%w: a command waited more than %s for its reply", ErrNoAnswer, timeout))
+			// A tmux that answers nothing will not detach cleanly either: a local one is
+			// killed rather than waited for.
+			if k, ok := c.rw.(interface{ kill() }); ok {
+				k.kill()
+			}
 			c.closeRW()
 			return
 		case idle:
