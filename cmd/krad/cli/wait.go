@@ -19,7 +19,8 @@ func waitCommand() *command {
 		help: `
 Waits until the agent of terminal T settles after this request: idle, needs_input, done,
 failed or closed. It never returns early because the agent had not started on what it was just
-sent. Then it prints the agent as krad check does.
+sent. Then it prints the agent as krad check does. An agent whose environment is down is
+unreachable, which is not settled: krad wait goes on waiting for its environment to come back.
 
 T is a terminal of this terminal's own environment: its number, like 2, or main:2.
 
