@@ -27,8 +27,8 @@
 // removed when the app exits cleanly ([Environment.Cleanup]). The tmux socket's folder is made
 // and checked as the other folders under ~/.krad-ade are (package remote/shell: no symbolic link,
 // no other user's folder, made 0700), so that no other user can reach the server or keep it from
-// starting. Anyone who is root on the host, or
-// the user there, can read the token while the app runs: the bridge protects it from other users.
+// starting. Anyone who is root on the host, or the user there, can read the token while the app
+// runs: the bridge protects it from other users.
 // What the token opens from there is the host's own environment only: the Target the caller gives
 // forward.Config must hand each connection to the bus as that environment's (local.Server.Pipe
 // with local.FromForward), and the bus refuses any other caller it names.
