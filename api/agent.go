@@ -18,6 +18,12 @@ const (
 	StateDone       = "done"
 	StateFailed     = "failed"
 	StateClosed     = "closed"
+	// StateUnreachable is shown while the agent's environment is down (its SSH connection lost,
+	// its tmux not answering): the agent may be working or idle, and the app cannot tell. It is
+	// neither settled nor ended: a Wait goes on waiting, and the agent's own state comes back
+	// with its environment. An agent whose process had ended keeps done or failed, which stay
+	// true. Agents never report it themselves.
+	StateUnreachable = "unreachable"
 )
 
 // Settled reports whether state is one a Wait returns on.

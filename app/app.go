@@ -24,6 +24,8 @@ const (
 	DefaultQuiet      = 2 * time.Second
 	DefaultReaction   = 10 * time.Second
 	DefaultPasteDelay = 150 * time.Millisecond
+	// DefaultTmuxTimeout is how long tmux may leave a command unanswered (see Config.TmuxTimeout).
+	DefaultTmuxTimeout = 15 * time.Second
 	// Local is the environment of this computer.
 	Local = "main"
 )
@@ -67,6 +69,11 @@ type Config struct {
 	// PasteDelay is the pause between the text a Send types and its Enter: agent TUIs take an
 	// Enter that arrives within about 120 ms of pasted text as part of the paste.
 	PasteDelay time.Duration
+	// TmuxTimeout is how long an environment's tmux may leave a command unanswered before the app
+	// takes it for stuck (a stopped server, a host that hangs): the environment goes down, its
+	// agents are shown unreachable, and the app attaches again. A quiet tmux is asked something
+	// every TmuxTimeout/4, so silence is noticed within about 1.5 × TmuxTimeout.
+	TmuxTimeout time.Duration
 	// Terminals are opened when their environment first comes up in this run.
 	Terminals []TerminalSpec
 	// Remotes are the SSH environments, each on its Host.
@@ -104,6 +111,9 @@ func New(cfg Config) *App {
 	}
 	if cfg.PasteDelay <= 0 {
 		cfg.PasteDelay = DefaultPasteDelay
+	}
+	if cfg.TmuxTimeout <= 0 {
+		cfg.TmuxTimeout = DefaultTmuxTimeout
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

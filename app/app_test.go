@@ -718,3 +718,66 @@ func TestSendIsLiteralThenEnter(t *testing.T) {
 	}
 	h.waitScreen(c, w.Terminal, "got<"+text+">")
 }
+
+// TestStoppedTmux: a tmux server that stops answering (SIGSTOP, as a hung host would) takes the
+// environment down with a message; meanwhile its agents are unreachable, not idle, and a Wait
+// does not take that for settled. Once tmux answers again the app attaches by itself and the
+// agents have their own states back.
+func TestStoppedTmux(t *testing.T) {
+	h := start(t, lead(), func(c *app.Config) { c.TmuxTimeout = 2 * time.Second })
+	c := h.as(1)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "busy", Command: []string{"sh", "-c", "krad report working; sleep 120"}})
+	h.agent(c, api.Check, &api.CheckBody{Target: api.Target(w.Terminal), WaitSecs: secs(5)})
+	before := h.agents(h.as(0))
+	if len(before) != 2 || before[0].State != api.StateIdle || before[1].State != api.StateWorking {
+		t.Fatalf("before: %+v, want the lead idle and its worker working", before)
+	}
+	out, err := exec.Command("tmux", "-S", h.socket, "display-message", "-p", "#{pid}").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := h.events(ctx)
+	next(t, ch, "the snapshot", func(a api.Answer) bool { return a.Name == "Agents" })
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}()
+	down := next(t, ch, "environment down", appEvent(api.EnvironmentDown))
+	var ev api.AppEvent
+	_ = down.Decode("AppEvent", &ev)
+	if !strings.Contains(ev.Message, "tmux stopped answering") {
+		t.Errorf("environment down: %q, want it to say that tmux stopped answering", ev.Message)
+	}
+	for _, ag := range h.agents(h.as(0)) {
+		if ag.State != api.StateUnreachable {
+			t.Errorf("while tmux is stopped: %s is %s, want unreachable", ag.ID(), ag.State)
+		}
+	}
+	if a, err := h.call(c, api.Wait, &api.WaitBody{Target: 1, TimeoutSecs: secs(1)}); !errors.Is(err, api.ErrTimedOut) {
+		t.Errorf("Wait on an unreachable agent: got %s %s, %v; want TimedOut", a.Name, a.Body, err)
+	}
+
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	stopped = false
+	next(t, ch, "environment up", appEvent(api.EnvironmentUp))
+	after := h.agents(h.as(0))
+	if len(after) != 2 || after[0].State != api.StateIdle || after[1].State != api.StateWorking || after[1].Terminal != w.Terminal {
+		t.Errorf("after: %+v, want the lead idle and its worker working again", after)
+	}
+	if _, err := h.call(c, api.Send, &api.SendBody{Target: api.Target(w.Terminal), Text: "x", Enter: new(bool)}); err != nil {
+		t.Errorf("Send once tmux answers again: %v", err)
+	}
+}

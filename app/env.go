@@ -43,6 +43,7 @@ type environment struct {
 
 	// Guarded by app.mu.
 	up        bool
+	downMsg   string // the last EnvironmentDown message, so that retries do not repeat it
 	client    *tmux.Client
 	terminals map[int]*terminal
 	byPane    map[tmux.PaneID]*terminal
@@ -99,6 +100,9 @@ func (e *environment) session(ctx context.Context) error {
 		return err
 	}
 	defer c.Close()
+	// From here on a tmux that stops answering ends the client, and with it this session: the
+	// commands below, and the wait for the end.
+	c.Watch(e.app.cfg.TmuxTimeout)
 	a := e.app
 	a.mu.Lock()
 	e.client = c
@@ -157,6 +161,14 @@ func (e *environment) session(ctx context.Context) error {
 
 	a.mu.Lock()
 	e.up = true
+	e.downMsg = ""
+	now := time.Now()
+	for _, t := range e.terminals {
+		if t.found(now) {
+			a.publishLocked(api.AgentChanged, t)
+		}
+		e.armQuietLocked(t)
+	}
 	a.publishAppLocked(api.AppEvent{Kind: api.EnvironmentUp, Environment: e.name})
 	a.mu.Unlock()
 	e.readyOnce.Do(func() { close(e.ready) })
@@ -164,6 +176,9 @@ func (e *environment) session(ctx context.Context) error {
 
 	select {
 	case <-c.Done():
+		if err := c.Err(); errors.Is(err, tmux.ErrNoAnswer) {
+			return err
+		}
 		return fmt.Errorf("tmux went away: %w", c.Err())
 	case <-ctx.Done():
 		return ctx.Err()
@@ -854,8 +869,13 @@ func (e *environment) removeLocked(t *terminal) {
 
 // down marks the environment down. When tmux ended the session (kill-server, the session
 // closed), its terminals are gone: they are closed and forgotten. When only the way to tmux broke
-// (its client process died, an SSH connection dropped), the terminals live on in tmux: they keep
-// their numbers and states, and the next attach reconciles them with what tmux has.
+// (its client process died, an SSH connection dropped, tmux stopped answering), the terminals
+// live on in tmux: they keep their numbers and are shown unreachable until the next attach
+// reconciles them with what tmux has and gives them their states back.
+//
+// Subscribers learn why with an EnvironmentDown event: when the environment was up, and when an
+// attempt to bring it up failed for a reason they were not told yet, so that a host whose tmux
+// never answers is not down in silence.
 func (e *environment) down(err error) {
 	a := e.app
 	a.mu.Lock()
@@ -869,11 +889,19 @@ func (e *environment) down(err error) {
 			e.removeLocked(t)
 		}
 	}
-	if wasUp {
-		msg := "the app stopped"
-		if err != nil && !errors.Is(err, context.Canceled) {
-			msg = err.Error()
+	stopped := err == nil || errors.Is(err, context.Canceled)
+	msg := "the app stopped"
+	if !stopped {
+		msg = err.Error()
+		now := time.Now()
+		for _, t := range e.terminals {
+			if t.lost(now) {
+				a.publishLocked(api.AgentChanged, t)
+			}
 		}
+	}
+	if wasUp || !stopped && msg != e.downMsg {
+		e.downMsg = msg
 		a.publishAppLocked(api.AppEvent{Kind: api.EnvironmentDown, Environment: e.name, Message: msg})
 	}
 }
@@ -890,8 +918,8 @@ func (e *environment) armQuietLocked(t *terminal) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		t.quietTimer = nil
-		if e.terminals[t.number] != t {
-			return
+		if e.terminals[t.number] != t || t.unreachable {
+			return // the environment's return arms it again
 		}
 		changed, again := t.quiet(time.Now(), a.cfg.Quiet)
 		if changed {

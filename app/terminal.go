@@ -54,22 +54,53 @@ type terminal struct {
 	dead bool
 	// collecting is set while the app gets the exit code of a dead pane from tmux.
 	collecting bool
+	// unreachable is set, since unreachableSince, while the terminal's environment is down: the
+	// app hears nothing from it, so its state is not known and is shown as unreachable, unless
+	// it had ended. state keeps the last state known, which comes back with the environment.
+	unreachable      bool
+	unreachableSince time.Time
 
 	quietTimer *time.Timer
 }
 
 func (t *terminal) agent() api.Agent {
+	state, since := t.state, t.since
+	if t.unreachable && !api.Ended(state) {
+		state, since = api.StateUnreachable, t.unreachableSince
+	}
 	return api.Agent{
 		Environment: t.env,
 		Terminal:    t.number,
 		Title:       t.title,
 		Role:        t.role,
-		State:       t.state,
+		State:       state,
 		Session:     t.session,
 		Group:       t.group,
 		ExitCode:    t.exitCode,
-		Since:       t.since,
+		Since:       since,
 	}
+}
+
+// lost records that the terminal's environment went down; it reports whether the agent as shown
+// changed.
+func (t *terminal) lost(now time.Time) bool {
+	if t.unreachable {
+		return false
+	}
+	t.unreachable, t.unreachableSince = true, now
+	return !api.Ended(t.state)
+}
+
+// found records that the terminal's environment is back; it reports whether the agent as shown
+// changed. An agent that never reported gets a new quiet spell from now: the output it may have
+// printed meanwhile was not heard.
+func (t *terminal) found(now time.Time) bool {
+	if !t.unreachable {
+		return false
+	}
+	t.unreachable = false
+	t.lastOutput = now
+	return !api.Ended(t.state)
 }
 
 // attached reports whether the terminal has its window yet.
@@ -100,7 +131,7 @@ func (t *terminal) output(now time.Time) bool {
 // quiet moves an agent that never reported to idle once it has printed nothing for the quiet
 // spell. It returns whether the state changed, and how long until it should be asked again.
 func (t *terminal) quiet(now time.Time, spell time.Duration) (changed bool, again time.Duration) {
-	if t.reported || t.dead || t.state == api.StateIdle {
+	if t.reported || t.dead || t.state == api.StateIdle || t.unreachable {
 		return false, 0
 	}
 	last := t.lastOutput
@@ -183,7 +214,7 @@ func (t *terminal) settled(reaction time.Duration) bool {
 	if api.Ended(t.state) {
 		return true
 	}
-	if !api.Settled(t.state) || t.prompt != nil {
+	if t.unreachable || !api.Settled(t.state) || t.prompt != nil {
 		return false
 	}
 	return t.send == nil || t.send.givenUp(reaction)

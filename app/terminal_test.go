@@ -73,6 +73,39 @@ func TestTerminalStates(t *testing.T) {
 			t.Fatalf("a new run: %s reported=%v", tm.state, tm.reported)
 		}
 	})
+	t.Run("unreachable while the environment is down", func(t *testing.T) {
+		tm := &terminal{state: api.StateStarting, since: t0}
+		tm.output(at(10))
+		if !tm.lost(at(100)) {
+			t.Fatal("losing a working agent changed nothing shown")
+		}
+		if a := tm.agent(); a.State != api.StateUnreachable || !a.Since.Equal(at(100)) {
+			t.Fatalf("while down: %s since %v, want unreachable since the loss", a.State, a.Since)
+		}
+		if changed, _ := tm.quiet(at(60000), quiet); changed || tm.state != api.StateWorking {
+			t.Fatalf("the silence of a lost agent made it %s", tm.state)
+		}
+		tm.state = api.StateIdle // as the agent last was, for settled: unreachable is never settled
+		if tm.settled(time.Second) {
+			t.Fatal("an unreachable agent is settled")
+		}
+		tm.state = api.StateWorking
+		if !tm.found(at(60000)) {
+			t.Fatal("finding it again changed nothing shown")
+		}
+		if a := tm.agent(); a.State != api.StateWorking || !a.Since.Equal(at(10)) {
+			t.Fatalf("back: %s since %v, want working since its output", a.State, a.Since)
+		}
+		if changed, again := tm.quiet(at(61000), quiet); changed || again != time.Second {
+			t.Fatalf("back: the quiet spell starts again from its return: changed=%v again=%v", changed, again)
+		}
+		// An agent that had ended stays ended: that is known.
+		tm = &terminal{state: api.StateWorking, since: t0}
+		tm.exited(0, at(1))
+		if tm.lost(at(2)) || tm.agent().State != api.StateDone || !tm.settled(time.Hour) {
+			t.Fatalf("an ended agent, lost: %s", tm.agent().State)
+		}
+	})
 	t.Run("exit", func(t *testing.T) {
 		tm := &terminal{state: api.StateWorking, since: t0}
 		tm.exited(0, at(1))

@@ -49,6 +49,9 @@ func (tc TmuxConfig) attachHint(session string) string {
 	return fmt.Sprintf("tmux -L %s attach -t %s", name, session)
 }
 
+// attachTimeout bounds how long tmux may take to answer an attach.
+const attachTimeout = 30 * time.Second
+
 // attach starts a control client attached to session, creating the session (with a holder
 // window, which the app closes once its first terminal is open) if it does not exist.
 func (tc TmuxConfig) attach(ctx context.Context, session string, onNote func(*tmux.Client, tmux.Notification)) (*tmux.Client, error) {
@@ -56,6 +59,10 @@ func (tc TmuxConfig) attach(ctx context.Context, session string, onNote func(*tm
 	// Notifications can come before Start returns (tmux's own replies, a remote shell's banner):
 	// they are handled with no client, which only numbering new windows needs.
 	var cell atomic.Pointer[tmux.Client]
+	// A server that does not answer (stopped, say) must not hold the attach for good: the
+	// environment's loop tries again.
+	ctx, cancel := context.WithTimeoutCause(ctx, attachTimeout, fmt.Errorf("tmux did not answer within %s", attachTimeout))
+	defer cancel()
 	c, err := tmux.Start(ctx, tmux.StartOptions{
 		Program:    tc.Program,
 		SocketName: name,

@@ -125,9 +125,7 @@ func BenchmarkMemoryPerEnvironment(b *testing.B) {
 	tmpdir := b.TempDir()
 	srv := sshdtest.Start(b, sshdtest.Options{Env: []string{"TMUX_TMPDIR=" + tmpdir}, Config: []string{"MaxSessions 100", "MaxStartups 100"}})
 	b.Cleanup(func() {
-		cmd := exec.Command("tmux", "-L", app.SocketName, "kill-server")
-		cmd.Env = []string{"TMUX_TMPDIR=" + tmpdir, "PATH=/usr/bin:/bin"}
-		_ = cmd.Run()
+		_ = exec.Command("tmux", "-S", srv.Home+"/.krad-ade/tmux/"+app.SocketName, "kill-server").Run()
 	})
 	host, port, _ := strings.Cut(srv.Addr, ":")
 	cfgFile := b.TempDir() + "/ssh_config"

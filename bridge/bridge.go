@@ -2,8 +2,20 @@
 // connection to the host (package forward) with a reverse forward of the bus on the host's
 // loopback, and after every (re)connect it gets the host ready: the static krad installed for the
 // host's platform (package remote), the bus token written to an owner-only file (package
-// tokenfile). It then serves the app as an app.Host: the host's tmux, driven in control mode over
-// an SSH session, and the variables its terminals get.
+// tokenfile), tmux found and its socket folder made. It then serves the app as an app.Host: the
+// host's tmux, driven in control mode over an SSH session, and the variables its terminals get.
+//
+// Every command it runs on the host, and tmux's attach, has a deadline (Config.CommandTimeout,
+// 30 s): a host whose shell start-up files loop, or whose tmux does not answer, fails the
+// attempt with a *forward.TimeoutError that names the step, and the attempt is retried.
+//
+// The host's tmux server listens on ~/.krad-ade/tmux/krad-ade ([TmuxDir]), a folder of the
+// app's own, rather than in tmux's default folder, /tmp/tmux-UID, which any user of the host can
+// create first (tmux then refuses it, for good). A host prepared by an earlier version may still
+// run a server on the old socket (tmux -L krad-ade) holding the environment's terminals: while it
+// has the environment's session and the new socket has none, the app attaches to it (never
+// starting a server there), so that an upgrade loses no running agent; once it is gone, the new
+// socket takes its place for good.
 //
 // # Security model
 //
@@ -12,8 +24,11 @@
 // token. The forward listens on the host's 127.0.0.1 only (forward refuses a host whose sshd
 // would bind every interface), and the static krad there checks that the listener behind its
 // endpoint is its own user's before it sends the token (package listenowner). The token file is
-// removed when the app exits cleanly ([Environment.Cleanup]). Anyone who is root on the host, or
-// the user there, can read the token while the app runs: the bridge protects it from other users.
+// removed when the app exits cleanly ([Environment.Cleanup]). The tmux socket's folder is made
+// and checked as the other folders under ~/.krad-ade are (package remote/shell: no symbolic link,
+// no other user's folder, made 0700), so that no other user can reach the server or keep it from
+// starting. Anyone who is root on the host, or the user there, can read the token while the app
+// runs: the bridge protects it from other users.
 // What the token opens from there is the host's own environment only: the Target the caller gives
 // forward.Config must hand each connection to the bus as that environment's (local.Server.Pipe
 // with local.FromForward), and the bus refuses any other caller it names.
@@ -36,6 +51,7 @@ import (
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/forward"
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/remote"
 	"github.com/krad-ade/krad/remote/shell"
 	"github.com/krad-ade/krad/tmux"
@@ -58,8 +74,15 @@ type Config struct {
 	// Version is the build installed on hosts, in ~/.krad-ade/bin/<Version>.
 	Version string
 	// Forward is the connection's configuration. Its Host and Target are required; OnConnect is
-	// the bridge's own, and OnStatus is called after the bridge has seen the status.
+	// the bridge's own, and OnStatus is called after the bridge has seen the status. Its
+	// CommandTimeout, when zero, is the bridge's.
 	Forward forward.Config
+	// CommandTimeout bounds each command the bridge runs on the host after a connect (the
+	// platform probe, the install, the token file, the look at the host), and tmux's attach and
+	// first reply: a host that passes it is retried, with a *forward.TimeoutError that says
+	// which step. A command that sends a file gets a second more for each 64 KiB of it (the
+	// static krad, over a slow link). Zero is forward.DefaultCommandTimeout (30 s).
+	CommandTimeout time.Duration
 	// Logger gets what the bridge did on each connect; nil discards.
 	Logger *slog.Logger
 }
@@ -72,6 +95,8 @@ type Environment struct {
 
 	mu        sync.Mutex
 	vars      app.HostVars
+	socket    string        // the tmux server's socket on the host, ~/.krad-ade/tmux/krad-ade
+	legacy    bool          // attach to an earlier version's server, tmux -L krad-ade, instead
 	connected chan struct{} // closed while connected; replaced when the connection goes
 }
 
@@ -79,11 +104,17 @@ var _ app.Host = (*Environment)(nil)
 
 // New makes an SSH environment's bridge; Run connects it.
 func New(cfg Config) *Environment {
+	if cfg.CommandTimeout <= 0 {
+		cfg.CommandTimeout = forward.DefaultCommandTimeout
+	}
 	e := &Environment{cfg: cfg, log: cfg.Logger, connected: make(chan struct{})}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	fc := cfg.Forward
+	if fc.CommandTimeout <= 0 {
+		fc.CommandTimeout = cfg.CommandTimeout
+	}
 	onStatus := fc.OnStatus
 	fc.OnConnect = e.prepare
 	fc.OnStatus = func(s forward.Status) {
@@ -130,45 +161,94 @@ func isClosed(ch chan struct{}) bool {
 	}
 }
 
-// hostScript learns what the terminals need to know of the host: its home, its PATH, and
-// whether tmux is there.
+// TmuxDir is the folder of the host's tmux socket, under the home: the app's own, made and
+// checked like the other folders under ~/.krad-ade, rather than tmux's default /tmp/tmux-UID,
+// which another user of the host can create first and so keep tmux from starting.
+const TmuxDir = "~/.krad-ade/tmux"
+
+// hostScript ($1 the session, $2 the socket's name) learns what the terminals need to know of the
+// host: its home, its PATH, and whether tmux is there; it makes the socket folder, ~/.krad-ade/tmux,
+// and reports the socket's path, and "legacy" when an earlier version's tmux server (tmux -L
+// krad-ade, in tmux's default folder) has the session and ours does not.
 var hostScript = shell.Script{Name: "HOST", Body: `
+umask 077;
 krad_home;
 t=$(command -v tmux || true);
-krad_say ok "$HOME" "$PATH" "$t";
+h=$HOME; p=$PATH;
+krad_enter .krad-ade "~/.krad-ade";
+krad_enter tmux "~/.krad-ade/tmux";
+s="$(pwd -P)/$2";
+if [ ${#s} -gt 107 ]; then krad_fail "use the tmux socket $s: its path is longer than the 107 bytes a Unix socket's may have; the home folder's path must be shorter"; fi;
+old=;
+if [ -n "$t" ] && ! tmux -S "$s" has-session -t "=$1" 2>/dev/null && tmux -L krad-ade has-session -t "=$1" 2>/dev/null; then old=legacy; fi;
+krad_say ok "$h" "$p" "$t" "$s" "$old";
 `}
 
+// timed is a remote.Host whose every command has the bridge's deadline, plus a second for each
+// 64 KiB it sends on stdin; past it the command fails with a *forward.TimeoutError for step.
+type timed struct {
+	h    remote.Host
+	e    *Environment
+	step string
+}
+
+func (t timed) Run(ctx context.Context, command string, stdin io.Reader) (out []byte, err error) {
+	d := t.e.cfg.CommandTimeout
+	if s, ok := stdin.(interface{ Size() int64 }); ok {
+		d += time.Duration(s.Size()/(64<<10)) * time.Second
+	}
+	err = forward.Within(ctx, t.e.cfg.Forward.Host, t.step, d, func(ctx context.Context) (err error) {
+		out, err = t.h.Run(ctx, command, stdin)
+		return err
+	})
+	return out, err
+}
+
+// stepError is err, or the *forward.TimeoutError it holds, bare: the status then says first what
+// the host did not finish.
+func stepError(err error) error {
+	var te *forward.TimeoutError
+	if errors.As(err, &te) {
+		return te
+	}
+	return err
+}
+
 // prepare gets a freshly connected host ready, before the connection counts as up: krad
-// installed, the token file written, tmux found.
+// installed, the token file written, tmux found and its socket folder made. Each command has a
+// deadline (Config.CommandTimeout).
 func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forward.Forward) error {
 	h := remote.SSH(client)
-	plat, err := remote.Probe(ctx, h)
+	plat, err := remote.Probe(ctx, timed{h, e, "probing its platform"})
 	if err != nil {
-		return err
+		return stepError(err)
 	}
 	bin, err := remote.ReadBinary(filepath.Join(e.cfg.BinDir, plat.StaticName()), plat, e.cfg.Version)
 	if err != nil {
 		return forward.Permanent(fmt.Errorf("the static krad for %s: %w", plat, err))
 	}
-	binDir, err := remote.Install(ctx, h, bin)
+	binDir, err := remote.Install(ctx, timed{h, e, "installing krad"}, bin)
 	if err != nil {
-		return fmt.Errorf("install krad on the host: %w", err)
+		return stepError(fmt.Errorf("install krad on the host: %w", err))
 	}
-	tokenPath, err := tokenfile.Write(ctx, h, e.cfg.Instance, e.cfg.Token)
+	tokenPath, err := tokenfile.Write(ctx, timed{h, e, "writing the token file"}, e.cfg.Instance, e.cfg.Token)
 	if err != nil {
-		return fmt.Errorf("write the token file on the host: %w", err)
+		return stepError(fmt.Errorf("write the token file on the host: %w", err))
 	}
-	out, runErr := h.Run(ctx, hostScript.Command(), nil)
+	out, runErr := timed{h, e, "looking for tmux"}.Run(ctx, hostScript.Command(e.cfg.Name, app.SocketName), nil)
 	lines, err := hostScript.Result(out, runErr)
 	if err != nil {
-		return fmt.Errorf("look at the host: %w", err)
+		return stepError(fmt.Errorf("look at the host: %w", err))
 	}
-	if len(lines) != 3 {
-		return fmt.Errorf("look at the host: %d lines, want 3", len(lines))
+	if len(lines) != 5 {
+		return fmt.Errorf("look at the host: %d lines, want 5", len(lines))
 	}
-	home, path, tmuxPath := lines[0], lines[1], lines[2]
+	home, path, tmuxPath, socket, legacy := lines[0], lines[1], lines[2], lines[3], lines[4] == "legacy"
 	if tmuxPath == "" {
 		return fmt.Errorf("tmux is not installed on the host, and its terminals are tmux windows: install it there (Debian: apt-get install tmux)")
+	}
+	if !safePath(socket) {
+		return fmt.Errorf("look at the host: the tmux socket %q is not an absolute path the app can pass on", termsafe.Escape(socket, 200))
 	}
 	dir := e.cfg.Dir
 	if dir == "~" {
@@ -184,9 +264,21 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 		Path:      withoutDir(path, binDir),
 		Dir:       dir,
 	}
+	e.socket = socket
+	if legacy && !e.legacy {
+		e.log.Info("the host's tmux server of an earlier version (tmux -L krad-ade) has this environment's session: "+
+			"the app attaches to it while it runs, and starts no server there", "environment", e.cfg.Name)
+	}
+	e.legacy = legacy
 	e.mu.Unlock()
-	e.log.Info("host ready", "environment", e.cfg.Name, "platform", plat.String(), "forward", fwd.Addr, "krad", binDir)
+	e.log.Info("host ready", "environment", e.cfg.Name, "platform", plat.String(), "forward", fwd.Addr, "krad", binDir, "tmux", socket)
 	return nil
+}
+
+// safePath says whether p is an absolute path that a command line for the host's login shell
+// can carry quoted (see shell.Quote): no control characters, no backslash.
+func safePath(p string) bool {
+	return strings.HasPrefix(p, "/") && !strings.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f || r == '\\' })
 }
 
 // withoutDir is PATH without dir, which the terminals get first.
@@ -207,16 +299,26 @@ func (e *Environment) Vars() app.HostVars {
 	return e.vars
 }
 
-// AttachHint is how a person sees the environment's terminals.
+// AttachHint is how a person sees the environment's terminals: ssh -t HOST 'tmux -S
+// ~/.krad-ade/tmux/krad-ade attach -t NAME', quoted so that the host's shell expands the ~. While
+// the app uses an earlier version's server, the hint names that one.
 func (e *Environment) AttachHint(session string) string {
-	return fmt.Sprintf("ssh -t %s tmux -L %s attach -t %s", e.cfg.Forward.Host, app.SocketName, session)
+	e.mu.Lock()
+	legacy := e.legacy
+	e.mu.Unlock()
+	if legacy {
+		return fmt.Sprintf("ssh -t %s tmux -L %s attach -t %s", e.cfg.Forward.Host, app.SocketName, session)
+	}
+	return fmt.Sprintf("ssh -t %s 'tmux -S %s/%s attach -t %s'", e.cfg.Forward.Host, TmuxDir, app.SocketName, session)
 }
 
 // ErrNotConnected is returned by Attach while the host cannot be reached.
 var ErrNotConnected = errors.New("the host is not connected")
 
 // Attach waits for the connection, then starts the host's tmux in control mode over an SSH
-// session, attached to session (created, with its holder window, if need be).
+// session, attached to session (created, with its holder window, if need be), on the socket in
+// ~/.krad-ade/tmux, or on an earlier version's server while that one has the session. tmux must
+// answer within Config.CommandTimeout.
 func (e *Environment) Attach(ctx context.Context, session string, onNote func(*tmux.Client, tmux.Notification)) (*tmux.Client, error) {
 	e.mu.Lock()
 	connected := e.connected
@@ -226,6 +328,9 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	e.mu.Lock()
+	socket, legacy := e.socket, e.legacy
+	e.mu.Unlock()
 	client := e.conn.Client()
 	if client == nil {
 		return nil, ErrNotConnected
@@ -234,6 +339,34 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	if err != nil {
 		return nil, fmt.Errorf("open an SSH session for tmux: %w", err)
 	}
+	// The same new-session as on this computer: names escaped for tmux's formats, then quoted
+	// for the host's shell.
+	args, err := tmux.NewSessionArgs(session, 200, 50, app.HolderName, app.HolderCommand)
+	if err != nil {
+		sess.Close()
+		return nil, err
+	}
+	cmd := "exec tmux -u -S " + shell.Quote(socket) + " -C"
+	for _, a := range args {
+		cmd += " " + shell.Quote(a)
+	}
+	if legacy {
+		// Only ever attached to: no server is started on the old socket, whose folder another
+		// user can take.
+		cmd = "exec tmux -u -L " + shell.Quote(app.SocketName) + " -C attach-session -t " + shell.Quote("="+session)
+	}
+	c, err := e.attach(ctx, sess, cmd, onNote)
+	if err != nil && legacy {
+		e.mu.Lock()
+		e.legacy = false
+		e.mu.Unlock()
+		e.log.Info("the earlier version's tmux server is gone: the app's own takes its place", "environment", e.cfg.Name, "err", err)
+	}
+	return c, err
+}
+
+// attach starts cmd, a tmux control client, in sess, and waits for its first reply.
+func (e *Environment) attach(ctx context.Context, sess *ssh.Session, cmd string, onNote func(*tmux.Client, tmux.Notification)) (*tmux.Client, error) {
 	stdin, err := sess.StdinPipe()
 	if err != nil {
 		sess.Close()
@@ -246,17 +379,6 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	}
 	var stderr limited
 	sess.Stderr = &stderr
-	// The same new-session as on this computer: names escaped for tmux's formats, then quoted
-	// for the host's shell.
-	args, err := tmux.NewSessionArgs(session, 200, 50, app.HolderName, app.HolderCommand)
-	if err != nil {
-		sess.Close()
-		return nil, err
-	}
-	cmd := "exec tmux -u -L " + shell.Quote(app.SocketName) + " -C"
-	for _, a := range args {
-		cmd += " " + shell.Quote(a)
-	}
 	if err := sess.Start(cmd); err != nil {
 		sess.Close()
 		return nil, fmt.Errorf("start tmux on the host: %w", err)
@@ -264,14 +386,14 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	var cell atomic.Pointer[tmux.Client]
 	first := make(chan tmux.UnsolicitedReply, 1)
 	var once sync.Once
-	c := tmux.New(&sessionRW{r: stdout, w: stdin, s: sess}, func(n tmux.Notification) {
+	c := tmux.New(newSessionRW(stdout, stdin, sess), func(n tmux.Notification) {
 		if r, ok := n.(tmux.UnsolicitedReply); ok {
 			once.Do(func() { first <- r })
 		}
 		onNote(cell.Load(), n)
 	})
 	cell.Store(c)
-	timeout := time.NewTimer(30 * time.Second)
+	timeout := time.NewTimer(e.cfg.CommandTimeout)
 	defer timeout.Stop()
 	select {
 	case r := <-first:
@@ -284,7 +406,7 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", c.Err(), stderr.String())
 	case <-timeout.C:
 		c.Close()
-		return nil, fmt.Errorf("tmux on the host did not answer within 30 s")
+		return nil, &forward.TimeoutError{Host: e.cfg.Forward.Host, Step: "starting tmux", After: e.cfg.CommandTimeout}
 	case <-ctx.Done():
 		c.Close()
 		return nil, ctx.Err()
@@ -301,17 +423,45 @@ func (e *Environment) Cleanup(ctx context.Context) error {
 	return tokenfile.Remove(ctx, remote.SSH(client), path)
 }
 
-// sessionRW is an SSH session's stdin and stdout as one stream for the tmux client.
+// sessionRW is an SSH session's stdin and stdout as one stream for the tmux client. Its Close
+// ends a Read at once, as the client needs: closing the session alone does not while tmux runs
+// on the host (sshd keeps the channel open until the command ends, and a tmux client whose
+// server is stopped does not end), so stdout is read through a pipe that Close closes, and the
+// copy into it ends with the session or the connection.
 type sessionRW struct {
-	r io.Reader
-	w io.WriteCloser
+	r *io.PipeReader
 	s *ssh.Session
+
+	// wmu is held by Write, and by Close while it ends stdin: the SSH library's channel must
+	// not be written and half-closed at once. Close does not wait for a Write (one stalled on
+	// a full window would hold it): the session's close ends stdin on the host all the same.
+	wmu sync.Mutex
+	w   io.WriteCloser
 }
 
-func (s *sessionRW) Read(p []byte) (int, error)  { return s.r.Read(p) }
-func (s *sessionRW) Write(p []byte) (int, error) { return s.w.Write(p) }
+func newSessionRW(stdout io.Reader, stdin io.WriteCloser, sess *ssh.Session) *sessionRW {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, stdout)
+		pw.CloseWithError(err)
+	}()
+	return &sessionRW{r: pr, w: stdin, s: sess}
+}
+
+func (s *sessionRW) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+func (s *sessionRW) Write(p []byte) (int, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.w.Write(p)
+}
+
 func (s *sessionRW) Close() error {
-	s.w.Close()
+	if s.wmu.TryLock() {
+		s.w.Close()
+		s.wmu.Unlock()
+	}
+	s.r.Close()
 	return s.s.Close()
 }
 

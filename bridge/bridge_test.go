@@ -47,12 +47,29 @@ type world struct {
 	bus    *local.Server
 	token  api.Token
 	lead   api.Token
-	tmpdir string // the host's TMUX_TMPDIR: its tmux server is the test's own
+	tmpdir string // the host's TMUX_TMPDIR: tmux's default socket folder there is the test's own
 	states chan string
+	events chan api.Answer // what a Client's SubscribeAgents streams, from the start
 }
 
-func startWorld(t *testing.T) *world {
+// worldOptions change the world a test starts.
+type worldOptions struct {
+	// host runs on the host's side before the app starts: it may fill HOME's start-up files, or
+	// take tmux's default socket folder in tmpdir.
+	host func(w *world)
+	// noWait starts the world without waiting for the environments to come up.
+	noWait bool
+	// commandTimeout and tmuxTimeout are the bridge's and the app's deadlines; zero keeps
+	// their defaults.
+	commandTimeout, tmuxTimeout time.Duration
+}
+
+func startWorld(t *testing.T, opts ...worldOptions) *world {
 	t.Helper()
+	var o worldOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("tmux is missing in CI")
@@ -60,13 +77,17 @@ func startWorld(t *testing.T) *world {
 		t.Skip("tmux is missing")
 	}
 	bin := testbin.Dir(t)
-	w := &world{t: t, tmpdir: t.TempDir(), states: make(chan string, 64)}
+	w := &world{t: t, tmpdir: t.TempDir(), states: make(chan string, 1024), events: make(chan api.Answer, 4096)}
 	w.sshd = sshdtest.Start(t, sshdtest.Options{Env: []string{"TMUX_TMPDIR=" + w.tmpdir}})
 	t.Cleanup(func() {
-		cmd := exec.Command("tmux", "-L", app.SocketName, "kill-server")
+		_ = w.hostTmux("kill-server").Run()
+		cmd := exec.Command("tmux", "-L", app.SocketName, "kill-server") // an earlier version's
 		cmd.Env = []string{"TMUX_TMPDIR=" + w.tmpdir, "PATH=/usr/bin:/bin"}
 		_ = cmd.Run()
 	})
+	if o.host != nil {
+		o.host(w)
+	}
 	host, port, _ := strings.Cut(w.sshd.Addr, ":")
 	sshConfig := filepath.Join(t.TempDir(), "ssh_config")
 	if err := os.WriteFile(sshConfig, []byte(fmt.Sprintf(`Host buildbox
@@ -89,40 +110,61 @@ func startWorld(t *testing.T) *world {
 	localSock := filepath.Join(t.TempDir(), "local.sock")
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", localSock, "kill-server").Run() })
 	w.bridge = bridge.New(bridge.Config{
-		Name:     "build",
-		Token:    w.token,
-		Instance: "test-instance",
-		BinDir:   bin,
-		Version:  version.Build,
+		Name:           "build",
+		Token:          w.token,
+		Instance:       "test-instance",
+		BinDir:         bin,
+		Version:        version.Build,
+		CommandTimeout: o.commandTimeout,
 		Forward: forward.Config{
 			Host:         "buildbox",
 			Target:       func(ctx context.Context) (net.Conn, error) { return w.bus.Pipe(ctx, local.FromForward("build")) },
 			UserConfig:   sshConfig,
 			SystemConfig: forward.None,
 			AgentSocket:  forward.None,
-			OnStatus:     func(s forward.Status) { w.states <- s.String() },
+			OnStatus: func(s forward.Status) {
+				select {
+				case w.states <- s.String():
+				default: // a test that does not read them
+				}
+			},
 		},
 	})
 	w.app = app.New(app.Config{
-		Endpoint: ln.Addr().String(),
-		Token:    w.token,
-		BinDir:   bin,
-		Path:     "/usr/local/bin:/usr/bin:/bin",
-		Tmux:     app.TmuxConfig{SocketPath: localSock, ConfigFile: "/dev/null", Env: []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh"}},
-		Quiet:    500 * time.Millisecond,
+		Endpoint:    ln.Addr().String(),
+		Token:       w.token,
+		BinDir:      bin,
+		Path:        "/usr/local/bin:/usr/bin:/bin",
+		Tmux:        app.TmuxConfig{SocketPath: localSock, ConfigFile: "/dev/null", Env: []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh"}},
+		Quiet:       500 * time.Millisecond,
+		TmuxTimeout: o.tmuxTimeout,
 		Terminals: []app.TerminalSpec{
 			{Environment: "build", Title: "lead", Lead: true},
 			{Environment: app.Local, Title: "local lead", Lead: true},
 		},
 		Remotes: []app.Remote{{Name: "build", Host: w.bridge}},
 	})
-	w.bus, err = local.Listen(local.Config{BusToken: w.token, LeadToken: w.lead, Build: version.Build, Handler: w.app, Listener: ln})
+	w.bus, err = local.Listen(local.Config{BusToken: w.token, LeadToken: w.lead, Build: version.Build, PID: os.Getpid(), Handler: w.app, Listener: ln})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 3)
+	done := make(chan struct{}, 4)
 	go func() { _ = w.bus.Serve(ctx); done <- struct{}{} }()
+	go func() {
+		c := &api.Client{Endpoint: w.bus.Addr(), Token: w.token, From: api.FromClient}
+		for ctx.Err() == nil {
+			_ = c.Subscribe(ctx, api.NewRequest(api.SubscribeAgents, nil), func(a api.Answer) error {
+				select {
+				case w.events <- a:
+				default:
+				}
+				return nil
+			})
+			time.Sleep(50 * time.Millisecond) // the bus was not serving yet, or dropped us
+		}
+		done <- struct{}{}
+	}()
 	go func() { _ = w.app.Run(ctx); done <- struct{}{} }()
 	bctx, stopBridge := context.WithCancel(context.Background())
 	go func() { _ = w.bridge.Run(bctx); done <- struct{}{} }()
@@ -132,10 +174,13 @@ func startWorld(t *testing.T) *world {
 		_ = w.bridge.Cleanup(cctx)
 		c()
 		stopBridge()
-		for range 3 {
+		for range 4 {
 			<-done
 		}
 	})
+	if o.noWait {
+		return w
+	}
 	select {
 	case <-w.app.ReadyOf("build"):
 	case <-time.After(60 * time.Second):
@@ -147,6 +192,48 @@ func startWorld(t *testing.T) *world {
 		t.Fatal("environment main did not come up in 60 s")
 	}
 	return w
+}
+
+// socket is the host's tmux socket, in the folder the app makes for it.
+func (w *world) socket() string {
+	return filepath.Join(w.sshd.Home, ".krad-ade", "tmux", app.SocketName)
+}
+
+// hostTmux is a tmux command on the app's server on the host, as the host's user.
+func (w *world) hostTmux(args ...string) *exec.Cmd {
+	cmd := exec.Command("tmux", append([]string{"-S", w.socket()}, args...)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + w.sshd.Home}
+	return cmd
+}
+
+// event waits up to d for a SubscribeAgents message that match accepts, and returns it.
+func (w *world) event(d time.Duration, what string, match func(api.Answer) bool) api.Answer {
+	w.t.Helper()
+	timeout := time.After(d)
+	for {
+		select {
+		case a := <-w.events:
+			if match(a) {
+				return a
+			}
+		case <-timeout:
+			w.t.Fatalf("no %s within %s; the connection is %s", what, d, w.bridge.Status())
+		}
+	}
+}
+
+// appEvent matches an AppEvent of kind for environment build, and returns its message.
+func appEvent(kind string, msg *string) func(api.Answer) bool {
+	return func(a api.Answer) bool {
+		var ev api.AppEvent
+		if a.Decode("AppEvent", &ev) != nil || ev.Kind != kind || ev.Environment != "build" {
+			return false
+		}
+		if msg != nil {
+			*msg = ev.Message
+		}
+		return true
+	}
 }
 
 func (w *world) as(n int) *api.Client {

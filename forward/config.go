@@ -18,6 +18,7 @@ const (
 	DefaultServerAliveCountMax = 3
 	DefaultMinBackoff          = 250 * time.Millisecond
 	DefaultMaxBackoff          = 30 * time.Second
+	DefaultCommandTimeout      = 30 * time.Second
 )
 
 // None, as a file or socket in Config, means no file or socket at all, as ssh -F none does.
@@ -77,6 +78,13 @@ type Config struct {
 	ServerAliveInterval time.Duration
 	ServerAliveCountMax int
 
+	// CommandTimeout bounds the commands a connect runs on the host once the handshake is done
+	// (checking the forward, which waits for the user's shell start-up files), each, so that a
+	// ~/.bashrc that loops fails the attempt with a [*TimeoutError] instead of holding it for
+	// good. Zero is DefaultCommandTimeout. OnConnect's own steps need deadlines of their own:
+	// [Within] gives them.
+	CommandTimeout time.Duration
+
 	// PreferredPort is the port to ask the host for on the first connect, for instance the one
 	// the app had before it restarted; 0 lets the host choose. Later reconnects ask for the port
 	// of the connection before.
@@ -104,6 +112,9 @@ func (c Config) check() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.CommandTimeout <= 0 {
+		c.CommandTimeout = DefaultCommandTimeout
 	}
 	if c.MinBackoff <= 0 {
 		c.MinBackoff = DefaultMinBackoff

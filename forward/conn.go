@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -324,8 +325,9 @@ func (c *Conn) backoff(n int) time.Duration {
 	return time.Duration(float64(d) * jitter)
 }
 
-// connectOnce makes one connection and serves it until it ends. healthy says whether it
-// answered a keepalive before it did.
+// connectOnce makes one connection and serves it until it ends. healthy says whether it was
+// connected and answered a keepalive before it ended: an attempt that never got as far as
+// connected is a failure to back off from, however long the host took to fail it.
 func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	// The files are looked at before they are read, so that an edit made meanwhile counts as
 	// a change should this attempt fail.
@@ -352,20 +354,36 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	// asked for the forward.
 	sh, err := startShell(l.client)
 	if err != nil {
-		return proved.Load(), l.cause(err)
+		return false, l.cause(err)
 	}
-	ln, fwd, err := c.openForward(l.ctx, l, sh, h, c.port, c.prev)
+	// The shell's commands wait for the user's start-up files: each gets a deadline.
+	var (
+		ln  net.Listener
+		fwd Forward
+	)
+	err = Within(l.ctx, h.Alias, "checking the forward", c.cfg.CommandTimeout, func(ctx context.Context) (err error) {
+		ln, fwd, err = c.openForward(ctx, l, sh, h, c.port, c.prev)
+		return err
+	})
 	if err != nil {
 		sh.close()
-		return proved.Load(), l.cause(err)
+		return false, l.cause(err)
 	}
 	ready := make(chan struct{})
 	go c.serve(l.ctx, ln, ready, newHostEnds(l.ctx, l.client, fwd.Port, c.cfg.Logger))
 
-	info, err := readHostInfo(l.ctx, sh, fwd.Port)
+	var info hostInfo
+	err = Within(l.ctx, h.Alias, "checking the forward", c.cfg.CommandTimeout, func(ctx context.Context) (err error) {
+		info, err = readHostInfo(ctx, sh, fwd.Port)
+		return err
+	})
 	sh.close()
+	var te *TimeoutError
+	if errors.As(err, &te) {
+		return false, l.cause(err)
+	}
 	if err != nil {
-		return proved.Load(), l.cause(fmt.Errorf("check the forward on the host: %w", err))
+		return false, l.cause(fmt.Errorf("check the forward on the host: %w", err))
 	}
 	if !info.tcpRead {
 		err = fmt.Errorf("%w: the host has no /proc/net/tcp to read (the forward serves Linux hosts only)", ErrUncheckable)
@@ -386,7 +404,11 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 
 	if c.cfg.OnConnect != nil {
 		if err := c.cfg.OnConnect(l.ctx, l.client, fwd); err != nil {
-			return proved.Load(), l.cause(fmt.Errorf("on connect: %w", err))
+			var te *TimeoutError
+			if !errors.As(err, &te) {
+				err = fmt.Errorf("on connect: %w", err)
+			}
+			return false, l.cause(err)
 		}
 	}
 

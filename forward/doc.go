@@ -49,6 +49,12 @@
 //     no process: then both sides are closed. Target's close (hangup) closes both too.
 //  8. OnConnect runs; then the state is connected.
 //
+// Steps 5 and 6 run commands through the user's login shell, which reads its start-up files
+// first: each has a deadline, [Config.CommandTimeout] (30 s), so that a ~/.bashrc that loops or
+// waits fails the attempt with a [*TimeoutError] ("the host did not finish checking the forward
+// within 30s: …") instead of leaving it connecting for good, and a later attempt connects once
+// the file is fixed. OnConnect's steps get deadlines of their own through [Within].
+//
 // # ssh_config
 //
 // HostName (with %h), Port, User, IdentityFile (repeated, with %d %h %i %k %L %l %n %p %r %u %%
@@ -146,7 +152,9 @@
 // forward's listener alone sends cancel-tcpip-forward and waits for a reply a dead path never
 // brings).
 //
-// After a connection that had answered a keepalive is lost, the next attempt starts at once.
+// After a connection that had been connected and answered a keepalive is lost, the next attempt
+// starts at once; an attempt that failed before it was connected counts as a failure, however
+// long it took.
 // Failed attempts then wait MinBackoff (250 ms), doubling up to MaxBackoff (30 s), ±20% jitter.
 // While the first hop cannot be reached at all, the wait also ends as soon as it answers again
 // (a probe every 500 ms opens a TCP connection and waits for the server's first bytes), so a
@@ -157,6 +165,7 @@
 //	connecting
 //	connected: 127.0.0.1:41877 on the host
 //	retrying in 8s: ssh handshake with 10.0.0.7:22: no answer in 15s (ConnectTimeout)
+//	retrying in 8s: the host did not finish checking the forward within 30s: …
 //	failed: host key of buildbox has changed: …
 //	stopped
 //

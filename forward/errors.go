@@ -1,9 +1,11 @@
 package forward
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // The errors callers branch on besides the types below. Errors from this package wrap them, so
@@ -137,6 +139,40 @@ func (e *ConfigError) Error() string {
 		return fmt.Sprintf("ssh config for %s: %s", e.Host, e.Reason)
 	}
 	return fmt.Sprintf("ssh config for %s: %s: %s", e.Host, e.Key, e.Reason)
+}
+
+// TimeoutError says that a step of a connect did not finish within its deadline: the host
+// answered the SSH handshake, but a command there did not end. The usual cause is a shell
+// start-up file that waits or loops in non-interactive shells (sshd runs every command through
+// the login shell, and bash reads ~/.bashrc for commands from ssh); a host too loaded to run the
+// command, or a hung filesystem, do it too. The connection is retried with the usual backoff.
+type TimeoutError struct {
+	// Host is the host as configured ("buildbox"), for the command a person can try.
+	Host string
+	// Step is what the host did not finish, as in "the host did not finish installing krad
+	// within 30s": "checking the forward", "installing krad", "starting tmux".
+	Step  string
+	After time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("the host did not finish %s within %s: its commands do not end; "+
+		"'ssh %s true' should return at once, and a ~/.bashrc or ~/.profile that waits or loops in non-interactive shells stops every command",
+		e.Step, roundWait(e.After), e.Host)
+}
+
+// Within runs f with a context that ends after d, and returns a *TimeoutError for host and step,
+// whatever f made of it, when that deadline ended f: an error that ctx ended, or that f gives
+// on its own, is returned as it is.
+func Within(ctx context.Context, host, step string, d time.Duration, f func(context.Context) error) error {
+	te := &TimeoutError{Host: host, Step: step, After: d}
+	fctx, cancel := context.WithTimeoutCause(ctx, d, te)
+	defer cancel()
+	err := f(fctx)
+	if err != nil && ctx.Err() == nil && context.Cause(fctx) == te {
+		return te
+	}
+	return err
 }
 
 // Permanent marks err as one that retrying cannot fix: when OnConnect returns it, [Conn.Run]

@@ -61,7 +61,9 @@ func startShell(client *ssh.Client) (*hostShell, error) {
 }
 
 // run runs script in the shell and returns what it printed on stdout. Output past maxOutput,
-// or ctx ending, breaks the shell: later runs fail.
+// or ctx ending, breaks the shell: later runs fail. When ctx ends, run returns at once: closing
+// the session does not end a read whose command still runs on the host (sshd keeps the channel
+// open until it ends), so the read is left to end with the connection.
 func (sh *hostShell) run(ctx context.Context, script string) ([]byte, error) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -70,12 +72,35 @@ func (sh *hostShell) run(ctx context.Context, script string) ([]byte, error) {
 	}
 	sh.n++
 	end := marker + "done-" + strconv.Itoa(sh.n)
-	stop := context.AfterFunc(ctx, func() { sh.sess.Close() })
-	defer stop()
+	if err := ctx.Err(); err != nil {
+		return nil, sh.fail(ctx, err)
+	}
 	// The script's stderr goes to the session's; the end marker starts a line of its own.
 	if _, err := io.WriteString(sh.stdin, "{\n"+script+"\n}\necho\necho "+end+"\n"); err != nil {
 		return nil, sh.fail(ctx, fmt.Errorf("write to sh on the host: %w", err))
 	}
+	type result struct {
+		out []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := sh.readUntil(end)
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, sh.fail(ctx, r.err)
+		}
+		return r.out, nil
+	case <-ctx.Done():
+		return nil, sh.fail(ctx, ctx.Err())
+	}
+}
+
+// readUntil reads the shell's stdout up to the line end, and returns what came before it.
+func (sh *hostShell) readUntil(end string) ([]byte, error) {
 	var out bytes.Buffer
 	for {
 		line, err := sh.stdout.ReadSlice('\n')
@@ -87,23 +112,23 @@ func (sh *hostShell) run(ctx context.Context, script string) ([]byte, error) {
 		}
 		out.Write(line)
 		if out.Len() > maxOutput {
-			return nil, sh.fail(ctx, errors.New("the host printed too much"))
+			return nil, errors.New("the host printed too much")
 		}
 		if err != nil {
 			if err == io.EOF {
 				err = errors.New("sh on the host ended")
 			}
-			return nil, sh.fail(ctx, err)
+			return nil, err
 		}
 	}
 }
 
-// fail marks the shell broken with err, closes it, and returns the error to report: ctx's when
-// it ended, else err with the shell's stderr.
+// fail marks the shell broken with err, closes it, and returns the error to report: why ctx
+// ended when it did (a deadline's *TimeoutError), else err with the shell's stderr.
 func (sh *hostShell) fail(ctx context.Context, err error) error {
 	sh.sess.Close()
 	if ctx.Err() != nil {
-		err = ctx.Err()
+		err = context.Cause(ctx)
 	} else if msg := strings.TrimSpace(sh.stderr.String()); msg != "" {
 		err = fmt.Errorf("%w: %s", err, termsafe.Quote(msg))
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // The limits on what a Client reads. Past either, the client ends with an error wrapping
@@ -34,6 +35,9 @@ type Client struct {
 	unsent []*call // waiting for the writer, in the order Command was called
 	sent   []*call // written, waiting for their replies, in the order written
 	err    error   // why the client ended; nil while it runs
+	// replied is when the last reply came (or the client started): with sent, how long tmux
+	// has made a command wait, for Watch.
+	replied time.Time
 
 	wake  chan struct{} // tells the writer there is something in unsent
 	ended chan struct{} // closed when err is set
@@ -48,6 +52,7 @@ type Client struct {
 type call struct {
 	line  []byte
 	reply chan reply
+	sent  time.Time // when the writer took it; set under Client.mu
 }
 
 type reply struct {
@@ -70,6 +75,8 @@ func New(rw io.ReadWriteCloser, onNote func(Notification)) *Client {
 		wake:   make(chan struct{}, 1),
 		ended:  make(chan struct{}),
 		done:   make(chan struct{}),
+
+		replied: time.Now(),
 	}
 	go c.read()
 	go c.write()
@@ -162,6 +169,7 @@ func (c *Client) Done() <-chan struct{} { return c.done }
 //   - an error wrapping [io.ErrUnexpectedEOF]: the stream ended without %exit, as it does when an
 //     SSH connection drops or tmux is killed;
 //   - an error wrapping [ErrTooLong] or [ErrProtocol];
+//   - an error wrapping [ErrNoAnswer]: [Client.Watch] saw tmux stop answering;
 //   - an error reading or writing the stream, wrapped.
 func (c *Client) Err() error {
 	c.mu.Lock()
@@ -197,6 +205,61 @@ func (c *Client) end(cause error) {
 	}
 }
 
+// Watch makes the client notice a tmux that stops answering: a server that was stopped
+// (SIGSTOP), a host that hangs, or a stream that stays open but carries nothing (an SSH channel
+// that stalls while the connection lives, a compromised host's program that answered once). When
+// a command has waited longer than timeout for its reply, and no other reply came meanwhile, the
+// client ends with an error wrapping [ErrNoAnswer] and its stream is closed, as by Close: commands
+// waiting fail, and [Client.Done] is closed. While no command is waiting, it asks tmux something
+// that costs it nothing (display-message -p) every timeout/4, so that silence is noticed too, within
+// about 1.5 × timeout. Progress is what counts, not a fixed deadline per command: tmux answers in
+// order, so a burst of slow commands is not taken for a stuck server as long as replies come.
+//
+// A timeout of zero or less does nothing. Call Watch once; it stops when the client ends.
+func (c *Client) Watch(timeout time.Duration) {
+	if timeout <= 0 {
+		return
+	}
+	go c.watch(timeout)
+}
+
+func (c *Client) watch(timeout time.Duration) {
+	tick := time.NewTicker(timeout / 4)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.ended:
+			return
+		case <-tick.C:
+		}
+		c.mu.Lock()
+		var waited time.Duration
+		if len(c.sent) > 0 {
+			since := c.sent[0].sent
+			if c.replied.After(since) {
+				since = c.replied
+			}
+			waited = time.Since(since)
+		}
+		idle := len(c.sent) == 0 && len(c.unsent) == 0
+		c.mu.Unlock()
+		switch {
+		case waited > timeout:
+			c.end(fmt.Errorf("%w: a command waited more than %s for its reply", ErrNoAnswer, timeout))
+			// A tmux that answers nothing will not detach cleanly either: a local one is
+			// killed rather than waited for.
+			if k, ok := c.rw.(interface{ kill() }); ok {
+				k.kill()
+			}
+			c.closeRW()
+			return
+		case idle:
+			// Its reply only has to come; the command fails once the client ends.
+			go func() { _, _ = c.Command(context.Background(), "display-message", "-p", "") }()
+		}
+	}
+}
+
 func (c *Client) closeRW() error {
 	c.closeOnce.Do(func() { c.closeErr = c.rw.Close() })
 	return c.closeErr
@@ -219,6 +282,10 @@ func (c *Client) write() {
 		}
 		batch := c.unsent
 		c.unsent = nil
+		now := time.Now()
+		for _, cl := range batch {
+			cl.sent = now
+		}
 		c.sent = append(c.sent, batch...)
 		c.mu.Unlock()
 		if len(batch) == 0 {
@@ -291,6 +358,7 @@ func (c *Client) deliver(r reply) error {
 	cl := c.sent[0]
 	c.sent[0] = nil
 	c.sent = c.sent[1:]
+	c.replied = time.Now()
 	c.mu.Unlock()
 	cl.reply <- r
 	return nil

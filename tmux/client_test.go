@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strconv"
@@ -356,5 +357,56 @@ func TestManyConcurrentCommands(t *testing.T) {
 		if r := wait(t, ch); r.err != nil || len(r.lines) != 1 || r.lines[0] != want {
 			t.Errorf("command %d: got %q, %v; want [%s]", i, r.lines, r.err, want)
 		}
+	}
+}
+
+// A watched client asks a quiet tmux something now and then; while the answers come it lives on,
+// and once a question goes unanswered for the timeout it ends with ErrNoAnswer, failing the
+// commands that wait.
+func TestWatch(t *testing.T) {
+	s := newScript(t)
+	s.c.Watch(2 * time.Second)
+	for i := range 3 {
+		if got, want := s.read(), `"display-message" "-p" ""`; got != want {
+			t.Fatalf("question %d: the client sent %s, want %s", i, got, want)
+		}
+		s.write(fmt.Sprintf("%%begin 1 %d 1", i), "", fmt.Sprintf("%%end 1 %d 1", i))
+	}
+	if err := s.c.Err(); err != nil {
+		t.Fatalf("the client ended while tmux answered: %v", err)
+	}
+	s.read() // the next question, which tmux leaves unanswered
+	waiting := command(context.Background(), s.c, "list-windows")
+	waitDone(t, s.c)
+	if err := s.c.Err(); !errors.Is(err, ErrNoAnswer) {
+		t.Fatalf("Err() = %v, want ErrNoAnswer", err)
+	}
+	if r := wait(t, waiting); !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, ErrNoAnswer) {
+		t.Errorf("the waiting command: got %q, %v; want ErrClosed and ErrNoAnswer", r.lines, r.err)
+	}
+}
+
+// A reply that takes long is no silence as long as others come: what counts is progress.
+func TestWatchCountsProgress(t *testing.T) {
+	s := newScript(t)
+	s.c.Watch(3 * time.Second)
+	s.read() // a question
+	slow := make([]<-chan result, 5)
+	for i := range slow {
+		slow[i] = command(context.Background(), s.c, "display", "-p", strconv.Itoa(i))
+		s.read()
+	}
+	// tmux answers one command a second: each reply comes within the timeout of the one before,
+	// though the last waits about five seconds in all.
+	s.write("%begin 1 0 1", "%end 1 0 1")
+	for i := range slow {
+		time.Sleep(time.Second)
+		s.write(fmt.Sprintf("%%begin 1 %d 1", i+1), strconv.Itoa(i), fmt.Sprintf("%%end 1 %d 1", i+1))
+		if r := wait(t, slow[i]); r.err != nil {
+			t.Fatalf("command %d: %v", i, r.err)
+		}
+	}
+	if err := s.c.Err(); err != nil {
+		t.Errorf("the client ended while replies came: %v", err)
 	}
 }

@@ -23,6 +23,11 @@ var (
 	// command makes tmux run further commands (see [Command]), or when the stream is not tmux.
 	ErrProtocol = errors.New("tmux replies out of step")
 
+	// ErrNoAnswer: tmux left a command unanswered for longer than [Client.Watch] allows. The
+	// client ends: a server that answers nothing cannot be driven, and a new attach may find it
+	// answering again.
+	ErrNoAnswer = errors.New("tmux stopped answering")
+
 	// ErrMalformed: a notification line that does not parse. It comes in [Unknown.Err] and never
 	// ends the client.
 	ErrMalformed = errors.New("malformed notification")

@@ -134,7 +134,7 @@ func Start(ctx context.Context, opts StartOptions) (*Client, error) {
 		return nil, p.startError(c.Err())
 	case <-ctx.Done():
 		c.Close()
-		return nil, fmt.Errorf("start tmux: %w", ctx.Err())
+		return nil, fmt.Errorf("start tmux: %w", context.Cause(ctx))
 	}
 }
 
@@ -217,6 +217,9 @@ type process struct {
 
 func (p *process) Read(b []byte) (int, error)  { return p.stdout.Read(b) }
 func (p *process) Write(b []byte) (int, error) { return p.stdin.Write(b) }
+
+// kill ends the tmux process at once, for a client that no longer answers; Close still reaps it.
+func (p *process) kill() { p.cmd.Process.Kill() }
 
 // Close closes tmux's input, which makes it exit, waits for it (killing it after closeGrace), and
 // closes its output.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -611,4 +612,27 @@ func TestTmuxStartNamesAreText(t *testing.T) {
 		exec.Command(tmux, "-S", socket, "kill-server").Run()
 	}
 	checkNotRun(t, cwd)
+}
+
+// A tmux server that stops (SIGSTOP, as a hung host would) ends a watched client with
+// ErrNoAnswer; nothing else would, since its stream stays open.
+func TestTmuxWatchStoppedServer(t *testing.T) {
+	s := startServer(t)
+	s.c.Watch(2 * time.Second)
+	pid, err := strconv.Atoi(s.run("display-message", "-p", "#{pid}")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) })
+	select {
+	case <-s.c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the client did not end within 30 s of its server stopping")
+	}
+	if err := s.c.Err(); !errors.Is(err, ErrNoAnswer) {
+		t.Fatalf("Err() = %v, want ErrNoAnswer", err)
+	}
 }

@@ -22,7 +22,7 @@ import (
 type sshWorld struct {
 	t    *testing.T
 	home string // the app's HOME and XDG_CONFIG_HOME
-	tmux string // the host's TMUX_TMPDIR
+	tmux string // the host's TMUX_TMPDIR: tmux's default socket folder there, which the app must not need
 	sshd *sshdtest.Server
 	key  string // the identity file, authorized on sshd
 	app  *apptest.App
@@ -80,15 +80,18 @@ func (w *sshWorld) start(env ...string) {
 	})
 }
 
-// hostTmux is a tmux command on the host's server of the app.
+// hostTmux is a tmux command on the host's server of the app, whose socket is in the folder the
+// app makes for it on the host.
 func (w *sshWorld) hostTmux(args ...string) *exec.Cmd {
-	cmd := exec.Command("tmux", append([]string{"-L", "krad-ade"}, args...)...)
-	cmd.Env = []string{"TMUX_TMPDIR=" + w.tmux, "PATH=/usr/bin:/bin"}
+	socket := filepath.Join(w.sshd.Home, ".krad-ade", "tmux", "krad-ade")
+	cmd := exec.Command("tmux", append([]string{"-S", socket}, args...)...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	return cmd
 }
 
 // served waits until the environment's terminals are there on the host: the app attached to
-// its tmux session, which `ssh -t buildbox tmux -L krad-ade attach -t build` shows.
+// its tmux session, which `ssh -t buildbox 'tmux -S ~/.krad-ade/tmux/krad-ade attach -t build'`
+// shows.
 func (w *sshWorld) served() {
 	w.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

@@ -379,13 +379,16 @@ func agentIn(id, kind, state string) func(watchEvent) bool {
 	}
 }
 
-// The host side. On the hosts the app runs its tmux as the SSH user, krad, with tmux's default
-// socket folder; `docker exec` as krad reaches the same server.
+// The host side. On the hosts the app runs its tmux as the SSH user, krad, on a socket in a
+// folder of its own, hostSocket; `docker exec` as krad reaches the same server there.
 
-// hostTmux runs tmux -L krad-ade on h as krad.
+// hostSocket is the app's tmux socket on the hosts.
+const hostSocket = "/home/krad/.krad-ade/tmux/krad-ade"
+
+// hostTmux runs tmux -S hostSocket on h as krad.
 func hostTmux(t *testing.T, h *e2e.Host, args ...string) string {
 	t.Helper()
-	return h.ExecAs(t, "krad", append([]string{"tmux", "-L", "krad-ade"}, args...)...)
+	return h.ExecAs(t, "krad", append([]string{"tmux", "-S", hostSocket}, args...)...)
 }
 
 // kradBin is the folder where the app installs krad on a host.
@@ -441,8 +444,8 @@ func openTerminal(t *testing.T, h *e2e.Host, env string, d time.Duration) *term 
 }
 
 // openAttached opens a window the way a person does: attached with the command the app prints
-// (ssh -t HOST tmux -L krad-ade attach -t ENV, OpenSSH's client on this machine with the user's
-// ssh_config), then prefix c. It waits for the app to number the window. The person detaches
+// (ssh -t HOST 'tmux -S ~/.krad-ade/tmux/krad-ade attach -t ENV', OpenSSH's client on this
+// machine with the user's ssh_config), then prefix c. It waits for the app to number the window. The person detaches
 // when the test ends.
 func openAttached(t *testing.T, u *user, h *e2e.Host, env string, d time.Duration) *term {
 	t.Helper()
@@ -454,7 +457,7 @@ func openAttached(t *testing.T, u *user, h *e2e.Host, env string, d time.Duratio
 		before[w] = true
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := u.ssh.Command(ctx, "-tt", env, "tmux -L krad-ade attach -t "+env)
+	cmd := u.ssh.Command(ctx, "-tt", env, "tmux -S ~/.krad-ade/tmux/krad-ade attach -t "+env)
 	cmd.Env = append(cmd.Env, "TERM=xterm-256color")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -469,7 +472,7 @@ func openAttached(t *testing.T, u *user, h *e2e.Host, env string, d time.Duratio
 	deadline := time.Now().Add(d)
 	for len(clients()) == 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("ssh -tt %s tmux -L krad-ade attach -t %s: no client attached within %v; it said: %q", env, env, d, said.String())
+			t.Fatalf("ssh -tt %s 'tmux -S ~/.krad-ade/tmux/krad-ade attach -t %s': no client attached within %v; it said: %q", env, env, d, said.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -26,5 +26,6 @@ import (
 //	40      TestSquattedPortGetsNoToken
 //	41      TestAppStopsCleanlyAndComesBackAfterAKill
 //	42      TestHelloLatencyThroughTheTunnel
+//	45      TestAnotherHostUserTakesTmuxsFolder
 
 func TestMain(m *testing.M) { e2e.Main(m, testbin.Cleanup, removeProbe) }

@@ -71,7 +71,7 @@ func TestAppConnectsThreeSSHEnvironments(t *testing.T) {
 		if c.host != h.Name || c.krad != version.Build {
 			t.Errorf("environment %s: connected to %q with krad %q, want %s and %s", h.Name, c.host, c.krad, h.Name, version.Build)
 		}
-		if want := "ssh -t " + h.Name + " tmux -L krad-ade attach -t " + h.Name; c.attach != want {
+		if want := "ssh -t " + h.Name + " 'tmux -S ~/.krad-ade/tmux/krad-ade attach -t " + h.Name + "'"; c.attach != want {
 			t.Errorf("environment %s: the attach hint is %q, want %q", h.Name, c.attach, want)
 		}
 		if got := h.Listeners(t, c.port()); !slices.Equal(got, []string{c.forward}) {

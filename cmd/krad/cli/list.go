@@ -21,7 +21,9 @@ In one of krad-ade's terminals, krad lists the terminals of its group (its workt
   main:1    lead    working  claude
   main:2    worker  idle     fix flaky test
 
-An agent whose process ended shows its exit code: "done (0)", "failed (1)".`,
+An agent whose process ended shows its exit code: "done (0)", "failed (1)". The agents of an
+environment that is down (its SSH host out of reach, its tmux not answering) are unreachable:
+the app cannot tell what they do until the environment is back, when their states return.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&all, "all", false, "list every terminal of this terminal's environment")
 			fs.BoolVar(&asJSON, "json", false, `print the agents as one JSON array of {"environment","terminal","title","role","state","session","group","exit_code","since"}`)

@@ -24,7 +24,8 @@ After krad send, it waits for the agent's reaction first: anything on its screen
 of the text sent, or a report of its own. A command the text started in the foreground (typed
 into a shell) is the agent at work until it shows something or ends, however long that takes.
 Only an agent that shows nothing, reports nothing and starts no command for 10 s is taken as it
-is.
+is. An agent whose environment is down is unreachable, which is not settled: krad wait goes on
+waiting for its environment to come back.
 
 T is a terminal of this terminal's own environment: its number, like 2, or main:2.
 

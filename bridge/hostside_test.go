@@ -1,0 +1,398 @@
+package bridge_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/discovery"
+	"github.com/krad-ade/krad/internal/testbin"
+)
+
+// writeBashrc writes the host user's ~/.bashrc, which bash reads for every command sshd runs.
+func (w *world) writeBashrc(content string) {
+	w.t.Helper()
+	if err := os.WriteFile(filepath.Join(w.sshd.Home, ".bashrc"), []byte(content), 0o600); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// stuckOn is a ~/.bashrc that loops, while the file hold exists, in the shells that run a
+// command matching the case pattern: every command of one step of a connect hangs there. The
+// test removes hold as it ends, so that the shells left looping end too (sshd, run as root here,
+// does not kill a command whose session closed).
+func stuckOn(t *testing.T, pattern string) string {
+	hold := filepath.Join(t.TempDir(), "hold")
+	if err := os.WriteFile(hold, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(hold) })
+	return fmt.Sprintf("case \"$BASH_EXECUTION_STRING\" in %s) while [ -e '%s' ]; do sleep 0.1; done;; esac\n", pattern, hold)
+}
+
+// TestStuckStartupFilesTimeOut: a ~/.bashrc that loops holds the commands of one step of a
+// connect. Each step has a deadline: when it passes the app says which step (the connection's
+// status, or for tmux an environment_down event) and tries again, and once the loop is gone from
+// the .bashrc the environment comes up, with no restart — the shells still looping (they loop
+// on) hold nothing.
+func TestStuckStartupFilesTimeOut(t *testing.T) {
+	for _, step := range []struct {
+		name, pattern string
+		tmux          bool // reported by the app's event, not the connection's status
+	}{
+		{"checking the forward", `"exec sh"`, false},
+		{"probing its platform", `*__KRAD_PROBE_BEGIN__*`, false},
+		{"installing krad", `*__KRAD_INSTALL_BEGIN__*`, false},
+		{"writing the token file", `*__KRAD_TOKENFILE_BEGIN__*`, false},
+		{"looking for tmux", `*__KRAD_HOST_BEGIN__*`, false},
+		{"starting tmux", `*" -C new-session "*`, true},
+	} {
+		t.Run(strings.ReplaceAll(step.name, " ", "-"), func(t *testing.T) {
+			const d = 3 * time.Second
+			w := startWorld(t, worldOptions{
+				noWait:         true,
+				commandTimeout: d,
+				host:           func(w *world) { w.writeBashrc(stuckOn(t, step.pattern)) },
+			})
+			said := "the host did not finish " + step.name + " within 3s: "
+			if step.tmux {
+				var msg string
+				w.event(60*time.Second, "environment_down for tmux's deadline", appEvent(api.EnvironmentDown, &msg))
+				if !strings.HasPrefix(msg, said) || !strings.Contains(msg, "'ssh buildbox true'") {
+					t.Errorf("environment_down says %q, want it to start with %q and say what to check", msg, said)
+				}
+			} else {
+				re := regexp.MustCompile(`^retrying in \S+: ` + regexp.QuoteMeta(said) + `.*'ssh buildbox true'.*~/\.bashrc`)
+				deadline := time.After(60 * time.Second)
+				for found := false; !found; {
+					select {
+					case s := <-w.states:
+						found = re.MatchString(s)
+					case <-deadline:
+						t.Fatalf("no status %q within 60 s; now %s", re, w.bridge.Status())
+					}
+				}
+			}
+			select {
+			case <-w.app.ReadyOf("build"):
+				t.Fatalf("environment build came up with its %s stuck", step.name)
+			default:
+			}
+			w.writeBashrc("")
+			select {
+			case <-w.app.ReadyOf("build"):
+			case <-time.After(60 * time.Second):
+				t.Fatalf("environment build did not come up within 60 s of the fix: %s", w.bridge.Status())
+			}
+		})
+	}
+}
+
+// stopTmux stops the host's tmux server, as a hung host would, until the returned function
+// (also run when the test ends) lets it go on.
+func (w *world) stopTmux() (resume func()) {
+	w.t.Helper()
+	out, err := w.hostTmux("display-message", "-p", "#{pid}").Output()
+	if err != nil {
+		w.t.Fatalf("the host's tmux server: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		w.t.Fatal(err)
+	}
+	resume = func() { _ = syscall.Kill(pid, syscall.SIGCONT) }
+	w.t.Cleanup(resume)
+	return resume
+}
+
+// clientList is what a Client (a status bar on this computer) lists, by terminal.
+func (w *world) clientList() map[string]api.Agent {
+	w.t.Helper()
+	var agents []api.Agent
+	w.call(&api.Client{Endpoint: w.bus.Addr(), Token: w.token, From: api.FromClient}, api.List, nil, &agents, "Agents")
+	m := map[string]api.Agent{}
+	for _, a := range agents {
+		m[a.ID().String()] = a
+	}
+	return m
+}
+
+// kradList runs krad list on this computer outside the app's terminals, as a person would: it
+// finds the bus through api.json.
+func (w *world) kradList() string {
+	w.t.Helper()
+	config := w.t.TempDir()
+	f := discovery.File{APIVersion: api.Version, Endpoint: w.bus.Addr(), Token: w.token, PID: os.Getpid(), StartedAt: time.Now()}
+	if err := discovery.Write(filepath.Join(config, "krad-ade"), f); err != nil {
+		w.t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(testbin.Dir(w.t), "krad"), "list")
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + config, "XDG_CONFIG_HOME=" + config}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		w.t.Fatalf("krad list: %v:\n%s", err, out)
+	}
+	return string(out)
+}
+
+// TestSilentTmuxGoesDown: the host's tmux stops answering (SIGSTOP) while the SSH connection
+// stays up. The environment goes down with a message within the app's bound; meanwhile a Client
+// and krad list show its agents unreachable, not idle or working, and this computer's as they
+// are. Once tmux answers again the app attaches by itself and the agents have their states back.
+func TestSilentTmuxGoesDown(t *testing.T) {
+	w := startWorld(t, worldOptions{tmuxTimeout: 2 * time.Second})
+	var worker api.Agent
+	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "busy", Command: []string{"sh", "-c", "krad report working; sleep 300"}}, &worker, "Agent")
+	id := worker.ID().String()
+	for deadline := time.Now().Add(30 * time.Second); w.clientList()[id].State != api.StateWorking; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker is %s, not working, after 30 s", w.clientList()[id].State)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); w.clientList()["build:1"].State != api.StateIdle; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the lead is %s, not idle, after 30 s", w.clientList()["build:1"].State)
+		}
+	}
+	for len(w.events) > 0 {
+		<-w.events
+	}
+
+	resume := w.stopTmux()
+	var msg string
+	w.event(60*time.Second, "environment_down", appEvent(api.EnvironmentDown, &msg))
+	if !strings.Contains(msg, "tmux stopped answering") {
+		t.Errorf("environment_down says %q, want it to say that tmux stopped answering", msg)
+	}
+	list := w.clientList()
+	for _, n := range []string{"build:1", id} {
+		if list[n].State != api.StateUnreachable {
+			t.Errorf("while the host's tmux is stopped, a Client lists %s as %s, want unreachable", n, list[n].State)
+		}
+	}
+	if s := list["main:1"].State; s == api.StateUnreachable {
+		t.Errorf("this computer's lead is %s too", s)
+	}
+	out := w.kradList()
+	for _, n := range []string{"build:1", id} {
+		if !regexp.MustCompile(`(?m)^` + n + ` +\S+ +unreachable `).MatchString(out) {
+			t.Errorf("krad list does not show %s unreachable:\n%s", n, out)
+		}
+	}
+	if !strings.HasPrefix(w.bridge.Status().String(), "connected") {
+		t.Errorf("the SSH connection is %s; it should have stayed up", w.bridge.Status())
+	}
+
+	resume()
+	w.event(60*time.Second, "environment_up", appEvent(api.EnvironmentUp, nil))
+	list = w.clientList()
+	if list["build:1"].State != api.StateIdle || list[id].State != api.StateWorking {
+		t.Errorf("back: the lead is %s and the worker %s, want idle and working", list["build:1"].State, list[id].State)
+	}
+	w.screen(w.as(1), worker.Terminal, "") // served again: its screen reads
+}
+
+// fakeTmux is a program named tmux that speaks just enough control mode to get past an attach
+// (the reply to its new-session) and then answers nothing, as a host's compromised or broken tmux
+// might; other uses of it fail.
+const fakeTmux = `#!/bin/sh
+case " $* " in *" -C "*) ;; *) exit 1;; esac
+printf '%%begin 1 1 0\n%%end 1 1 0\n'
+exec cat >/dev/null
+`
+
+// TestTmuxSilentAfterItsFirstReply: a tmux on the host's PATH answers the attach and then falls
+// silent. The environment, never up, is said to be down with a message, and tried again; once
+// the real tmux is back on PATH it comes up, with no restart.
+func TestTmuxSilentAfterItsFirstReply(t *testing.T) {
+	w := startWorld(t, worldOptions{noWait: true, tmuxTimeout: 2 * time.Second, host: func(w *world) {
+		fake := filepath.Join(w.sshd.Home, "fake")
+		if err := os.Mkdir(fake, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(fake, "tmux"), []byte(fakeTmux), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		w.writeBashrc(`PATH="$HOME/fake:$PATH"` + "\n")
+	}})
+	var msg string
+	w.event(60*time.Second, "environment_down", appEvent(api.EnvironmentDown, &msg))
+	if !strings.Contains(msg, "tmux stopped answering") {
+		t.Errorf("environment_down says %q, want it to say that tmux stopped answering", msg)
+	}
+	select {
+	case <-w.app.ReadyOf("build"):
+		t.Fatal("environment build came up on a tmux that answers nothing")
+	default:
+	}
+	w.writeBashrc("")
+	select {
+	case <-w.app.ReadyOf("build"):
+	case <-time.After(60 * time.Second):
+		t.Fatalf("environment build did not come up within 60 s of the real tmux's return: %s", w.bridge.Status())
+	}
+	if err := w.hostTmux("has-session", "-t", "=build").Run(); err != nil {
+		t.Errorf("no session build on the host's real tmux: %v", err)
+	}
+}
+
+// TestAnotherUserTakesTmuxsDefaultFolder: another user of the host (uid 65534) creates tmux's
+// default socket folder for our user, /tmp/tmux-UID (here under the host's TMUX_TMPDIR), before
+// the app connects, which would make tmux refuse to start ("unsafe permissions") for good. The
+// environment comes up all the same, on a socket in ~/.krad-ade/tmux, owner-only; the other
+// user's folder is left as it was, and the attach hint works as printed.
+func TestAnotherUserTakesTmuxsDefaultFolder(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root, to act as another user (uid 65534)")
+	}
+	taken := ""
+	w := startWorld(t, worldOptions{host: func(w *world) {
+		if err := os.Chmod(w.tmpdir, 0o1777); err != nil { // as /tmp is
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Dir(w.tmpdir), 0o711); err != nil { // the test's folder: a way in
+			t.Fatal(err)
+		}
+		taken = filepath.Join(w.tmpdir, fmt.Sprintf("tmux-%d", os.Getuid()))
+		mkdir := exec.Command("mkdir", "-m", "700", taken)
+		mkdir.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		if out, err := mkdir.CombinedOutput(); err != nil {
+			t.Fatalf("mkdir %s as uid 65534: %v: %s", taken, err, out)
+		}
+	}})
+	fi, err := os.Lstat(w.socket())
+	if err != nil || fi.Mode().Type() != os.ModeSocket {
+		t.Fatalf("the host's tmux socket %s: %v, %v", w.socket(), fi, err)
+	}
+	di, err := os.Lstat(filepath.Dir(w.socket()))
+	if err != nil || !di.IsDir() || di.Mode().Perm() != 0o700 || di.Sys().(*syscall.Stat_t).Uid != uint32(os.Getuid()) {
+		t.Errorf("~/.krad-ade/tmux: %v, %v; want a folder of ours, mode 0700", di.Mode(), err)
+	}
+	ti, err := os.Lstat(taken)
+	if err != nil || ti.Sys().(*syscall.Stat_t).Uid != 65534 {
+		t.Errorf("the other user's %s: %v, %v; want it untouched", taken, ti, err)
+	}
+	if ents, _ := os.ReadDir(taken); len(ents) != 0 {
+		t.Errorf("the app put %v in the other user's folder", ents)
+	}
+	hint := w.bridge.AttachHint("build")
+	want := "ssh -t buildbox 'tmux -S ~/.krad-ade/tmux/krad-ade attach -t build'"
+	if hint != want {
+		t.Fatalf("the attach hint is %q, want %q", hint, want)
+	}
+	// The hint's remote command, with has-session for attach (there is no terminal here), run by
+	// the host's shell as ssh would: the ~ is the host user's home.
+	sess, err := w.sshd.Dial(t).NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if out, err := sess.CombinedOutput("tmux -S ~/.krad-ade/tmux/krad-ade has-session -t build"); err != nil {
+		t.Errorf("the hint's tmux on the host: %v: %s", err, out)
+	}
+}
+
+// TestTmuxFolderRefused: ~/.krad-ade/tmux is checked like the other folders under ~/.krad-ade: a
+// symbolic link there (which could lead tmux's socket anywhere) is refused, the connection says
+// so and is retried, and once it is removed the environment comes up.
+func TestTmuxFolderRefused(t *testing.T) {
+	elsewhere := t.TempDir()
+	w := startWorld(t, worldOptions{noWait: true, host: func(w *world) {
+		if err := os.MkdirAll(filepath.Join(w.sshd.Home, ".krad-ade"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(elsewhere, filepath.Join(w.sshd.Home, ".krad-ade", "tmux")); err != nil {
+			t.Fatal(err)
+		}
+	}})
+	deadline := time.After(60 * time.Second)
+	for found := false; !found; {
+		select {
+		case s := <-w.states:
+			found = strings.HasPrefix(s, "retrying in ") && strings.HasSuffix(s, "~/.krad-ade/tmux is a symbolic link: refused; remove it")
+		case <-deadline:
+			t.Fatalf("no refusal of the symbolic link within 60 s; now %s", w.bridge.Status())
+		}
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("the app put %v where the link leads", ents)
+	}
+	if err := os.Remove(filepath.Join(w.sshd.Home, ".krad-ade", "tmux")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.app.ReadyOf("build"):
+	case <-time.After(60 * time.Second):
+		t.Fatalf("environment build did not come up within 60 s of the fix: %s", w.bridge.Status())
+	}
+}
+
+// TestEarlierVersionsTmuxServer: a host prepared by an earlier version runs its tmux server on the
+// old socket (tmux -L krad-ade), with the environment's terminals in it. The app adopts them
+// (attaching, never starting a server there), and says how to attach to that server; once it is
+// gone the app's own socket takes its place for good.
+func TestEarlierVersionsTmuxServer(t *testing.T) {
+	old := func(args ...string) *exec.Cmd {
+		return exec.Command("tmux", append([]string{"-L", app.SocketName}, args...)...)
+	}
+	w := startWorld(t, worldOptions{host: func(w *world) {
+		env := []string{"PATH=/usr/bin:/bin", "HOME=" + w.sshd.Home, "TMUX_TMPDIR=" + w.tmpdir}
+		meta, _ := json.Marshal(map[string]any{"terminal": 1, "title": "old lead", "role": "lead", "session": "build:1"})
+		for _, args := range [][]string{
+			{"-f", "/dev/null", "new-session", "-d", "-s", "build", "-x", "200", "-y", "50", "sleep 600"},
+			{"set-option", "-w", "-t", "build:0", "@krad", string(meta)},
+			{"set-option", "-w", "-t", "build:0", "@krad_terminal", "build:1"},
+			{"set-option", "-t", "build", "@krad_next", "2"},
+		} {
+			cmd := old(args...)
+			cmd.Env = env
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("the earlier version's tmux %q: %v: %s", args, err, out)
+			}
+		}
+	}})
+	oldEnv := []string{"PATH=/usr/bin:/bin", "TMUX_TMPDIR=" + w.tmpdir}
+	if got := w.clientList()["build:1"]; got.Title != "old lead" || got.Role != api.RoleLead {
+		t.Errorf("build:1 is %+v, want the earlier version's lead, adopted", got)
+	}
+	if err := w.hostTmux("has-session").Run(); err == nil {
+		t.Error("the app started a server of its own beside the earlier version's")
+	}
+	if hint, want := w.bridge.AttachHint("build"), "ssh -t buildbox tmux -L krad-ade attach -t build"; hint != want {
+		t.Errorf("the attach hint is %q, want %q", hint, want)
+	}
+
+	for len(w.events) > 0 {
+		<-w.events
+	}
+	kill := old("kill-server")
+	kill.Env = oldEnv
+	if out, err := kill.CombinedOutput(); err != nil {
+		t.Fatalf("tmux -L krad-ade kill-server: %v: %s", err, out)
+	}
+	w.event(60*time.Second, "environment_up on the app's own server", appEvent(api.EnvironmentUp, nil))
+	if err := w.hostTmux("has-session", "-t", "=build").Run(); err != nil {
+		t.Errorf("no session build on the app's own socket: %v", err)
+	}
+	has := old("has-session")
+	has.Env = oldEnv
+	if err := has.Run(); err == nil {
+		t.Error("a server runs on the old socket again")
+	}
+	if hint, want := w.bridge.AttachHint("build"), "ssh -t buildbox 'tmux -S ~/.krad-ade/tmux/krad-ade attach -t build'"; hint != want {
+		t.Errorf("the attach hint is %q, want %q", hint, want)
+	}
+}
