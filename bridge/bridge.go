@@ -36,6 +36,7 @@ import (
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/forward"
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/remote"
 	"github.com/krad-ade/krad/remote/shell"
 	"github.com/krad-ade/krad/tmux"
@@ -277,11 +278,12 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	case r := <-first:
 		if r.Failed {
 			c.Close()
-			return nil, fmt.Errorf("tmux on the host: %s", strings.Join(r.Lines, "; "))
+			// The host's own words, quoted and cut as the tmux package quotes a failed command.
+			return nil, fmt.Errorf("tmux on the host: %w", &tmux.CommandError{Lines: r.Lines})
 		}
 		return c, nil
 	case <-c.Done():
-		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", c.Err(), stderr.String())
+		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", c.Err(), termsafe.Quote(stderr.String()))
 	case <-timeout.C:
 		c.Close()
 		return nil, fmt.Errorf("tmux on the host did not answer within 30 s")

@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -42,7 +43,16 @@ type world struct {
 	states chan string
 }
 
-func startWorld(t *testing.T) *world {
+// worldOptions change the world startWorldWith starts.
+type worldOptions struct {
+	hostEnv []string     // more variables for the host's sessions
+	log     *slog.Logger // the app's
+	noWait  bool         // return without waiting for the environments to come up
+}
+
+func startWorld(t *testing.T) *world { return startWorldWith(t, worldOptions{}) }
+
+func startWorldWith(t *testing.T, o worldOptions) *world {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -52,7 +62,7 @@ func startWorld(t *testing.T) *world {
 	}
 	bin := testbin.Dir(t)
 	w := &world{t: t, tmpdir: t.TempDir(), states: make(chan string, 64)}
-	w.sshd = sshdtest.Start(t, sshdtest.Options{Env: []string{"TMUX_TMPDIR=" + w.tmpdir}})
+	w.sshd = sshdtest.Start(t, sshdtest.Options{Env: append([]string{"TMUX_TMPDIR=" + w.tmpdir}, o.hostEnv...)})
 	t.Cleanup(func() {
 		cmd := exec.Command("tmux", "-L", app.SocketName, "kill-server")
 		cmd.Env = []string{"TMUX_TMPDIR=" + w.tmpdir, "PATH=/usr/bin:/bin"}
@@ -106,6 +116,7 @@ func startWorld(t *testing.T) *world {
 			{Environment: app.Local, Title: "local lead", Lead: true},
 		},
 		Remotes: []app.Remote{{Name: "build", Host: w.bridge}},
+		Logger:  o.log,
 	})
 	w.bus, err = local.Listen(local.Config{BusToken: w.token, LeadToken: w.lead, Build: version.Build, Handler: w.app, Listener: ln})
 	if err != nil {
@@ -127,6 +138,9 @@ func startWorld(t *testing.T) *world {
 			<-done
 		}
 	})
+	if o.noWait {
+		return w
+	}
 	select {
 	case <-w.app.ReadyOf("build"):
 	case <-time.After(60 * time.Second):
