@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -180,6 +181,31 @@ func FuzzParseWindowLine(f *testing.F) {
 		}
 		if api.CheckTitle(m.Title) != nil || m.Title == "" || checkText(m.Group, maxGroup) != nil || m.Spec != "" && !isSpecKey(m.Spec) {
 			t.Fatalf("title %q, group %q, spec %q from %q", m.Title, m.Group, m.Spec, line)
+		}
+	})
+}
+
+// FuzzNumbersReadBack: the numbers the app reads back from tmux (the session's next terminal, a
+// window's index) are in range or refused, and a screen is clipped to its last MaxScreen bytes
+// from the start of a line.
+func FuzzNumbersReadBack(f *testing.F) {
+	for _, s := range []string{"1", "0", "-1", "2147483647", "2147483648", "9223372036854775807", "99999999999999999999", "+5", " 5", "5x", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if n, err := parseNext(s); err == nil && (n < 1 || n > MaxTerminalNumber+1) {
+			t.Fatalf("parseNext(%q) = %d", s, n)
+		}
+		if n, err := parseIndex(s); err == nil && (n < 0 || n > MaxTerminalNumber) {
+			t.Fatalf("parseIndex(%q) = %d", s, n)
+		}
+		screen := strings.Repeat(s+"\n", MaxScreen/max(1, len(s))+2)
+		clipped := clipScreen(screen)
+		if len(clipped) > MaxScreen || !strings.HasSuffix(screen, clipped) {
+			t.Fatalf("clipScreen kept %d bytes that are not the screen's end", len(clipped))
+		}
+		if len(clipped) < len(screen) && clipped != "" && !strings.HasSuffix(screen[:len(screen)-len(clipped)], "\n") {
+			t.Fatalf("clipScreen cut inside a line")
 		}
 	})
 }
