@@ -16,7 +16,10 @@
 // the user there, can read the token while the app runs: the bridge protects it from other users.
 // What the token opens from there is the host's own environment only: the Target the caller gives
 // forward.Config must hand each connection to the bus as that environment's (local.Server.Pipe
-// with local.FromForward), and the bus refuses any other caller it names.
+// with local.FromForward), and the bus refuses any other caller it names. The host's tmux, which
+// the host controls, is outside input too: the tmux client bounds its lines and replies, and the
+// app bounds the work, the terminals and the log its notifications cause and checks every value it
+// reads back; what a failed start of tmux says reaches errors quoted and cut.
 package bridge
 
 import (
@@ -308,12 +311,25 @@ type sessionRW struct {
 	r io.Reader
 	w io.WriteCloser
 	s *ssh.Session
+	// wmu is held by Write: x/crypto/ssh's CloseWrite (stdin's Close) is not safe beside a Write.
+	wmu sync.Mutex
 }
 
-func (s *sessionRW) Read(p []byte) (int, error)  { return s.r.Read(p) }
-func (s *sessionRW) Write(p []byte) (int, error) { return s.w.Write(p) }
+func (s *sessionRW) Read(p []byte) (int, error) { return s.r.Read(p) }
+
+func (s *sessionRW) Write(p []byte) (int, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.w.Write(p)
+}
+
+// Close ends tmux's input, then the session. A Write still in flight (the host reads slowly, or
+// not at all) is not waited for: closing the session ends it.
 func (s *sessionRW) Close() error {
-	s.w.Close()
+	if s.wmu.TryLock() {
+		s.w.Close()
+		s.wmu.Unlock()
+	}
 	return s.s.Close()
 }
 
