@@ -108,7 +108,7 @@ func (e *environment) session(ctx context.Context) error {
 	a.mu.Lock()
 	e.client = c
 	a.mu.Unlock()
-	go e.follow(c)
+	e.follow(c)
 
 	if err := e.setup(ctx, c); err != nil {
 		return err

@@ -83,13 +83,29 @@ func (q *windowWork) take() (added, closed []tmux.WindowID, relist bool) {
 	return added, closed, relist
 }
 
-// follow does the work tmux's window notifications leave, until c ends.
+// reset drops the work there is.
+func (q *windowWork) reset() { q.take() }
+
+// follow starts the goroutine that does the work tmux's window notifications leave for client c,
+// until c ends. Work left for an earlier client is dropped: its window ids may name other windows
+// now, and adopt, which comes next, lists every window there is.
 func (e *environment) follow(c *tmux.Client) {
+	e.work.reset()
+	go e.doWork(c)
+}
+
+func (e *environment) doWork(c *tmux.Client) {
 	for {
 		select {
 		case <-e.work.wake:
 		case <-c.Done():
 			return
+		}
+		select {
+		case <-c.Done(): // an ended client's goroutine leaves the work to the next one
+			e.work.signal()
+			return
+		default:
 		}
 		added, closed, relist := e.work.take()
 		if len(closed) > 0 {
