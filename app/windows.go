@@ -18,7 +18,7 @@ import (
 // for one goroutine per connection to tmux (follow). The work a line can leave is bounded, however
 // many lines a host's tmux sends: a set of windows to number, with no window twice and at most
 // maxPendingWindows of them, past which it is one pass that lists the session's windows again; and
-// a set of windows to check, which holds only windows of terminals, at most MaxTerminals.
+// a set of windows to check, which holds only windows that were terminals'.
 
 // maxPendingWindows is how many new windows wait to be numbered one by one; past it, one pass over
 // the session's windows numbers every window the app does not know.
