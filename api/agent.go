@@ -77,10 +77,14 @@ const (
 	// EnvironmentState says how the way to an SSH environment is: Message is "connecting",
 	// "connected", "retrying in 8s: <last error>" or "failed: <why>".
 	EnvironmentState = "environment_state"
+	// TerminalLimit says that an environment has as many terminals as the app follows: windows
+	// opened beyond them are left alone, unnumbered, and Spawn is refused until some close.
+	TerminalLimit = "terminal_limit"
 )
 
 // AppEvent is a change of the app itself, streamed by SubscribeAgents as {"AppEvent":…}: an
-// environment came up or went down. Message says why, for people.
+// environment came up or went down, or reached its limit of terminals. Message says why, for
+// people.
 type AppEvent struct {
 	Kind        string `json:"kind"`
 	Environment string `json:"environment"`

@@ -297,3 +297,18 @@ func TestOpaqueRoundTrip(t *testing.T) {
 		t.Errorf("decoded %s, want %s", got, o)
 	}
 }
+
+// TestAnswerTooLong: an answer line over MaxAnswerLine is ErrAnswerTooLong, for Call and for
+// Subscribe, and a line that is merely broken is not.
+func TestAnswerTooLong(t *testing.T) {
+	long := `{"Agents":[{"title":"` + strings.Repeat("x", MaxAnswerLine) + `"}]}` + "\n"
+	if _, err := readAnswer(bufio.NewReader(strings.NewReader(long))); !errors.Is(err, ErrAnswerTooLong) {
+		t.Errorf("an answer of %d bytes: %v, want ErrAnswerTooLong", len(long), err)
+	}
+	if _, err := readAnswer(bufio.NewReader(strings.NewReader(`{"Agents":[]}`))); err == nil || errors.Is(err, ErrAnswerTooLong) {
+		t.Errorf("an answer without its newline: %v, want an error other than ErrAnswerTooLong", err)
+	}
+	if !strings.Contains(ErrAnswerTooLong.Error(), "16 MiB") {
+		t.Errorf("ErrAnswerTooLong says %q, not the limit", ErrAnswerTooLong)
+	}
+}

@@ -86,7 +86,8 @@ func (c *Client) open(ctx context.Context, req Request) (net.Conn, *bufio.Reader
 }
 
 // Call makes one request and returns its answer. An error answer is returned as the error too:
-// an *Error, or ErrTimedOut. Cancelling ctx closes the connection, which cancels the request in
+// an *Error, or ErrTimedOut. An answer longer than MaxAnswerLine is an error wrapping
+// ErrAnswerTooLong. Cancelling ctx closes the connection, which cancels the request in
 // the app.
 func (c *Client) Call(ctx context.Context, req Request) (Answer, error) {
 	conn, r, err := c.open(ctx, req)
@@ -108,7 +109,8 @@ func (c *Client) Call(ctx context.Context, req Request) (Answer, error) {
 
 // Subscribe makes a streaming request and calls fn with each answer line until the bus closes the
 // stream (nil), ctx is done (ctx.Err()), fn returns an error (that error), or an error answer
-// arrives (that error).
+// arrives (that error). A line longer than MaxAnswerLine ends it with an error wrapping
+// ErrAnswerTooLong.
 func (c *Client) Subscribe(ctx context.Context, req Request, fn func(Answer) error) error {
 	conn, r, err := c.open(ctx, req)
 	if err != nil {
@@ -141,6 +143,9 @@ func (c *Client) Subscribe(ctx context.Context, req Request, fn func(Answer) err
 
 func readAnswer(r *bufio.Reader) (Answer, error) {
 	line, err := ReadLine(r, MaxAnswerLine)
+	if errors.Is(err, errLineTooLong) {
+		return Answer{}, ErrAnswerTooLong
+	}
 	if err != nil {
 		return Answer{}, err
 	}

@@ -17,6 +17,14 @@ const MaxRequestLine = 64 << 10
 // they may be longer than requests.
 const MaxAnswerLine = 16 << 20
 
+// ErrAnswerTooLong is the client's error for an answer line longer than MaxAnswerLine: the app
+// answered, and its answer is more than the client reads. It is not a sign that the endpoint is
+// not the bus.
+var ErrAnswerTooLong = fmt.Errorf("the answer is longer than %d MiB, the most a client reads", MaxAnswerLine>>20)
+
+// errLineTooLong is the cause of ReadLine's error for a line over its limit.
+var errLineTooLong = errors.New("line too long")
+
 // ReadLine reads one line that ends in "\n" and is at most max bytes long without it, and returns
 // it without the newline. It never holds more than max bytes plus the reader's buffer, however long
 // the line. Every error is an *Error with code bad_request; one caused by the reader (a deadline, a
@@ -54,7 +62,7 @@ func ReadLine(r *bufio.Reader, max int) ([]byte, error) {
 }
 
 func tooLong(max int) *Error {
-	return Errorf(CodeBadRequest, "the line is longer than %d bytes", max)
+	return &Error{Code: CodeBadRequest, Message: fmt.Sprintf("the line is longer than %d bytes", max), cause: errLineTooLong}
 }
 
 // WriteLine writes v as one line of JSON followed by "\n".

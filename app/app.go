@@ -79,6 +79,9 @@ type Config struct {
 	// Remotes are the SSH environments, each on its Host.
 	Remotes []Remote
 	Logger  *slog.Logger
+
+	// MaxTerminals is how many terminals an environment may have; 0 means DefaultMaxTerminals.
+	MaxTerminals int
 }
 
 // Remote is an environment on a host other than this computer.

@@ -50,6 +50,10 @@ type environment struct {
 	byWindow  map[tmux.WindowID]*terminal
 	next      int
 	started   bool // the configured terminals were opened in this run
+	full      bool // the environment has MaxTerminals terminals, and subscribers were told
+
+	work     *windowWork // what tmux's window notifications left to do
+	warnings warnLimiter // of what the environment's tmux sent
 }
 
 func newEnvironment(a *App, name string, host Host, specs []TerminalSpec) *environment {
@@ -63,6 +67,7 @@ func newEnvironment(a *App, name string, host Host, specs []TerminalSpec) *envir
 		byPane:    map[tmux.PaneID]*terminal{},
 		byWindow:  map[tmux.WindowID]*terminal{},
 		next:      1,
+		work:      newWindowWork(),
 	}
 }
 
@@ -107,6 +112,7 @@ func (e *environment) session(ctx context.Context) error {
 	a.mu.Lock()
 	e.client = c
 	a.mu.Unlock()
+	e.follow(c)
 
 	if err := e.setup(ctx, c); err != nil {
 		return err
@@ -144,6 +150,10 @@ func (e *environment) session(ctx context.Context) error {
 				spec.title = cmp.Or(api.ShellTitle(s.Command), "shell")
 			}
 			if _, err := e.open(ctx, spec); err != nil {
+				if e.atLimit() { // the host's windows took the room: opening again will not help
+					e.warn("configured terminal not opened", "title", s.Title, "err", err)
+					continue
+				}
 				return fmt.Errorf("open terminal %q: %w", s.Title, err)
 			}
 		}
@@ -228,8 +238,7 @@ func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
 		if !errors.As(err, &ce) {
 			return fmt.Errorf("tmux set-option: %w", err)
 		}
-		e.app.log.Warn("tmux has no remain-on-exit-format (tmux 3.3 has): Read of an ended agent may miss its first line",
-			"environment", e.name, "err", err)
+		e.warn("tmux has no remain-on-exit-format (tmux 3.3 has): Read of an ended agent may miss its first line", "err", err)
 	}
 	return nil
 }
@@ -262,14 +271,23 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 	a := e.app
 	var strangers []tmux.WindowID
 	seen := map[tmux.WindowID]bool{}
+	// What the app cannot read or refuses is summed up in one warning each, whatever the number
+	// of lines: the host decides that number.
+	var unreadable, refused, badStatus problems
 	for _, line := range lines {
-		w, err := parseWindowLine(line)
+		w, err := parseWindowLine(line, e.name)
 		if err != nil {
-			a.log.Warn("tmux listed a window the app cannot read", "environment", e.name, "err", err)
+			unreadable.add(err)
 			continue
 		}
 		if w.holder {
 			continue
+		}
+		if w.metaErr != nil {
+			refused.add(w.metaErr)
+		}
+		if w.statusErr != nil {
+			badStatus.add(w.statusErr)
 		}
 		if w.meta == nil {
 			strangers = append(strangers, w.window)
@@ -282,7 +300,7 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 			if w.dead {
 				e.endedLocked(c, t, w.status, w.known)
 			}
-		} else if !known && w.meta.Terminal > 0 {
+		} else if !known && e.roomLocked() {
 			t := e.register(*w.meta)
 			e.attachLocked(t, w.window, w.pane)
 			a.publishLocked(api.AgentAdded, t)
@@ -292,6 +310,9 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 		}
 		a.mu.Unlock()
 	}
+	unreadable.warn(e, "tmux listed windows the app cannot read")
+	refused.warn(e, "windows whose @krad the app did not write are taken for windows a person opened")
+	badStatus.warn(e, "tmux gave dead panes an exit status out of range: their exit code is -1")
 	// Terminals kept through a broken connection whose windows closed meanwhile.
 	a.mu.Lock()
 	for _, t := range e.terminals {
@@ -300,18 +321,24 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 		}
 	}
 	a.mu.Unlock()
-	if len(next) == 1 {
-		if n, err := strconv.Atoi(next[0]); err == nil {
+	if len(next) == 1 && next[0] != "" {
+		if n, err := parseNext(next[0]); err != nil {
+			e.warn("the session's next terminal number is out of range: left alone", "err", err)
+		} else {
 			a.mu.Lock()
 			e.next = max(e.next, n)
 			a.mu.Unlock()
 		}
 	}
+	var unnumbered problems
 	for _, w := range strangers {
-		if err := e.numberLocked(ctx, c, w); err != nil {
-			a.log.Warn("could not number a window", "environment", e.name, "window", w.String(), "err", err)
+		if err := e.numberLocked(ctx, c, w); errors.Is(err, errTooManyTerminals) {
+			break
+		} else if err != nil {
+			unnumbered.add(fmt.Errorf("window %s: %w", w, err))
 		}
 	}
+	unnumbered.warn(e, "could not number windows")
 	// Put each terminal at the window index of its number, where it is not (an earlier
 	// version's windows, windows a person moved).
 	windows, err := e.windows(ctx, c)
@@ -324,7 +351,7 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 		a.mu.Unlock()
 		if t != nil && t.number != i {
 			if err := e.place(ctx, c, w, t.number); err != nil {
-				a.log.Warn("could not move a window to its terminal's number", "environment", e.name, "terminal", t.number, "err", err)
+				e.warn("could not move a window to its terminal's number", "terminal", t.number, "err", err)
 			}
 		}
 	}
@@ -347,11 +374,15 @@ type windowLine struct {
 	status int
 	known  bool // the status is known: tmux collected the pane's process
 	holder bool
-	meta   *windowMeta
+	meta   *windowMeta // nil for a window without @krad, or with one the app refuses
+	// metaErr says why the window's @krad was refused, statusErr why its exit status was.
+	metaErr, statusErr error
 }
 
-// parseWindowLine reads one line of adopt's list-windows (windowLineFormat).
-func parseWindowLine(line string) (windowLine, error) {
+// parseWindowLine reads one line of adopt's list-windows (windowLineFormat) of environment env's
+// session. Its error is for a line it cannot read at all; a window whose @krad or exit status is
+// out of range is read without them, and says why in metaErr and statusErr.
+func parseWindowLine(line, env string) (windowLine, error) {
 	f := strings.SplitN(line, " ", 7)
 	if len(f) < 7 {
 		return windowLine{}, fmt.Errorf("%d fields, want 7", len(f))
@@ -365,31 +396,10 @@ func parseWindowLine(line string) (windowLine, error) {
 		return w, err
 	}
 	w.dead = f[2] == "1"
-	w.status, w.known = deadStatus(f[3], f[4])
+	w.status, w.known, w.statusErr = deadStatus(f[3], f[4])
 	w.holder = f[5] == "1"
-	if f[6] != "" {
-		var m windowMeta
-		if err := json.Unmarshal([]byte(f[6]), &m); err == nil {
-			// An earlier version took titles with control characters.
-			if api.CheckTitle(m.Title) != nil {
-				m.Title = cmp.Or(api.CleanTitle(m.Title), "shell")
-			}
-			w.meta = &m
-		}
-	}
+	w.meta, w.metaErr = parseMeta(f[6], env)
 	return w, nil
-}
-
-// deadStatus is a dead pane's exit code: its status, or 128 plus the signal that killed it. ok
-// is false while tmux has not collected the pane's process yet, so knows neither.
-func deadStatus(status, signal string) (code int, ok bool) {
-	if n, err := strconv.Atoi(status); err == nil {
-		return n, true
-	}
-	if n, err := strconv.Atoi(signal); err == nil {
-		return 128 + n, true
-	}
-	return -1, false
 }
 
 // endedLocked records that a terminal's pane died, with the exit code tmux told if it knew it
@@ -443,8 +453,7 @@ func (e *environment) collect(c *tmux.Client, t *terminal, pane tmux.PaneID) {
 			return
 		}
 	}
-	a.log.Warn("tmux did not collect a dead pane's process: its exit code is unknown",
-		"environment", e.name, "terminal", t.number)
+	e.warn("tmux did not collect a dead pane's process: its exit code is unknown", "terminal", t.number)
 	a.mu.Lock()
 	e.endedLocked(c, t, -1, true)
 	a.mu.Unlock()
@@ -509,7 +518,15 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 		a.mu.Unlock()
 		return nil, api.Errorf(api.CodeUnavailable, "environment %s is down", e.name)
 	}
+	if !e.roomLocked() {
+		a.mu.Unlock()
+		return nil, e.limitError()
+	}
 	n := e.next
+	if n > MaxTerminalNumber {
+		a.mu.Unlock()
+		return nil, api.Errorf(api.CodeConflict, "environment %s: %v", e.name, errNoTerminalNumber)
+	}
 	e.next++
 	id := api.TerminalID{Environment: e.name, Terminal: n}
 	if s.role == api.RoleLead {
@@ -543,7 +560,9 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 	a.mu.Unlock()
 	// A process that ended before its pane was known to the app left no notification the app
 	// could match: ask tmux.
-	if dead, code, known, err := e.paneDead(ctx, c, p); err == nil && dead {
+	if dead, code, known, err := e.paneDead(ctx, c, p); err != nil {
+		e.warn("could not learn whether a new terminal's process is alive", "terminal", n, "err", err)
+	} else if dead {
 		a.mu.Lock()
 		e.endedLocked(c, t, code, known)
 		a.mu.Unlock()
@@ -616,8 +635,8 @@ func (e *environment) paneDead(ctx context.Context, c *tmux.Client, p tmux.PaneI
 	if len(f) < 3 || f[0] != "1" {
 		return false, 0, false, nil
 	}
-	code, known = deadStatus(f[1], f[2])
-	return true, code, known, nil
+	code, known, err = deadStatus(f[1], f[2])
+	return true, code, known, err
 }
 
 // mark stores a terminal's number and metadata in its window's options.
@@ -647,6 +666,14 @@ const nameFormat = "#{s/[\x01-\x1f\x7f]/ /:window_name}"
 
 // numberLocked gives a window a person opened a number, as a shell. e.createMu must be held.
 func (e *environment) numberLocked(ctx context.Context, c *tmux.Client, w tmux.WindowID) error {
+	// Only the holders of e.createMu add terminals: the room there is now stays.
+	a := e.app
+	a.mu.Lock()
+	room := e.roomLocked()
+	a.mu.Unlock()
+	if !room {
+		return errTooManyTerminals
+	}
 	// The name comes last, its control characters made spaces by tmux, so that it is one line
 	// whatever it holds; the lines are joined all the same, should tmux's regular expressions
 	// stop at bytes that are not UTF-8.
@@ -663,9 +690,12 @@ func (e *environment) numberLocked(ctx context.Context, c *tmux.Client, w tmux.W
 	if err != nil {
 		return err
 	}
-	a := e.app
 	a.mu.Lock()
 	n := e.next
+	if n > MaxTerminalNumber {
+		a.mu.Unlock()
+		return errNoTerminalNumber
+	}
 	e.next++
 	a.mu.Unlock()
 	id := api.TerminalID{Environment: e.name, Terminal: n}
@@ -679,48 +709,9 @@ func (e *environment) numberLocked(ctx context.Context, c *tmux.Client, w tmux.W
 	a.publishLocked(api.AgentAdded, t)
 	a.mu.Unlock()
 	if err := e.place(ctx, c, w, n); err != nil {
-		a.log.Warn("could not move a window to its terminal's number", "environment", e.name, "terminal", n, "err", err)
+		e.warn("could not move a window to its terminal's number", "terminal", n, "err", err)
 	}
 	return nil
-}
-
-// windowAdded numbers a window tmux reports that the app did not open.
-func (e *environment) windowAdded(c *tmux.Client, w tmux.WindowID) {
-	e.createMu.Lock()
-	defer e.createMu.Unlock()
-	a := e.app
-	a.mu.Lock()
-	_, known := e.byWindow[w]
-	current := e.client == c
-	a.mu.Unlock()
-	if known || !current {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := e.numberLocked(ctx, c, w); err != nil {
-		a.log.Warn("could not number a window", "environment", e.name, "window", w.String(), "err", err)
-	}
-}
-
-// windowClosed forgets the terminal of a window tmux said closed, if the window is gone from the
-// session indeed.
-func (e *environment) windowClosed(c *tmux.Client, w tmux.WindowID) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	windows, err := e.windows(ctx, c)
-	if err != nil {
-		return // the connection broke: the next attach reconciles the terminals with tmux
-	}
-	a := e.app
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, there := windows[w]; there {
-		return
-	}
-	if t := e.byWindow[w]; t != nil {
-		e.removeLocked(t)
-	}
 }
 
 // windows is the session's windows, with their indexes.
@@ -736,9 +727,9 @@ func (e *environment) windows(ctx context.Context, c *tmux.Client) (map[tmux.Win
 		if err != nil {
 			return nil, fmt.Errorf("tmux list-windows: %w", err)
 		}
-		i, err := strconv.Atoi(is)
+		i, err := parseIndex(is)
 		if err != nil {
-			return nil, fmt.Errorf("tmux list-windows: index %q", is)
+			return nil, fmt.Errorf("tmux list-windows: %w", err)
 		}
 		windows[w] = i
 	}
@@ -791,8 +782,8 @@ func (e *environment) place(ctx context.Context, c *tmux.Client, w tmux.WindowID
 }
 
 // onNote handles tmux's notifications. It runs on the client's reading goroutine, so it never
-// waits on tmux: numbering a new window, which needs commands, happens on a goroutine of its own.
-// c is nil for notifications that arrive before the client is set up.
+// waits on tmux: numbering a new window and checking a closed one, which need commands, are left
+// to follow, in bounded sets. c is nil for notifications that arrive before the client is set up.
 func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 	a := e.app
 	switch n := n.(type) {
@@ -813,8 +804,16 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 		}
 		a.mu.Unlock()
 	case tmux.WindowAdd:
-		if !n.Unlinked && c != nil {
-			go e.windowAdded(c, n.Window)
+		if n.Unlinked || c == nil {
+			return
+		}
+		// A window that comes before the client is the environment's is listed by adopt.
+		a.mu.Lock()
+		_, known := e.byWindow[n.Window]
+		current := e.client == c
+		a.mu.Unlock()
+		if current && !known {
+			e.work.add(n.Window)
 		}
 	case tmux.WindowClose:
 		// tmux also says %window-close when a window moves to another index (move-window, which
@@ -826,7 +825,7 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 		}
 		a.mu.Unlock()
 		if t != nil && c != nil {
-			go e.windowClosed(c, n.Window)
+			e.work.close(n.Window)
 		}
 	case tmux.SubscriptionChanged:
 		if n.Name != deadSubscription || n.Pane < 0 {
@@ -837,7 +836,10 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 			return
 		}
 		// setup subscribes on the client Attach returned: these notifications carry it.
-		code, known := deadStatus(f[1], f[2])
+		code, known, err := deadStatus(f[1], f[2])
+		if err != nil {
+			e.warn("tmux gave a dead pane an exit status out of range: its exit code is -1", "pane", n.Pane.String(), "err", err)
+		}
 		a.mu.Lock()
 		if t := e.byPane[n.Pane]; t != nil {
 			e.endedLocked(c, t, code, known)
@@ -953,7 +955,7 @@ func (e *environment) capture(ctx context.Context, pane tmux.PaneID, lines int) 
 	if lines > 0 && len(out) > lines {
 		out = out[len(out)-lines:]
 	}
-	return strings.Join(out, "\n"), nil
+	return clipScreen(strings.Join(out, "\n")), nil
 }
 
 // typeText types text into terminal t as a Send does: it types the text, then, after the paste

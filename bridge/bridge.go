@@ -31,7 +31,10 @@
 // runs: the bridge protects it from other users.
 // What the token opens from there is the host's own environment only: the Target the caller gives
 // forward.Config must hand each connection to the bus as that environment's (local.Server.Pipe
-// with local.FromForward), and the bus refuses any other caller it names.
+// with local.FromForward), and the bus refuses any other caller it names. The host's tmux, which
+// the host controls, is outside input too: the tmux client bounds its lines and replies, and the
+// app bounds the work, the terminals and the log its notifications cause and checks every value it
+// reads back; what a failed start of tmux says reaches errors quoted and cut.
 package bridge
 
 import (
@@ -399,11 +402,12 @@ func (e *Environment) attach(ctx context.Context, sess *ssh.Session, cmd string,
 	case r := <-first:
 		if r.Failed {
 			c.Close()
-			return nil, fmt.Errorf("tmux on the host: %s", strings.Join(r.Lines, "; "))
+			// The host's own words, quoted and cut as the tmux package quotes a failed command.
+			return nil, fmt.Errorf("tmux on the host: %w", &tmux.CommandError{Lines: r.Lines})
 		}
 		return c, nil
 	case <-c.Done():
-		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", c.Err(), stderr.String())
+		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", c.Err(), termsafe.Quote(stderr.String()))
 	case <-timeout.C:
 		c.Close()
 		return nil, &forward.TimeoutError{Host: e.cfg.Forward.Host, Step: "starting tmux", After: e.cfg.CommandTimeout}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -57,6 +58,10 @@ type worldOptions struct {
 	// host runs on the host's side before the app starts: it may fill HOME's start-up files, or
 	// take tmux's default socket folder in tmpdir.
 	host func(w *world)
+	// hostEnv holds more variables for the host's sessions.
+	hostEnv []string
+	// log is the app's logger.
+	log *slog.Logger
 	// noWait starts the world without waiting for the environments to come up.
 	noWait bool
 	// commandTimeout and tmuxTimeout are the bridge's and the app's deadlines; zero keeps
@@ -78,7 +83,7 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 	}
 	bin := testbin.Dir(t)
 	w := &world{t: t, tmpdir: t.TempDir(), states: make(chan string, 1024), events: make(chan api.Answer, 4096)}
-	w.sshd = sshdtest.Start(t, sshdtest.Options{Env: []string{"TMUX_TMPDIR=" + w.tmpdir}})
+	w.sshd = sshdtest.Start(t, sshdtest.Options{Env: append([]string{"TMUX_TMPDIR=" + w.tmpdir}, o.hostEnv...)})
 	t.Cleanup(func() {
 		_ = w.hostTmux("kill-server").Run()
 		cmd := exec.Command("tmux", "-L", app.SocketName, "kill-server") // an earlier version's
@@ -143,6 +148,7 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 			{Environment: app.Local, Title: "local lead", Lead: true},
 		},
 		Remotes: []app.Remote{{Name: "build", Host: w.bridge}},
+		Logger:  o.log,
 	})
 	w.bus, err = local.Listen(local.Config{BusToken: w.token, LeadToken: w.lead, Build: version.Build, PID: os.Getpid(), Handler: w.app, Listener: ln})
 	if err != nil {

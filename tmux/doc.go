@@ -65,7 +65,9 @@
 // It reads a stream that may come from another host, so it assumes nothing of it: any bytes give
 // replies, notifications or [Unknown] lines, never a panic. Lines are limited to [MaxLine] and
 // replies to [MaxReply], so a stream cannot make it grow without bound; past them the client ends
-// with [ErrTooLong]. A reply is only ever given to the command it answers: if tmux answers when no
+// with [ErrTooLong]. Its error messages quote at most [MaxErrorText] bytes of the stream's text,
+// escaped, and a number field larger than tmux itself can hold (a window index, an age) makes the
+// notification [Unknown] rather than wrap into a negative number. A reply is only ever given to the command it answers: if tmux answers when no
 // command waits, the replies are out of step and the client ends with [ErrProtocol] rather than
 // give later replies to the wrong callers. A stream that stays open and answers nothing (a
 // stopped server, a program that answered its first reply and then fell silent) would hold every

@@ -47,8 +47,25 @@ func (e *CommandError) Error() string {
 	if len(e.Lines) == 0 {
 		return "tmux: command failed"
 	}
-	return "tmux: " + termsafe.Quote(strings.Join(e.Lines, "; "))
+	// The lines are the other side's, as long as MaxReply: the message takes their start.
+	var b strings.Builder
+	for i, l := range e.Lines {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(l[:min(len(l), MaxErrorText+1)])
+		if b.Len() > MaxErrorText {
+			break
+		}
+	}
+	return "tmux: " + termsafe.QuoteMax(b.String(), MaxErrorText)
 }
+
+// MaxErrorText is the most of tmux's own text (a failed command's lines, the reason of %exit, a
+// field that does not parse) that an error message of this package quotes. The text comes from
+// the other side of the stream, possibly another host, and may be as long as [MaxLine]: an error
+// goes to logs and to people, who need its start only.
+const MaxErrorText = 500
 
 // ExitError says that tmux ended the control client with %exit: the session was killed, the
 // server exited, the client was detached, or the input ended. Reason is what tmux gave after
@@ -62,5 +79,5 @@ func (e *ExitError) Error() string {
 	if e.Reason == "" {
 		return "tmux exited"
 	}
-	return "tmux exited: " + termsafe.Quote(e.Reason)
+	return "tmux exited: " + termsafe.QuoteMax(e.Reason, MaxErrorText)
 }

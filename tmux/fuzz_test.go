@@ -16,6 +16,10 @@ import (
 // fuzzCommands is how many commands FuzzParse sends before the stream is read.
 const fuzzCommands = 3
 
+// maxErrorMessage bounds the messages of the client's errors, whatever the stream holds: quoted
+// text from the stream (MaxErrorText, escaped at most 4 bytes a byte) and the words around it.
+const maxErrorMessage = 4*MaxErrorText + 200
+
 // fuzzStream gives the fuzzer's bytes to the client once it has written fuzzCommands lines, so
 // that every command waits for a reply before the first byte is read.
 type fuzzStream struct {
@@ -190,6 +194,9 @@ func FuzzParse(f *testing.F) {
 			case <-time.After(10 * time.Second):
 				t.Fatalf("command %d did not return", i)
 			}
+			if got.err != nil && len(got.err.Error()) > maxErrorMessage {
+				t.Fatalf("command %d: an error of %d bytes", i, len(got.err.Error()))
+			}
 			if i < len(want.replies) {
 				if !reflect.DeepEqual(got, want.replies[i]) {
 					t.Fatalf("command %d: got %#v, want %#v", i, got, want.replies[i])
@@ -205,6 +212,9 @@ func FuzzParse(f *testing.F) {
 		}
 
 		err := c.Err()
+		if len(err.Error()) > maxErrorMessage {
+			t.Fatalf("Err() is %d bytes long", len(err.Error()))
+		}
 		var exit *ExitError
 		switch {
 		case want.tooMany:
@@ -228,9 +238,19 @@ func FuzzParse(f *testing.F) {
 				if n.Err != nil && !errors.Is(n.Err, ErrMalformed) {
 					t.Fatalf("Unknown %q with an error %v that does not wrap ErrMalformed", n.Line, n.Err)
 				}
+				if n.Err != nil && len(n.Err.Error()) > maxErrorMessage {
+					t.Fatalf("an error of %d bytes about a notification", len(n.Err.Error()))
+				}
 			case Output:
 				if len(n.Data) > len(stream) {
 					t.Fatalf("output of %d bytes from a stream of %d", len(n.Data), len(stream))
+				}
+				if n.Age < 0 {
+					t.Fatalf("output with a negative age %v", n.Age)
+				}
+			case SubscriptionChanged:
+				if n.WindowIndex < -1 || n.Window < -1 || n.Pane < -1 || n.Session < 0 {
+					t.Fatalf("a subscription's ids out of range: %#v", n)
 				}
 			}
 		}

@@ -3,9 +3,11 @@ package tmux
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/krad-ade/krad/internal/termsafe"
 )
@@ -51,11 +53,11 @@ func ParseSessionID(s string) (SessionID, error) {
 // parseID parses sigil followed by a decimal number that fits tmux's u_int.
 func parseID(sigil byte, s string) (int, error) {
 	if len(s) < 2 || s[0] != sigil || s[1] == '+' || s[1] == '-' {
-		return -1, fmt.Errorf("%w: %q is not a %cN ID", ErrMalformed, s, sigil)
+		return -1, fmt.Errorf("%w: %s is not a %cN ID", ErrMalformed, quoteField(s), sigil)
 	}
 	n, err := strconv.ParseUint(s[1:], 10, 32)
 	if err != nil {
-		return -1, fmt.Errorf("%w: %q is not a %cN ID", ErrMalformed, s, sigil)
+		return -1, fmt.Errorf("%w: %s is not a %cN ID", ErrMalformed, quoteField(s), sigil)
 	}
 	return int(n), nil
 }
@@ -228,7 +230,7 @@ func parseNotification(line []byte) Notification {
 	kind, rest, _ := bytes.Cut(line[1:], []byte{' '})
 	n, err := parseKind(string(kind), rest)
 	if err != nil {
-		return Unknown{Line: string(line), Err: fmt.Errorf("%w: %%%s: %w", ErrMalformed, termsafe.Quote(string(kind)), err)}
+		return Unknown{Line: string(line), Err: fmt.Errorf("%w: %%%s: %w", ErrMalformed, termsafe.QuoteMax(string(kind), maxKind), err)}
 	}
 	if n == nil {
 		return Unknown{Line: string(line)}
@@ -250,7 +252,7 @@ func parseKind(kind string, rest []byte) (Notification, error) {
 		return Output{Pane: pane, Data: data}, nil
 	case "extended-output":
 		pane := f.pane()
-		age := f.uint()
+		age := f.uint(maxAge)
 		f.colon()
 		data, err := unescape(f.tail())
 		if err := f.done(err); err != nil {
@@ -315,7 +317,7 @@ func parseKind(kind string, rest []byte) (Notification, error) {
 			f.word()
 			n.WindowIndex = -1
 		} else {
-			n.WindowIndex = int(f.uint())
+			n.WindowIndex = int(f.uint(maxIndex))
 		}
 		if f.peek() == "-" {
 			f.word()
@@ -404,13 +406,43 @@ func (f *fields) session() SessionID {
 	return id
 }
 
-func (f *fields) uint() uint64 {
+// The largest numbers the notifications' number fields hold: a window index is a C int in tmux,
+// and the age of %extended-output, in milliseconds, is a u_int. A larger number is refused rather
+// than wrapped into a negative one.
+const (
+	maxIndex = math.MaxInt32
+	maxAge   = math.MaxUint32
+)
+
+// maxKind is how much of an unknown notification's kind an error quotes.
+const maxKind = 40
+
+// uint takes the next field, a decimal number of at most max.
+func (f *fields) uint(max uint64) uint64 {
 	w := f.word()
 	n, err := strconv.ParseUint(w, 10, 64)
+	if err == nil && n > max {
+		err = strconv.ErrRange
+	}
 	if err != nil && f.err == nil {
-		f.fail("%q is not a number", termsafe.Quote(w))
+		f.fail("%s is not a number from 0 to %d", quoteField(w), max)
+	}
+	if err != nil {
+		return 0
 	}
 	return n
+}
+
+// quoteField quotes a field for an error message, Go-quoted and cut to MaxErrorText bytes.
+func quoteField(s string) string {
+	if len(s) <= MaxErrorText {
+		return strconv.Quote(s)
+	}
+	cut := MaxErrorText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
 }
 
 // colon skips the fields tmux reserves for future use, up to and including a lone ":".

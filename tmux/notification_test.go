@@ -3,6 +3,7 @@ package tmux
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -85,11 +86,36 @@ func TestParseNotificationMalformed(t *testing.T) {
 		`%subscription-changed name`,
 		`%pause`,
 		`%layout-change`,
+		// Numbers past what tmux can hold are refused, not wrapped into negative ones.
+		`%subscription-changed name $0 @1 9223372036854775808 %1 : v`,
+		`%subscription-changed name $0 @1 2147483648 %1 : v`,
+		`%extended-output %1 18446744073709551615 : data`,
+		`%extended-output %1 4294967296 : data`,
 	} {
 		got := parseNotification([]byte(line))
 		u, ok := got.(Unknown)
 		if !ok || !errors.Is(u.Err, ErrMalformed) || u.Line != line {
 			t.Errorf("parseNotification(%q) = %#v, want Unknown with the line and an error wrapping ErrMalformed", line, got)
+		}
+	}
+}
+
+// A field, a reason or a command's lines from the other side of the stream reach an error
+// message cut: the stream may be another host's, and the message goes to logs and to people.
+func TestErrorsQuoteLittleOfTheStream(t *testing.T) {
+	long := strings.Repeat("\x01x", 1<<20)
+	for name, msg := range map[string]string{
+		"a failed command":   (&CommandError{Lines: []string{long, long}}).Error(),
+		"many short lines":   (&CommandError{Lines: strings.Split(long, "x")}).Error(),
+		"%exit":              (&ExitError{Reason: long}).Error(),
+		"a bad window":       parseNotification([]byte("%window-add @" + long)).(Unknown).Err.Error(),
+		"a bad number field": parseNotification([]byte("%extended-output %1 " + long + " : x")).(Unknown).Err.Error(),
+	} {
+		if len(msg) > 4*MaxErrorText+100 {
+			t.Errorf("%s: the error message is %d bytes, want at most about %d", name, len(msg), 4*MaxErrorText)
+		}
+		if strings.ContainsRune(msg, 1) {
+			t.Errorf("%s: the error message holds a raw control character", name)
 		}
 	}
 }

@@ -32,6 +32,12 @@ type sshWorld struct {
 // when one is given) and the Host block with the extra lines; the test then starts the app.
 func newSSHWorld(t *testing.T, passphrase string, extra ...string) *sshWorld {
 	t.Helper()
+	return newSSHWorldEnv(t, nil, passphrase, extra...)
+}
+
+// newSSHWorldEnv is newSSHWorld with more variables for the host's sessions.
+func newSSHWorldEnv(t *testing.T, hostEnv []string, passphrase string, extra ...string) *sshWorld {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is missing")
 	}
@@ -44,7 +50,7 @@ func newSSHWorld(t *testing.T, passphrase string, extra ...string) *sshWorld {
 	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-C", "test", "-f", w.key).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen: %v: %s", err, out)
 	}
-	w.sshd = sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{w.key + ".pub"}, Env: []string{"TMUX_TMPDIR=" + w.tmux}})
+	w.sshd = sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{w.key + ".pub"}, Env: append([]string{"TMUX_TMPDIR=" + w.tmux}, hostEnv...)})
 	t.Cleanup(func() {
 		_ = w.hostTmux("kill-server").Run()
 	})

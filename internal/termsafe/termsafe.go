@@ -39,6 +39,19 @@ func invalidAt(s string) bool {
 	return r == utf8.RuneError && size == 1
 }
 
+// QuoteMax is Quote of s cut to at most max bytes (between characters), the cut marked with "…"
+// after the quotes: for text from outside whose length nothing bounds, such as a line a host sent.
+func QuoteMax(s string, max int) string {
+	if len(s) <= max {
+		return Quote(s)
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return Quote(s[:cut]) + "…"
+}
+
 // Quote returns s as it is when it is valid UTF-8 of printable characters, else Go-quoted.
 func Quote(s string) string {
 	if !utf8.ValidString(s) {

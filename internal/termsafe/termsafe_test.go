@@ -33,3 +33,20 @@ func TestQuote(t *testing.T) {
 		}
 	}
 }
+
+func TestQuoteMax(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"fine", 10, "fine"},
+		{"abcdef", 3, "abc…"},
+		{"\x1b[2J and more", 4, `"\x1b[2J"…`},
+		{"héllo", 2, "h…"}, // not in the middle of é
+	} {
+		if got := QuoteMax(tt.in, tt.max); got != tt.want {
+			t.Errorf("QuoteMax(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}

@@ -200,6 +200,8 @@ func (b *bus) callWithin(ctx context.Context, req api.Request, wait time.Duratio
 	switch {
 	case ctx.Err() != nil:
 		return a, fmt.Errorf("%s: %w", req.Name, ctx.Err())
+	case errors.Is(err, api.ErrAnswerTooLong):
+		return a, b.tooLong(req)
 	case errors.Is(err, api.ErrTimedOut):
 		return a, &problem{err: fmt.Errorf("%s: %w", req.Name, err), hint: "the app gave up at its deadline for this request; try again"}
 	case errors.Is(err, context.DeadlineExceeded) && req.Name == api.Hello:
@@ -358,6 +360,19 @@ func (b *bus) okWithin(ctx context.Context, req api.Request, wait time.Duration)
 	return nil
 }
 
+// tooLong explains an answer longer than krad reads: the app is there and answered, so this is
+// no stale api.json, and asking again gets the same.
+func (b *bus) tooLong(req api.Request) error {
+	hint := "an SSH environment's host may send more than the app shows of it (very long window names or options, very many windows): krad-ade's log warns about such a host; in a terminal of one environment, krad lists that environment only"
+	if req.Name == api.Read {
+		hint = "ask for less of the screen: krad read T --lines N"
+	}
+	return &problem{
+		err:  fmt.Errorf("%s: the app at %s answered, but %w", req.Name, b.client.Endpoint, api.ErrAnswerTooLong),
+		hint: hint,
+	}
+}
+
 // unexpected is an answer krad cannot use: the app speaks another dialect of the API.
 func (b *bus) unexpected(req api.Request, err error) error {
 	return &problem{
@@ -403,6 +418,8 @@ func (b *bus) subscribe(ctx context.Context, req api.Request, fn func(api.Answer
 		return fnErr
 	case !got && refused(err):
 		return err
+	case errors.Is(err, api.ErrAnswerTooLong):
+		return b.tooLong(req)
 	case errors.Is(context.Cause(sctx), errNoSnapshot):
 		return b.unreachable(&api.UnreachableError{Endpoint: b.client.Endpoint, Err: fmt.Errorf("no answer within %s", snapshotWait)}, true)
 	case errors.As(err, &u):

@@ -50,7 +50,7 @@
 //
 //	0  success
 //	1  the app answered an error (not_found, conflict, bad_request, unavailable, internal),
-//	   or another failure
+//	   its answer was longer than krad reads (16 MiB), or another failure
 //	2  no live API: nothing answers, api.json is stale, no endpoint was found, or the listener
 //	   at the endpoint is another user's (the token is not sent to it)
 //	3  unauthorized or forbidden, or no token that krad may use (KRAD_ADE_TOKEN malformed, the
