@@ -183,7 +183,7 @@ krad_enter tmux "~/.krad-ade/tmux";
 s="$(pwd -P)/$2";
 if [ ${#s} -gt 107 ]; then krad_fail "use the tmux socket $s: its path is longer than the 107 bytes a Unix socket's may have; the home folder's path must be shorter"; fi;
 old=;
-if [ -n "$t" ] && ! tmux -S "$s" has-session -t "=$1" 2>/dev/null && tmux -L krad-ade has-session -t "=$1" 2>/dev/null; then old=legacy; fi;
+if [ -n "$t" ] && ! tmux -S "$s" has-session -t "=$1" >/dev/null 2>&1 && tmux -L krad-ade has-session -t "=$1" >/dev/null 2>&1; then old=legacy; fi;
 krad_say ok "$h" "$p" "$t" "$s" "$old";
 `}
 
