@@ -380,7 +380,7 @@ func (d *document) terminals(p toml.Primitive) ([]Terminal, error) {
 			case "title":
 				if err = d.md.PrimitiveDecode(v, &t.Title); err == nil {
 					if bad := api.CheckTitle(t.Title); bad != nil {
-						return nil, &Error{Line: d.valueLine(v), Msg: "terminal " + bad.Error() + "; write it without them"}
+						return nil, &Error{Line: d.valueLine(v), Msg: "terminal " + bad.Error()}
 					}
 				}
 			case "command":

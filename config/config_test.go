@@ -358,6 +358,22 @@ func TestParseTerminalsAndQuiet(t *testing.T) {
 	}
 }
 
+// TestTitleErrors: a title config.toml cannot have is refused with api.CheckTitle's own reason,
+// whole, and nothing after it that does not fit (a long title has no control characters to
+// write it without).
+func TestTitleErrors(t *testing.T) {
+	for _, tt := range []struct{ data, want string }{
+		{"[[terminal]]\ncommand = \"x\"\ntitle = \"fix\\tbug\"\n",
+			"config.toml line 3: terminal title holds the control character U+0009 at byte 3 (a tab, a newline or an escape is not text): a title is one line of text"},
+		{"[[terminal]]\ntitle = \"" + strings.Repeat("x", 201) + "\"\n", "config.toml line 2: terminal title is longer than 200 bytes"},
+	} {
+		_, err := Parse([]byte(tt.data))
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("Parse(%.60q) = %v, want %q", tt.data, err, tt.want)
+		}
+	}
+}
+
 func TestParseEnvironments(t *testing.T) {
 	data := "[[environment]]\nname = \"build\"\nssh = \"buildbox\"\ndir = \"~/src/app\"\n"
 	got, err := Parse([]byte(data))
