@@ -445,8 +445,8 @@ func (d *document) environments(p toml.Primitive) ([]Environment, error) {
 		switch {
 		case e.Name == "" || e.SSH == "":
 			return nil, &Error{Line: first, Msg: "an [[environment]] needs a name and an ssh host"}
-		case !validName(e.Name):
-			return nil, &Error{Line: d.valueLine(table["name"]), Msg: "environment name " + quote(e.Name) + " must be 1 to 64 letters, digits, '_' and '-', not starting with '-'"}
+		case api.ValidEnvironment(e.Name) != nil:
+			return nil, &Error{Line: d.valueLine(table["name"]), Msg: fmt.Sprintf("environment name %s must be 1 to %d letters, digits, '_' and '-', not starting with '-'", quote(e.Name), api.MaxEnvironmentName)}
 		case seen[e.Name]:
 			return nil, &Error{Line: d.valueLine(table["name"]), Msg: "environment " + quote(e.Name) + " is named twice (main is this computer)"}
 		}
@@ -454,20 +454,6 @@ func (d *document) environments(p toml.Primitive) ([]Environment, error) {
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-// validName is api.ValidEnvironment's rule, kept here so that config does not import the
-// protocol: 1 to 64 of A-Z a-z 0-9 _ -, not starting with '-'.
-func validName(s string) bool {
-	if s == "" || len(s) > 64 || s[0] == '-' {
-		return false
-	}
-	for _, c := range []byte(s) {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // valueLine is the line of a value, or 0 if the decoder does not know.
