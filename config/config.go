@@ -224,7 +224,8 @@ func (d *document) checkEnvironments(terminals toml.Primitive, c Config) error {
 	return nil
 }
 
-// Load reads the config file at path. A missing file gives [Default] and no error; a file or
+// Load reads the config file at path (a relative path is taken from the current folder, and the
+// folders above that are checked too). A missing file gives [Default] and no error; a file or
 // folder that others could have written a [*ModeError] (see the package's security model); a file
 // that cannot be read an error that wraps the cause, and a file that does not parse an [*Error].
 func Load(path string) (Config, error) {
@@ -328,6 +329,11 @@ func (w *watcher) check() {
 // the file. A missing file gives an error matching fs.ErrNotExist; a file or folder that others
 // could have written, a *ModeError.
 func readFile(path string) ([]byte, error) {
+	// Absolute, so that checkFile's look above a symlink's target starts from where it is.
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", FileName, err)
+	}
 	if err := CheckFolder(filepath.Dir(path)); err != nil {
 		return nil, err
 	}

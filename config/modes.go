@@ -28,10 +28,16 @@ func (e *ModeError) Error() string { return e.Problem }
 // user owns that neither its group nor other users can write, and every folder above it, on the
 // way dir names and on the way its symlinks lead, must be the user's or root's and not writable by
 // others, unless it is sticky (/tmp: others may add names there, but not take or replace ours).
-// Its errors are *ModeError, or say that dir cannot be looked at.
+// Its errors are *ModeError, or say that dir cannot be looked at. A relative dir is taken from
+// the current folder, whose folders above are checked too.
 //
 // On Windows, where the permission bits mean nothing, it checks only that dir is a folder.
 func CheckFolder(dir string) error {
+	// The walk up stops at the root of the path it is given: "." for a relative one.
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("config folder: %w", err)
+	}
 	fi, err := os.Stat(dir)
 	if err != nil {
 		return fmt.Errorf("config folder: %w", err)

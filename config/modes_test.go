@@ -271,3 +271,24 @@ func asNobody(t *testing.T, name string, args ...string) {
 		t.Fatalf("as uid %d: %s %v: %v: %s", nobody, name, args, err, out)
 	}
 }
+
+// TestRelativePathsCheckTheFoldersAbove: a config folder named by a relative path (--config-dir
+// krad-ade, run from a folder inside one that every user can write) is refused like the same
+// folder named by its absolute path: the folders above the current folder count too.
+func TestRelativePathsCheckTheFoldersAbove(t *testing.T) {
+	top := t.TempDir()
+	work := filepath.Join(top, "work")
+	dir := filepath.Join(work, "krad-ade")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, FileName), []byte("discovery = false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chmod(t, work, 0o700)
+	chmod(t, top, 0o777) // not sticky: another user could rename work and put a folder of theirs there
+	t.Chdir(work)
+	wantModeError(t, CheckFolder("krad-ade"), top, "is writable by its group and every user", "chmod go-w "+top)
+	_, err := Load(filepath.Join("krad-ade", FileName))
+	wantModeError(t, err, top, "is writable by its group and every user", "chmod go-w "+top)
+}
