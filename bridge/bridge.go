@@ -303,16 +303,19 @@ func (e *Environment) Vars() app.HostVars {
 }
 
 // AttachHint is how a person sees the environment's terminals: ssh -t HOST 'tmux -S
-// ~/.krad-ade/tmux/krad-ade attach -t NAME', quoted so that the host's shell expands the ~. While
-// the app uses an earlier version's server, the hint names that one.
+// ~/.krad-ade/tmux/krad-ade attach -t NAME', the remote command quoted so that the host's shell
+// expands the ~, and HOST quoted for the person's shell when it needs to be (a user name may hold
+// quotes or a ';'). session is an environment's name, one plain word. While the app uses an
+// earlier version's server, the hint names that one.
 func (e *Environment) AttachHint(session string) string {
 	e.mu.Lock()
 	legacy := e.legacy
 	e.mu.Unlock()
+	host := shell.Word(e.cfg.Forward.Host)
 	if legacy {
-		return fmt.Sprintf("ssh -t %s tmux -L %s attach -t %s", e.cfg.Forward.Host, app.SocketName, session)
+		return fmt.Sprintf("ssh -t %s tmux -L %s attach -t %s", host, app.SocketName, session)
 	}
-	return fmt.Sprintf("ssh -t %s 'tmux -S %s/%s attach -t %s'", e.cfg.Forward.Host, TmuxDir, app.SocketName, session)
+	return fmt.Sprintf("ssh -t %s 'tmux -S %s/%s attach -t %s'", host, TmuxDir, app.SocketName, session)
 }
 
 // ErrNotConnected is returned by Attach while the host cannot be reached.

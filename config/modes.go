@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 
 	"github.com/krad-ade/krad/remote/shell"
 )
@@ -82,12 +81,12 @@ func checkOwn(what, path string, fi fs.FileInfo) error {
 	if uid, me := owner(fi), os.Getuid(); uid != me {
 		return &ModeError{Path: path,
 			Problem: fmt.Sprintf("%s %s is owned by uid %d, not by you (uid %d): its owner could choose the commands krad-ade runs as you", what, path, uid, me),
-			Fix:     fmt.Sprintf("if it is yours, sudo chown %d %s; if not, move it away", me, word(path))}
+			Fix:     fmt.Sprintf("if it is yours, sudo chown %d %s; if not, move it away", me, shell.Word(path))}
 	}
 	if w := writers(fi.Mode()); w != "" {
 		return &ModeError{Path: path,
 			Problem: fmt.Sprintf("%s %s is writable by %s (mode %04o): they could choose the commands krad-ade runs as you", what, path, w, fi.Mode().Perm()),
-			Fix:     "chmod go-w " + word(path)}
+			Fix:     "chmod go-w " + shell.Word(path)}
 	}
 	return nil
 }
@@ -120,7 +119,7 @@ func checkAbove(path string) error {
 			if w := writers(fi.Mode()); w != "" && fi.Mode()&fs.ModeSticky == 0 {
 				return &ModeError{Path: d,
 					Problem: fmt.Sprintf("%s, a folder above the config folder, is writable by %s (mode %04o): they could replace config.toml and choose the commands krad-ade runs as you", d, w, fi.Mode().Perm()),
-					Fix:     "chmod go-w " + word(d)}
+					Fix:     "chmod go-w " + shell.Word(d)}
 			}
 		}
 	}
@@ -139,13 +138,3 @@ func writers(m fs.FileMode) string {
 	}
 	return ""
 }
-
-// word is path as one word for a shell, quoted only when it needs to be.
-func word(path string) string {
-	if plainWord.MatchString(path) {
-		return path
-	}
-	return shell.Quote(path)
-}
-
-var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./+@%,:=-]+$`)

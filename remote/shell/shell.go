@@ -43,6 +43,22 @@ func Quote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// Word is s as one word for a POSIX shell, quoted by [Quote] only when it needs to be: for
+// command lines shown to a person (a hint's chmod, an ssh command to attach), which read best
+// bare. s is bare when it is made of letters, digits and _ . / + @ % , : = - only, and does not
+// start with '=' (which zsh expands into a command's path).
+func Word(s string) string {
+	if s == "" || s[0] == '=' || strings.ContainsFunc(s, func(r rune) bool { return !plain(r) }) {
+		return Quote(s)
+	}
+	return s
+}
+
+// plain says whether r means nothing to a POSIX shell (bash, dash, zsh) in a word.
+func plain(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("_./+@%,:=-", r)
+}
+
 // Script is a sh script that reports through one frame of marker lines.
 type Script struct {
 	// Name names the frame's markers: __KRAD_<Name>_BEGIN__ and __KRAD_<Name>_END__. Upper case

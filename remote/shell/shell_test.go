@@ -35,6 +35,38 @@ func TestCommandCarriesArguments(t *testing.T) {
 	}
 }
 
+// TestWord: what Word gives is one word to sh, the text given, and bare only when it is plain.
+func TestWord(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		bare bool
+	}{
+		{"/home/u/.config/krad-ade", true},
+		{"u@buildbox:2222", true},
+		{"a-b_c.d+e%f,g=h", true},
+		{"", false},
+		{"two words", false},
+		{"it's", false},
+		{"~/x", false},
+		{"$HOME", false},
+		{"`id`", false},
+		{"a;b", false},
+		{"*", false},
+		{"=ls", false},
+		{"tab\there", false},
+		{"ü", false},
+	} {
+		w := Word(tt.in)
+		if (w == tt.in) != tt.bare {
+			t.Errorf("Word(%q) = %q; want it bare: %v", tt.in, w, tt.bare)
+		}
+		out, err := sh(t, "printf '%s|' "+w)
+		if err != nil || out != tt.in+"|" {
+			t.Errorf("sh -c \"printf '%%s|' %s\" printed %q, %v; want %q", w, out, err, tt.in+"|")
+		}
+	}
+}
+
 func TestCommandSyntax(t *testing.T) {
 	// The prelude, joined into one line, parses under the system's sh (dash on Debian).
 	cmd := exec.Command("sh", "-n")
