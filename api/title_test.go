@@ -101,3 +101,38 @@ func TestShellTitle(t *testing.T) {
 		}
 	}
 }
+
+// FuzzShellTitle: whatever a config.toml's command line holds, the title made of it is one
+// CheckTitle accepts, trimmed.
+func FuzzShellTitle(f *testing.F) {
+	for _, s := range []string{"", "claude", "./lead.sh; bash", "FOO=1 exec /usr/bin/python3", "BAR='a b' claude", "(cd src && make)",
+		`"$EDITOR" notes`, "a\tb", "x=1\n", "exec", "=", "/", "(((", "é\xff/\x1b[2J", strings.Repeat("x/", MaxTitle)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		title := ShellTitle(line)
+		if err := CheckTitle(title); err != nil {
+			t.Fatalf("ShellTitle(%q) = %q, which CheckTitle refuses: %v", line, title, err)
+		}
+		if title != strings.TrimSpace(title) {
+			t.Fatalf("ShellTitle(%q) = %q, not trimmed", line, title)
+		}
+	})
+}
+
+// FuzzProgramTitle: whatever a Spawn's argv[0] holds, the title made of it is one CheckTitle
+// accepts, trimmed, and holds no '/'.
+func FuzzProgramTitle(f *testing.F) {
+	for _, s := range []string{"", "claude", "/usr/local/bin/claude", "dir/", "./odd\tname\n", "\xff/\x00", strings.Repeat("é", MaxTitle)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, argv0 string) {
+		title := ProgramTitle([]string{argv0, "--arg"})
+		if err := CheckTitle(title); err != nil {
+			t.Fatalf("ProgramTitle(%q) = %q, which CheckTitle refuses: %v", argv0, title, err)
+		}
+		if title != strings.TrimSpace(title) || strings.Contains(title, "/") {
+			t.Fatalf("ProgramTitle(%q) = %q", argv0, title)
+		}
+	})
+}
