@@ -111,12 +111,10 @@ func TestHostSpeaksForItsEnvironmentOnly(t *testing.T) {
 	}
 	for _, ag := range agents {
 		if ag.Environment != "build" {
-			t.Errorf("build:1 sees %s from the host", ag.Environment+":"+itoa(ag.Terminal))
+			t.Errorf("build:1 sees %s from the host", ag.ID())
 		}
 	}
 	if len(agents) == 0 {
 		t.Error("build:1 sees no agents from the host")
 	}
 }
-
-func itoa(n int) string { return api.TerminalID{Terminal: n}.String()[1:] }
