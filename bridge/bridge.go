@@ -5,8 +5,8 @@
 // tokenfile), tmux found and its socket folder made. It then serves the app as an app.Host: the
 // host's tmux, driven in control mode over an SSH session, and the variables its terminals get.
 //
-// Every command it runs on the host, and tmux's attach, has a deadline (Config.CommandTimeout,
-// 30 s): a host whose shell start-up files loop, or whose tmux does not answer, fails the
+// Every command it runs on the host, and tmux's attach, has a deadline (the Forward's
+// CommandTimeout, 30 s): a host whose shell start-up files loop, or whose tmux does not answer, fails the
 // attempt with a *forward.TimeoutError that names the step, and the attempt is retried.
 //
 // The host's tmux server listens on ~/.krad-ade/tmux/krad-ade ([TmuxDir]), a folder of the
@@ -78,14 +78,13 @@ type Config struct {
 	Version string
 	// Forward is the connection's configuration. Its Host and Target are required; OnConnect is
 	// the bridge's own, and OnStatus is called after the bridge has seen the status. Its
-	// CommandTimeout, when zero, is the bridge's.
+	// CommandTimeout (zero is forward.DefaultCommandTimeout, 30 s) bounds, besides the forward's
+	// own check, each command the bridge runs on the host after a connect (the platform probe,
+	// the install, the token file, the look at the host), and tmux's attach and first reply: a
+	// host that passes it is retried, with a *forward.TimeoutError that says which step. A
+	// command that sends a file gets a second more for each 64 KiB of it (the static krad, over
+	// a slow link).
 	Forward forward.Config
-	// CommandTimeout bounds each command the bridge runs on the host after a connect (the
-	// platform probe, the install, the token file, the look at the host), and tmux's attach and
-	// first reply: a host that passes it is retried, with a *forward.TimeoutError that says
-	// which step. A command that sends a file gets a second more for each 64 KiB of it (the
-	// static krad, over a slow link). Zero is forward.DefaultCommandTimeout (30 s).
-	CommandTimeout time.Duration
 	// Logger gets what the bridge did on each connect; nil discards.
 	Logger *slog.Logger
 }
@@ -107,17 +106,14 @@ var _ app.Host = (*Environment)(nil)
 
 // New makes an SSH environment's bridge; Run connects it.
 func New(cfg Config) *Environment {
-	if cfg.CommandTimeout <= 0 {
-		cfg.CommandTimeout = forward.DefaultCommandTimeout
+	if cfg.Forward.CommandTimeout <= 0 {
+		cfg.Forward.CommandTimeout = forward.DefaultCommandTimeout
 	}
 	e := &Environment{cfg: cfg, log: cfg.Logger, connected: make(chan struct{})}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
 	}
 	fc := cfg.Forward
-	if fc.CommandTimeout <= 0 {
-		fc.CommandTimeout = cfg.CommandTimeout
-	}
 	onStatus := fc.OnStatus
 	fc.OnConnect = e.prepare
 	fc.OnStatus = func(s forward.Status) {
@@ -196,7 +192,7 @@ type timed struct {
 }
 
 func (t timed) Run(ctx context.Context, command string, stdin io.Reader) (out []byte, err error) {
-	d := t.e.cfg.CommandTimeout
+	d := t.e.cfg.Forward.CommandTimeout
 	if s, ok := stdin.(interface{ Size() int64 }); ok {
 		d += time.Duration(s.Size()/(64<<10)) * time.Second
 	}
@@ -219,7 +215,7 @@ func stepError(err error) error {
 
 // prepare gets a freshly connected host ready, before the connection counts as up: krad
 // installed, the token file written, tmux found and its socket folder made. Each command has a
-// deadline (Config.CommandTimeout).
+// deadline (the Forward's CommandTimeout).
 func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forward.Forward) error {
 	h := remote.SSH(client)
 	plat, err := remote.Probe(ctx, timed{h, e, "probing its platform"})
@@ -324,7 +320,7 @@ var ErrNotConnected = errors.New("the host is not connected")
 // Attach waits for the connection, then starts the host's tmux in control mode over an SSH
 // session, attached to session (created, with its holder window, if need be), on the socket in
 // ~/.krad-ade/tmux, or on an earlier version's server while that one has the session. tmux must
-// answer within Config.CommandTimeout.
+// answer within the Forward's CommandTimeout.
 func (e *Environment) Attach(ctx context.Context, session string, onNote func(*tmux.Client, tmux.Notification)) (*tmux.Client, error) {
 	e.mu.Lock()
 	connected := e.connected
@@ -399,7 +395,7 @@ func (e *Environment) attach(ctx context.Context, sess *ssh.Session, cmd string,
 		onNote(cell.Load(), n)
 	})
 	cell.Store(c)
-	timeout := time.NewTimer(e.cfg.CommandTimeout)
+	timeout := time.NewTimer(e.cfg.Forward.CommandTimeout)
 	defer timeout.Stop()
 	select {
 	case r := <-first:
@@ -413,7 +409,7 @@ func (e *Environment) attach(ctx context.Context, sess *ssh.Session, cmd string,
 		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", c.Err(), termsafe.Quote(stderr.String()))
 	case <-timeout.C:
 		c.Close()
-		return nil, &forward.TimeoutError{Host: e.cfg.Forward.Host, Step: "starting tmux", After: e.cfg.CommandTimeout}
+		return nil, &forward.TimeoutError{Host: e.cfg.Forward.Host, Step: "starting tmux", After: e.cfg.Forward.CommandTimeout}
 	case <-ctx.Done():
 		c.Close()
 		return nil, ctx.Err()

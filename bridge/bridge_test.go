@@ -115,18 +115,18 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 	localSock := filepath.Join(t.TempDir(), "local.sock")
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", localSock, "kill-server").Run() })
 	w.bridge = bridge.New(bridge.Config{
-		Name:           "build",
-		Token:          w.token,
-		Instance:       "test-instance",
-		BinDir:         bin,
-		Version:        version.Build,
-		CommandTimeout: o.commandTimeout,
+		Name:     "build",
+		Token:    w.token,
+		Instance: "test-instance",
+		BinDir:   bin,
+		Version:  version.Build,
 		Forward: forward.Config{
-			Host:         "buildbox",
-			Target:       func(ctx context.Context) (net.Conn, error) { return w.bus.Pipe(ctx, local.FromForward("build")) },
-			UserConfig:   sshConfig,
-			SystemConfig: forward.None,
-			AgentSocket:  forward.None,
+			Host:           "buildbox",
+			CommandTimeout: o.commandTimeout,
+			Target:         func(ctx context.Context) (net.Conn, error) { return w.bus.Pipe(ctx, local.FromForward("build")) },
+			UserConfig:     sshConfig,
+			SystemConfig:   forward.None,
+			AgentSocket:    forward.None,
 			OnStatus: func(s forward.Status) {
 				select {
 				case w.states <- s.String():
