@@ -247,7 +247,8 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 		return fmt.Errorf("tmux is not installed on the host, and its terminals are tmux windows: install it there (Debian: apt-get install tmux)")
 	}
 	if !safePath(socket) {
-		return fmt.Errorf("look at the host: the tmux socket %q is not an absolute path the app can pass on", termsafe.Escape(socket, 200))
+		return fmt.Errorf("look at the host: the tmux socket %s is not an absolute path the app can pass on: the home folder's path there "+
+			"holds a backslash or a control character; give the user a home folder without them", termsafe.QuoteMax(socket, 200))
 	}
 	dir := e.cfg.Dir
 	if dir == "~" {

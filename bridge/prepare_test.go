@@ -1,0 +1,41 @@
+package bridge_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestHomeTheAppCannotPassOn: a host whose home folder's path holds a backslash gives a tmux
+// socket path the app cannot carry through every login shell. The connection says so, the path
+// shown once (a backslash is not escaped again), with what to do, and is retried. (A control
+// character in the home's path is refused earlier, by the install.)
+func TestHomeTheAppCannotPassOn(t *testing.T) {
+	var socket string
+	w := startWorld(t, worldOptions{noWait: true, host: func(w *world) {
+		home := filepath.Join(w.sshd.Home, `back\slash`)
+		if err := os.Mkdir(home, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		socket = home + "/.krad-ade/tmux/krad-ade"
+		w.writeBashrc("HOME='" + home + "'; export HOME\n")
+	}})
+	want := ": look at the host: the tmux socket " + socket + " is not an absolute path the app can pass on: " +
+		"the home folder's path there holds a backslash or a control character; give the user a home folder without them"
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case s := <-w.states:
+			if strings.HasPrefix(s, "retrying in ") && strings.Contains(s, "tmux socket") {
+				if !strings.HasSuffix(s, want) {
+					t.Fatalf("the status is %q, want it to end %q", s, want)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no status about the tmux socket within 60 s; now %s", w.bridge.Status())
+		}
+	}
+}
