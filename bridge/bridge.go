@@ -14,8 +14,9 @@
 // create first (tmux then refuses it, for good). A host prepared by an earlier version may still
 // run a server on the old socket (tmux -L krad-ade) holding the environment's terminals: while it
 // has the environment's session and the new socket has none, the app attaches to it (never
-// starting a server there), so that an upgrade loses no running agent; once it is gone, the new
-// socket takes its place for good.
+// starting a server there), so that an upgrade loses no running agent; once tmux there says it is
+// gone (an attach that times out, or fails while the app stops, is not enough), the new socket
+// takes its place for good.
 //
 // # Security model
 //
@@ -359,13 +360,29 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 		cmd = "exec tmux -u -L " + shell.Quote(app.SocketName) + " -C attach-session -t " + shell.Quote("="+session)
 	}
 	c, err := e.attach(ctx, sess, cmd, onNote)
-	if err != nil && legacy {
+	if err != nil && legacy && e.legacyGone(ctx, client, session, err) {
 		e.mu.Lock()
 		e.legacy = false
 		e.mu.Unlock()
 		e.log.Info("the earlier version's tmux server is gone: the app's own takes its place", "environment", e.cfg.Name, "err", err)
 	}
 	return c, err
+}
+
+// legacyGone says, after an attach to the earlier version's server failed with attachErr, whether
+// that server is known not to hold session any more: tmux there says so (has-session exits 1, for
+// no server or no such session). The failed attach alone is no evidence: a stuck server times out,
+// the connection may have dropped, the app may be stopping; taking any of those for the server's
+// end would start a second server on the new socket and leave the old one's agents for good.
+func (e *Environment) legacyGone(ctx context.Context, client *ssh.Client, session string, attachErr error) bool {
+	var te *forward.TimeoutError
+	if ctx.Err() != nil || errors.As(attachErr, &te) {
+		return false
+	}
+	cmd := "tmux -L " + shell.Quote(app.SocketName) + " has-session -t " + shell.Quote("="+session)
+	_, err := timed{remote.SSH(client), e, "looking for the earlier version's tmux server"}.Run(ctx, cmd, nil)
+	var exit *remote.ExitError
+	return errors.As(err, &exit) && exit.Status == 1
 }
 
 // attach starts cmd, a tmux control client, in sess, and waits for its first reply.
