@@ -424,7 +424,7 @@ func (e *Environment) attach(ctx context.Context, sess *ssh.Session, cmd string,
 		}
 		return c, nil
 	case <-c.Done():
-		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", c.Err(), termsafe.Quote(stderr.String()))
+		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", c.Err(), termsafe.QuoteMax(stderr.String(), tmux.MaxErrorText))
 	case <-timeout.C:
 		c.Close()
 		return nil, &forward.TimeoutError{Host: e.cfg.Forward.Host, Step: "starting tmux", After: e.cfg.Forward.CommandTimeout}

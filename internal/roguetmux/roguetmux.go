@@ -8,7 +8,8 @@
 // The script keeps no windows. It answers:
 //
 //   - the new-session of its command line with an empty block of its own (flags 0), as tmux does,
-//     or with Options.Refuse in a failed one, after which it exits;
+//     or with Options.Refuse in a failed one, after which it exits; or, when Options.Stderr is
+//     set, with nothing: it writes that to stderr and exits at once;
 //   - list-windows with Options.Windows when the format asks for @krad (the app's adoption), with
 //     the output of Options.Listed when it asks for names but not @krad, and with nothing
 //     otherwise;
@@ -48,6 +49,9 @@ type Options struct {
 	// Listed is a shell command whose output answers the list-windows that asks for windows'
 	// names but not @krad (the app's pass over windows it does not know), such as WindowList.
 	Listed string
+	// Stderr, when set, is what the script writes to stderr before it exits, at once and with
+	// nothing on stdout, as a tmux that cannot start does (a usage message, a missing library).
+	Stderr string
 }
 
 // Tmux is a rogue tmux written by Write.
@@ -74,6 +78,7 @@ func Write(t testing.TB, dir string, o Options) *Tmux {
 		"listed":  o.Listed,
 		"refuse":  o.Refuse,
 		"derror":  o.DisplayError,
+		"stderr":  o.Stderr,
 	}
 	for name, data := range files {
 		if data != "" && !strings.HasSuffix(data, "\n") {
@@ -111,6 +116,10 @@ block() { # block OUTCOME [FILE]: one reply, its lines from FILE
 	if [ -n "$2" ]; then cat "$2"; fi
 	printf '%%%s 1 %d 1\n' "$1" "$n"
 }
+if [ -s "$d/stderr" ]; then
+	cat "$d/stderr" >&2
+	exit 1
+fi
 if [ -s "$d/refuse" ]; then
 	printf '%%begin 1 0 0\n'
 	cat "$d/refuse"
