@@ -23,7 +23,9 @@ const (
 	CodeNotFound ErrorCode = "not_found"
 	// CodeConflict: the target is in a state that does not allow the request.
 	CodeConflict ErrorCode = "conflict"
-	// CodeUnavailable: the app cannot serve the request now (an environment is down).
+	// CodeUnavailable: the app cannot serve the request now: an environment is down, the bus
+	// dropped the connection under a flood ([Dropped]), or this build does not serve it
+	// ([NotServed]).
 	CodeUnavailable ErrorCode = "unavailable"
 	// CodeInternal: the app failed; the request may be retried.
 	CodeInternal ErrorCode = "internal"
@@ -70,4 +72,21 @@ func NotServed(what, instead string) *Error {
 // IsNotServed reports whether e is a [NotServed] error.
 func IsNotServed(e *Error) bool {
 	return e != nil && e.Code == CodeUnavailable && strings.HasPrefix(e.Message, notServed)
+}
+
+// dropped starts the message of every Dropped error: the one mark that tells it apart.
+const dropped = "the bus dropped this connection before it read its line: "
+
+// Dropped is the answer of a connection the bus dropped before it read the request line, to stay
+// within its bounds on connections that have not sent a whole line yet (a flood of them). Its
+// code is unavailable, as the spec has no other; [IsDropped] tells it apart from an environment
+// that is down: no environment is involved, and trying again is what to do. why says which
+// bound, and what the client can do.
+func Dropped(why string) *Error {
+	return &Error{Code: CodeUnavailable, Message: dropped + why}
+}
+
+// IsDropped reports whether e is a [Dropped] error.
+func IsDropped(e *Error) bool {
+	return e != nil && e.Code == CodeUnavailable && strings.HasPrefix(e.Message, dropped)
 }

@@ -3,6 +3,7 @@ package local
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -267,9 +268,8 @@ func (w *waiter) setReadDeadline(t time.Time) {
 
 // errDropped is the answer of a connection the gate dropped.
 func errDropped(g *gate) error {
-	return api.Errorf(api.CodeUnavailable, "the bus was holding as many connections without a complete line as it takes "+
-		"(%d, with %d KiB of lines), and dropped this one, which had waited longest: write the whole line at once after "+
-		"connecting, and try again", g.max, g.budget>>10)
+	return api.Dropped(fmt.Sprintf("it was holding as many connections without a complete line as it takes (%d, with %d KiB "+
+		"of lines), and this one had waited longest: write the whole line at once after connecting, and try again", g.max, g.budget>>10))
 }
 
 // readLine reads the request line, of at most api.MaxRequestLine bytes before its "\n", and

@@ -296,6 +296,9 @@ func (b *bus) hintFor(req api.Name, e *api.Error) string {
 	case api.CodeNotFound:
 		return "krad list --all shows the terminals of this environment"
 	case api.CodeConflict:
+		if req == api.Spawn { // the environment is at its limit of terminals, or out of numbers
+			return "krad list --all shows this environment's terminals and their states, to choose which to close"
+		}
 		return "krad list --all shows each terminal's state; krad read T shows what an ended one printed"
 	case api.CodeUnsupportedAPIVersion:
 		return fmt.Sprintf("this krad speaks the agents API v%d: use the krad that came with this krad-ade (first on PATH in its terminals)", api.Version)
@@ -304,6 +307,9 @@ func (b *bus) hintFor(req api.Name, e *api.Error) string {
 	case api.CodeUnavailable:
 		if api.IsNotServed(e) {
 			return "waiting will not help: a later krad-ade serves it"
+		}
+		if api.IsDropped(e) { // krad writes its line at once: some other program is holding the bus's connections
+			return "try again in a moment; if it keeps happening, krad-ade's log says which way in (its port, or an SSH host's forward) is flooded"
 		}
 		return "try again in a moment; krad watch says when the environment is back"
 	case api.CodeInternal:

@@ -152,6 +152,17 @@ func TestCommands(t *testing.T) {
 		{name: "read: the environment is down", args: []string{"read", "2"}, answer: errAnswer(api.CodeUnavailable, "environment main is down; the app is bringing it back"),
 			wantReq: `{"Read":{"target":2}}`, wantErr: "krad: error: Read: the app answered unavailable: environment main is down; the app is bringing it back\n" +
 				"krad: hint: try again in a moment; krad watch says when the environment is back\n", wantCode: ExitFailed},
+		{name: "read: the bus dropped the connection", args: []string{"read", "2"},
+			answer: func(*testing.T) api.Answer {
+				return api.ErrorAnswer(api.Dropped("it was holding too many connections"))
+			},
+			wantReq: `{"Read":{"target":2}}`, wantErr: "krad: error: Read: the app answered unavailable: the bus dropped this connection before it read its line: it was holding too many connections\n" +
+				"krad: hint: try again in a moment; if it keeps happening, krad-ade's log says which way in (its port, or an SSH host's forward) is flooded\n", wantCode: ExitFailed},
+		{name: "spawn: the environment is at its limit of terminals", args: []string{"spawn", "--", "sh"},
+			answer:  errAnswer(api.CodeConflict, "environment main has 1000 terminals, the most the app follows: close some (krad close T) first"),
+			wantReq: `{"Spawn":{"title":"sh","command":["sh"]}}`,
+			wantErr: "krad: error: Spawn: the app answered conflict: environment main has 1000 terminals, the most the app follows: close some (krad close T) first\n" +
+				"krad: hint: krad list --all shows this environment's terminals and their states, to choose which to close\n", wantCode: ExitFailed},
 		{name: "spawn --group: not served", args: []string{"spawn", "--group", "g", "--", "sh"},
 			answer:  func(*testing.T) api.Answer { return api.ErrorAnswer(api.NotServed("groups", "spawn without --group")) },
 			wantReq: `{"Spawn":{"title":"sh","command":["sh"],"group":"g"}}`,
