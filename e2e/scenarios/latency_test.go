@@ -36,21 +36,26 @@ func parseLatency(t *testing.T, where string, out []byte, err error) latency {
 	t.Helper()
 	var l latency
 	if jerr := json.Unmarshal(out, &l); jerr != nil || err != nil {
-		t.Fatalf("probe hello %s: %v, %v: %s", where, err, jerr, out)
+		var said []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			said = ee.Stderr
+		}
+		t.Fatalf("probe hello %s: %v, %v: %s%s", where, err, jerr, out, said)
 	}
 	return l
 }
 
 // TestHelloLatencyThroughTheTunnel measures, in one run: Hello round trips from a container
-// through the app's forward (one TCP connection each, as krad makes them), beside Hello from this
-// machine to the bus directly; `krad api` as a whole process on both sides; and the time to
-// connect a fresh host and an already prepared one. It runs alone (not in parallel) so that
-// the other scenarios do not load the machine meanwhile.
+// through the app's forward (one TCP connection each, as krad makes them), as the host's lead a:1
+// (a connection through a forward speaks for its host's environment only: "Client" is refused
+// there), beside Hello from this machine to the bus directly, as "Client"; `krad api` as a whole
+// process on both sides; and the time to connect a fresh host and an already prepared one. It
+// runs alone (not in parallel) so that the other scenarios do not load the machine meanwhile.
 func TestHelloLatencyThroughTheTunnel(t *testing.T) {
 	lan := e2e.NewNetwork(t, "lan", 42)
 	a := e2e.StartHost(t, "a", lan, lan.Addr(11), e2e.HostOptions{})
 	u := newUser(t, e2e.SSHEntry{Alias: "a", Host: a})
-	u.writeConfig(environments("a"))
+	u.writeConfig(environments("a") + leadOn("a"))
 	app := u.start()
 	c := app.connected("a", 60*time.Second)
 	measured(t, "fresh host a (krad installed): connected and prepared %s after the app started", ms(c.after))
@@ -64,7 +69,7 @@ func TestHelloLatencyThroughTheTunnel(t *testing.T) {
 		defer cancel()
 		var cmd *exec.Cmd
 		if where == "tunnel" {
-			cmd = a.Command(ctx, "krad", remote, "hello", "-n", strconv.Itoa(n), "-endpoint", c.forward, "-token-file", tokenFile)
+			cmd = a.Command(ctx, "krad", remote, "hello", "-n", strconv.Itoa(n), "-endpoint", c.forward, "-token-file", tokenFile, "-terminal", "a:1")
 		} else {
 			cmd = exec.CommandContext(ctx, local, "hello", "-n", strconv.Itoa(n), "-api-json", u.apiJSON())
 			cmd.Env = u.env()
@@ -80,14 +85,17 @@ func TestHelloLatencyThroughTheTunnel(t *testing.T) {
 		measured(t, "Hello round %d, from this machine to the bus directly: %s", round, dl)
 	}
 
-	// krad api as a whole process, 100 in a row, on each side.
+	// krad api as a whole process, 100 in a row, on each side: on the host as the lead's
+	// terminal would run it.
 	const loop = `s=$(date +%s%N); i=0; while [ $i -lt 100 ]; do "$1" api >/dev/null || exit 1; i=$((i+1)); done; e=$(date +%s%N); echo $(( (e - s) / 100000 ))`
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	rcmd := a.Command(ctx, "krad", "env", "KRAD_ADE_ENDPOINT="+c.forward, "KRAD_ADE_TOKEN_FILE="+tokenFile,
+	rcmd := a.Command(ctx, "krad", "env", "KRAD_ADE_ENDPOINT="+c.forward, "KRAD_ADE_TOKEN_FILE="+tokenFile, "KRAD_ADE_TERMINAL=a:1",
 		"bash", "-c", loop, "bash", kradBin()+"/krad")
 	rout, err := rcmd.Output()
-	if err != nil {
+	if ee, ok := err.(*exec.ExitError); ok {
+		t.Fatalf("krad api on the host: %v: %s%s", err, rout, ee.Stderr)
+	} else if err != nil {
 		t.Fatalf("krad api on the host: %v: %s", err, rout)
 	}
 	lcmd := exec.CommandContext(ctx, "bash", "-c", loop, "bash", u.bin+"/krad")

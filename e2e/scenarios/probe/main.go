@@ -3,16 +3,19 @@
 // Command probe is the scenarios' helper, built static and run both on this machine and on the
 // test hosts:
 //
-//	probe hello -n N -endpoint ADDR -token-file FILE   N Hello round trips through ADDR, with
+//	probe hello -n N -endpoint ADDR -token-file FILE [-terminal E:N]
+//	                                                   N Hello round trips through ADDR, with
 //	                                                   the token of an owner-only token file
-//	probe hello -n N -api-json FILE                    the same against the bus api.json names
+//	probe hello -n N -api-json FILE [-terminal E:N]    the same against the bus api.json names
 //	probe squat [-network tcp6] -addr ADDR             listen on ADDR as another user would, and
 //	                                                   say how many bytes each connection sent
 //
-// hello makes each request the way krad does, one TCP connection each, and prints one JSON line:
-// the count, the failures and the latency's p50, p90, p99 and max in microseconds. squat prints
-// "listening ADDR", then a line "conn N: B bytes" per connection (it reads for up to 2 s, or
-// until the client closes); it never prints what it read.
+// hello makes each request the way krad does, one TCP connection each, as "Client" or, with
+// -terminal, as terminal E:N (through an SSH host's forward, where the bus refuses "Client", a
+// terminal of that host's environment), and prints one JSON line: the count, the failures and the
+// latency's p50, p90, p99 and max in microseconds; when one fails, it says why the first did.
+// squat prints "listening ADDR", then a line "conn N: B bytes" per connection (it reads for up to
+// 2 s, or until the client closes); it never prints what it read.
 package main
 
 import (
@@ -68,10 +71,18 @@ func hello(args []string) error {
 	endpoint := fs.String("endpoint", "", "the bus or its forward")
 	tokenFile := fs.String("token-file", "", "an owner-only token file")
 	apiJSON := fs.String("api-json", "", "the app's api.json, for endpoint and token")
+	terminal := fs.String("terminal", "", `call as this terminal, E:N, rather than as "Client"`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	c := &api.Client{Endpoint: *endpoint, From: api.FromClient}
+	if *terminal != "" {
+		id, err := api.ParseTerminalID(*terminal)
+		if err != nil {
+			return fmt.Errorf("-terminal %q: %w", *terminal, err)
+		}
+		c.From = api.FromTerminal(id)
+	}
 	switch {
 	case *apiJSON != "":
 		f, err := discovery.Read(*apiJSON)
@@ -90,6 +101,7 @@ func hello(args []string) error {
 	}
 	var lat []time.Duration
 	failed := 0
+	var firstErr error
 	start := time.Now()
 	for range *n {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -98,6 +110,12 @@ func hello(args []string) error {
 		d := time.Since(t0)
 		cancel()
 		if err != nil || a.Name != "Hello" {
+			if failed == 0 {
+				firstErr = err
+				if err == nil {
+					firstErr = fmt.Errorf("the answer was %s, not Hello", a.Name)
+				}
+			}
 			failed++
 			continue
 		}
@@ -115,7 +133,7 @@ func hello(args []string) error {
 	out, _ := json.Marshal(Latency{N: *n, Failed: failed, P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: at(1), Total: total.Microseconds()})
 	fmt.Println(string(out))
 	if failed > 0 {
-		return fmt.Errorf("%d of %d Hello round trips failed", failed, *n)
+		return fmt.Errorf("%d of %d Hello round trips failed; the first: %w", failed, *n, firstErr)
 	}
 	return nil
 }
