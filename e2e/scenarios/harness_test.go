@@ -120,6 +120,53 @@ func leadOn(env string) string {
 	return fmt.Sprintf("[[terminal]]\nenvironment = %q\ntitle = \"lead\"\nlead = true\n\n", env)
 }
 
+// single is the setup most scenarios share: host a alone on a network of its own, at .11, and a
+// user whose config.toml makes it environment a, with a lead shell there (a:1), the app started
+// and a connected.
+type single struct {
+	lan   *e2e.Network
+	a     *e2e.Host
+	u     *user
+	app   *kradApp
+	watch *watcher   // krad watch --json, started before a connected; nil unless asked for
+	c     connection // a's
+	lead  *term      // a:1; nil with noLead
+}
+
+// singleOptions change what oneHost sets up.
+type singleOptions struct {
+	ssh    []string        // more ssh_config lines for a, such as keepalive
+	config string          // more config.toml, after a's [[environment]] and its lead
+	noLead bool            // no lead on a, and no wait for one
+	watch  bool            // start krad watch --json before a is connected
+	before func(*e2e.Host) // runs on host a before the app starts
+}
+
+// oneHost sets up single on the network 172.29.subnet.0/24 (see main_test.go for who uses which).
+func oneHost(t *testing.T, subnet int, o singleOptions) *single {
+	t.Helper()
+	s := &single{lan: e2e.NewNetwork(t, "lan", subnet)}
+	s.a = e2e.StartHost(t, "a", s.lan, s.lan.Addr(11), e2e.HostOptions{})
+	if o.before != nil {
+		o.before(s.a)
+	}
+	s.u = newUser(t, e2e.SSHEntry{Alias: "a", Host: s.a, Options: o.ssh})
+	config := environments("a")
+	if !o.noLead {
+		config += leadOn("a")
+	}
+	s.u.writeConfig(config + o.config)
+	s.app = s.u.start()
+	if o.watch {
+		s.watch = s.u.watch()
+	}
+	s.c = s.app.connected("a", 60*time.Second)
+	if !o.noLead {
+		s.lead = findTerminal(t, s.a, "a", "a:1", 30*time.Second)
+	}
+	return s
+}
+
 // apiFile is what the test reads of api.json.
 type apiFile struct {
 	Endpoint string `json:"endpoint"`

@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/krad-ade/krad/e2e"
 )
 
 // latency is what `probe hello` prints.
@@ -52,12 +50,8 @@ func parseLatency(t *testing.T, where string, out []byte, err error) latency {
 // process on both sides; and the time to connect a fresh host and an already prepared one. It
 // runs alone (not in parallel) so that the other scenarios do not load the machine meanwhile.
 func TestHelloLatencyThroughTheTunnel(t *testing.T) {
-	lan := e2e.NewNetwork(t, "lan", 42)
-	a := e2e.StartHost(t, "a", lan, lan.Addr(11), e2e.HostOptions{})
-	u := newUser(t, e2e.SSHEntry{Alias: "a", Host: a})
-	u.writeConfig(environments("a") + leadOn("a"))
-	app := u.start()
-	c := app.connected("a", 60*time.Second)
+	s := oneHost(t, 42, singleOptions{})
+	a, u, app, c := s.a, s.u, s.app, s.c
 	measured(t, "fresh host a (krad installed): connected and prepared %s after the app started", ms(c.after))
 	u.readAPI()
 	remote := hostProbe(t, a)

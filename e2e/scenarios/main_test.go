@@ -26,6 +26,8 @@ import (
 //	40      TestSquattedPortGetsNoToken
 //	41      TestAppStopsCleanlyAndComesBackAfterAKill
 //	42      TestHelloLatencyThroughTheTunnel
+//	43      TestOtherUsersListenersBesideTheForward
+//	44      TestHostCannotActOnThisComputer
 //	45      TestAnotherHostUserTakesTmuxsFolder
 
 func TestMain(m *testing.M) { e2e.Main(m, testbin.Cleanup, removeProbe) }

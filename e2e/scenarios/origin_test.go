@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/e2e"
 )
 
 // TestHostCannotActOnThisComputer: a program on host a, as the host's user but outside the app's
@@ -21,13 +20,8 @@ import (
 // spawned, nothing was typed. The host's own lead is still served.
 func TestHostCannotActOnThisComputer(t *testing.T) {
 	t.Parallel()
-	lan := e2e.NewNetwork(t, "lan", 44)
-	a := e2e.StartHost(t, "a", lan, lan.Addr(11), e2e.HostOptions{})
-	u := newUser(t, e2e.SSHEntry{Alias: "a", Host: a})
-	u.writeConfig(environments("a") + leadOn("a") + leadOn("main"))
-	app := u.start()
-	c := app.connected("a", 60*time.Second)
-	lead := findTerminal(t, a, "a", "a:1", 30*time.Second)
+	s := oneHost(t, 44, singleOptions{config: leadOn("main")})
+	a, u, c, lead := s.a, s.u, s.c, s.lead
 	tokenFile := lead.mustRun(t, `printf '%s\n' "$KRAD_ADE_TOKEN_FILE"`)
 	before := localAgents(t, u)
 

@@ -61,14 +61,8 @@ func spawnTicker(t *testing.T, lead *term, env string) *term {
 // same port, and the same terminals' krad works again with no user action. Each step is timed.
 func TestNetworkCutHealsOnTheSamePort(t *testing.T) {
 	t.Parallel()
-	lan := e2e.NewNetwork(t, "lan", 36)
-	a := e2e.StartHost(t, "a", lan, lan.Addr(11), e2e.HostOptions{})
-	u := newUser(t, e2e.SSHEntry{Alias: "a", Host: a, Options: keepalive})
-	u.writeConfig(environments("a") + leadOn("a"))
-	app := u.start()
-	watch := u.watch()
-	c := app.connected("a", 60*time.Second)
-	lead := findTerminal(t, a, "a", "a:1", 30*time.Second)
+	s := oneHost(t, 36, singleOptions{ssh: keepalive, watch: true})
+	lan, a, app, watch, c, lead := s.lan, s.a, s.app, s.watch, s.c, s.lead
 	worker := spawnTicker(t, lead, "a")
 	lead.mustRun(t, "krad api")
 	tokenFile := lead.mustRun(t, "printenv KRAD_ADE_TOKEN_FILE")
@@ -272,14 +266,8 @@ func TestChangedHostKeyIsRefused(t *testing.T) {
 // so; a new terminal gets it.
 func TestSquattedPortGetsNoToken(t *testing.T) {
 	t.Parallel()
-	lan := e2e.NewNetwork(t, "lan", 40)
-	a := e2e.StartHost(t, "a", lan, lan.Addr(11), e2e.HostOptions{})
-	u := newUser(t, e2e.SSHEntry{Alias: "a", Host: a, Options: keepalive})
-	u.writeConfig(environments("a") + leadOn("a"))
-	app := u.start()
-	watch := u.watch()
-	c := app.connected("a", 60*time.Second)
-	lead := findTerminal(t, a, "a", "a:1", 30*time.Second)
+	s := oneHost(t, 40, singleOptions{ssh: keepalive, watch: true})
+	lan, a, app, watch, c, lead := s.lan, s.a, s.app, s.watch, s.c, s.lead
 	lead.mustRun(t, "krad api")
 	squat := hostProbe(t, a)
 
@@ -384,14 +372,8 @@ func TestSquattedPortGetsNoToken(t *testing.T) {
 // lead's krad keeps working. It used to fail for good, as if the host's sshd had GatewayPorts yes.
 func TestOtherUsersListenersBesideTheForward(t *testing.T) {
 	t.Parallel()
-	lan := e2e.NewNetwork(t, "lan", 43)
-	a := e2e.StartHost(t, "a", lan, lan.Addr(11), e2e.HostOptions{})
-	u := newUser(t, e2e.SSHEntry{Alias: "a", Host: a, Options: keepalive})
-	u.writeConfig(environments("a") + leadOn("a"))
-	app := u.start()
-	watch := u.watch()
-	c := app.connected("a", 60*time.Second)
-	lead := findTerminal(t, a, "a", "a:1", 30*time.Second)
+	s := oneHost(t, 43, singleOptions{ssh: keepalive, watch: true})
+	lan, a, watch, c, lead := s.lan, s.a, s.watch, s.c, s.lead
 	lead.mustRun(t, "krad api")
 
 	squat := hostProbe(t, a)

@@ -197,14 +197,8 @@ func TestRemoteTerminalsRunKradThroughTheTunnel(t *testing.T) {
 // screen, all typed into the lead's terminal; a Client on this machine watches both.
 func TestLeadSpawnsAWorkerOnTheHost(t *testing.T) {
 	t.Parallel()
-	lan := e2e.NewNetwork(t, "lan", 34)
-	a := e2e.StartHost(t, "a", lan, lan.Addr(11), e2e.HostOptions{})
-	u := newUser(t, e2e.SSHEntry{Alias: "a", Host: a})
-	u.writeConfig(environments("a") + leadOn("a"))
-	app := u.start()
-	watch := u.watch()
-	app.connected("a", 60*time.Second)
-	lead := findTerminal(t, a, "a", "a:1", 30*time.Second)
+	s := oneHost(t, 34, singleOptions{watch: true})
+	watch, lead := s.watch, s.lead
 
 	out := lead.mustRun(t, `krad spawn --title w -- sh -c 'read x; echo got $x; sleep 1; exit 0'`)
 	m := regexp.MustCompile(`^a:(\d+) worker 'w' (starting|working)$`).FindStringSubmatch(out)
@@ -249,13 +243,9 @@ func TestLeadSpawnsAWorkerOnTheHost(t *testing.T) {
 // port is refused, from another container and from this machine.
 func TestForwardListensOnTheHostsLoopbackOnly(t *testing.T) {
 	t.Parallel()
-	lan := e2e.NewNetwork(t, "lan", 35)
-	a := e2e.StartHost(t, "a", lan, lan.Addr(11), e2e.HostOptions{})
-	peer := e2e.StartHost(t, "peer", lan, lan.Addr(12), e2e.HostOptions{})
-	u := newUser(t, e2e.SSHEntry{Alias: "a", Host: a})
-	u.writeConfig(environments("a"))
-	app := u.start()
-	c := app.connected("a", 60*time.Second)
+	s := oneHost(t, 35, singleOptions{noLead: true})
+	a, c := s.a, s.c
+	peer := e2e.StartHost(t, "peer", s.lan, s.lan.Addr(12), e2e.HostOptions{})
 
 	if got := a.Listeners(t, c.port()); !slices.Equal(got, []string{"127.0.0.1:" + c.port()}) {
 		t.Errorf("host a listens on port %s at %q, want 127.0.0.1 only", c.port(), got)

@@ -19,24 +19,19 @@ import (
 // ours in it.
 func TestAnotherHostUserTakesTmuxsFolder(t *testing.T) {
 	t.Parallel()
-	lan := e2e.NewNetwork(t, "lan", 45)
-	a := e2e.StartHost(t, "a", lan, lan.Addr(11), e2e.HostOptions{})
-	a.ExecAs(t, "other", "mkdir", "-m", "700", "/tmp/tmux-1000")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if out, err := a.Command(ctx, "krad", "tmux", "new-session", "-d", "-s", "probe").CombinedOutput(); err == nil ||
-		!strings.Contains(string(out), "unsafe permissions") {
-		t.Fatalf("tmux with its default socket as krad: %v: %s; want it refused for unsafe permissions", err, out)
-	}
-
-	u := newUser(t, e2e.SSHEntry{Alias: "a", Host: a})
-	u.writeConfig(environments("a") + leadOn("a"))
-	app := u.start()
-	c := app.connected("a", 60*time.Second)
+	s := oneHost(t, 45, singleOptions{before: func(a *e2e.Host) {
+		a.ExecAs(t, "other", "mkdir", "-m", "700", "/tmp/tmux-1000")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if out, err := a.Command(ctx, "krad", "tmux", "new-session", "-d", "-s", "probe").CombinedOutput(); err == nil ||
+			!strings.Contains(string(out), "unsafe permissions") {
+			t.Fatalf("tmux with its default socket as krad: %v: %s; want it refused for unsafe permissions", err, out)
+		}
+	}})
+	a, u, c, lead := s.a, s.u, s.c, s.lead
 	if want := "ssh -t a 'tmux -S ~/.krad-ade/tmux/krad-ade attach -t a'"; c.attach != want {
 		t.Errorf("the attach hint is %q, want %q", c.attach, want)
 	}
-	lead := findTerminal(t, a, "a", "a:1", 30*time.Second)
 	if out := lead.mustRun(t, "krad list"); !strings.Contains(out, "a:1") {
 		t.Errorf("krad list in the lead on a:\n%s", out)
 	}
