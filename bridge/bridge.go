@@ -6,8 +6,8 @@
 // host's tmux, driven in control mode over an SSH session, and the variables its terminals get.
 //
 // Every command it runs on the host, and tmux's attach, has a deadline (the Forward's
-// CommandTimeout, 30 s): a host whose shell start-up files loop, or whose tmux does not answer, fails the
-// attempt with a *forward.TimeoutError that names the step, and the attempt is retried.
+// CommandTimeout, 30 s): a host whose shell start-up files loop, or whose tmux does not answer,
+// fails the attempt with a *forward.TimeoutError that names the step, and the attempt is retried.
 //
 // The host's tmux server listens on ~/.krad-ade/tmux/krad-ade ([TmuxDir]), a folder of the
 // app's own, rather than in tmux's default folder, /tmp/tmux-UID, which any user of the host can

@@ -246,8 +246,9 @@ func Load(path string) (Config, error) {
 // Watch calls onChange with each new valid config that differs from the last one, and onError
 // with each error, once per distinct file content (or read error) rather than once a poll; after
 // a value on reload it reports an error that persists again. A broken or unreadable file, or one
-// that others could have written (a [*ModeError]), changes nothing: the last good config stays. A deleted file means [Default]. Changes are found by
-// content, so a rewrite within one mtime tick is not missed.
+// that others could have written (a [*ModeError]), changes nothing: the last good config stays.
+// A deleted file means [Default]. Changes are found by content, so a rewrite within one mtime
+// tick is not missed.
 //
 // The callbacks run on Watch's goroutine, one at a time; either may be nil.
 func Watch(ctx context.Context, path string, interval time.Duration, reload <-chan struct{},
