@@ -175,8 +175,9 @@ func Within(ctx context.Context, host, step string, d time.Duration, f func(cont
 	return err
 }
 
-// Permanent marks err as one that retrying cannot fix: when OnConnect returns it, [Conn.Run]
-// stops with the state failed instead of retrying. Permanent(nil) is nil.
+// Permanent marks err as one that retrying alone cannot fix: when OnConnect returns it, [Conn.Run]
+// does not retry on its backoff but puts the state at [Failed] and waits there until a file the
+// attempt read changes or [Conn.Retry] is called, as for a host key. Permanent(nil) is nil.
 func Permanent(err error) error {
 	if err == nil {
 		return nil
