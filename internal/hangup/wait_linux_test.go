@@ -97,15 +97,17 @@ func TestWait(t *testing.T) {
 	}
 }
 
-// TestWaitEnds: Wait returns ctx's error when ctx ends, and the connection's when it is closed
-// under it.
+// TestWaitEnds: Wait returns ctx's error when ctx ends, leaving the connection's read deadline
+// in the past as its doc says, for every kind of connection; and the connection's error when it
+// is closed under it.
 func TestWaitEnds(t *testing.T) {
 	for name, pair := range map[string]func(*testing.T) (net.Conn, net.Conn){"socket pair": socketPair, "tcp": tcpPair} {
 		t.Run(name, func(t *testing.T) {
-			_, server := pair(t)
+			client, server := pair(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- hangup.Wait(ctx, server) }()
+			time.Sleep(50 * time.Millisecond) // Wait is waiting
 			cancel()
 			select {
 			case err := <-done:
@@ -114,6 +116,11 @@ func TestWaitEnds(t *testing.T) {
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("Wait did not return when its ctx ended")
+			}
+			// Bytes wait to be read, yet the read fails at once: the deadline is past.
+			_, _ = io.WriteString(client, "x")
+			if _, err := server.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("a read after Wait's ctx ended: %v, want the deadline that Wait set", err)
 			}
 		})
 	}
