@@ -122,3 +122,49 @@ func TestForwardCarriesCloses(t *testing.T) {
 		}
 	})
 }
+
+// TestPipeTargetCloseUnknown: a target connection whose close hangup cannot tell from a
+// half-close (net.Pipe here) has its end of input taken for a close, as hangup says: pipe closes
+// both sides, though the host's client sends nothing more. Before, it held them open until the
+// client left.
+func TestPipeTargetCloseUnknown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	remote, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, target := net.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pipe(context.Background(), remote, local, nil)
+	}()
+	_, _ = io.WriteString(client, "part of a line")
+	buf := make([]byte, 14)
+	_ = target.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(target, buf); err != nil {
+		t.Fatal(err)
+	}
+	target.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("pipe held both sides open after a target whose close cannot be told closed")
+	}
+	_ = client.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := client.Write([]byte("more")); err == nil {
+		_, err = client.Read(buf)
+		if err == nil {
+			t.Error("the host's side is still open")
+		}
+	}
+}

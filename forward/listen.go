@@ -360,7 +360,13 @@ func pipe(ctx context.Context, remote, local net.Conn, ends *hostEnds) {
 	answered := make(chan struct{})
 	go func() { // the answers, to the host
 		defer close(answered)
-		if copyHalf(remote, local, answerBuffer) != inputEnded || hangup.Wait(ctx, local) == nil {
+		if copyHalf(remote, local, answerBuffer) != inputEnded {
+			cancel()
+			return
+		}
+		// A target whose close hangup cannot tell from a half-close has its end of input taken
+		// for a close, as hangup says it must be: else the host's side would stay open.
+		if err := hangup.Wait(ctx, local); err == nil || errors.Is(err, hangup.ErrUnknown) {
 			cancel()
 		}
 	}()
