@@ -360,7 +360,7 @@ func pipe(ctx context.Context, remote, local net.Conn, ends *hostEnds) {
 	answered := make(chan struct{})
 	go func() { // the answers, to the host
 		defer close(answered)
-		if copyHalf(remote, local, answerBuffer) != inputEnded {
+		if copyHalf(remote, local, &answerBuffers) != inputEnded {
 			cancel()
 			return
 		}
@@ -371,7 +371,7 @@ func pipe(ctx context.Context, remote, local net.Conn, ends *hostEnds) {
 		}
 	}()
 	// The requests, from the host.
-	switch copyHalf(local, remote, requestBuffer) {
+	switch copyHalf(local, remote, &requestBuffers) {
 	case inputEnded:
 		if ends != nil && ends.closed(ctx, remote.RemoteAddr()) {
 			cancel()
@@ -396,10 +396,11 @@ const (
 	answerBuffer  = 32 << 10
 )
 
-var bufferPools = map[int]*sync.Pool{
-	requestBuffer: {New: func() any { b := make([]byte, requestBuffer); return &b }},
-	answerBuffer:  {New: func() any { b := make([]byte, answerBuffer); return &b }},
-}
+// The pools of the two buffers, one for each direction.
+var (
+	requestBuffers = sync.Pool{New: func() any { b := make([]byte, requestBuffer); return &b }}
+	answerBuffers  = sync.Pool{New: func() any { b := make([]byte, answerBuffer); return &b }}
+)
 
 // How copyHalf ended.
 type copyEnd int
@@ -410,9 +411,9 @@ const (
 	writeFailed                // writing dst failed, or shutting down its writing side did
 )
 
-// copyHalf copies src to dst, through a buffer of size bytes from the second byte on, until
-// src's input ends; then it shuts down dst's writing side.
-func copyHalf(dst, src net.Conn, size int) copyEnd {
+// copyHalf copies src to dst, through a buffer of pool from the second byte on, until src's
+// input ends; then it shuts down dst's writing side.
+func copyHalf(dst, src net.Conn, pool *sync.Pool) copyEnd {
 	var first [1]byte
 	b := first[:]
 	for {
@@ -422,7 +423,6 @@ func copyHalf(dst, src net.Conn, size int) copyEnd {
 				return writeFailed
 			}
 			if len(b) == 1 {
-				pool := bufferPools[size]
 				buf := pool.Get().(*[]byte)
 				defer pool.Put(buf)
 				b = *buf
