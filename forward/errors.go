@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/krad-ade/krad/remote/shell"
 )
 
 // The errors callers branch on besides the types below. Errors from this package wrap them, so
@@ -157,8 +159,8 @@ type TimeoutError struct {
 
 func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("the host did not finish %s within %s: its commands do not end; "+
-		"'ssh %s true' should return at once, and a ~/.bashrc or ~/.profile that waits or loops in non-interactive shells stops every command",
-		e.Step, roundWait(e.After), e.Host)
+		"a ~/.bashrc or ~/.profile that waits or loops in non-interactive shells stops every command; this should return at once: ssh %s true",
+		e.Step, roundWait(e.After), shell.Quote(e.Host))
 }
 
 // Within runs f with a context that ends after d, and returns a *TimeoutError for host and step,
