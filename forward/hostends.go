@@ -129,12 +129,7 @@ func (h *hostEnds) poll() {
 		if !bytes.Contains(out, []byte("local_address")) {
 			continue // no table to read: nothing to decide
 		}
-		held := map[netip.AddrPort]bool{}
-		for _, s := range parseProcNetTCP(out) {
-			if int(s.Remote.Port()) == h.port && s.Inode != 0 {
-				held[unmapAddrPort(s.Local)] = true
-			}
-		}
+		held := heldClients(parseProcNetTCP(out), h.port)
 		h.mu.Lock()
 		for origin, chs := range h.waiting {
 			if !held[origin] {
@@ -146,6 +141,21 @@ func (h *hostEnds) poll() {
 		}
 		h.mu.Unlock()
 	}
+}
+
+// heldClients are the addresses of the clients of the forward on port whose socket a process
+// still holds: a socket connected to the forward itself, 127.0.0.1:port, with an inode. A socket
+// to another address with the same port (127.0.0.2:port, another process's) says nothing about
+// the forward's clients, though it may have the same local address as one that closed.
+func heldClients(socks []socket, port int) map[netip.AddrPort]bool {
+	fwd := netip.AddrPortFrom(netip.MustParseAddr(loopbackHost), uint16(port))
+	held := map[netip.AddrPort]bool{}
+	for _, s := range socks {
+		if unmapAddrPort(s.Remote) == fwd && s.Inode != 0 {
+			held[unmapAddrPort(s.Local)] = true
+		}
+	}
+	return held
 }
 
 func unmapAddrPort(ap netip.AddrPort) netip.AddrPort {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/netip"
 	"os"
+	"reflect"
 	"syscall"
 	"testing"
 	"time"
@@ -166,5 +168,27 @@ func TestPipeTargetCloseUnknown(t *testing.T) {
 		if err == nil {
 			t.Error("the host's side is still open")
 		}
+	}
+}
+
+// TestHeldClients: a client of the forward counts as held while a process holds a socket
+// connected to the forward's own address, 127.0.0.1:port (IPv4, or mapped in tcp6); a socket in
+// FIN_WAIT2 (no inode) does not, and neither does another process's socket to another address
+// on the same port, even from the very address of a client that closed.
+func TestHeldClients(t *testing.T) {
+	ap := netip.MustParseAddrPort
+	const port = 41877
+	socks := []socket{
+		{Local: ap("127.0.0.1:50001"), Remote: ap("127.0.0.1:41877"), State: 1, Inode: 11},
+		{Local: ap("[::ffff:127.0.0.1]:50002"), Remote: ap("[::ffff:127.0.0.1]:41877"), State: 1, Inode: 12},
+		{Local: ap("127.0.0.1:50003"), Remote: ap("127.0.0.1:41877"), State: 5, Inode: 0},
+		{Local: ap("127.0.0.1:50003"), Remote: ap("127.0.0.2:41877"), State: 1, Inode: 13},
+		{Local: ap("127.0.0.1:50004"), Remote: ap("[::1]:41877"), State: 1, Inode: 14},
+		{Local: ap("127.0.0.1:41877"), Remote: ap("127.0.0.1:50001"), State: 1, Inode: 15}, // sshd's end
+	}
+	got := heldClients(socks, port)
+	want := map[netip.AddrPort]bool{ap("127.0.0.1:50001"): true, ap("127.0.0.1:50002"): true}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("heldClients = %v, want %v", got, want)
 	}
 }
