@@ -2,10 +2,12 @@ package forward
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"reflect"
 	"syscall"
 	"testing"
@@ -190,5 +192,67 @@ func TestHeldClients(t *testing.T) {
 	want := map[netip.AddrPort]bool{ap("127.0.0.1:50001"): true, ap("127.0.0.1:50002"): true}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("heldClients = %v, want %v", got, want)
+	}
+}
+
+// TestHostEndsShellStuck: the shell that reads the host's sockets for closed clients has the
+// deadline of every host command. Here the host's ~/.bashrc waits for good in the shells that
+// start while a file is there (as it does for the first that watches): that shell is dropped at
+// the deadline, a new one reads the sockets once the .bashrc is fixed, and a client that closed
+// meanwhile reaches the target as a close. Before, the stuck shell held the watch for good, and
+// the close never came through.
+func TestHostEndsShellStuck(t *testing.T) {
+	e := newEnv(t)
+	s := e.startBuild()
+	dir := t.TempDir()
+	hold, stuck := filepath.Join(dir, "hold"), filepath.Join(dir, "stuck")
+	bashrc := fmt.Sprintf("if [ -e '%s' ]; then while [ -e '%s' ]; do sleep 0.1; done; fi\n", hold, stuck)
+	if err := os.WriteFile(filepath.Join(s.Home, ".bashrc"), []byte(bashrc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(stuck) }) // the stuck shells end with the test
+	targets := make(chan net.Conn, 1)
+	cfg := e.cfg("build")
+	cfg.CommandTimeout = 2 * time.Second
+	cfg.Target = func(ctx context.Context) (net.Conn, error) {
+		forward, target := socketPair(t)
+		targets <- target
+		return forward, nil
+	}
+	r := run(t, cfg)
+	st, _ := r.connected(0)
+	for _, f := range []string{hold, stuck} {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	client, err := net.Dial("tcp", st.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.WriteString(client, "line\n")
+	var target net.Conn
+	select {
+	case target = <-targets:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the forward did not open a connection to the target")
+	}
+	_ = target.SetDeadline(time.Now().Add(30 * time.Second))
+	client.Close()
+	if got, err := io.ReadAll(target); err != nil || string(got) != "line\n" {
+		t.Fatalf("the target read %q, %v", got, err)
+	}
+	// The watch's first shell starts within a second, and waits in the .bashrc.
+	time.Sleep(2 * hostEndsEvery)
+	if hungUp(target, 0) {
+		t.Fatal("the close came through while every new shell on the host waited")
+	}
+	_ = target.SetReadDeadline(time.Time{}) // hangup.Wait set it in the past when it gave up
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	if !hungUp(target, 20*time.Second) {
+		t.Error("the host's close did not reach the target within 20 s of the .bashrc's fix: the stuck shell held the watch")
 	}
 }
