@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/hangup"
 )
 
@@ -255,4 +256,99 @@ func TestHostEndsShellStuck(t *testing.T) {
 	if !hungUp(target, 20*time.Second) {
 		t.Error("the host's close did not reach the target within 20 s of the .bashrc's fix: the stuck shell held the watch")
 	}
+}
+
+// tcpTable is this machine's TCP sockets, /proc/net/tcp and tcp6.
+func tcpTable(t *testing.T) []socket {
+	t.Helper()
+	var table []byte
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil && f == "/proc/net/tcp" {
+			t.Fatal(err)
+		}
+		table = append(table, b...)
+	}
+	return parseProcNetTCP(table)
+}
+
+// openTo counts this machine's established TCP connections to addr (the forward, on the host
+// that this machine is), from the clients' side.
+func openTo(t *testing.T, addr netip.AddrPort) int {
+	n := 0
+	for _, s := range tcpTable(t) {
+		if unmapAddrPort(s.Remote) == addr && s.State == 0x01 {
+			n++
+		}
+	}
+	return n
+}
+
+// TestEarlyConnectionsBounded: while the forward is open on the host but not yet checked (the
+// host's ~/.bashrc holds the check), another user of the host (uid 65534) floods it with
+// connections that each send 64,000 bytes. The forward holds maxEarly of them, which nothing
+// reads yet, and closes the others at once, rather than hold every one with what SSH's window
+// lets it send; once the check passes, the forward carries as before.
+func TestEarlyConnectionsBounded(t *testing.T) {
+	e := newEnv(t)
+	s := e.startBuild()
+	hold := filepath.Join(t.TempDir(), "hold")
+	if err := os.WriteFile(hold, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(hold) })
+	bashrc := "while [ -e '" + hold + "' ]; do sleep 0.1; done\n"
+	if err := os.WriteFile(filepath.Join(s.Home, ".bashrc"), []byte(bashrc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := free.Addr().(*net.TCPAddr).Port
+	free.Close()
+	fwd := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
+	cfg := e.cfg("build")
+	cfg.CommandTimeout = 2 * time.Minute
+	cfg.PreferredPort = port
+	r := run(t, cfg)
+	listening := func() bool {
+		for _, s := range tcpTable(t) {
+			if s.Local == fwd && s.State == tcpListen {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !listening() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the forward did not open on port %d within 30 s: %s", port, r.c.Status())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	const past = 20
+	f := floodtest.Start(t, floodtest.Options{Addr: fwd.String(), Conns: maxEarly + past, Partial: 64000, AsNobody: true})
+	f.Wait(t, 60*time.Second)
+	deadline = time.Now().Add(20 * time.Second)
+	for n := openTo(t, fwd); n != maxEarly; n = openTo(t, fwd) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the flood's %d connections are open, want the forward to hold %d and close the others", n, maxEarly+past, maxEarly)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	if n := openTo(t, fwd); n != maxEarly {
+		t.Fatalf("%d of the flood's connections are open a second later, want the %d held", n, maxEarly)
+	}
+	if st := r.c.Status(); st.State != Connecting {
+		t.Fatalf("status %s, want connecting while the .bashrc holds the check", st)
+	}
+
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := r.connected(0)
+	carries(t, st.Addr)
 }
