@@ -9,34 +9,26 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/hangup"
+	"github.com/krad-ade/krad/internal/sockpair"
 )
 
-// socketPair is a connected pair of AF_UNIX stream sockets: the target's connections in these
-// tests, as the app's bus makes them (local.Server.Pipe).
-func socketPair(t testing.TB) (net.Conn, net.Conn) {
-	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns [2]net.Conn
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), "pair")
-		c, err := net.FileConn(f)
-		f.Close()
+// pairTarget is a Target whose connections are socket pairs, as the app's bus makes them
+// (local.Server.Pipe): each dial sends the target's end on targets.
+func pairTarget(t testing.TB, targets chan<- net.Conn) func(context.Context) (net.Conn, error) {
+	return func(context.Context) (net.Conn, error) {
+		forward, target, err := sockpair.New()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		t.Cleanup(func() { c.Close() })
-		conns[i] = c
+		t.Cleanup(func() { forward.Close(); target.Close() })
+		targets <- target
+		return forward, nil
 	}
-	return conns[0], conns[1]
 }
 
 // hungUp says whether hangup.Wait on c returns within d: c's far end has closed.
@@ -55,11 +47,7 @@ func TestForwardCarriesCloses(t *testing.T) {
 	e.startBuild()
 	targets := make(chan net.Conn, 1)
 	cfg := e.cfg("build")
-	cfg.Target = func(ctx context.Context) (net.Conn, error) {
-		forward, target := socketPair(t)
-		targets <- target
-		return forward, nil
-	}
+	cfg.Target = pairTarget(t, targets)
 	r := run(t, cfg)
 	st, _ := r.connected(0)
 	connect := func(send string) (client, target net.Conn) {
@@ -215,11 +203,7 @@ func TestHostEndsShellStuck(t *testing.T) {
 	targets := make(chan net.Conn, 1)
 	cfg := e.cfg("build")
 	cfg.CommandTimeout = 2 * time.Second
-	cfg.Target = func(ctx context.Context) (net.Conn, error) {
-		forward, target := socketPair(t)
-		targets <- target
-		return forward, nil
-	}
+	cfg.Target = pairTarget(t, targets)
 	r := run(t, cfg)
 	st, _ := r.connected(0)
 	for _, f := range []string{hold, stuck} {

@@ -16,13 +16,13 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/apitest"
 	"github.com/krad-ade/krad/internal/hangup"
+	"github.com/krad-ade/krad/internal/sockpair"
 )
 
 const (
@@ -1139,14 +1139,8 @@ func TestGateDropsTheOldest(t *testing.T) {
 func TestGatePassesOverUnread(t *testing.T) {
 	g := newGate("test", 2, 0, slog.New(slog.DiscardHandler))
 	pair := func() (client, server net.Conn) {
-		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		client, server, err := sockpair.New()
 		if err != nil {
-			t.Fatal(err)
-		}
-		if client, err = fileConn(fds[0], "client"); err != nil {
-			t.Fatal(err)
-		}
-		if server, err = fileConn(fds[1], "server"); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { client.Close(); server.Close() })

@@ -8,32 +8,22 @@ import (
 	"io"
 	"net"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/internal/hangup"
+	"github.com/krad-ade/krad/internal/sockpair"
 )
 
 // socketPair is a connected pair of AF_UNIX stream sockets, as local.Server.Pipe makes them.
 func socketPair(t *testing.T) (net.Conn, net.Conn) {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	a, b, err := sockpair.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var conns [2]net.Conn
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), "pair")
-		c, err := net.FileConn(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		conns[i] = c
-	}
-	return conns[0], conns[1]
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
 }
 
 // tcpPair is a TCP connection on loopback: the client's end and the server's.
