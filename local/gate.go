@@ -25,8 +25,9 @@ import (
 // So each path into the bus (the listener, and Pipe for the SSH forwards) has a gate: at most
 // PendingConns connections that have not passed the token check (still reading their line, or
 // refused and draining in lingerClose), holding at most PendingBytes of line buffers between them.
-// When a new connection or a growing line would pass a bound, the gate drops the connection that
-// has waited longest: it is answered unavailable and closed.
+// When a new connection would pass the count, the gate drops the connection that has waited
+// longest; when a growing line would pass the bytes, the one that has waited longest among those
+// that hold part of a line (an idle one frees nothing). It is answered unavailable and closed.
 //
 // Why the oldest: a legitimate client writes its whole line at once after connecting (the CLI
 // does, and so does printf | nc), so its line is read within a moment of the connect and it
@@ -133,7 +134,7 @@ func (g *gate) enter(conn net.Conn) *waiter {
 	g.tail = w
 	g.n++
 	for g.n > g.max {
-		g.dropLocked(g.oldestLocked(w))
+		g.dropLocked(g.oldestLocked(w, false))
 	}
 	return w
 }
@@ -143,12 +144,14 @@ func (g *gate) enter(conn net.Conn) *waiter {
 const passOver = 32
 
 // oldestLocked is the connection to drop: the oldest but w that has no bytes waiting to be read,
-// among the passOver oldest, else the oldest but w; nil when w is alone.
-func (g *gate) oldestLocked(w *waiter) *waiter {
+// among the passOver oldest, else the oldest but w; nil when there is none. With holding, only
+// connections charged a line buffer count: the byte bound drops one that frees bytes, never an
+// idle connection, which holds none (the count bound in enter takes the oldest of any kind).
+func (g *gate) oldestLocked(w *waiter, holding bool) *waiter {
 	var first *waiter
 	seen := 0
 	for v := g.head; v != nil && seen < passOver; v = v.next {
-		if v == w {
+		if v == w || holding && v.charged == 0 {
 			continue
 		}
 		if first == nil {
@@ -239,9 +242,9 @@ func (w *waiter) grow() bool {
 	}
 	extra := bufSizes[size] - w.charged
 	for g.held+extra > g.budget {
-		v := g.oldestLocked(w)
+		v := g.oldestLocked(w, true)
 		if v == nil {
-			break // w alone: the budget always holds one line
+			break // w alone holds bytes: the budget always holds one line
 		}
 		g.dropLocked(v)
 	}

@@ -1157,3 +1157,39 @@ func TestGatePassesOverUnread(t *testing.T) {
 			oldest.dropped.Load(), second.dropped.Load())
 	}
 }
+
+// TestGateBytesDropOnlyHolders: when a growing line passes the byte bound, the gate drops the
+// oldest connection that holds line bytes, and passes over older idle ones, which hold none:
+// dropping them would free nothing.
+func TestGateBytesDropOnlyHolders(t *testing.T) {
+	g := newGate("test", 10, 0, slog.New(slog.DiscardHandler)) // the smallest budget: two longest lines
+	enter := func() *waiter {
+		client, server, err := sockpair.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Close(); server.Close() })
+		return g.enter(server)
+	}
+	full := func(w *waiter) {
+		for w.grow() {
+		}
+		if w.size != len(bufSizes)-1 {
+			t.Fatalf("a waiter grew to size %d, want the largest", w.size)
+		}
+	}
+	idle, holder, second := enter(), enter(), enter()
+	full(holder)
+	full(second)
+	newest := enter()
+	if !newest.grow() {
+		t.Fatal("the newest connection could not take its first buffer")
+	}
+	if idle.dropped.Load() || !holder.dropped.Load() || second.dropped.Load() {
+		t.Errorf("dropped: the idle oldest %v, the oldest holding a line %v, the second %v; want false, true, false",
+			idle.dropped.Load(), holder.dropped.Load(), second.dropped.Load())
+	}
+	for _, w := range []*waiter{idle, holder, second, newest} {
+		w.leave()
+	}
+}
