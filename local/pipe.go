@@ -30,11 +30,12 @@ func (s *Server) Pipe(_ context.Context, origin Origin) (net.Conn, error) {
 		server.Close()
 		return nil, ErrNotServing
 	}
+	in := s.inletLocked(origin)
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		s.serveConn(ctx, server, origin, s.piped)
+		s.serveConn(ctx, server, in)
 	}()
 	return client, nil
 }

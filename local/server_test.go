@@ -39,8 +39,9 @@ func mustToken(t testing.TB, s string) api.Token {
 	return tok
 }
 
-// testApp is an app behind the bus with one environment "main": terminal 1 is a lead whose
-// worker is terminal 2, terminal 3 is a plain shell. Handle answers through fn.
+// testApp is an app behind the bus with the environment "main", where terminal 1 is a lead whose
+// worker is terminal 2 and terminal 3 is a plain shell, and the SSH environment "build", whose
+// terminal 1 is a plain shell. Handle answers through fn.
 type testApp struct {
 	fn      func(ctx context.Context, c *Call) api.Answer
 	handled atomic.Int32
@@ -52,6 +53,9 @@ func (a *testApp) Role(_ context.Context, from api.Caller) (Role, error) {
 		return RoleClient, nil
 	case api.CallerGit:
 		return RoleGit, nil
+	}
+	if from.Terminal == (api.TerminalID{Environment: "build", Terminal: 1}) {
+		return RoleTerminal, nil
 	}
 	if from.Terminal.Environment != "main" || from.Terminal.Terminal > 3 {
 		return 0, api.Errorf(api.CodeForbidden, "%s is not a terminal of this app", from.Terminal)
@@ -814,7 +818,8 @@ func TestPipeWhileStopping(t *testing.T) {
 // forbidden before the app hears of it. The same lines from this computer's loopback go through.
 func TestForwardSpeaksForItsEnvironment(t *testing.T) {
 	app := &testApp{}
-	b := startBus(t, app, nil)
+	var log lockedBuffer
+	b := startBus(t, app, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
 	waitServing(t, b)
 	send := func(origin Origin, tok string, from api.Caller, req api.Request) string {
 		t.Helper()
@@ -857,6 +862,11 @@ func TestForwardSpeaksForItsEnvironment(t *testing.T) {
 	if n := app.handled.Load(); n != 0 {
 		t.Fatalf("the app handled %d requests that came through build's forward as another caller", n)
 	}
+	// A person learns that a host tried, and which: one warning naming the forward, not one a
+	// request.
+	if warned := strings.Count(log.String(), `level=WARN msg="a connection named a caller its origin may not speak for: refused" origin="the forward of SSH environment build"`); warned != 1 {
+		t.Errorf("%d warnings name build's forward for its refused callers, want 1; the log:\n%s", warned, log.String())
+	}
 	// The Client's Hello, byte for byte the line the loopback answers at once, is refused too.
 	hello := envelope(`"Client"`, `"Hello"`)
 	conn, _ := b.Pipe(context.Background(), build)
@@ -867,9 +877,14 @@ func TestForwardSpeaksForItsEnvironment(t *testing.T) {
 	if errorCode(t, got) != api.CodeForbidden {
 		t.Errorf("a Client's Hello through build's forward: %s, want forbidden", got)
 	}
-	// build's own terminal may say Hello; from this computer, the callers above go through.
-	if got := send(build, busHex, api.FromTerminal(api.TerminalID{Environment: "build", Terminal: 1}), api.NewRequest(api.Hello, nil)); !strings.HasPrefix(got, `{"Hello":`) {
+	// build's own terminal may say Hello, and its List reaches the app; from this computer, the
+	// callers above go through.
+	build1 := api.FromTerminal(api.TerminalID{Environment: "build", Terminal: 1})
+	if got := send(build, busHex, build1, api.NewRequest(api.Hello, nil)); !strings.HasPrefix(got, `{"Hello":`) {
 		t.Errorf("Hello as build:1 through build's forward: %s", got)
+	}
+	if got := send(build, busHex, build1, api.NewRequest(api.List, nil)); got != `"Ok"`+"\n" || app.handled.Load() != 1 {
+		t.Errorf("List as build:1 through build's forward: %s, with %d requests handled; want the app's answer", got, app.handled.Load())
 	}
 	if got := send(Loopback, busHex, mainLead, api.NewRequest(api.List, nil)); got != `"Ok"`+"\n" {
 		t.Errorf("List as main:1 from this computer: %s, want the app's answer", got)
@@ -1080,7 +1095,7 @@ func TestGateDropsTheOldest(t *testing.T) {
 	}
 	waitHeld := func(n, bytes int) {
 		t.Helper()
-		g := b.loopback
+		g := b.listened.gate
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			g.mu.Lock()
@@ -1137,7 +1152,7 @@ func TestGateDropsTheOldest(t *testing.T) {
 // whose socket holds bytes the bus has not read yet (its goroutine has not run: it waits on the
 // bus, not on its client) and drops the oldest that waits on its client.
 func TestGatePassesOverUnread(t *testing.T) {
-	g := newGate("test", 2, 0, slog.New(slog.DiscardHandler))
+	g := newGate(Loopback, 2, 0, slog.New(slog.DiscardHandler))
 	pair := func() (client, server net.Conn) {
 		client, server, err := sockpair.New()
 		if err != nil {
@@ -1162,7 +1177,7 @@ func TestGatePassesOverUnread(t *testing.T) {
 // oldest connection that holds line bytes, and passes over older idle ones, which hold none:
 // dropping them would free nothing.
 func TestGateBytesDropOnlyHolders(t *testing.T) {
-	g := newGate("test", 10, 0, slog.New(slog.DiscardHandler)) // the smallest budget: two longest lines
+	g := newGate(Loopback, 10, 0, slog.New(slog.DiscardHandler)) // the smallest budget: two longest lines
 	enter := func() *waiter {
 		client, server, err := sockpair.New()
 		if err != nil {
@@ -1191,5 +1206,64 @@ func TestGateBytesDropOnlyHolders(t *testing.T) {
 	}
 	for _, w := range []*waiter{idle, holder, second, newest} {
 		w.leave()
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that a logger and the test may use at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestOriginsHaveGatesOfTheirOwn: a flood of partial lines through the forward of environment a
+// drops a's connections only: a line that environment b's terminal is still sending, older than
+// the whole flood, gets through. The drops are logged once, naming a's forward.
+func TestOriginsHaveGatesOfTheirOwn(t *testing.T) {
+	var log lockedBuffer
+	b := startBus(t, nil, func(c *Config) {
+		c.PendingConns = 3
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	waitServing(t, b)
+	pipe := func(o Origin) net.Conn {
+		c, err := b.Pipe(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		return c
+	}
+	line := envelope(`{"Terminal":{"environment":"b","terminal":1}}`, `"Hello"`)
+	slow := pipe(FromForward("b"))
+	_, _ = io.WriteString(slow, line[:20])
+	time.Sleep(100 * time.Millisecond) // the bus has read it: b's connection waits on its client
+	var flood []net.Conn
+	for range 10 {
+		c := pipe(FromForward("a"))
+		_, _ = io.WriteString(c, "{")
+		flood = append(flood, c)
+	}
+	if got, _ := io.ReadAll(flood[0]); errorCode(t, string(got)) != api.CodeUnavailable {
+		t.Fatalf("the flood's oldest connection got %q, want unavailable", got)
+	}
+	_, _ = io.WriteString(slow, line[20:])
+	if got, _ := bufio.NewReader(slow).ReadString('\n'); !strings.HasPrefix(got, `{"Hello":`) {
+		t.Errorf("b's terminal, during a flood through a's forward, got %q, want its Hello answered", got)
+	}
+	if n := strings.Count(log.String(), `origin="the forward of SSH environment a"`); n != 1 {
+		t.Errorf("%d log lines name a's forward, want one warning for its drops; the log:\n%s", n, log.String())
 	}
 }
