@@ -116,7 +116,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := makeConfigFolder(dir); err != nil {
 		return failConfig(stderr, configPath, err)
 	}
-	locks, msg, hint := lockInstance(dir, tmuxEnv(os.Environ()))
+	// The tmux server the app drives, as the lock and the app both reach it.
+	tmuxConfig := app.TmuxConfig{Env: tmuxEnv(os.Environ())}
+	locks, msg, hint := lockInstance(dir, tmuxConfig)
 	if locks == nil {
 		return fail(stderr, exitError, msg, hint)
 	}
@@ -143,7 +145,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		companion: companion,
 		getenv:    getenv,
 	}
-	return r.serve(ctx, cfg, terminals, configPath, stderr)
+	return r.serve(ctx, cfg, tmuxConfig, terminals, configPath, stderr)
 }
 
 // run is one run of krad-ade.
@@ -160,7 +162,7 @@ type run struct {
 // readyWait is how long krad-ade waits for its local environment before it says it is not up.
 const readyWait = 15 * time.Second
 
-func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.Terminal, configPath string, stderr io.Writer) int {
+func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxConfig, terminals []config.Terminal, configPath string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)
@@ -176,7 +178,6 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 		return fail(stderr, exitError, err.Error(), "the system's random source failed; try again")
 	}
 	pid := os.Getpid()
-	tmuxConfig := app.TmuxConfig{Env: tmuxEnv(os.Environ())}
 
 	// What can refuse to start comes before anything is started (tmux, the bus, the bridges), so
 	// that a refused start leaves no process behind: the token file, the listener, api.json.
