@@ -575,18 +575,6 @@ func failConfig(stderr io.Writer, path string, err error) int {
 	return fail(stderr, exitError, err.Error(), "check that the config folder and config.toml are yours, or pass --config-dir")
 }
 
-// shell runs package tokenfile's scripts on this computer.
-func (a *run) shell() localShell { return localShell{env: tmuxEnv(os.Environ())} }
-
-// removeTokenFile removes the local terminals' token file, as the bridges remove the hosts'.
-func (a *run) removeTokenFile(path string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := tokenfile.Remove(ctx, a.shell(), path); err != nil {
-		a.log.Warn("the local terminals' token file was left in place", "path", path, "err", err)
-	}
-}
-
 // fail prints an error and its hint the way every krad program does, and returns code.
 func fail(w io.Writer, code int, msg, hint string) int {
 	msg = strings.TrimPrefix(msg, "krad-ade: ")
