@@ -181,6 +181,14 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 
 	// What can refuse to start comes before anything is started (tmux, the bus, the bridges), so
 	// that a refused start leaves no process behind: the token file, the listener, api.json.
+	// undo holds what is made on the way, undone last first if the start fails; it is cleared
+	// once the bus is made, and the stop removes the files itself.
+	var undo []func()
+	defer func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}()
 	tokenFile, err := tokenfile.Write(ctx, a.shell(), a.instance(), busToken)
 	if err != nil {
 		var refused *shell.RefusedError
@@ -190,12 +198,13 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 		return fail(stderr, exitError, fmt.Sprintf("write the token file of the local terminals: %v", err),
 			"krad-ade keeps it in ~/.krad-ade/run, as on SSH hosts: make ~/.krad-ade a folder of your own, and check that HOME is set")
 	}
+	undo = append(undo, func() { a.removeTokenFile(tokenFile) })
 	// Listen where the terminals of an earlier run still look for the bus, if that port is free.
 	ln, err := local.ListenLoopback(app.PreviousEndpoint(ctx, tmuxConfig, app.Local))
 	if err != nil {
-		a.removeTokenFile(tokenFile)
 		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
 	}
+	undo = append(undo, func() { ln.Close() })
 	a.file = discovery.File{
 		APIVersion: api.Version,
 		Endpoint:   ln.Addr().String(),
@@ -207,11 +216,10 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 	where := "discovery is off (config.toml), so only the app's terminals find the bus"
 	if cfg.Discovery {
 		if err := discovery.Write(a.dir, a.file); err != nil {
-			ln.Close()
-			a.removeTokenFile(tokenFile)
 			return fail(stderr, exitError, fmt.Sprintf("write %s: %v", apiPath, err),
 				"check that the folder is yours and the disk has room, or set discovery = false in config.toml")
 		}
+		undo = append(undo, func() { a.removeAPIFile(apiPath) })
 		where = "api.json at " + apiPath
 	}
 	var model *app.App
@@ -247,10 +255,9 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 		Listener:  ln,
 	})
 	if err != nil {
-		ln.Close()
-		a.removeFiles(apiPath, tokenFile)
 		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
 	}
+	undo = nil
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
@@ -314,12 +321,12 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 		config.Watch(ctx, configPath, configPoll, reload, cfg,
 			func(c config.Config) { a.apply(c, apiPath) },
 			func(err error) {
+				attrs := []any{"path", configPath, "err", err}
 				var me *config.ModeError
 				if errors.As(err, &me) {
-					a.log.Error("config.toml not applied: nothing changed", "path", configPath, "err", err, "fix", me.Fix)
-					return
+					attrs = append(attrs, "fix", me.Fix)
 				}
-				a.log.Error("config.toml not applied: nothing changed", "path", configPath, "err", err)
+				a.log.Error("config.toml not applied: nothing changed", attrs...)
 			})
 	}()
 
@@ -344,10 +351,15 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 // removeFiles removes what the run leaves while it runs: api.json, if it is still its own, and
 // the local terminals' token file.
 func (a *run) removeFiles(apiPath, tokenFile string) {
+	a.removeAPIFile(apiPath)
+	a.removeTokenFile(tokenFile)
+}
+
+// removeAPIFile removes api.json, if it is still this run's.
+func (a *run) removeAPIFile(apiPath string) {
 	if err := discovery.RemoveIfOurs(apiPath, a.file.PID); err != nil && !errors.Is(err, discovery.ErrNotOurs) {
 		a.log.Warn("api.json left in place", "path", apiPath, "err", err)
 	}
-	a.removeTokenFile(tokenFile)
 }
 
 // apply makes a new configuration true: discovery on writes api.json, off removes it at once.
