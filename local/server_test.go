@@ -21,6 +21,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/apitest"
+	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/hangup"
 	"github.com/krad-ade/krad/internal/sockpair"
 )
@@ -958,59 +959,33 @@ func memInUse() uint64 {
 }
 
 // TestFloodOfPartialLines is the issue's attack, in process: thousands of connections, through
-// the listener and through Pipe, each holding 64,000 bytes with no newline. The memory the bus
-// holds stays within its budget, and it keeps answering a terminal's request and Hello, through
-// both paths, while the flood holds.
+// the listener and through the forward of SSH environment build (Pipe), each holding 64,000
+// bytes with no newline. The memory the bus holds stays within its budget, and it keeps
+// answering a terminal's request and Hello, on both ways in, while the flood holds.
 func TestFloodOfPartialLines(t *testing.T) {
 	b := startBus(t, nil, nil)
 	waitServing(t, b)
 	runtime.GC()
 	before := memInUse()
 
-	partial := bytes.Repeat([]byte("x"), 64000)
-	var mu sync.Mutex
-	var flood []net.Conn
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range flood {
-			c.Close()
-		}
-	}()
-	const tcp, pipes = 4000, 1000
-	flooded := make(chan error, 1)
-	go func() {
-		for i := range tcp + pipes {
-			var c net.Conn
-			var err error
-			if i%5 == 4 {
-				c, err = b.Pipe(context.Background(), Loopback)
-			} else {
-				c, err = net.Dial("tcp", b.Addr())
-			}
-			if err != nil {
-				flooded <- err
-				return
-			}
-			mu.Lock()
-			flood = append(flood, c)
-			mu.Unlock()
-			_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			_, _ = c.Write(partial) // fails once the bus has dropped it
-		}
-		flooded <- nil
-	}()
-
-	// While the flood goes on, and after it, a terminal's List and a Hello through each path,
-	// and the memory in use, sampled.
-	ask := func(pipe bool, line string) string {
-		var c net.Conn
-		var err error
+	build := FromForward("build")
+	dial := func(pipe bool) (net.Conn, error) {
 		if pipe {
-			c, err = b.Pipe(context.Background(), Loopback)
-		} else {
-			c, err = net.Dial("tcp", b.Addr())
+			return b.Pipe(context.Background(), build)
 		}
+		return net.Dial("tcp", b.Addr())
+	}
+	const tcp, pipes = 4000, 1000
+	f := floodtest.Start(t, floodtest.Options{
+		Dial:    func(i int) (net.Conn, error) { return dial(i%5 == 4) },
+		Conns:   tcp + pipes,
+		Partial: 64000,
+	})
+
+	// While the flood goes on, and after it, a terminal's List and a Hello on each way in, and
+	// the memory in use, sampled.
+	ask := func(pipe bool, line string) string {
+		c, err := dial(pipe)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1020,38 +995,29 @@ func TestFloodOfPartialLines(t *testing.T) {
 		got, _ := io.ReadAll(c)
 		return string(got)
 	}
-	list := envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `"List"`)
-	hello := envelope(`"Client"`, `"Hello"`)
+	asks := []struct {
+		pipe        bool
+		list, hello string
+	}{
+		{false, envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `"List"`), envelope(`"Client"`, `"Hello"`)},
+		{true, envelope(`{"Terminal":{"environment":"build","terminal":1}}`, `"List"`), envelope(`{"Terminal":{"environment":"build","terminal":1}}`, `"Hello"`)},
+	}
 	var peak uint64
-	done, after := false, 0
-	for asked := 0; after < 20; asked++ {
-		if !done {
-			select {
-			case err := <-flooded:
-				if err != nil {
-					t.Fatalf("flood: %v", err)
-				}
-				done = true
-			default:
+	f.Probe(t, 20, 10*time.Millisecond, func() {
+		for _, a := range asks {
+			if got := ask(a.pipe, a.list); got != `"Ok"`+"\n" {
+				t.Fatalf("during the flood (pipe %v), a terminal's List got %q", a.pipe, got)
 			}
-		} else {
-			after++
-		}
-		for _, pipe := range []bool{false, true} {
-			if got := ask(pipe, list); got != `"Ok"`+"\n" {
-				t.Fatalf("during the flood (pipe %v), a terminal's List got %q", pipe, got)
-			}
-			if got := ask(pipe, hello); !strings.HasPrefix(got, `{"Hello":`) {
-				t.Fatalf("during the flood (pipe %v), Hello got %q", pipe, got)
+			if got := ask(a.pipe, a.hello); !strings.HasPrefix(got, `{"Hello":`) {
+				t.Fatalf("during the flood (pipe %v), Hello got %q", a.pipe, got)
 			}
 		}
 		peak = max(peak, memInUse())
-		time.Sleep(10 * time.Millisecond)
-	}
+	})
 	grew := peak - min(peak, before)
-	// The budget: on each path, the lines and 4 KiB for each connection's goroutine and socket;
-	// twice that, for the garbage the collector has yet to reclaim. And 1 KiB for each of the
-	// flood's client connections, which this process holds too (0.6 KiB measured).
+	// The budget: for each origin, the lines and 4 KiB for each connection's goroutine and
+	// socket; twice that, for the garbage the collector has yet to reclaim. And 1 KiB for each of
+	// the flood's client connections, which this process holds too (0.6 KiB measured).
 	budget := uint64(2*2*(DefaultPendingBytes+DefaultPendingConns*4<<10) + (tcp+pipes)*1<<10)
 	t.Logf("memory in use: %.1f MiB before the flood, at most %.1f MiB more during it; the budget is %.1f MiB", mib(before), mib(grew), mib(budget))
 	if grew > budget {
