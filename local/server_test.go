@@ -497,6 +497,53 @@ func pathName(pipe bool) string {
 	return "tcp"
 }
 
+// heldRequest is the request of a test app whose handler holds it until it is cancelled.
+type heldRequest struct {
+	started, cancelled chan struct{}
+}
+
+// holdingApp is a test app that holds its one request until the request is cancelled.
+func holdingApp() (*testApp, *heldRequest) {
+	h := &heldRequest{started: make(chan struct{}), cancelled: make(chan struct{})}
+	return &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
+		close(h.started)
+		<-ctx.Done()
+		close(h.cancelled)
+		return api.OK
+	}}, h
+}
+
+// reached waits for the request to reach the app.
+func (h *heldRequest) reached(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request did not reach the app")
+	}
+}
+
+// stillHeld checks that the request is not cancelled, after the bus has had time to look at the
+// client's end several times; what is what the client did.
+func (h *heldRequest) stillHeld(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-h.cancelled:
+		t.Fatalf("%s cancelled the request", what)
+	case <-time.After(5 * hangup.PollEvery):
+	}
+}
+
+// cancelledBy checks that the request is cancelled within 10 s; what is what the client did.
+func (h *heldRequest) cancelledBy(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-h.cancelled:
+	case <-time.After(10 * time.Second):
+		t.Errorf("%s did not cancel the request", what)
+	}
+}
+
 // TestLeavingCancels: a client that closes its connection while its Wait waits cancels it,
 // through either path, whether it shut down its writing side first (a half-close, which alone
 // cancels nothing) or not.
@@ -504,36 +551,17 @@ func TestLeavingCancels(t *testing.T) {
 	for _, pipe := range []bool{false, true} {
 		for _, halfFirst := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/half-close first=%v", pathName(pipe), halfFirst), func(t *testing.T) {
-				started := make(chan struct{})
-				cancelled := make(chan struct{})
-				app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
-					close(started)
-					<-ctx.Done()
-					close(cancelled)
-					return api.OK
-				}}
+				app, held := holdingApp()
 				b := startBus(t, app, nil)
 				conn := dialPath(t, b, pipe)
 				_, _ = io.WriteString(conn, envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `{"Wait":{"target":2,"timeout_secs":600}}`))
-				select {
-				case <-started:
-				case <-time.After(5 * time.Second):
-					t.Fatal("the Wait did not reach the app")
-				}
+				held.reached(t)
 				if halfFirst {
 					_ = conn.(interface{ CloseWrite() error }).CloseWrite()
-					select {
-					case <-cancelled:
-						t.Fatal("a half-close cancelled the Wait")
-					case <-time.After(5 * hangup.PollEvery):
-					}
+					held.stillHeld(t, "a half-close")
 				}
 				conn.Close()
-				select {
-				case <-cancelled:
-				case <-time.After(10 * time.Second):
-					t.Error("closing the connection did not cancel the Wait")
-				}
+				held.cancelledBy(t, "closing the connection")
 			})
 		}
 	}
@@ -557,14 +585,7 @@ func needNC(t *testing.T) string {
 // cancels nothing; killed, it closes its socket, which cancels the Wait.
 func TestNCKilledCancels(t *testing.T) {
 	nc := needNC(t)
-	started := make(chan struct{})
-	cancelled := make(chan struct{})
-	app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
-		close(started)
-		<-ctx.Done()
-		close(cancelled)
-		return api.OK
-	}}
+	app, held := holdingApp()
 	b := startBus(t, app, nil)
 	host, port, _ := net.SplitHostPort(b.Addr())
 	cmd := exec.Command(nc, "-N", host, port)
@@ -573,22 +594,10 @@ func TestNCKilledCancels(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	select {
-	case <-started:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the Wait did not reach the app")
-	}
-	select {
-	case <-cancelled:
-		t.Fatal("nc -N's half-close cancelled the Wait")
-	case <-time.After(5 * hangup.PollEvery):
-	}
+	held.reached(t)
+	held.stillHeld(t, "nc -N's half-close")
 	_ = cmd.Process.Kill()
-	select {
-	case <-cancelled:
-	case <-time.After(10 * time.Second):
-		t.Error("killing nc did not cancel the Wait")
-	}
+	held.cancelledBy(t, "killing nc")
 }
 
 // TestHalfCloseGetsItsAnswer: a client that shuts down its writing side after its line, as
