@@ -245,11 +245,12 @@ func Load(path string) (Config, error) {
 // Watch calls onChange with each new valid config that differs from the last one, and onError
 // with each error, once per distinct file content (or read error) rather than once a poll; after
 // a value on reload it reports an error that persists again. A broken or unreadable file, or one
-// that others could have written (a [*ModeError]), changes nothing: the last good config stays. A deleted file means [Default]. A poll reads the
-// file only when its metadata changed (or changed just before the last poll, or the last read
-// failed), and a change is found by content (package internal/filestate): a rewrite within one
-// mtime tick is not missed, and an untouched file costs a stat. So folders whose modes change
-// above an untouched, good file are checked again when the file changes, or on reload.
+// that others could have written (a [*ModeError]), changes nothing: the last good config stays.
+// A deleted file means [Default]. A poll reads the file only when its metadata changed (or
+// changed just before the last poll, or the last read failed), and a change is found by content
+// (package internal/filestate): a rewrite within one mtime tick is not missed, and an untouched
+// file costs a stat. So folders whose modes change above an untouched, good file are checked
+// again when the file changes, or on reload.
 //
 // The callbacks run on Watch's goroutine, one at a time; either may be nil.
 func Watch(ctx context.Context, path string, interval time.Duration, reload <-chan struct{},

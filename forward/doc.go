@@ -218,10 +218,10 @@
 //   - The forward listens on the host's loopback only, and this is checked, not assumed: an sshd
 //     with GatewayPorts yes ignores the address asked for and listens on every interface. Such a
 //     forward is closed before it carries a byte (connections that came in are held until the
-//     check passes, 32 at most, and closed when it fails), and the connection fails with [ErrNotLoopback]:
-//     set GatewayPorts no (or clientspecified) for the user. An address the check cannot read
-//     fails the same way ([ErrUncheckable]). Only the session's own listeners are judged, so
-//     that no other user of the host can make this check fail.
+//     check passes, 32 at most, and closed when it fails), and the connection fails with
+//     [ErrNotLoopback]: set GatewayPorts no (or clientspecified) for the user. An address the
+//     check cannot read fails the same way ([ErrUncheckable]). Only the session's own listeners
+//     are judged, so that no other user of the host can make this check fail.
 //   - Host keys and certificates are checked as ssh checks them; a changed key is never
 //     accepted, and an unknown one only under accept-new or no, as the user's ssh_config says.
 //   - Nothing prompts and nothing waits for a person: a passphrase, a host key to confirm, an agent
