@@ -144,10 +144,6 @@ func FromForward(env string) Origin {
 	return Origin{kind: originForward, env: env}
 }
 
-// Environment is the SSH environment whose forward carried the connection; "" for any other
-// origin.
-func (o Origin) Environment() string { return o.env }
-
 func (o Origin) String() string {
 	switch o.kind {
 	case originLoopback:
