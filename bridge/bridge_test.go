@@ -1,7 +1,6 @@
 package bridge_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -17,7 +16,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/bridge"
 	"github.com/krad-ade/krad/forward"
+	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/leaktest"
 	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/internal/version"
@@ -448,45 +447,19 @@ func memInUse() uint64 {
 	return m.HeapInuse + m.StackInuse
 }
 
-// TestFloodThroughTheForward: another user of the SSH host opens 2,000 connections to the
-// forward, each holding 64,000 bytes with no newline. The memory this process holds (the bus,
-// the forward, SSH) stays within the budget, and the bus answers all along: a Client on this
-// computer, and build:1 through the forward. Requests through the forward wait behind the
-// flood's own bytes on the one SSH connection, and on a slow machine (the race detector) one may
-// be the oldest connection when the bus must drop one: it is then answered unavailable, and a
-// retry gets through.
+// TestFloodThroughTheForward: another user of the SSH host (uid 65534, from a process of its
+// own) opens 2,000 connections to the forward, each holding 64,000 bytes with no newline. The
+// memory this process holds (the bus, the forward, SSH) stays within the budget, and the bus
+// answers all along: a Client on this computer, and build:1 through the forward. Requests through
+// the forward wait behind the flood's own bytes on the one SSH connection, and on a slow machine
+// (the race detector) one may be the oldest connection when the bus must drop one: it is then
+// answered unavailable, and a retry gets through.
 func TestFloodThroughTheForward(t *testing.T) {
 	w := startWorld(t)
 	addr := w.bridge.Vars().Endpoint
 	runtime.GC()
 	before := memInUse()
-	partial := bytes.Repeat([]byte("x"), 64000)
-	const floods = 2000
-	var mu sync.Mutex
-	var flood []net.Conn
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range flood {
-			c.Close()
-		}
-	}()
-	flooded := make(chan error, 1)
-	go func() {
-		for range floods {
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				flooded <- err
-				return
-			}
-			mu.Lock()
-			flood = append(flood, c)
-			mu.Unlock()
-			_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			_, _ = c.Write(partial)
-		}
-		flooded <- nil
-	}()
+	f := floodtest.Start(t, floodtest.Options{Addr: addr, Conns: 2000, Partial: 64000, AsNobody: true})
 	ask := func(addr, from string) string {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -499,20 +472,8 @@ func TestFloodThroughTheForward(t *testing.T) {
 		return string(got)
 	}
 	var peak uint64
-	done, after, asked, dropped := false, 0, 0, 0
-	for ; after < 20; asked++ {
-		if !done {
-			select {
-			case err := <-flooded:
-				if err != nil {
-					t.Fatalf("flood: %v", err)
-				}
-				done = true
-			default:
-			}
-		} else {
-			after++
-		}
+	dropped := 0
+	asked := f.Probe(t, 20, 20*time.Millisecond, func() {
 		if got := ask(w.bus.Addr(), `"Client"`); !strings.HasPrefix(got, `{"Agents":[`) {
 			t.Fatalf("during the flood, a Client's List on this computer got %q", got)
 		}
@@ -524,8 +485,7 @@ func TestFloodThroughTheForward(t *testing.T) {
 			t.Fatalf("during the flood, build:1's List through the forward got %q", got)
 		}
 		peak = max(peak, memInUse())
-		time.Sleep(20 * time.Millisecond)
-	}
+	})
 	grew := peak - min(peak, before)
 	t.Logf("memory in use: %.1f MiB before the flood, at most %.1f MiB more during it; %d of build:1's %d requests through the forward dropped",
 		float64(before)/(1<<20), float64(grew)/(1<<20), dropped, asked)

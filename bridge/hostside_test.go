@@ -68,11 +68,11 @@ func TestStuckStartupFilesTimeOut(t *testing.T) {
 			if step.tmux {
 				var msg string
 				w.event(60*time.Second, "environment_down for tmux's deadline", appEvent(api.EnvironmentDown, &msg))
-				if !strings.HasPrefix(msg, said) || !strings.Contains(msg, "'ssh buildbox true'") {
+				if !strings.HasPrefix(msg, said) || !strings.Contains(msg, "ssh 'buildbox' true") {
 					t.Errorf("environment_down says %q, want it to start with %q and say what to check", msg, said)
 				}
 			} else {
-				re := regexp.MustCompile(`^retrying in \S+: ` + regexp.QuoteMeta(said) + `.*'ssh buildbox true'.*~/\.bashrc`)
+				re := regexp.MustCompile(`^retrying in \S+: ` + regexp.QuoteMeta(said) + `.*~/\.bashrc.*: ssh 'buildbox' true`)
 				deadline := time.After(60 * time.Second)
 				for found := false; !found; {
 					select {

@@ -50,7 +50,6 @@ package config
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -67,6 +66,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/filestate"
 )
 
 // FileName is the name of the config file in the app's config folder.
@@ -247,8 +247,11 @@ func Load(path string) (Config, error) {
 // with each error, once per distinct file content (or read error) rather than once a poll; after
 // a value on reload it reports an error that persists again. A broken or unreadable file, or one
 // that others could have written (a [*ModeError]), changes nothing: the last good config stays.
-// A deleted file means [Default]. Changes are found by content, so a rewrite within one mtime
-// tick is not missed.
+// A deleted file means [Default]. A poll reads the file only when its metadata changed (or
+// changed just before the last poll, or the last read failed), and a change is found by content
+// (package internal/filestate): a rewrite within one mtime tick is not missed, and an untouched
+// file costs a stat. So folders whose modes change above an untouched, good file are checked
+// again when the file changes, or on reload.
 //
 // The callbacks run on Watch's goroutine, one at a time; either may be nil.
 func Watch(ctx context.Context, path string, interval time.Duration, reload <-chan struct{},
@@ -256,7 +259,7 @@ func Watch(ctx context.Context, path string, interval time.Duration, reload <-ch
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	w := &watcher{path: path, last: current, onChange: onChange, onError: onError}
+	w := &watcher{file: filestate.File{Path: path}, last: current, onChange: onChange, onError: onError}
 	w.check()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -271,7 +274,7 @@ func Watch(ctx context.Context, path string, interval time.Duration, reload <-ch
 				reload = nil // a closed channel would fire for ever
 				continue
 			}
-			w.seen = ""
+			w.file.Forget()
 			w.check()
 		}
 		if ctx.Err() != nil {
@@ -281,28 +284,17 @@ func Watch(ctx context.Context, path string, interval time.Duration, reload <-ch
 }
 
 type watcher struct {
-	path     string
-	seen     string // what the file was at the last check: "missing", "error …" or "content <hash>"
-	last     Config // the last good config
+	file     filestate.File // what the file was at the last check
+	last     Config         // the last good config
 	onChange func(Config)
 	onError  func(error)
 }
 
 func (w *watcher) check() {
-	data, err := readFile(w.path)
-	var seen string
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		seen = "missing"
-	case err != nil:
-		seen = "error " + err.Error()
-	default:
-		seen = fmt.Sprintf("content %x", sha256.Sum256(data))
-	}
-	if seen == w.seen {
+	changed, data, err := w.file.Look(readFile)
+	if !changed {
 		return
 	}
-	w.seen = seen
 
 	c := Default()
 	if err == nil {

@@ -81,7 +81,8 @@ type Config struct {
 	// CommandTimeout bounds the commands a connect runs on the host once the handshake is done
 	// (checking the forward, which waits for the user's shell start-up files), each, so that a
 	// ~/.bashrc that loops fails the attempt with a [*TimeoutError] instead of holding it for
-	// good. Zero is DefaultCommandTimeout. OnConnect's own steps need deadlines of their own:
+	// good. It bounds each read of the host's sockets while connected too (telling a client's
+	// close from its half-close): a shell that passes it is dropped for a new one. Zero is DefaultCommandTimeout. OnConnect's own steps need deadlines of their own:
 	// [Within] gives them.
 	CommandTimeout time.Duration
 

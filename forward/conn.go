@@ -370,7 +370,7 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 		return false, l.cause(err)
 	}
 	ready := make(chan struct{})
-	go c.serve(l.ctx, ln, ready, newHostEnds(l.ctx, l.client, fwd.Port, c.cfg.Logger))
+	go c.serve(l.ctx, ln, ready, newHostEnds(l.ctx, l.client, h.Alias, fwd.Port, c.cfg.CommandTimeout, c.cfg.Logger))
 
 	var info hostInfo
 	err = Within(l.ctx, h.Alias, "checking the forward", c.cfg.CommandTimeout, func(ctx context.Context) (err error) {

@@ -61,7 +61,7 @@ func TestConnectAgent(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}})
-	sock := agentFor(t, e.key)
+	sock := sshdtest.StartAgent(t, e.key)
 	os.Remove(e.key) // only the agent has it now
 	e.writeConfig(hostBlock("build", s))
 	e.trust(s.KnownHostsLine(0))
@@ -81,7 +81,7 @@ func TestAgentIdentitiesOnly(t *testing.T) {
 	other := filepath.Join(e.home, "other")
 	keygen(t, other, "ed25519", "")
 	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub", other + ".pub"}})
-	sock := agentFor(t, e.key)
+	sock := sshdtest.StartAgent(t, e.key)
 	// Encrypt the file now that the agent holds the key.
 	if out, err := exec.Command("ssh-keygen", "-q", "-p", "-P", "", "-N", "secret", "-f", e.key).CombinedOutput(); err != nil {
 		t.Fatalf("ssh-keygen -p: %v: %s", err, out)
@@ -96,7 +96,7 @@ func TestAgentIdentitiesOnly(t *testing.T) {
 		r.connected(0)
 	})
 	t.Run("agent keys of other files are not offered", func(t *testing.T) {
-		sock := agentFor(t, other)
+		sock := sshdtest.StartAgent(t, other)
 		e.writeConfig(hostBlock("build", s, "IdentityFile ~/.ssh/id_ed25519", "IdentitiesOnly yes"))
 		cfg := e.cfg("build")
 		cfg.AgentSocket = sock

@@ -45,8 +45,9 @@
 //     close is carried as a close. Through SSH a client on the host that closes its socket looks
 //     like one that half-closed (sshd sends the channel's EOF either way), so once a
 //     connection's input from the host has ended, the host's /proc/net/tcp is read every second
-//     (through one sh for all such connections) until the client's socket is gone or held by
-//     no process: then both sides are closed. Target's close (hangup) closes both too.
+//     (through one sh for all such connections, each read under CommandTimeout's deadline) until
+//     the client's socket is gone or held by no process: then both sides are closed. Target's
+//     close (hangup, or any end of input where hangup cannot tell) closes both too.
 //  8. OnConnect runs; then the state is connected.
 //
 // Steps 5 and 6 run commands through the user's login shell, which reads its start-up files
@@ -217,10 +218,10 @@
 //   - The forward listens on the host's loopback only, and this is checked, not assumed: an sshd
 //     with GatewayPorts yes ignores the address asked for and listens on every interface. Such a
 //     forward is closed before it carries a byte (connections that came in are held until the
-//     check passes, and closed when it fails), and the connection fails with [ErrNotLoopback]:
-//     set GatewayPorts no (or clientspecified) for the user. An address the check cannot read
-//     fails the same way ([ErrUncheckable]). Only the session's own listeners are judged, so
-//     that no other user of the host can make this check fail.
+//     check passes, 32 at most, and closed when it fails), and the connection fails with
+//     [ErrNotLoopback]: set GatewayPorts no (or clientspecified) for the user. An address the
+//     check cannot read fails the same way ([ErrUncheckable]). Only the session's own listeners
+//     are judged, so that no other user of the host can make this check fail.
 //   - Host keys and certificates are checked as ssh checks them; a changed key is never
 //     accepted, and an unknown one only under accept-new or no, as the user's ssh_config says.
 //   - Nothing prompts and nothing waits for a person: a passphrase, a host key to confirm, an agent
@@ -236,5 +237,6 @@
 // loopback port is. What goes through must authenticate itself (the bus token); and once the
 // forward is gone another user could bind the port, which is why the CLI checks who owns a
 // listener before it sends a token. Between the forward opening and the check, a connection
-// could reach sshd, but it is held, never piped.
+// could reach sshd, but it is held, never piped; and since nothing reads what those connections
+// send until then, only 32 are held (each may hold SSH's window, 2 MiB), the others closed.
 package forward

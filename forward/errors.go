@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/krad-ade/krad/remote/shell"
 )
 
 // The errors callers branch on besides the types below. Errors from this package wrap them, so
@@ -157,8 +159,8 @@ type TimeoutError struct {
 
 func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("the host did not finish %s within %s: its commands do not end; "+
-		"'ssh %s true' should return at once, and a ~/.bashrc or ~/.profile that waits or loops in non-interactive shells stops every command",
-		e.Step, roundWait(e.After), e.Host)
+		"a ~/.bashrc or ~/.profile that waits or loops in non-interactive shells stops every command; this should return at once: ssh %s true",
+		e.Step, roundWait(e.After), shell.Quote(e.Host))
 }
 
 // Within runs f with a context that ends after d, and returns a *TimeoutError for host and step,
@@ -175,8 +177,9 @@ func Within(ctx context.Context, host, step string, d time.Duration, f func(cont
 	return err
 }
 
-// Permanent marks err as one that retrying cannot fix: when OnConnect returns it, [Conn.Run]
-// stops with the state failed instead of retrying. Permanent(nil) is nil.
+// Permanent marks err as one that retrying alone cannot fix: when OnConnect returns it, [Conn.Run]
+// does not retry on its backoff but puts the state at [Failed] and waits there until a file the
+// attempt read changes or [Conn.Retry] is called, as for a host key. Permanent(nil) is nil.
 func Permanent(err error) error {
 	if err == nil {
 		return nil

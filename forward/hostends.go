@@ -27,20 +27,43 @@ const hostEndsEvery = time.Second
 // hostEnds watches, on one connection's host, the clients' sockets of forwarded connections
 // whose input has ended. It reads the host's /proc/net/tcp and tcp6 through a shell it starts on
 // the first connection to watch and ends when none is left: one read a second for all of them.
+// Each read has the deadline of every command of a connect (Config.CommandTimeout): a shell that
+// does not answer in time (a ~/.bashrc that waits) is dropped, and the next read starts another.
 type hostEnds struct {
-	ctx    context.Context // the SSH connection's
-	client *ssh.Client
-	port   int // the forward's port on the host
-	log    *slog.Logger
-	every  time.Duration
+	ctx     context.Context // the SSH connection's
+	client  *ssh.Client
+	host    string // as configured, for a *TimeoutError
+	port    int    // the forward's port on the host
+	timeout time.Duration
+	log     *slog.Logger
+	every   time.Duration
 
 	mu      sync.Mutex
 	waiting map[netip.AddrPort][]chan struct{} // by the client's address on the host
 	polling bool
+
+	// Failures since the last warning, and when that was: only poll touches them.
+	failed   int
+	warnedAt time.Time
 }
 
-func newHostEnds(ctx context.Context, client *ssh.Client, port int, log *slog.Logger) *hostEnds {
-	return &hostEnds{ctx: ctx, client: client, port: port, log: log, every: hostEndsEvery, waiting: map[netip.AddrPort][]chan struct{}{}}
+func newHostEnds(ctx context.Context, client *ssh.Client, host string, port int, timeout time.Duration, log *slog.Logger) *hostEnds {
+	return &hostEnds{ctx: ctx, client: client, host: host, port: port, timeout: timeout, log: log, every: hostEndsEvery,
+		waiting: map[netip.AddrPort][]chan struct{}{}}
+}
+
+// hostEndsWarnEvery is how often, at most, a failure to read the host's sockets is logged.
+const hostEndsWarnEvery = time.Minute
+
+// warn logs a failure to read the host's sockets, at most once every hostEndsWarnEvery, with the
+// number of failures since the last time.
+func (h *hostEnds) warn(msg string, err error) {
+	h.failed++
+	if now := time.Now(); now.Sub(h.warnedAt) >= hostEndsWarnEvery {
+		h.log.Warn(msg+": a client there that closes its connection may be noticed late",
+			"host", h.host, "err", err, "failures", h.failed)
+		h.warnedAt, h.failed = now, 0
+	}
 }
 
 // closed waits until the host's client at addr (a forwarded connection's RemoteAddr: the
@@ -114,14 +137,20 @@ func (h *hostEnds) poll() {
 		if sh == nil {
 			var err error
 			if sh, err = startShell(h.client); err != nil {
-				h.log.Debug("watching the host's clients: no shell", "err", err)
+				h.warn("watching the host's clients: no shell", err)
 				sh = nil
 				continue
 			}
 		}
-		out, err := sh.run(h.ctx, tcpScript(h.port))
+		var out []byte
+		err := Within(h.ctx, h.host, "reading the host's sockets", h.timeout, func(ctx context.Context) (err error) {
+			out, err = sh.run(ctx, tcpScript(h.port))
+			return err
+		})
 		if err != nil {
-			h.log.Debug("watching the host's clients: reading the sockets failed", "err", err)
+			if h.ctx.Err() == nil {
+				h.warn("watching the host's clients: reading the sockets failed", err)
+			}
 			sh.close()
 			sh = nil
 			continue
@@ -129,12 +158,7 @@ func (h *hostEnds) poll() {
 		if !bytes.Contains(out, []byte("local_address")) {
 			continue // no table to read: nothing to decide
 		}
-		held := map[netip.AddrPort]bool{}
-		for _, s := range parseProcNetTCP(out) {
-			if int(s.Remote.Port()) == h.port && s.Inode != 0 {
-				held[unmapAddrPort(s.Local)] = true
-			}
-		}
+		held := heldClients(parseProcNetTCP(out), h.port)
 		h.mu.Lock()
 		for origin, chs := range h.waiting {
 			if !held[origin] {
@@ -146,6 +170,21 @@ func (h *hostEnds) poll() {
 		}
 		h.mu.Unlock()
 	}
+}
+
+// heldClients are the addresses of the clients of the forward on port whose socket a process
+// still holds: a socket connected to the forward itself, 127.0.0.1:port, with an inode. A socket
+// to another address with the same port (127.0.0.2:port, another process's) says nothing about
+// the forward's clients, though it may have the same local address as one that closed.
+func heldClients(socks []socket, port int) map[netip.AddrPort]bool {
+	fwd := netip.AddrPortFrom(netip.MustParseAddr(loopbackHost), uint16(port))
+	held := map[netip.AddrPort]bool{}
+	for _, s := range socks {
+		if unmapAddrPort(s.Remote) == fwd && s.Inode != 0 {
+			held[unmapAddrPort(s.Local)] = true
+		}
+	}
+	return held
 }
 
 func unmapAddrPort(ap netip.AddrPort) netip.AddrPort {

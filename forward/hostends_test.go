@@ -2,36 +2,33 @@ package forward
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
-	"syscall"
+	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/hangup"
+	"github.com/krad-ade/krad/internal/sockpair"
 )
 
-// socketPair is a connected pair of AF_UNIX stream sockets: the target's connections in these
-// tests, as the app's bus makes them (local.Server.Pipe).
-func socketPair(t testing.TB) (net.Conn, net.Conn) {
-	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var conns [2]net.Conn
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), "pair")
-		c, err := net.FileConn(f)
-		f.Close()
+// pairTarget is a Target whose connections are socket pairs, as the app's bus makes them
+// (local.Server.Pipe): each dial sends the target's end on targets.
+func pairTarget(t testing.TB, targets chan<- net.Conn) func(context.Context) (net.Conn, error) {
+	return func(context.Context) (net.Conn, error) {
+		forward, target, err := sockpair.New()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		t.Cleanup(func() { c.Close() })
-		conns[i] = c
+		t.Cleanup(func() { forward.Close(); target.Close() })
+		targets <- target
+		return forward, nil
 	}
-	return conns[0], conns[1]
 }
 
 // hungUp says whether hangup.Wait on c returns within d: c's far end has closed.
@@ -50,11 +47,7 @@ func TestForwardCarriesCloses(t *testing.T) {
 	e.startBuild()
 	targets := make(chan net.Conn, 1)
 	cfg := e.cfg("build")
-	cfg.Target = func(ctx context.Context) (net.Conn, error) {
-		forward, target := socketPair(t)
-		targets <- target
-		return forward, nil
-	}
+	cfg.Target = pairTarget(t, targets)
 	r := run(t, cfg)
 	st, _ := r.connected(0)
 	connect := func(send string) (client, target net.Conn) {
@@ -121,4 +114,225 @@ func TestForwardCarriesCloses(t *testing.T) {
 			t.Error("the host's side of the connection stayed open after the target closed")
 		}
 	})
+}
+
+// TestPipeTargetCloseUnknown: a target connection whose close hangup cannot tell from a
+// half-close (net.Pipe here) has its end of input taken for a close, as hangup says: pipe closes
+// both sides, though the host's client sends nothing more. Before, it held them open until the
+// client left.
+func TestPipeTargetCloseUnknown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	remote, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, target := net.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		pipe(context.Background(), remote, local, nil)
+	}()
+	_, _ = io.WriteString(client, "part of a line")
+	buf := make([]byte, 14)
+	_ = target.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadFull(target, buf); err != nil {
+		t.Fatal(err)
+	}
+	target.Close()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("pipe held both sides open after a target whose close cannot be told closed")
+	}
+	_ = client.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := client.Write([]byte("more")); err == nil {
+		_, err = client.Read(buf)
+		if err == nil {
+			t.Error("the host's side is still open")
+		}
+	}
+}
+
+// TestHeldClients: a client of the forward counts as held while a process holds a socket
+// connected to the forward's own address, 127.0.0.1:port (IPv4, or mapped in tcp6); a socket in
+// FIN_WAIT2 (no inode) does not, and neither does another process's socket to another address
+// on the same port, even from the very address of a client that closed.
+func TestHeldClients(t *testing.T) {
+	ap := netip.MustParseAddrPort
+	const port = 41877
+	socks := []socket{
+		{Local: ap("127.0.0.1:50001"), Remote: ap("127.0.0.1:41877"), State: 1, Inode: 11},
+		{Local: ap("[::ffff:127.0.0.1]:50002"), Remote: ap("[::ffff:127.0.0.1]:41877"), State: 1, Inode: 12},
+		{Local: ap("127.0.0.1:50003"), Remote: ap("127.0.0.1:41877"), State: 5, Inode: 0},
+		{Local: ap("127.0.0.1:50003"), Remote: ap("127.0.0.2:41877"), State: 1, Inode: 13},
+		{Local: ap("127.0.0.1:50004"), Remote: ap("[::1]:41877"), State: 1, Inode: 14},
+		{Local: ap("127.0.0.1:41877"), Remote: ap("127.0.0.1:50001"), State: 1, Inode: 15}, // sshd's end
+	}
+	got := heldClients(socks, port)
+	want := map[netip.AddrPort]bool{ap("127.0.0.1:50001"): true, ap("127.0.0.1:50002"): true}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("heldClients = %v, want %v", got, want)
+	}
+}
+
+// TestHostEndsShellStuck: the shell that reads the host's sockets for closed clients has the
+// deadline of every host command. Here the host's ~/.bashrc waits for good in the shells that
+// start while a file is there (as it does for the first that watches): that shell is dropped at
+// the deadline, a new one reads the sockets once the .bashrc is fixed, and a client that closed
+// meanwhile reaches the target as a close. Before, the stuck shell held the watch for good, and
+// the close never came through.
+func TestHostEndsShellStuck(t *testing.T) {
+	e := newEnv(t)
+	s := e.startBuild()
+	dir := t.TempDir()
+	hold, stuck := filepath.Join(dir, "hold"), filepath.Join(dir, "stuck")
+	bashrc := fmt.Sprintf("if [ -e '%s' ]; then while [ -e '%s' ]; do sleep 0.1; done; fi\n", hold, stuck)
+	if err := os.WriteFile(filepath.Join(s.Home, ".bashrc"), []byte(bashrc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(stuck) }) // the stuck shells end with the test
+	targets := make(chan net.Conn, 1)
+	cfg := e.cfg("build")
+	cfg.CommandTimeout = 2 * time.Second
+	cfg.Target = pairTarget(t, targets)
+	r := run(t, cfg)
+	st, _ := r.connected(0)
+	for _, f := range []string{hold, stuck} {
+		if err := os.WriteFile(f, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	client, err := net.Dial("tcp", st.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.WriteString(client, "line\n")
+	var target net.Conn
+	select {
+	case target = <-targets:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the forward did not open a connection to the target")
+	}
+	_ = target.SetDeadline(time.Now().Add(30 * time.Second))
+	client.Close()
+	if got, err := io.ReadAll(target); err != nil || string(got) != "line\n" {
+		t.Fatalf("the target read %q, %v", got, err)
+	}
+	// The watch's first shell starts within a second, and waits in the .bashrc.
+	time.Sleep(2 * hostEndsEvery)
+	if hungUp(target, 0) {
+		t.Fatal("the close came through while every new shell on the host waited")
+	}
+	_ = target.SetReadDeadline(time.Time{}) // hangup.Wait set it in the past when it gave up
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	if !hungUp(target, 20*time.Second) {
+		t.Error("the host's close did not reach the target within 20 s of the .bashrc's fix: the stuck shell held the watch")
+	}
+}
+
+// tcpTable is this machine's TCP sockets, /proc/net/tcp and tcp6.
+func tcpTable(t *testing.T) []socket {
+	t.Helper()
+	var table []byte
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil && f == "/proc/net/tcp" {
+			t.Fatal(err)
+		}
+		table = append(table, b...)
+	}
+	return parseProcNetTCP(table)
+}
+
+// openTo counts this machine's established TCP connections to addr (the forward, on the host
+// that this machine is), from the clients' side.
+func openTo(t *testing.T, addr netip.AddrPort) int {
+	n := 0
+	for _, s := range tcpTable(t) {
+		if unmapAddrPort(s.Remote) == addr && s.State == 0x01 {
+			n++
+		}
+	}
+	return n
+}
+
+// TestEarlyConnectionsBounded: while the forward is open on the host but not yet checked (the
+// host's ~/.bashrc holds the check), another user of the host (uid 65534) floods it with
+// connections that each send 64,000 bytes. The forward holds maxEarly of them, which nothing
+// reads yet, and closes the others at once, rather than hold every one with what SSH's window
+// lets it send; once the check passes, the forward carries as before.
+func TestEarlyConnectionsBounded(t *testing.T) {
+	e := newEnv(t)
+	s := e.startBuild()
+	hold := filepath.Join(t.TempDir(), "hold")
+	if err := os.WriteFile(hold, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(hold) })
+	bashrc := "while [ -e '" + hold + "' ]; do sleep 0.1; done\n"
+	if err := os.WriteFile(filepath.Join(s.Home, ".bashrc"), []byte(bashrc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := free.Addr().(*net.TCPAddr).Port
+	free.Close()
+	fwd := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port))
+	cfg := e.cfg("build")
+	cfg.CommandTimeout = 2 * time.Minute
+	cfg.PreferredPort = port
+	r := run(t, cfg)
+	listening := func() bool {
+		for _, s := range tcpTable(t) {
+			if s.Local == fwd && s.State == tcpListen {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !listening() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the forward did not open on port %d within 30 s: %s", port, r.c.Status())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	const past = 20
+	f := floodtest.Start(t, floodtest.Options{Addr: fwd.String(), Conns: maxEarly + past, Partial: 64000, AsNobody: true})
+	f.Wait(t, 60*time.Second)
+	deadline = time.Now().Add(20 * time.Second)
+	for n := openTo(t, fwd); n != maxEarly; n = openTo(t, fwd) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the flood's %d connections are open, want the forward to hold %d and close the others", n, maxEarly+past, maxEarly)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	if n := openTo(t, fwd); n != maxEarly {
+		t.Fatalf("%d of the flood's connections are open a second later, want the %d held", n, maxEarly)
+	}
+	if st := r.c.Status(); st.State != Connecting {
+		t.Fatalf("status %s, want connecting while the .bashrc holds the check", st)
+	}
+
+	if err := os.Remove(hold); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := r.connected(0)
+	carries(t, st.Addr)
 }

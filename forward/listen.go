@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -312,22 +313,55 @@ func sections(out []byte) map[string][]byte {
 	return sec
 }
 
+// maxEarly is how many connections through the forward serve holds before its check passes.
+// Anyone on the host can connect to the forward, and until the check passes (as long as the
+// host's start-up files take, up to CommandTimeout) nothing reads what they send: each
+// connection is an SSH channel whose window lets the host send it 2 MiB, held in this process.
+// The target's own bound (the bus's gate) sees them only once they are piped to it. So at most
+// maxEarly wait, 64 MiB at the very most, and any more are closed at once. The connections that
+// may rightly come this early are few: terminals of an earlier connection, back on the port they
+// knew, while the forward is checked.
+const maxEarly = 32
+
 // serve accepts the forward's connections until the listener ends, and pipes each to a new
 // connection to the target, once ready is closed. Connections that arrive before are held (the
-// listener must be serviced, or the SSH connection stalls), and closed if ctx ends first. ends
-// watches the host's side of connections whose input ended.
+// listener must be serviced, or the SSH connection stalls), up to maxEarly, the others closed at
+// once; those held are closed if ctx ends first. ends watches the host's side of connections
+// whose input ended.
 func (c *Conn) serve(ctx context.Context, ln net.Listener, ready <-chan struct{}, ends *hostEnds) {
+	var early atomic.Int32 // connections held until ready
+	warned := false
 	for {
 		remote, err := ln.Accept()
 		if err != nil {
 			return
 		}
-		go func() {
-			select {
-			case <-ready:
-			case <-ctx.Done():
+		held := false
+		select {
+		case <-ready:
+		default:
+			if early.Add(1) > maxEarly {
+				early.Add(-1)
 				remote.Close()
-				return
+				if !warned {
+					warned = true
+					c.cfg.Logger.Warn("connections through the forward before it was checked: those past the limit were closed (a flood from the host?)",
+						"host", c.cfg.Host, "limit", maxEarly)
+				}
+				continue
+			}
+			held = true
+		}
+		go func() {
+			if held {
+				select {
+				case <-ready:
+					early.Add(-1)
+				case <-ctx.Done():
+					early.Add(-1)
+					remote.Close()
+					return
+				}
 			}
 			local, err := c.cfg.Target(ctx)
 			if err != nil {
@@ -360,12 +394,18 @@ func pipe(ctx context.Context, remote, local net.Conn, ends *hostEnds) {
 	answered := make(chan struct{})
 	go func() { // the answers, to the host
 		defer close(answered)
-		if copyHalf(remote, local, answerBuffer) != inputEnded || hangup.Wait(ctx, local) == nil {
+		if copyHalf(remote, local, &answerBuffers) != inputEnded {
+			cancel()
+			return
+		}
+		// A target whose close hangup cannot tell from a half-close has its end of input taken
+		// for a close, as hangup says it must be: else the host's side would stay open.
+		if err := hangup.Wait(ctx, local); err == nil || errors.Is(err, hangup.ErrUnknown) {
 			cancel()
 		}
 	}()
 	// The requests, from the host.
-	switch copyHalf(local, remote, requestBuffer) {
+	switch copyHalf(local, remote, &requestBuffers) {
 	case inputEnded:
 		if ends != nil && ends.closed(ctx, remote.RemoteAddr()) {
 			cancel()
@@ -390,10 +430,11 @@ const (
 	answerBuffer  = 32 << 10
 )
 
-var bufferPools = map[int]*sync.Pool{
-	requestBuffer: {New: func() any { b := make([]byte, requestBuffer); return &b }},
-	answerBuffer:  {New: func() any { b := make([]byte, answerBuffer); return &b }},
-}
+// The pools of the two buffers, one for each direction.
+var (
+	requestBuffers = sync.Pool{New: func() any { b := make([]byte, requestBuffer); return &b }}
+	answerBuffers  = sync.Pool{New: func() any { b := make([]byte, answerBuffer); return &b }}
+)
 
 // How copyHalf ended.
 type copyEnd int
@@ -404,9 +445,9 @@ const (
 	writeFailed                // writing dst failed, or shutting down its writing side did
 )
 
-// copyHalf copies src to dst, through a buffer of size bytes from the second byte on, until
-// src's input ends; then it shuts down dst's writing side.
-func copyHalf(dst, src net.Conn, size int) copyEnd {
+// copyHalf copies src to dst, through a buffer of pool from the second byte on, until src's
+// input ends; then it shuts down dst's writing side.
+func copyHalf(dst, src net.Conn, pool *sync.Pool) copyEnd {
 	var first [1]byte
 	b := first[:]
 	for {
@@ -416,7 +457,6 @@ func copyHalf(dst, src net.Conn, size int) copyEnd {
 				return writeFailed
 			}
 			if len(b) == 1 {
-				pool := bufferPools[size]
 				buf := pool.Get().(*[]byte)
 				defer pool.Put(buf)
 				b = *buf

@@ -34,48 +34,6 @@ func keygen(t testing.TB, path, typ, passphrase string) ssh.PublicKey {
 	return readPublicKey(path + ".pub")
 }
 
-// agentFor starts an ssh-agent for the test and adds the keys to it; it returns its socket.
-func agentFor(t testing.TB, keys ...string) string {
-	t.Helper()
-	if _, err := exec.LookPath("ssh-agent"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("ssh-agent is missing in CI: install openssh-client")
-		}
-		t.Skip("ssh-agent is not installed")
-	}
-	dir, err := os.MkdirTemp("", "agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "s")
-	cmd := exec.Command("ssh-agent", "-D", "-a", sock)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	// The socket file exists a moment before the agent listens on it.
-	for i := 0; ; i++ {
-		if c, err := net.Dial("unix", sock); err == nil {
-			c.Close()
-			break
-		}
-		if i == 200 {
-			t.Fatal("ssh-agent does not answer on its socket")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	for _, k := range keys {
-		add := exec.Command("ssh-add", k)
-		add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
-		if out, err := add.CombinedOutput(); err != nil {
-			t.Fatalf("ssh-add %s: %v: %s", k, err, out)
-		}
-	}
-	return sock
-}
-
 // echoServer is the local target of the tests' forwards: it reads until the end of input, then
 // writes it all back and closes, so that a round trip proves both directions and both
 // half-closes.

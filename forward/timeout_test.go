@@ -46,7 +46,7 @@ func TestStuckShellStartup(t *testing.T) {
 	}
 	if msg := st.String(); !strings.HasPrefix(msg, "retrying in ") ||
 		!strings.Contains(msg, ": the host did not finish checking the forward within 2s: ") ||
-		!strings.Contains(msg, "'ssh build true'") || !strings.Contains(msg, "~/.bashrc") {
+		!strings.HasSuffix(msg, ": ssh 'build' true") || !strings.Contains(msg, "~/.bashrc") {
 		t.Errorf("status %q, want the step, its deadline and what to check", msg)
 	}
 	if err := os.WriteFile(bashrc, nil, 0o600); err != nil {
@@ -68,6 +68,11 @@ func TestWithin(t *testing.T) {
 	}
 	if want := "the host did not finish installing krad within 50ms: "; !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("got %q, want it to start with %q", err, want)
+	}
+	// The host goes into the suggested command as one shell word, whatever it holds.
+	te.Host = "me@build box;rm -rf ~"
+	if want := ": ssh 'me@build box;rm -rf ~' true"; !strings.HasSuffix(te.Error(), want) {
+		t.Errorf("got %q, want it to end with %q", te.Error(), want)
 	}
 	mine := errors.New("tmux is not installed")
 	if err := Within(ctx, "b", "s", time.Minute, func(context.Context) error { return mine }); err != mine {

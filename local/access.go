@@ -116,25 +116,42 @@ func Decide(role Role, req api.Name) Decision {
 
 // Origin is where a connection came from: this computer's loopback, or the forward of one SSH
 // environment. It is a fact the bus knows from how the connection reached it (its listener, or
-// the Pipe a bridge opened for one environment), never anything the request says.
+// the Pipe a bridge opened for one environment), never anything the request says. The zero
+// Origin is neither: Admit refuses every caller from it, so that a caller of Pipe that forgot to
+// say where a connection came from grants nothing.
 type Origin struct {
-	// Environment is the SSH environment whose forward carried the connection; "" for this
-	// computer.
-	Environment string
+	kind originKind
+	env  string // for a forward
 }
 
+type originKind uint8
+
+const (
+	originUnknown originKind = iota
+	originLoopback
+	originForward
+)
+
 // Loopback is the origin of connections to the bus's own listener on this computer.
-var Loopback = Origin{}
+var Loopback = Origin{kind: originLoopback}
 
 // FromForward is the origin of connections that arrive through the forward of SSH environment
-// env.
-func FromForward(env string) Origin { return Origin{Environment: env} }
+// env. An empty env is a programming error: it panics.
+func FromForward(env string) Origin {
+	if env == "" {
+		panic("local: FromForward needs the environment's name")
+	}
+	return Origin{kind: originForward, env: env}
+}
 
 func (o Origin) String() string {
-	if o.Environment == "" {
+	switch o.kind {
+	case originLoopback:
 		return "this computer"
+	case originForward:
+		return "the forward of SSH environment " + o.env
 	}
-	return "the forward of SSH environment " + o.Environment
+	return "an unknown origin"
 }
 
 // Admit is the access table's first question, before Decide: may a connection of this origin
@@ -146,12 +163,17 @@ func (o Origin) String() string {
 // which machine speaks; the forward does. Another environment's terminals (this computer's
 // included), the Lead caller and "Client" (which lists every environment) are refused: a host
 // never acts on this computer or on another host. Connections from this computer may name any
-// caller: the API does not try to protect the app from the user's own processes.
+// caller: the API does not try to protect the app from the user's own processes. A connection of
+// no known origin (the zero Origin) may name none.
 func Admit(o Origin, from api.Caller) Decision {
-	if o.Environment == "" {
+	switch o.kind {
+	case originLoopback:
 		return Decision{Verdict: Allow}
+	case originForward:
+	default:
+		return Decision{Why: "the bus does not know where this connection came from, so it may name no caller"}
 	}
-	e := o.Environment
+	e := o.env
 	switch from.Kind {
 	case api.CallerTerminal:
 		if from.Terminal.Environment == e {

@@ -92,13 +92,31 @@ func TestAdmit(t *testing.T) {
 		{build, lead, Forbid},
 		{build, api.FromClient, Forbid},
 		{build, api.Caller{}, Forbid},
+		// No known origin (a Pipe whose caller forgot to say): no caller at all.
+		{Origin{}, api.FromClient, Forbid},
+		{Origin{}, term("main", 1), Forbid},
+		{Origin{}, term("build", 3), Forbid},
+		{Origin{}, lead, Forbid},
+		{Origin{}, git("main"), Forbid},
 	} {
 		d := Admit(c.origin, c.from)
 		if d.Verdict != c.want {
 			t.Errorf("Admit(%s, %s) = %v, want %v", c.origin, c.from, d.Verdict, c.want)
 		}
-		if d.Verdict != Allow && !strings.Contains(d.Why, "forward of SSH environment build") {
+		if d.Verdict != Allow && c.origin == build && !strings.Contains(d.Why, "forward of SSH environment build") {
 			t.Errorf("Admit(%s, %s) says %q, which does not name the forward", c.origin, c.from, d.Why)
 		}
 	}
+}
+
+// TestFromForwardNeedsAName: the origin of a forward without an environment's name is a
+// programming error, not the loopback's full rights.
+func TestFromForwardNeedsAName(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("FromForward(\"\") did not panic")
+		}
+	}()
+	o := FromForward("")
+	t.Errorf("FromForward(\"\") = %s", o)
 }

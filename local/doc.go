@@ -33,7 +33,7 @@
 //
 // The listener binds 127.0.0.1 only. Anyone on this computer can connect to it, and anyone on an
 // SSH host to its forward, so what a connection may hold before its token is checked is bounded
-// on each path (gate.go): a number of connections and the bytes of their partial lines, the
+// for each origin (gate.go): a number of connections and the bytes of their partial lines, the
 // oldest dropped first. Every request needs the bus token, which changes each time
 // the app starts; the tokens are never logged (api.Token redacts itself) and no log line carries a
 // request's content. The caller named in "from" is declared, not proven: the token proves only

@@ -23,11 +23,12 @@ import (
 // connection costs a goroutine and, once it sends, the part of its line that has arrived. Left
 // unbounded, 5,000 connections holding 64,000 bytes each took the app to 624 MB.
 //
-// So each path into the bus (the listener, and Pipe for the SSH forwards) has a gate: at most
+// So each way into the bus (the listener, and Pipe for each SSH forward) has a gate: at most
 // PendingConns connections that have not passed the token check (still reading their line, or
 // refused and draining in lingerClose), holding at most PendingBytes of line buffers between them.
-// When a new connection or a growing line would pass a bound, the gate drops the connection that
-// has waited longest: it is answered unavailable and closed.
+// When a new connection would pass the count, the gate drops the connection that has waited
+// longest; when a growing line would pass the bytes, the one that has waited longest among those
+// that hold part of a line (an idle one frees nothing). It is answered unavailable and closed.
 //
 // Why the oldest: a legitimate client writes its whole line at once after connecting (the CLI
 // does, and so does printf | nc), so its line is read within a moment of the connect and it
@@ -39,9 +40,11 @@ import (
 // waits on the bus, not on its client. That is a legitimate line that arrived late (through an
 // SSH forward, behind the flood's own bytes) and whose goroutine has not run yet on a busy
 // machine; a flood's connection, read to its last byte, waits on its client and goes first.
-// The paths have separate gates, so that a flood through a host's forward (another user of that
-// host) cannot crowd out this computer's terminals, nor a flood on this computer the hosts'
-// terminals, whose lines arrive later, after the SSH round trip.
+// Each origin has a gate of its own (this computer's listener, and each SSH environment's
+// forward), so that a flood through a host's forward (another user of that host) cannot crowd out
+// this computer's terminals nor another host's, nor a flood on this computer the hosts'
+// terminals, whose lines arrive later, after the SSH round trip. What connections without their
+// token hold is bounded by (1 + the number of SSH environments) gates.
 //
 // An idle connection holds no line buffer: its first byte is read into the waiter itself, and
 // the buffer (1 KiB, doubled as the line grows, up to the 64 KiB limit) is charged to the gate
@@ -80,24 +83,45 @@ func giveBuf(b []byte) {
 	}
 }
 
-// gate bounds the connections of one path that have not passed the token check.
+// gate bounds the connections of one origin that have not passed the token check.
 type gate struct {
-	path   string // "loopback" or "pipe", for the log
+	origin Origin // for the log
 	max    int    // connections
 	budget int    // bytes of line buffers
 	log    *slog.Logger
+	drops  minuteLog
 
 	mu         sync.Mutex
 	n, held    int
 	head, tail *waiter // oldest first
-	dropped    int     // since the last log line
-	loggedAt   time.Time
 }
 
-func newGate(path string, conns, budget int, log *slog.Logger) *gate {
+func newGate(origin Origin, conns, budget int, log *slog.Logger) *gate {
 	// One line of the longest length must always fit, with room to spare.
 	budget = max(budget, 2*(api.MaxRequestLine+1))
-	return &gate{path: path, max: max(conns, 1), budget: budget, log: log}
+	return &gate{origin: origin, max: max(conns, 1), budget: budget, log: log}
+}
+
+// minuteLog lets a warning through at most once a minute: a flood makes one line a minute, not
+// one a connection.
+type minuteLog struct {
+	mu   sync.Mutex
+	at   time.Time
+	seen int // events since the last line logged
+}
+
+// allow counts one event and says whether to log it now, with how many events the line stands
+// for (this one and those held back since the last line).
+func (l *minuteLog) allow(now time.Time) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen++
+	if !l.at.IsZero() && now.Sub(l.at) < time.Minute {
+		return false, 0
+	}
+	n := l.seen
+	l.at, l.seen = now, 0
+	return true, n
 }
 
 // waiter is one connection in a gate.
@@ -134,7 +158,7 @@ func (g *gate) enter(conn net.Conn) *waiter {
 	g.tail = w
 	g.n++
 	for g.n > g.max {
-		g.dropLocked(g.oldestLocked(w))
+		g.dropLocked(g.oldestLocked(w, false))
 	}
 	return w
 }
@@ -144,12 +168,14 @@ func (g *gate) enter(conn net.Conn) *waiter {
 const passOver = 32
 
 // oldestLocked is the connection to drop: the oldest but w that has no bytes waiting to be read,
-// among the passOver oldest, else the oldest but w; nil when w is alone.
-func (g *gate) oldestLocked(w *waiter) *waiter {
+// among the passOver oldest, else the oldest but w; nil when there is none. With holding, only
+// connections charged a line buffer count: the byte bound drops one that frees bytes, never an
+// idle connection, which holds none (the count bound in enter takes the oldest of any kind).
+func (g *gate) oldestLocked(w *waiter, holding bool) *waiter {
 	var first *waiter
 	seen := 0
 	for v := g.head; v != nil && seen < passOver; v = v.next {
-		if v == w {
+		if v == w || holding && v.charged == 0 {
 			continue
 		}
 		if first == nil {
@@ -213,11 +239,9 @@ func (g *gate) dropLocked(w *waiter) {
 	g.removeLocked(w)
 	w.dropped.Store(true)
 	_ = w.conn.SetReadDeadline(time.Unix(1, 0))
-	g.dropped++
-	if now := time.Now(); now.Sub(g.loggedAt) >= time.Minute {
+	if ok, n := g.drops.allow(time.Now()); ok {
 		g.log.Warn("connections without their line dropped, the oldest first: too many were waiting (a flood?)",
-			"path", g.path, "dropped", g.dropped, "max", g.max, "budget_bytes", g.budget)
-		g.loggedAt, g.dropped = now, 0
+			"origin", g.origin.String(), "dropped", n, "max", g.max, "budget_bytes", g.budget)
 	}
 }
 
@@ -240,9 +264,9 @@ func (w *waiter) grow() bool {
 	}
 	extra := bufSizes[size] - w.charged
 	for g.held+extra > g.budget {
-		v := g.oldestLocked(w)
+		v := g.oldestLocked(w, true)
 		if v == nil {
-			break // w alone: the budget always holds one line
+			break // w alone holds bytes: the budget always holds one line
 		}
 		g.dropLocked(v)
 	}

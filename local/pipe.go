@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"syscall"
+
+	"github.com/krad-ade/krad/internal/sockpair"
 )
 
 // ErrNotServing is returned by Pipe before Serve runs or after it returned.
@@ -18,19 +18,9 @@ var ErrNotServing = errors.New("local: the bus is not serving")
 // with the origin FromForward(environment), which spares a TCP connection on this computer and
 // tells the bus which environment speaks. Both ends support CloseWrite, as TCP's do.
 func (s *Server) Pipe(_ context.Context, origin Origin) (net.Conn, error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	client, server, err := sockpair.New()
 	if err != nil {
-		return nil, fmt.Errorf("local: socket pair: %w", err)
-	}
-	client, err := fileConn(fds[0], "krad-bus-client")
-	if err != nil {
-		syscall.Close(fds[1])
-		return nil, err
-	}
-	server, err := fileConn(fds[1], "krad-bus-server")
-	if err != nil {
-		client.Close()
-		return nil, err
+		return nil, fmt.Errorf("local: %w", err)
 	}
 	s.mu.Lock()
 	ctx := s.serving
@@ -40,22 +30,12 @@ func (s *Server) Pipe(_ context.Context, origin Origin) (net.Conn, error) {
 		server.Close()
 		return nil, ErrNotServing
 	}
+	in := s.inletLocked(origin)
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
 		defer s.wg.Done()
-		s.serveConn(ctx, server, origin, s.piped)
+		s.serveConn(ctx, server, in)
 	}()
 	return client, nil
-}
-
-// fileConn makes a net.Conn of a socket's file descriptor, which it takes over.
-func fileConn(fd int, name string) (net.Conn, error) {
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close() // FileConn dups it
-	c, err := net.FileConn(f)
-	if err != nil {
-		return nil, fmt.Errorf("local: socket pair: %w", err)
-	}
-	return c, nil
 }

@@ -79,14 +79,34 @@ type Server struct {
 	// and the spec's printf write it: the bus answers it without decoding it.
 	clientHello []byte
 
-	// The gates of the two paths in: connections through the listener, and through Pipe.
-	loopback, piped *gate
+	// listened is the way in of the listener's connections, this computer's.
+	listened *inlet
 
 	// wg counts the goroutines serving connections. mu orders Pipe's wg.Add before Serve's
-	// wg.Wait: serving is Serve's context while it runs, nil once it is waiting for them.
+	// wg.Wait: serving is Serve's context while it runs, nil once it is waiting for them. It
+	// guards inlets too, which Pipe fills as origins first come.
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	serving context.Context
+	inlets  map[Origin]*inlet
+}
+
+// inlet is one way into the bus: the connections of one Origin. Each has its gate, so that a
+// flood of one origin takes nothing from the others, and its own log of what Admit refused.
+type inlet struct {
+	origin  Origin
+	gate    *gate
+	refused minuteLog
+}
+
+// inletLocked is origin's way in, made on its first connection. s.mu is held.
+func (s *Server) inletLocked(origin Origin) *inlet {
+	in := s.inlets[origin]
+	if in == nil {
+		in = &inlet{origin: origin, gate: newGate(origin, s.cfg.PendingConns, s.cfg.PendingBytes, s.cfg.Logger)}
+		s.inlets[origin] = in
+	}
+	return in
 }
 
 // Listen makes the bus on cfg.Listener, or on a new listener on 127.0.0.1 with a port the system
@@ -131,11 +151,9 @@ func Listen(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{
-		cfg: cfg, ln: ln, hello: append(line, '\n'), clientHello: clientHello,
-		loopback: newGate("loopback", cfg.PendingConns, cfg.PendingBytes, cfg.Logger),
-		piped:    newGate("pipe", cfg.PendingConns, cfg.PendingBytes, cfg.Logger),
-	}, nil
+	s := &Server{cfg: cfg, ln: ln, hello: append(line, '\n'), clientHello: clientHello, inlets: map[Origin]*inlet{}}
+	s.listened = s.inletLocked(Loopback)
+	return s, nil
 }
 
 // Addr is the endpoint clients dial, like 127.0.0.1:52144.
@@ -182,22 +200,23 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(ctx, conn, Loopback, s.loopback)
+			s.serveConn(ctx, conn, s.listened)
 		}()
 	}
 }
 
-// serveConn serves the one request of a connection that came from origin, in through g's path.
-func (s *Server) serveConn(ctx context.Context, conn net.Conn, origin Origin, g *gate) {
+// serveConn serves the one request of a connection that came in through in.
+func (s *Server) serveConn(ctx context.Context, conn net.Conn, in *inlet) {
+	origin := in.origin
 	defer conn.Close()
 	// Stopping closes the connection, whatever its client does: one that sends nothing, or stops
 	// reading its stream or its answer, cannot hold Serve past its context.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	_ = conn.SetReadDeadline(time.Now().Add(s.cfg.LineTimeout))
-	// Until its token is checked, the connection is in the gate, which bounds how many such
-	// connections there are and what their lines hold.
-	w := g.enter(conn)
+	// Until its token is checked, the connection is in its origin's gate, which bounds how many
+	// such connections there are and what their lines hold.
+	w := in.gate.enter(conn)
 	defer w.leave()
 
 	line, err := w.readLine()
@@ -208,7 +227,7 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn, origin Origin, g 
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			err = api.Errorf(api.CodeBadRequest, "no request line arrived within %s of connecting", s.cfg.LineTimeout)
 		}
-		s.refuse(w, err)
+		s.refuse(w, origin, err)
 		return
 	}
 	// The most common request, a Client's Hello, compared whole and in constant time: equal
@@ -220,9 +239,9 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn, origin Origin, g 
 		s.write(conn, s.hello)
 		return
 	}
-	call, err := s.check(line, origin)
+	call, err := s.check(line, in)
 	if err != nil {
-		s.refuse(w, err)
+		s.refuse(w, origin, err)
 		return
 	}
 	w.leave()
@@ -233,9 +252,9 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn, origin Origin, g 
 	s.serveCall(ctx, conn, call)
 }
 
-// check runs the spec's order of checks on a request line that came from origin. It returns the
-// checked call, nil for a Hello the bus answers itself, or the *api.Error to answer.
-func (s *Server) check(line []byte, origin Origin) (*Call, error) {
+// check runs the spec's order of checks on a request line that came in through in. It returns
+// the checked call, nil for a Hello the bus answers itself, or the *api.Error to answer.
+func (s *Server) check(line []byte, in *inlet) (*Call, error) {
 	// 1. The line: a valid envelope, or bad_request.
 	env, err := api.DecodeEnvelope(line)
 	if err != nil {
@@ -256,7 +275,14 @@ func (s *Server) check(line []byte, origin Origin) (*Call, error) {
 	}
 	// 4. The caller and the request: first whether a connection of this origin may name this
 	// caller at all (a host's forward speaks for its own environment only), Hello included.
-	if d := Admit(origin, env.From); d.Verdict != Allow {
+	if d := Admit(in.origin, env.From); d.Verdict != Allow {
+		// A host that names a caller its forward does not speak for is trying to act beyond
+		// its environment (or is misconfigured): a person should learn which one, without a
+		// line per attempt.
+		if ok, n := in.refused.allow(time.Now()); ok {
+			s.cfg.Logger.Warn("a connection named a caller its origin may not speak for: refused",
+				"origin", in.origin.String(), "from", env.From.String(), "refused", n)
+		}
 		return nil, api.Errorf(api.CodeForbidden, "%s", d.Why)
 	}
 	req, err := env.Request.Decode()
@@ -450,14 +476,14 @@ func writeLines(conn net.Conn, ch chan []byte, first []byte) bool {
 	return err == nil
 }
 
-// refuse answers an error found before the handler and logs it. The log line names the code,
-// never the request's content or token. w is still in its gate.
-func (s *Server) refuse(w *waiter, err error) {
+// refuse answers an error found before the handler and logs it. The log line names the code and
+// where the connection came from, never the request's content or token. w is still in its gate.
+func (s *Server) refuse(w *waiter, origin Origin, err error) {
 	conn := w.conn
 	a := errorAnswer(err)
 	var e *api.Error
 	if errors.As(err, &e) {
-		s.cfg.Logger.Debug("request refused", "code", string(e.Code), "remote", remoteOf(conn))
+		s.cfg.Logger.Debug("request refused", "code", string(e.Code), "origin", origin.String(), "remote", remoteOf(conn))
 	}
 	line, _ := a.MarshalJSON()
 	if s.write(conn, append(line, '\n')) && !w.dropped.Load() {

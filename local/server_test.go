@@ -16,13 +16,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/apitest"
+	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/hangup"
+	"github.com/krad-ade/krad/internal/sockpair"
 )
 
 const (
@@ -39,8 +40,9 @@ func mustToken(t testing.TB, s string) api.Token {
 	return tok
 }
 
-// testApp is an app behind the bus with one environment "main": terminal 1 is a lead whose
-// worker is terminal 2, terminal 3 is a plain shell. Handle answers through fn.
+// testApp is an app behind the bus with the environment "main", where terminal 1 is a lead whose
+// worker is terminal 2 and terminal 3 is a plain shell, and the SSH environment "build", whose
+// terminal 1 is a plain shell. Handle answers through fn.
 type testApp struct {
 	fn      func(ctx context.Context, c *Call) api.Answer
 	handled atomic.Int32
@@ -52,6 +54,9 @@ func (a *testApp) Role(_ context.Context, from api.Caller) (Role, error) {
 		return RoleClient, nil
 	case api.CallerGit:
 		return RoleGit, nil
+	}
+	if from.Terminal == (api.TerminalID{Environment: "build", Terminal: 1}) {
+		return RoleTerminal, nil
 	}
 	if from.Terminal.Environment != "main" || from.Terminal.Terminal > 3 {
 		return 0, api.Errorf(api.CodeForbidden, "%s is not a terminal of this app", from.Terminal)
@@ -492,6 +497,53 @@ func pathName(pipe bool) string {
 	return "tcp"
 }
 
+// heldRequest is the request of a test app whose handler holds it until it is cancelled.
+type heldRequest struct {
+	started, cancelled chan struct{}
+}
+
+// holdingApp is a test app that holds its one request until the request is cancelled.
+func holdingApp() (*testApp, *heldRequest) {
+	h := &heldRequest{started: make(chan struct{}), cancelled: make(chan struct{})}
+	return &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
+		close(h.started)
+		<-ctx.Done()
+		close(h.cancelled)
+		return api.OK
+	}}, h
+}
+
+// reached waits for the request to reach the app.
+func (h *heldRequest) reached(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request did not reach the app")
+	}
+}
+
+// stillHeld checks that the request is not cancelled, after the bus has had time to look at the
+// client's end several times; what is what the client did.
+func (h *heldRequest) stillHeld(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-h.cancelled:
+		t.Fatalf("%s cancelled the request", what)
+	case <-time.After(5 * hangup.PollEvery):
+	}
+}
+
+// cancelledBy checks that the request is cancelled within 10 s; what is what the client did.
+func (h *heldRequest) cancelledBy(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-h.cancelled:
+	case <-time.After(10 * time.Second):
+		t.Errorf("%s did not cancel the request", what)
+	}
+}
+
 // TestLeavingCancels: a client that closes its connection while its Wait waits cancels it,
 // through either path, whether it shut down its writing side first (a half-close, which alone
 // cancels nothing) or not.
@@ -499,36 +551,17 @@ func TestLeavingCancels(t *testing.T) {
 	for _, pipe := range []bool{false, true} {
 		for _, halfFirst := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/half-close first=%v", pathName(pipe), halfFirst), func(t *testing.T) {
-				started := make(chan struct{})
-				cancelled := make(chan struct{})
-				app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
-					close(started)
-					<-ctx.Done()
-					close(cancelled)
-					return api.OK
-				}}
+				app, held := holdingApp()
 				b := startBus(t, app, nil)
 				conn := dialPath(t, b, pipe)
 				_, _ = io.WriteString(conn, envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `{"Wait":{"target":2,"timeout_secs":600}}`))
-				select {
-				case <-started:
-				case <-time.After(5 * time.Second):
-					t.Fatal("the Wait did not reach the app")
-				}
+				held.reached(t)
 				if halfFirst {
 					_ = conn.(interface{ CloseWrite() error }).CloseWrite()
-					select {
-					case <-cancelled:
-						t.Fatal("a half-close cancelled the Wait")
-					case <-time.After(5 * hangup.PollEvery):
-					}
+					held.stillHeld(t, "a half-close")
 				}
 				conn.Close()
-				select {
-				case <-cancelled:
-				case <-time.After(10 * time.Second):
-					t.Error("closing the connection did not cancel the Wait")
-				}
+				held.cancelledBy(t, "closing the connection")
 			})
 		}
 	}
@@ -552,14 +585,7 @@ func needNC(t *testing.T) string {
 // cancels nothing; killed, it closes its socket, which cancels the Wait.
 func TestNCKilledCancels(t *testing.T) {
 	nc := needNC(t)
-	started := make(chan struct{})
-	cancelled := make(chan struct{})
-	app := &testApp{fn: func(ctx context.Context, c *Call) api.Answer {
-		close(started)
-		<-ctx.Done()
-		close(cancelled)
-		return api.OK
-	}}
+	app, held := holdingApp()
 	b := startBus(t, app, nil)
 	host, port, _ := net.SplitHostPort(b.Addr())
 	cmd := exec.Command(nc, "-N", host, port)
@@ -568,22 +594,10 @@ func TestNCKilledCancels(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	select {
-	case <-started:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the Wait did not reach the app")
-	}
-	select {
-	case <-cancelled:
-		t.Fatal("nc -N's half-close cancelled the Wait")
-	case <-time.After(5 * hangup.PollEvery):
-	}
+	held.reached(t)
+	held.stillHeld(t, "nc -N's half-close")
 	_ = cmd.Process.Kill()
-	select {
-	case <-cancelled:
-	case <-time.After(10 * time.Second):
-		t.Error("killing nc did not cancel the Wait")
-	}
+	held.cancelledBy(t, "killing nc")
 }
 
 // TestHalfCloseGetsItsAnswer: a client that shuts down its writing side after its line, as
@@ -814,7 +828,8 @@ func TestPipeWhileStopping(t *testing.T) {
 // forbidden before the app hears of it. The same lines from this computer's loopback go through.
 func TestForwardSpeaksForItsEnvironment(t *testing.T) {
 	app := &testApp{}
-	b := startBus(t, app, nil)
+	var log lockedBuffer
+	b := startBus(t, app, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
 	waitServing(t, b)
 	send := func(origin Origin, tok string, from api.Caller, req api.Request) string {
 		t.Helper()
@@ -857,6 +872,11 @@ func TestForwardSpeaksForItsEnvironment(t *testing.T) {
 	if n := app.handled.Load(); n != 0 {
 		t.Fatalf("the app handled %d requests that came through build's forward as another caller", n)
 	}
+	// A person learns that a host tried, and which: one warning naming the forward, not one a
+	// request.
+	if warned := strings.Count(log.String(), `level=WARN msg="a connection named a caller its origin may not speak for: refused" origin="the forward of SSH environment build"`); warned != 1 {
+		t.Errorf("%d warnings name build's forward for its refused callers, want 1; the log:\n%s", warned, log.String())
+	}
 	// The Client's Hello, byte for byte the line the loopback answers at once, is refused too.
 	hello := envelope(`"Client"`, `"Hello"`)
 	conn, _ := b.Pipe(context.Background(), build)
@@ -867,9 +887,14 @@ func TestForwardSpeaksForItsEnvironment(t *testing.T) {
 	if errorCode(t, got) != api.CodeForbidden {
 		t.Errorf("a Client's Hello through build's forward: %s, want forbidden", got)
 	}
-	// build's own terminal may say Hello; from this computer, the callers above go through.
-	if got := send(build, busHex, api.FromTerminal(api.TerminalID{Environment: "build", Terminal: 1}), api.NewRequest(api.Hello, nil)); !strings.HasPrefix(got, `{"Hello":`) {
+	// build's own terminal may say Hello, and its List reaches the app; from this computer, the
+	// callers above go through.
+	build1 := api.FromTerminal(api.TerminalID{Environment: "build", Terminal: 1})
+	if got := send(build, busHex, build1, api.NewRequest(api.Hello, nil)); !strings.HasPrefix(got, `{"Hello":`) {
 		t.Errorf("Hello as build:1 through build's forward: %s", got)
+	}
+	if got := send(build, busHex, build1, api.NewRequest(api.List, nil)); got != `"Ok"`+"\n" || app.handled.Load() != 1 {
+		t.Errorf("List as build:1 through build's forward: %s, with %d requests handled; want the app's answer", got, app.handled.Load())
 	}
 	if got := send(Loopback, busHex, mainLead, api.NewRequest(api.List, nil)); got != `"Ok"`+"\n" {
 		t.Errorf("List as main:1 from this computer: %s, want the app's answer", got)
@@ -943,59 +968,33 @@ func memInUse() uint64 {
 }
 
 // TestFloodOfPartialLines is the issue's attack, in process: thousands of connections, through
-// the listener and through Pipe, each holding 64,000 bytes with no newline. The memory the bus
-// holds stays within its budget, and it keeps answering a terminal's request and Hello, through
-// both paths, while the flood holds.
+// the listener and through the forward of SSH environment build (Pipe), each holding 64,000
+// bytes with no newline. The memory the bus holds stays within its budget, and it keeps
+// answering a terminal's request and Hello, on both ways in, while the flood holds.
 func TestFloodOfPartialLines(t *testing.T) {
 	b := startBus(t, nil, nil)
 	waitServing(t, b)
 	runtime.GC()
 	before := memInUse()
 
-	partial := bytes.Repeat([]byte("x"), 64000)
-	var mu sync.Mutex
-	var flood []net.Conn
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range flood {
-			c.Close()
-		}
-	}()
-	const tcp, pipes = 4000, 1000
-	flooded := make(chan error, 1)
-	go func() {
-		for i := range tcp + pipes {
-			var c net.Conn
-			var err error
-			if i%5 == 4 {
-				c, err = b.Pipe(context.Background(), Loopback)
-			} else {
-				c, err = net.Dial("tcp", b.Addr())
-			}
-			if err != nil {
-				flooded <- err
-				return
-			}
-			mu.Lock()
-			flood = append(flood, c)
-			mu.Unlock()
-			_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			_, _ = c.Write(partial) // fails once the bus has dropped it
-		}
-		flooded <- nil
-	}()
-
-	// While the flood goes on, and after it, a terminal's List and a Hello through each path,
-	// and the memory in use, sampled.
-	ask := func(pipe bool, line string) string {
-		var c net.Conn
-		var err error
+	build := FromForward("build")
+	dial := func(pipe bool) (net.Conn, error) {
 		if pipe {
-			c, err = b.Pipe(context.Background(), Loopback)
-		} else {
-			c, err = net.Dial("tcp", b.Addr())
+			return b.Pipe(context.Background(), build)
 		}
+		return net.Dial("tcp", b.Addr())
+	}
+	const tcp, pipes = 4000, 1000
+	f := floodtest.Start(t, floodtest.Options{
+		Dial:    func(i int) (net.Conn, error) { return dial(i%5 == 4) },
+		Conns:   tcp + pipes,
+		Partial: 64000,
+	})
+
+	// While the flood goes on, and after it, a terminal's List and a Hello on each way in, and
+	// the memory in use, sampled.
+	ask := func(pipe bool, line string) string {
+		c, err := dial(pipe)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1005,38 +1004,29 @@ func TestFloodOfPartialLines(t *testing.T) {
 		got, _ := io.ReadAll(c)
 		return string(got)
 	}
-	list := envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `"List"`)
-	hello := envelope(`"Client"`, `"Hello"`)
+	asks := []struct {
+		pipe        bool
+		list, hello string
+	}{
+		{false, envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `"List"`), envelope(`"Client"`, `"Hello"`)},
+		{true, envelope(`{"Terminal":{"environment":"build","terminal":1}}`, `"List"`), envelope(`{"Terminal":{"environment":"build","terminal":1}}`, `"Hello"`)},
+	}
 	var peak uint64
-	done, after := false, 0
-	for asked := 0; after < 20; asked++ {
-		if !done {
-			select {
-			case err := <-flooded:
-				if err != nil {
-					t.Fatalf("flood: %v", err)
-				}
-				done = true
-			default:
+	f.Probe(t, 20, 10*time.Millisecond, func() {
+		for _, a := range asks {
+			if got := ask(a.pipe, a.list); got != `"Ok"`+"\n" {
+				t.Fatalf("during the flood (pipe %v), a terminal's List got %q", a.pipe, got)
 			}
-		} else {
-			after++
-		}
-		for _, pipe := range []bool{false, true} {
-			if got := ask(pipe, list); got != `"Ok"`+"\n" {
-				t.Fatalf("during the flood (pipe %v), a terminal's List got %q", pipe, got)
-			}
-			if got := ask(pipe, hello); !strings.HasPrefix(got, `{"Hello":`) {
-				t.Fatalf("during the flood (pipe %v), Hello got %q", pipe, got)
+			if got := ask(a.pipe, a.hello); !strings.HasPrefix(got, `{"Hello":`) {
+				t.Fatalf("during the flood (pipe %v), Hello got %q", a.pipe, got)
 			}
 		}
 		peak = max(peak, memInUse())
-		time.Sleep(10 * time.Millisecond)
-	}
+	})
 	grew := peak - min(peak, before)
-	// The budget: on each path, the lines and 4 KiB for each connection's goroutine and socket;
-	// twice that, for the garbage the collector has yet to reclaim. And 1 KiB for each of the
-	// flood's client connections, which this process holds too (0.6 KiB measured).
+	// The budget: for each origin, the lines and 4 KiB for each connection's goroutine and
+	// socket; twice that, for the garbage the collector has yet to reclaim. And 1 KiB for each of
+	// the flood's client connections, which this process holds too (0.6 KiB measured).
 	budget := uint64(2*2*(DefaultPendingBytes+DefaultPendingConns*4<<10) + (tcp+pipes)*1<<10)
 	t.Logf("memory in use: %.1f MiB before the flood, at most %.1f MiB more during it; the budget is %.1f MiB", mib(before), mib(grew), mib(budget))
 	if grew > budget {
@@ -1080,7 +1070,7 @@ func TestGateDropsTheOldest(t *testing.T) {
 	}
 	waitHeld := func(n, bytes int) {
 		t.Helper()
-		g := b.loopback
+		g := b.listened.gate
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			g.mu.Lock()
@@ -1137,16 +1127,10 @@ func TestGateDropsTheOldest(t *testing.T) {
 // whose socket holds bytes the bus has not read yet (its goroutine has not run: it waits on the
 // bus, not on its client) and drops the oldest that waits on its client.
 func TestGatePassesOverUnread(t *testing.T) {
-	g := newGate("test", 2, 0, slog.New(slog.DiscardHandler))
+	g := newGate(Loopback, 2, 0, slog.New(slog.DiscardHandler))
 	pair := func() (client, server net.Conn) {
-		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		client, server, err := sockpair.New()
 		if err != nil {
-			t.Fatal(err)
-		}
-		if client, err = fileConn(fds[0], "client"); err != nil {
-			t.Fatal(err)
-		}
-		if server, err = fileConn(fds[1], "server"); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { client.Close(); server.Close() })
@@ -1161,5 +1145,100 @@ func TestGatePassesOverUnread(t *testing.T) {
 	if oldest.dropped.Load() || !second.dropped.Load() {
 		t.Errorf("dropped: the oldest (unread bytes) %v, the second (waiting on its client) %v; want false, true",
 			oldest.dropped.Load(), second.dropped.Load())
+	}
+}
+
+// TestGateBytesDropOnlyHolders: when a growing line passes the byte bound, the gate drops the
+// oldest connection that holds line bytes, and passes over older idle ones, which hold none:
+// dropping them would free nothing.
+func TestGateBytesDropOnlyHolders(t *testing.T) {
+	g := newGate(Loopback, 10, 0, slog.New(slog.DiscardHandler)) // the smallest budget: two longest lines
+	enter := func() *waiter {
+		client, server, err := sockpair.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { client.Close(); server.Close() })
+		return g.enter(server)
+	}
+	full := func(w *waiter) {
+		for w.grow() {
+		}
+		if w.size != len(bufSizes)-1 {
+			t.Fatalf("a waiter grew to size %d, want the largest", w.size)
+		}
+	}
+	idle, holder, second := enter(), enter(), enter()
+	full(holder)
+	full(second)
+	newest := enter()
+	if !newest.grow() {
+		t.Fatal("the newest connection could not take its first buffer")
+	}
+	if idle.dropped.Load() || !holder.dropped.Load() || second.dropped.Load() {
+		t.Errorf("dropped: the idle oldest %v, the oldest holding a line %v, the second %v; want false, true, false",
+			idle.dropped.Load(), holder.dropped.Load(), second.dropped.Load())
+	}
+	for _, w := range []*waiter{idle, holder, second, newest} {
+		w.leave()
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that a logger and the test may use at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestOriginsHaveGatesOfTheirOwn: a flood of partial lines through the forward of environment a
+// drops a's connections only: a line that environment b's terminal is still sending, older than
+// the whole flood, gets through. The drops are logged once, naming a's forward.
+func TestOriginsHaveGatesOfTheirOwn(t *testing.T) {
+	var log lockedBuffer
+	b := startBus(t, nil, func(c *Config) {
+		c.PendingConns = 3
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	waitServing(t, b)
+	pipe := func(o Origin) net.Conn {
+		c, err := b.Pipe(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		return c
+	}
+	line := envelope(`{"Terminal":{"environment":"b","terminal":1}}`, `"Hello"`)
+	slow := pipe(FromForward("b"))
+	_, _ = io.WriteString(slow, line[:20])
+	time.Sleep(100 * time.Millisecond) // the bus has read it: b's connection waits on its client
+	var flood []net.Conn
+	for range 10 {
+		c := pipe(FromForward("a"))
+		_, _ = io.WriteString(c, "{")
+		flood = append(flood, c)
+	}
+	if got, _ := io.ReadAll(flood[0]); errorCode(t, string(got)) != api.CodeUnavailable {
+		t.Fatalf("the flood's oldest connection got %q, want unavailable", got)
+	}
+	_, _ = io.WriteString(slow, line[20:])
+	if got, _ := bufio.NewReader(slow).ReadString('\n'); !strings.HasPrefix(got, `{"Hello":`) {
+		t.Errorf("b's terminal, during a flood through a's forward, got %q, want its Hello answered", got)
+	}
+	if n := strings.Count(log.String(), `origin="the forward of SSH environment a"`); n != 1 {
+		t.Errorf("%d log lines name a's forward, want one warning for its drops; the log:\n%s", n, log.String())
 	}
 }

@@ -83,23 +83,30 @@ func (h sshHost) Run(ctx context.Context, command string, stdin io.Reader) ([]by
 	return out, fmt.Errorf("run on the host: %w", err)
 }
 
-// ExitError is a command that ran on the host and did not exit 0.
+// ExitError is a command that ran on the host (or, from [Local], on this computer) and did not
+// exit 0.
 type ExitError struct {
 	Status    int    // the exit status; -1 when there was none (a signal, or a session cut)
 	Signal    string // the signal that ended the command, like "KILL", if the host said
 	Stderr    []byte // what the command wrote to stderr: the first MaxStderr bytes
 	Truncated bool   // whether Stderr is cut short
+
+	local bool // from Local
 }
 
 func (e *ExitError) Error() string {
 	var b strings.Builder
+	where := "on the host"
+	if e.local {
+		where = "on this computer"
+	}
 	switch {
 	case e.Signal != "":
-		fmt.Fprintf(&b, "killed by signal %s on the host", termsafe.Escape(e.Signal, 20))
+		fmt.Fprintf(&b, "killed by signal %s %s", termsafe.Escape(e.Signal, 20), where)
 	case e.Status < 0:
-		b.WriteString("the host ended the command without an exit status")
+		fmt.Fprintf(&b, "the command ended without an exit status %s", where)
 	default:
-		fmt.Fprintf(&b, "exit status %d on the host", e.Status)
+		fmt.Fprintf(&b, "exit status %d %s", e.Status, where)
 	}
 	if msg := strings.TrimSpace(string(e.Stderr)); msg != "" {
 		fmt.Fprintf(&b, ": %s", termsafe.Escape(msg, 400))

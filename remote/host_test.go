@@ -18,7 +18,16 @@ import (
 
 func TestRun(t *testing.T) {
 	srv := sshdtest.Start(t, sshdtest.Options{})
-	h := remote.SSH(srv.Dial(t))
+	testRun(t, remote.SSH(srv.Dial(t)), "on the host")
+}
+
+// TestLocal: Local runs what SSH runs, with the same limits and errors, on this computer.
+func TestLocal(t *testing.T) {
+	testRun(t, remote.Local(nil), "on this computer")
+}
+
+// testRun checks a Host: where is how its errors say where the command ran.
+func testRun(t *testing.T, h remote.Host, where string) {
 	ctx := context.Background()
 
 	t.Run("stdin to stdout", func(t *testing.T) {
@@ -37,7 +46,7 @@ func TestRun(t *testing.T) {
 		if ee.Status != 3 || string(ee.Stderr) != "mkdir: No space left\n" || ee.Truncated {
 			t.Errorf("got %+v, want status 3 and the stderr", ee)
 		}
-		if want := "exit status 3 on the host: mkdir: No space left"; err.Error() != want {
+		if want := "exit status 3 " + where + ": mkdir: No space left"; err.Error() != want {
 			t.Errorf("got %q, want %q", err, want)
 		}
 		if string(out) != "partial\n" {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/internal/apptest"
+	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/testbin"
 )
 
@@ -891,57 +892,17 @@ func TestFloodOfPartialLines(t *testing.T) {
 	pid := a.PID()
 	before := memoryOf(t, pid, "VmRSS")
 
-	partial := bytes.Repeat([]byte("x"), 64000)
-	var mu sync.Mutex
-	var flood []net.Conn
-	defer func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range flood {
-			c.Close()
-		}
-	}()
-	flooded := make(chan error, 1)
-	go func() {
-		for range 5000 {
-			c, err := net.Dial("tcp", a.Bus)
-			if err != nil {
-				flooded <- err
-				return
-			}
-			mu.Lock()
-			flood = append(flood, c)
-			mu.Unlock()
-			_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			_, _ = c.Write(partial) // fails once the app has dropped it
-		}
-		flooded <- nil
-	}()
-
+	f := floodtest.Start(t, floodtest.Options{Addr: a.Bus, Conns: 5000, Partial: 64000})
 	list := fmt.Sprintf(`{"api_version":1,"token":%q,"from":{"Terminal":{"environment":"main","terminal":1}},"request":"List"}`+"\n", tok)
 	hello := fmt.Sprintf(`{"api_version":1,"token":%q,"from":"Client","request":"Hello"}`+"\n", tok)
-	done, after, asked := false, 0, 0
-	for ; after < 20; asked++ {
-		if !done {
-			select {
-			case err := <-flooded:
-				if err != nil {
-					t.Fatalf("flood: %v", err)
-				}
-				done = true
-			default:
-			}
-		} else {
-			after++
-		}
+	asked := f.Probe(t, 20, 20*time.Millisecond, func() {
 		if got := roundTrip(t, a.Bus, list); !strings.HasPrefix(got, `{"Agents":[{"environment":"main","terminal":1,`) {
 			t.Fatalf("during the flood, terminal 1's List got %q", got)
 		}
 		if got := roundTrip(t, a.Bus, hello); !strings.HasPrefix(got, `{"Hello":`) {
 			t.Fatalf("during the flood, Hello got %q", got)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	})
 	peak := memoryOf(t, pid, "VmHWM")
 	t.Logf("krad-ade's resident memory: %.1f MiB before the flood, at most %.1f MiB during it (%d requests answered)", float64(before)/1024, float64(peak)/1024, 2*asked)
 	// The README's budget: a flood adds at most 24 MiB to the app's resident memory.

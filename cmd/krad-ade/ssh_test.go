@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,7 +141,7 @@ func TestEnvironmentHealsWhenKnownHostsChanges(t *testing.T) {
 func TestSIGHUPRetriesFailedEnvironments(t *testing.T) {
 	w := newSSHWorld(t, "secret")
 	w.write(filepath.Join(w.home, ".ssh", "known_hosts"), w.sshd.KnownHostsLine(0)+"\n")
-	sock := startAgent(t)
+	sock := sshdtest.StartAgent(t)
 	w.start("SSH_AUTH_SOCK=" + sock)
 	at := w.logs(0, "failed: authentication of .*needs a passphrase and no agent holds it")
 
@@ -169,31 +167,4 @@ func TestSIGHUPRetriesFailedEnvironments(t *testing.T) {
 	}
 	w.logs(at, "connected: 127.0.0.1:")
 	w.served()
-}
-
-// startAgent starts an empty ssh-agent for the test and returns its socket.
-func startAgent(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "agent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "s")
-	cmd := exec.Command("ssh-agent", "-D", "-a", sock)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Skipf("ssh-agent: %v", err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for i := 0; ; i++ {
-		if c, err := net.Dial("unix", sock); err == nil {
-			c.Close()
-			return sock
-		}
-		if i == 200 {
-			t.Fatal("ssh-agent does not answer on its socket")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -8,32 +8,22 @@ import (
 	"io"
 	"net"
 	"os"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/internal/hangup"
+	"github.com/krad-ade/krad/internal/sockpair"
 )
 
 // socketPair is a connected pair of AF_UNIX stream sockets, as local.Server.Pipe makes them.
 func socketPair(t *testing.T) (net.Conn, net.Conn) {
 	t.Helper()
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	a, b, err := sockpair.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var conns [2]net.Conn
-	for i, fd := range fds {
-		f := os.NewFile(uintptr(fd), "pair")
-		c, err := net.FileConn(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		conns[i] = c
-	}
-	return conns[0], conns[1]
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
 }
 
 // tcpPair is a TCP connection on loopback: the client's end and the server's.
@@ -97,15 +87,17 @@ func TestWait(t *testing.T) {
 	}
 }
 
-// TestWaitEnds: Wait returns ctx's error when ctx ends, and the connection's when it is closed
-// under it.
+// TestWaitEnds: Wait returns ctx's error when ctx ends, leaving the connection's read deadline
+// in the past as its doc says, for every kind of connection; and the connection's error when it
+// is closed under it.
 func TestWaitEnds(t *testing.T) {
 	for name, pair := range map[string]func(*testing.T) (net.Conn, net.Conn){"socket pair": socketPair, "tcp": tcpPair} {
 		t.Run(name, func(t *testing.T) {
-			_, server := pair(t)
+			client, server := pair(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- hangup.Wait(ctx, server) }()
+			time.Sleep(50 * time.Millisecond) // Wait is waiting
 			cancel()
 			select {
 			case err := <-done:
@@ -114,6 +106,11 @@ func TestWaitEnds(t *testing.T) {
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("Wait did not return when its ctx ended")
+			}
+			// Bytes wait to be read, yet the read fails at once: the deadline is past.
+			_, _ = io.WriteString(client, "x")
+			if _, err := server.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("a read after Wait's ctx ended: %v, want the deadline that Wait set", err)
 			}
 		})
 	}

@@ -452,3 +452,47 @@ func (b *logBuffer) String() string {
 	defer b.mu.Unlock()
 	return strings.Join(b.lines, "\n")
 }
+
+// StartAgent starts an ssh-agent for the test, holding the identity files keys (none: empty),
+// and returns its socket; the end of the test stops it. Without ssh-agent the test is skipped,
+// except under CI, where it fails.
+func StartAgent(t testing.TB, keys ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("ssh-agent"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("ssh-agent is missing in CI: install openssh-client")
+		}
+		t.Skip("ssh-agent is not installed")
+	}
+	dir, err := os.MkdirTemp("", "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "s")
+	cmd := exec.Command("ssh-agent", "-D", "-a", sock)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start ssh-agent: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// The socket file exists a moment before the agent listens on it.
+	for i := 0; ; i++ {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			break
+		}
+		if i == 200 {
+			t.Fatal("ssh-agent does not answer on its socket")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, k := range keys {
+		add := exec.Command("ssh-add", k)
+		add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+		if out, err := add.CombinedOutput(); err != nil {
+			t.Fatalf("ssh-add %s: %v: %s", k, err, out)
+		}
+	}
+	return sock
+}

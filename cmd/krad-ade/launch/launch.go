@@ -116,7 +116,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := makeConfigFolder(dir); err != nil {
 		return failConfig(stderr, configPath, err)
 	}
-	locks, msg, hint := lockInstance(dir, tmuxEnv(os.Environ()))
+	// The tmux server the app drives, as the lock and the app both reach it.
+	tmuxConfig := app.TmuxConfig{Env: tmuxEnv(os.Environ())}
+	locks, msg, hint := lockInstance(dir, tmuxConfig)
 	if locks == nil {
 		return fail(stderr, exitError, msg, hint)
 	}
@@ -143,7 +145,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		companion: companion,
 		getenv:    getenv,
 	}
-	return r.serve(ctx, cfg, terminals, configPath, stderr)
+	return r.serve(ctx, cfg, tmuxConfig, terminals, configPath, stderr)
 }
 
 // run is one run of krad-ade.
@@ -160,7 +162,7 @@ type run struct {
 // readyWait is how long krad-ade waits for its local environment before it says it is not up.
 const readyWait = 15 * time.Second
 
-func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.Terminal, configPath string, stderr io.Writer) int {
+func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxConfig, terminals []config.Terminal, configPath string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)
@@ -176,10 +178,17 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 		return fail(stderr, exitError, err.Error(), "the system's random source failed; try again")
 	}
 	pid := os.Getpid()
-	tmuxConfig := app.TmuxConfig{Env: tmuxEnv(os.Environ())}
 
 	// What can refuse to start comes before anything is started (tmux, the bus, the bridges), so
 	// that a refused start leaves no process behind: the token file, the listener, api.json.
+	// undo holds what is made on the way, undone last first if the start fails; it is cleared
+	// once the bus is made, and the stop removes the files itself.
+	var undo []func()
+	defer func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}()
 	tokenFile, err := tokenfile.Write(ctx, a.shell(), a.instance(), busToken)
 	if err != nil {
 		var refused *shell.RefusedError
@@ -189,12 +198,13 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 		return fail(stderr, exitError, fmt.Sprintf("write the token file of the local terminals: %v", err),
 			"krad-ade keeps it in ~/.krad-ade/run, as on SSH hosts: make ~/.krad-ade a folder of your own, and check that HOME is set")
 	}
+	undo = append(undo, func() { a.removeTokenFile(tokenFile) })
 	// Listen where the terminals of an earlier run still look for the bus, if that port is free.
 	ln, err := local.ListenLoopback(app.PreviousEndpoint(ctx, tmuxConfig, app.Local))
 	if err != nil {
-		a.removeTokenFile(tokenFile)
 		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
 	}
+	undo = append(undo, func() { ln.Close() })
 	a.file = discovery.File{
 		APIVersion: api.Version,
 		Endpoint:   ln.Addr().String(),
@@ -206,11 +216,10 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 	where := "discovery is off (config.toml), so only the app's terminals find the bus"
 	if cfg.Discovery {
 		if err := discovery.Write(a.dir, a.file); err != nil {
-			ln.Close()
-			a.removeTokenFile(tokenFile)
 			return fail(stderr, exitError, fmt.Sprintf("write %s: %v", apiPath, err),
 				"check that the folder is yours and the disk has room, or set discovery = false in config.toml")
 		}
+		undo = append(undo, func() { a.removeAPIFile(apiPath) })
 		where = "api.json at " + apiPath
 	}
 	var model *app.App
@@ -246,10 +255,9 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 		Listener:  ln,
 	})
 	if err != nil {
-		ln.Close()
-		a.removeFiles(apiPath, tokenFile)
 		return fail(stderr, exitError, err.Error(), "check that the loopback interface is up")
 	}
+	undo = nil
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
@@ -313,12 +321,12 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 		config.Watch(ctx, configPath, configPoll, reload, cfg,
 			func(c config.Config) { a.apply(c, apiPath) },
 			func(err error) {
+				attrs := []any{"path", configPath, "err", err}
 				var me *config.ModeError
 				if errors.As(err, &me) {
-					a.log.Error("config.toml not applied: nothing changed", "path", configPath, "err", err, "fix", me.Fix)
-					return
+					attrs = append(attrs, "fix", me.Fix)
 				}
-				a.log.Error("config.toml not applied: nothing changed", "path", configPath, "err", err)
+				a.log.Error("config.toml not applied: nothing changed", attrs...)
 			})
 	}()
 
@@ -343,10 +351,15 @@ func (a *run) serve(ctx context.Context, cfg config.Config, terminals []config.T
 // removeFiles removes what the run leaves while it runs: api.json, if it is still its own, and
 // the local terminals' token file.
 func (a *run) removeFiles(apiPath, tokenFile string) {
+	a.removeAPIFile(apiPath)
+	a.removeTokenFile(tokenFile)
+}
+
+// removeAPIFile removes api.json, if it is still this run's.
+func (a *run) removeAPIFile(apiPath string) {
 	if err := discovery.RemoveIfOurs(apiPath, a.file.PID); err != nil && !errors.Is(err, discovery.ErrNotOurs) {
 		a.log.Warn("api.json left in place", "path", apiPath, "err", err)
 	}
-	a.removeTokenFile(tokenFile)
 }
 
 // apply makes a new configuration true: discovery on writes api.json, off removes it at once.
@@ -572,18 +585,6 @@ func failConfig(stderr io.Writer, path string, err error) int {
 		return fail(stderr, exitError, fmt.Sprintf("%v (%s)", err, path), "fix that line, or move the file away to start on the defaults")
 	}
 	return fail(stderr, exitError, err.Error(), "check that the config folder and config.toml are yours, or pass --config-dir")
-}
-
-// shell runs package tokenfile's scripts on this computer.
-func (a *run) shell() localShell { return localShell{env: tmuxEnv(os.Environ())} }
-
-// removeTokenFile removes the local terminals' token file, as the bridges remove the hosts'.
-func (a *run) removeTokenFile(path string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := tokenfile.Remove(ctx, a.shell(), path); err != nil {
-		a.log.Warn("the local terminals' token file was left in place", "path", path, "err", err)
-	}
 }
 
 // fail prints an error and its hint the way every krad program does, and returns code.

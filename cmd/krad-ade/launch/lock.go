@@ -3,10 +3,10 @@ package launch
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/krad-ade/krad/app"
 )
 
 // LockName is the lock file in the config folder that a running krad-ade holds.
@@ -19,10 +19,11 @@ const LockName = "krad-ade.lock"
 // taken before it reads config.toml or starts anything:
 //
 //   - LockName in the config folder;
-//   - <socket>-app.lock beside its tmux server's socket, in tmux's own folder (tmux-UID, which
-//     tmux keeps the user's and closed to others), so that every app that would reach that
-//     server, whatever its config folder, finds the same file. (Not <socket>.lock: tmux takes
-//     that one itself while it starts a server, and removes it.)
+//   - <socket>-app.lock beside the socket of the tmux server the app drives
+//     (app.TmuxConfig.SocketFile), by default in tmux's own folder (tmux-UID, which tmux keeps
+//     the user's and closed to others), so that every app that would reach that server, whatever
+//     its config folder, finds the same file. (Not <socket>.lock: tmux takes that one itself
+//     while it starts a server, and removes it.)
 //
 // They are POSIX record locks (fcntl), which the kernel drops when the process ends, however it
 // ends, and which tell a second process the pid that holds them. A record lock is also dropped
@@ -62,9 +63,9 @@ func (l *instanceLocks) release() {
 }
 
 // lockInstance takes the config folder's lock and the tmux server's, or says who holds them and
-// what to do, as an error and a hint. tmuxEnv is the environment of the app's tmux processes,
-// whose TMUX_TMPDIR says where tmux keeps its socket.
-func lockInstance(dir string, tmuxEnv []string) (_ *instanceLocks, msg, hint string) {
+// what to do, as an error and a hint. tmux is how the app reaches its tmux server: the lock goes
+// beside that server's socket (app.TmuxConfig.SocketFile), whatever names it.
+func lockInstance(dir string, tmux app.TmuxConfig) (_ *instanceLocks, msg, hint string) {
 	l := &instanceLocks{}
 	f, err := lockFile(filepath.Join(dir, LockName))
 	var held *heldError
@@ -77,55 +78,21 @@ func lockInstance(dir string, tmuxEnv []string) (_ *instanceLocks, msg, hint str
 	}
 	l.files = append(l.files, f)
 
-	socketDir, err := tmuxSocketDir(tmuxEnv)
+	socket, err := tmux.SocketFile()
 	if err != nil {
 		l.release()
 		return nil, err.Error(), "tmux would refuse it too: make the folder yours and owner-only (chmod 700), or set TMUX_TMPDIR to a folder of your own"
 	}
-	socket := filepath.Join(socketDir, tmuxSocketName)
 	f, err = lockFile(socket + "-app.lock")
 	switch {
 	case errors.As(err, &held):
 		l.release()
-		return nil, fmt.Sprintf("%s drives the tmux server %s (%s), from another config folder", held.holder(), tmuxSocketName, socket),
+		return nil, fmt.Sprintf("%s drives the tmux server %s (%s), from another config folder", held.holder(), filepath.Base(socket), socket),
 			held.stop() + ": two apps on one tmux server would drive the same sessions; to run a second app, give it its own config folder and tmux server (TMUX_TMPDIR)"
 	case err != nil:
 		l.release()
-		return nil, fmt.Sprintf("lock the tmux server: %v", err), "check that " + socketDir + " is yours"
+		return nil, fmt.Sprintf("lock the tmux server: %v", err), "check that " + filepath.Dir(socket) + " is yours"
 	}
 	l.files = append(l.files, f)
 	return l, "", ""
-}
-
-// tmuxSocketName is the socket name of the app's tmux server (tmux -L).
-const tmuxSocketName = "krad-ade"
-
-// tmuxSocketDir is the folder of the app's tmux socket, found as tmux 3 finds it: $TMUX_TMPDIR
-// when it names a folder, else /tmp, resolved, then tmux-UID. It creates the folder, owner-only,
-// when it is missing, as tmux does, and refuses one that tmux would refuse: not a folder, not the
-// user's, or open to others.
-func tmuxSocketDir(env []string) (string, error) {
-	base := "/tmp"
-	for _, kv := range env {
-		if d, ok := strings.CutPrefix(kv, "TMUX_TMPDIR="); ok && d != "" {
-			if real, err := filepath.EvalSymlinks(d); err == nil {
-				base = real
-			}
-		}
-	}
-	if real, err := filepath.EvalSymlinks(base); err == nil {
-		base = real
-	}
-	dir := filepath.Join(base, fmt.Sprintf("tmux-%d", os.Getuid()))
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", fmt.Errorf("create tmux's socket folder: %w", err)
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return "", fmt.Errorf("tmux's socket folder: %w", err)
-	}
-	if err := checkSocketDir(dir, fi); err != nil {
-		return "", err
-	}
-	return dir, nil
 }

@@ -2,15 +2,10 @@
 
 package launch
 
-import (
-	"io/fs"
-	"os"
-)
+import "os"
 
 // lockFile opens path; elsewhere than on Unix it takes no lock, and two apps on one config folder
 // are not prevented.
 func lockFile(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 }
-
-func checkSocketDir(string, fs.FileInfo) error { return nil }

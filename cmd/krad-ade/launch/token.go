@@ -1,15 +1,12 @@
 package launch
 
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io"
-	"os/exec"
-	"strings"
+	"os"
+	"time"
 
-	"github.com/krad-ade/krad/internal/termsafe"
+	"github.com/krad-ade/krad/remote"
+	"github.com/krad-ade/krad/tokenfile"
 )
 
 // The local terminals' token file. Terminals on this computer get KRAD_ADE_TOKEN, as the spec
@@ -22,32 +19,16 @@ import (
 // instance names the computer, the user and the config folder). It lives there rather than in
 // the config folder, which people keep in dotfiles repositories and sync; a token is runtime state.
 
-// localShell runs package tokenfile's scripts on this computer: its commands are command lines
-// for a shell, as an SSH host's login shell gets them.
-type localShell struct {
-	env []string // the app's environment, whose HOME holds ~/.krad-ade
-}
+// shell runs package tokenfile's scripts on this computer, with /bin/sh, in the app's environment
+// (whose HOME holds ~/.krad-ade): they are command lines for a shell, as an SSH host's login shell
+// gets them.
+func (a *run) shell() remote.Host { return remote.Local(tmuxEnv(os.Environ())) }
 
-// maxScriptOutput bounds what a script may print; tokenfile's print a line or two.
-const maxScriptOutput = 64 << 10
-
-func (h localShell) Run(ctx context.Context, command string, stdin io.Reader) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
-	cmd.Env = h.env
-	cmd.Stdin = stdin
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if stdout.Len() > maxScriptOutput {
-		return nil, fmt.Errorf("sh printed more than %d KiB", maxScriptOutput>>10)
+// removeTokenFile removes the local terminals' token file, as the bridges remove the hosts'.
+func (a *run) removeTokenFile(path string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tokenfile.Remove(ctx, a.shell(), path); err != nil {
+		a.log.Warn("the local terminals' token file was left in place", "path", path, "err", err)
 	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		msg := strings.TrimSpace(stderr.String())
-		return stdout.Bytes(), fmt.Errorf("sh: %v: %s", exit, termsafe.Escape(msg, 400))
-	}
-	if err != nil {
-		return stdout.Bytes(), fmt.Errorf("sh: %w", err)
-	}
-	return stdout.Bytes(), nil
 }

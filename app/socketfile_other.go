@@ -1,0 +1,7 @@
+//go:build !unix
+
+package app
+
+import "io/fs"
+
+func checkSocketDir(string, fs.FileInfo) error { return nil }

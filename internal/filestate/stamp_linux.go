@@ -1,0 +1,34 @@
+package filestate
+
+import (
+	"os"
+	"syscall"
+	"time"
+)
+
+// stamp is a file's metadata, as a look compares it. known is false when the file could not be
+// looked at: such a stamp never matches.
+type stamp struct {
+	known        bool
+	dev, ino     uint64
+	size         int64
+	mtime, ctime syscall.Timespec
+	mode         uint32
+}
+
+func stampOf(path string) stamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return stamp{}
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return stamp{}
+	}
+	return stamp{known: true, dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim, mode: st.Mode}
+}
+
+// changedSince says whether the file's modification or change time is t or later.
+func (s stamp) changedSince(t time.Time) bool {
+	return !time.Unix(s.mtime.Unix()).Before(t) || !time.Unix(s.ctime.Unix()).Before(t)
+}
