@@ -69,10 +69,12 @@ type Config struct {
 	// PasteDelay is the pause between the text a Send types and its Enter: agent TUIs take an
 	// Enter that arrives within about 120 ms of pasted text as part of the paste.
 	PasteDelay time.Duration
-	// TmuxTimeout is how long an environment's tmux may leave a command unanswered before the app
-	// takes it for stuck (a stopped server, a host that hangs): the environment goes down, its
-	// agents are shown unreachable, and the app attaches again. A quiet tmux is asked something
-	// every TmuxTimeout/4, so silence is noticed within about 1.5 × TmuxTimeout.
+	// TmuxTimeout is how long an environment's tmux may send nothing while a command waits for
+	// its reply before the app takes it for stuck (a stopped server, a host that hangs): the
+	// environment goes down, its agents are shown unreachable, and the app attaches again. Pane
+	// output counts as life (tmux holds replies behind the output it has not sent yet), up to 4
+	// × TmuxTimeout for one command (tmux.Client.Watch). A quiet tmux is asked something every
+	// TmuxTimeout/4, so silence is noticed within about 1.5 × TmuxTimeout.
 	TmuxTimeout time.Duration
 	// Terminals are opened when their environment first comes up in this run.
 	Terminals []TerminalSpec

@@ -70,7 +70,8 @@
 // notification [Unknown] rather than wrap into a negative number. A reply is only ever given to the command it answers: if tmux answers when no
 // command waits, the replies are out of step and the client ends with [ErrProtocol] rather than
 // give later replies to the wrong callers. A stream that stays open and answers nothing (a
-// stopped server, a program that answered its first reply and then fell silent) would hold every
-// command for good: [Client.Watch] ends such a client with [ErrNoAnswer]. It does not authenticate the stream: whoever controls
+// stopped server, a program that answered its first reply and then fell silent, or one that
+// streams pane output and never replies) would hold every command for good: [Client.Watch] ends
+// such a client with [ErrNoAnswer]. It does not authenticate the stream: whoever controls
 // it controls what the client reads, as whoever controls the tmux server controls its windows.
 package tmux
