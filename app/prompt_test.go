@@ -1,20 +1,17 @@
 package app_test
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"log/slog"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/leaktest"
 )
 
@@ -25,24 +22,6 @@ func newPrompt(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return "prompt-" + hex.EncodeToString(b)
-}
-
-// lockedBuffer is a log's output, written by the app's goroutines and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // tmuxKnows is everything the worker's tmux server holds that a prompt could hide in: the
@@ -107,10 +86,8 @@ time.sleep(600)
 // dropped it, and these programs, which read it, waited for it for ever.
 func TestSpawnPromptIsTyped(t *testing.T) {
 	began := time.Now().Add(-time.Second) // file times are coarse
-	var log lockedBuffer
-	h := start(t, lead(), func(c *app.Config) {
-		c.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	})
+	var log apptest.Buffer
+	h := start(t, lead(), withLog(&log))
 	c := h.as(1)
 	for _, tt := range []struct {
 		name    string

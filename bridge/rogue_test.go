@@ -1,7 +1,6 @@
 package bridge_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,38 +8,20 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/roguetmux"
 )
 
 // The tests here stand for a compromised host: its tmux (roguetmux, first on the PATH of the
 // host's user, reached over the real sshd as any host's tmux is) says what an attacker wants.
 
-// countingLog is the app's log, kept for a test.
-type countingLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *countingLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *countingLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startRogue starts the world with the rogue tmux as the host's tmux.
-func startRogue(t *testing.T, o roguetmux.Options, log *countingLog) (*world, *roguetmux.Tmux) {
+func startRogue(t *testing.T, o roguetmux.Options, log *apptest.Buffer) (*world, *roguetmux.Tmux) {
 	t.Helper()
 	rt := roguetmux.Write(t, t.TempDir(), o)
 	w := startWorld(t, worldOptions{
@@ -88,7 +69,7 @@ func (w *world) environmentAgents() []api.Agent {
 // DefaultMaxTerminals terminals: then subscribers get terminal_limit, the rest of the windows are
 // left alone, and Spawn is refused with conflict.
 func TestHostFloodsWindows(t *testing.T) {
-	var log countingLog
+	var log apptest.Buffer
 	w, rt := startRogue(t, roguetmux.Options{Flood: roguetmux.WindowAdds(1000, 300000), Listed: roguetmux.WindowList(1000, 300000)}, &log)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -196,7 +177,7 @@ func TestHostSendsWhatTheAppCannotUse(t *testing.T) {
 		`@21 %21 1 99999999999999999999  0 {"terminal":3,"title":"dead","role":"shell"}`,
 	)
 	escapes := strings.Repeat("\x1b]0;pwned\x07\x1b[2J", 150)
-	var log countingLog
+	var log apptest.Buffer
 	w, rt := startRogue(t, roguetmux.Options{
 		Windows:      windows,
 		Next:         "99999999999999999999",
@@ -274,7 +255,7 @@ func TestHostSendsWhatTheAppCannotUse(t *testing.T) {
 // TestHostTmuxRefusesAtLength: a host's tmux that refuses to start with a line of 1 MB of escapes,
 // every time the app tries, makes a short warning each time, not a megabyte.
 func TestHostTmuxRefusesAtLength(t *testing.T) {
-	var log countingLog
+	var log apptest.Buffer
 	startRogue(t, roguetmux.Options{Refuse: "no " + strings.Repeat("\x1b[2J\x07", 150000)}, &log)
 	deadline := time.Now().Add(60 * time.Second)
 	for strings.Count(log.String(), `msg="environment down" environment=build`) < 3 {
