@@ -565,9 +565,6 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 	if b.Group != "" {
 		return api.Agent{}, api.NotServed("groups (Spawn's group, which comes with worktrees)", "spawn without --group")
 	}
-	if strings.IndexByte(b.Prompt, 0) >= 0 {
-		return api.Agent{}, api.Errorf(api.CodeBadRequest, "the prompt holds a NUL byte, which cannot be typed into a terminal")
-	}
 	prompt := b.Prompt
 	a.mu.Lock()
 	lead := a.terminalLocked(from.Environment, from.Terminal)

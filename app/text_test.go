@@ -13,6 +13,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/tmux"
 )
@@ -312,5 +313,47 @@ func TestKradInWindowOpenedWithACommand(t *testing.T) {
 		if a.Terminal == 2 && a.State != api.StateNeedsInput {
 			t.Errorf("main:2 is %s, want needs_input, as it reported", a.State)
 		}
+	}
+}
+
+// TestNULIsRefused: a NUL byte, which no terminal can be typed and no argument can hold, in a
+// Send's text or in a Spawn's prompt, command or agent, is refused with bad_request before
+// anything happens: nothing is logged as a failure, no terminal opens, and a Wait after the
+// refused Send answers at once rather than wait out the reaction window for a Send that never
+// was.
+func TestNULIsRefused(t *testing.T) {
+	var log apptest.Buffer
+	h := start(t, lead(), withLog(&log), func(c *app.Config) { c.Reaction = time.Minute })
+	c := h.as(1)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "lines", Command: []string{"sh", "-c", `while read line; do echo "got: $line"; done`}})
+	if a := h.agent(c, api.Wait, &api.WaitBody{Target: api.Target(w.Terminal), TimeoutSecs: secs(30)}); a.State != api.StateIdle {
+		t.Fatalf("the worker is %s, want idle", a.State)
+	}
+	_, err := h.call(c, api.Send, &api.SendBody{Target: api.Target(w.Terminal), Text: "a\x00b"})
+	if code(err) != api.CodeBadRequest || !strings.Contains(err.Error(), "NUL") {
+		t.Errorf("Send of a NUL: %v, want bad_request about the NUL byte", err)
+	}
+	if a, err := h.call(c, api.Wait, &api.WaitBody{Target: api.Target(w.Terminal), TimeoutSecs: secs(20)}); err != nil {
+		t.Errorf("Wait after the refused Send: %v, want the idle worker at once", err)
+	} else {
+		var ag api.Agent
+		if a.Decode("Agent", &ag) != nil || ag.State != api.StateIdle {
+			t.Errorf("Wait after the refused Send answered %s, want the idle worker", a.Body)
+		}
+	}
+	for _, b := range []*api.SpawnBody{
+		{Title: "p", Command: []string{"cat"}, Prompt: "a\x00b"},
+		{Title: "c", Command: []string{"sh", "-c", "echo a\x00b"}},
+		{Title: "a", Agent: "cla\x00ude"},
+	} {
+		if _, err := h.call(c, api.Spawn, b); code(err) != api.CodeBadRequest {
+			t.Errorf("Spawn %q with a NUL: %v, want bad_request", b.Title, err)
+		}
+	}
+	if n := len(h.agents(h.as(0))); n != 2 {
+		t.Errorf("%d terminals after the refused Spawns, want the lead and the worker", n)
+	}
+	if logged := log.String(); strings.Contains(logged, "request failed") || strings.Contains(logged, "level=ERROR") {
+		t.Errorf("the refused requests were logged as failures:\n%s", logged)
 	}
 }
