@@ -440,11 +440,11 @@ func (a *App) waitFor(ctx context.Context, env string, n int, d time.Duration, c
 		}
 		changed := a.changed
 		var look <-chan time.Time
-		var seq uint64
+		var send *pendingSend
 		if now := time.Now(); looks {
 			if in, ok := t.lookIn(now, a.cfg.Reaction); ok {
 				in = max(in, calm.Sub(now), time.Millisecond)
-				look, seq = time.After(in), t.send.seq
+				look, send = time.After(in), t.send
 			}
 		}
 		e := a.envs[env]
@@ -452,7 +452,7 @@ func (a *App) waitFor(ctx context.Context, env string, n int, d time.Duration, c
 		select {
 		case <-changed:
 		case <-look:
-			if err := e.look(ctx, t, seq); err != nil {
+			if err := e.look(ctx, t, send); err != nil {
 				calm = time.Now().Add(restConfirm)
 			}
 		case <-timer.C:

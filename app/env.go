@@ -966,19 +966,19 @@ func (e *environment) typeText(ctx context.Context, t *terminal, text string, en
 	a.mu.Lock()
 	pane := t.pane
 	a.mu.Unlock()
-	seq, err := e.beginSend(ctx, t, pane, text)
+	s, err := e.beginSend(ctx, t, pane, text)
 	if err != nil {
 		return err
 	}
 	err = e.sendKeys(ctx, pane, text, enter, func() {
 		if rows, err := e.rows(ctx, pane); err == nil {
 			a.mu.Lock()
-			t.entering(seq, rows)
+			t.entering(s, rows)
 			a.mu.Unlock()
 		}
 	})
 	a.mu.Lock()
-	t.typed(seq, time.Now())
+	t.typed(s, time.Now())
 	e.lookLocked(t)
 	a.notifyLocked()
 	a.mu.Unlock()

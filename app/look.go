@@ -103,15 +103,15 @@ func groupGone(fg foreground) bool {
 	return errors.Is(syscall.Kill(-fg.pgid, 0), syscall.ESRCH)
 }
 
-// look looks at terminal t during its Send seq and applies what it sees. It returns once the look
+// look looks at terminal t during its Send s and applies what it sees. It returns once the look
 // is applied, or at once when the Send is no longer pending.
-func (e *environment) look(ctx context.Context, t *terminal, seq uint64) error {
+func (e *environment) look(ctx context.Context, t *terminal, s *pendingSend) error {
 	a := e.app
 	a.mu.Lock()
-	s := t.pending(seq)
+	pending := t.pending(s)
 	pane := t.pane
 	a.mu.Unlock()
-	if s == nil {
+	if !pending {
 		return nil
 	}
 	c, err := e.current()
@@ -126,7 +126,7 @@ func (e *environment) look(ctx context.Context, t *terminal, seq uint64) error {
 	// s.fg is set once, before the Send begins: it is read here without the lock.
 	job := fg.other(s.fg) && !groupGone(s.fg)
 	a.mu.Lock()
-	if t.looked(seq, sc, job, began, a.cfg.Reaction) {
+	if t.looked(s, sc, job, began, a.cfg.Reaction) {
 		a.notifyLocked()
 	}
 	a.mu.Unlock()
@@ -158,10 +158,10 @@ func (e *environment) lookLocked(t *terminal) {
 			s.again = false
 			a.mu.Unlock()
 			ctx, cancel := context.WithTimeout(context.Background(), lookTimeout)
-			err := e.look(ctx, t, s.seq)
+			err := e.look(ctx, t, s)
 			cancel()
 			a.mu.Lock()
-			if err != nil || !s.again || t.pending(s.seq) == nil {
+			if err != nil || !s.again || !t.pending(s) {
 				s.looking = false
 				a.mu.Unlock()
 				return
@@ -172,16 +172,16 @@ func (e *environment) lookLocked(t *terminal) {
 	}()
 }
 
-// beginSend looks at terminal t before a Send types text into it and records the Send. It
-// returns the Send's number.
-func (e *environment) beginSend(ctx context.Context, t *terminal, pane tmux.PaneID, text string) (uint64, error) {
+// beginSend looks at terminal t before a Send types text into it and records the Send, which it
+// returns.
+func (e *environment) beginSend(ctx context.Context, t *terminal, pane tmux.PaneID, text string) (*pendingSend, error) {
 	c, err := e.current()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	sc, fg, err := e.glance(ctx, c, pane)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	a := e.app
 	a.mu.Lock()
