@@ -591,8 +591,7 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 		return api.Agent{}, err
 	}
 	if spec.prompt {
-		// Taken here, before the answer, so that a Send after it types after the prompt.
-		t.sendMu.Lock()
+		// open took t.sendMu for the prompt: a Send types after it.
 		go func() {
 			defer t.sendMu.Unlock()
 			e.typePrompt(t, prompt, opened.Add(promptReady))

@@ -503,7 +503,8 @@ type windowSpec struct {
 }
 
 // open opens a terminal: a new tmux window with the KRAD_ADE_* variables, running the command
-// through krad-ade-agents (which reports its start and end), or the user's shell.
+// through krad-ade-agents (which reports its start and end), or the user's shell. For a spec
+// with a prompt, the terminal it returns has its sendMu held, for typePrompt.
 //
 // The terminal is registered under its number before its window exists, so that the first
 // thing its process does, a report through the bus, finds it; its window and pane are filled in
@@ -536,6 +537,9 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 	t := e.register(meta)
 	if s.prompt {
 		t.prompt = make(chan struct{}, 1)
+		// Held until the prompt is typed (typePrompt), taken before anyone can know t, so that
+		// no Send gets in first.
+		t.sendMu.Lock()
 	}
 	a.publishLocked(api.AgentAdded, t)
 	a.mu.Unlock()
@@ -551,9 +555,15 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 			e.removeLocked(t)
 		}
 		a.mu.Unlock()
+		if s.prompt {
+			t.sendMu.Unlock()
+		}
 		return nil, err
 	case e.terminals[n] != t:
 		a.mu.Unlock()
+		if s.prompt {
+			t.sendMu.Unlock()
+		}
 		return nil, api.Errorf(api.CodeConflict, "terminal %s closed as it opened", id)
 	}
 	e.attachLocked(t, w, p)

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/leaktest"
 )
@@ -180,5 +182,49 @@ func TestSendAfterSpawnPrompt(t *testing.T) {
 	}
 	if want := []string{"<" + prompt + ">", "<second>"}; !slices.Equal(got, want) {
 		t.Errorf("the worker got %q, want %q", got, want)
+	}
+}
+
+// TestPromptWhileTmuxIsDown: a prompt due while the environment is down (its tmux stopped, as a
+// hung host's would) is typed once the environment is back; one that cannot be typed because the
+// environment stays down is told to subscribers, naming the worker, and the log holds no prompt.
+// Each worker shows nothing, so its prompt is due 5 s after its Spawn.
+func TestPromptWhileTmuxIsDown(t *testing.T) {
+	var log apptest.Buffer
+	h := start(t, lead(), withLog(&log), func(c *app.Config) { c.TmuxTimeout = 2 * time.Second })
+	c := h.as(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := h.events(ctx)
+	next(t, ch, "the snapshot", func(a api.Answer) bool { return a.Name == "Agents" })
+	silent := []string{"python3", "-c", `import time; line = input(); print("got <%s>" % line, flush=True); time.sleep(600)`}
+
+	// Down from just after the Spawn until after the prompt is due.
+	prompt := newPrompt(t)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "back", Command: silent, Prompt: prompt})
+	spawned := time.Now()
+	resume := h.stopTmux()
+	next(t, ch, "environment down", appEvent(api.EnvironmentDown))
+	time.Sleep(time.Until(spawned.Add(8 * time.Second)))
+	resume()
+	next(t, ch, "environment up", appEvent(api.EnvironmentUp))
+	h.waitScreen(c, w.Terminal, "got <"+prompt+">")
+
+	// Down for good: the prompt is lost, and subscribers are told.
+	lost := h.agent(c, api.Spawn, &api.SpawnBody{Title: "lost", Command: silent, Prompt: newPrompt(t)})
+	resume = h.stopTmux()
+	a := nextWithin(t, ch, 2*time.Minute, "a prompt_not_typed event", appEvent(api.PromptNotTyped))
+	var ev api.AppEvent
+	_ = a.Decode("AppEvent", &ev)
+	if ev.Environment != "main" || !strings.Contains(ev.Message, lost.ID().String()) || strings.Contains(ev.Message, "prompt-") {
+		t.Errorf("the event is %+v, want one naming %s and not the prompt", ev, lost.ID())
+	}
+	resume()
+	next(t, ch, "environment up", appEvent(api.EnvironmentUp))
+	if got := h.agent(c, api.Wait, &api.WaitBody{Target: api.Target(lost.Terminal), TimeoutSecs: secs(30)}); got.State != api.StateIdle {
+		t.Errorf("Wait on the worker whose prompt was lost answered %s, want idle", got.State)
+	}
+	if strings.Contains(log.String(), "prompt-") {
+		t.Errorf("the app's log holds a prompt:\n%s", log.String())
 	}
 }
