@@ -416,8 +416,9 @@ func (a *App) wait(ctx context.Context, from api.TerminalID, b *api.WaitBody) (a
 // looks, it also looks at the terminal when its pending Send needs a look to be settled: once
 // the reaction window has passed, to tell whether a job the Send started still runs. A terminal
 // that is removed meanwhile is answered as closed. When d passes it returns the agent as it is and
-// api.ErrTimedOut.
+// api.ErrTimedOut, also when a look is under way: a look never runs past d.
 func (a *App) waitFor(ctx context.Context, env string, n int, d time.Duration, cond func(*terminal) bool, looks bool) (api.Agent, error) {
+	deadline := time.Now().Add(d)
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	var last api.Agent
@@ -438,6 +439,10 @@ func (a *App) waitFor(ctx context.Context, env string, n int, d time.Duration, c
 			a.mu.Unlock()
 			return last, nil
 		}
+		if !time.Now().Before(deadline) {
+			a.mu.Unlock()
+			return last, api.ErrTimedOut
+		}
 		changed := a.changed
 		var look <-chan time.Time
 		var send *pendingSend
@@ -452,7 +457,15 @@ func (a *App) waitFor(ctx context.Context, env string, n int, d time.Duration, c
 		select {
 		case <-changed:
 		case <-look:
-			if err := e.look(ctx, t, send); err != nil {
+			// The look ends by the Wait's deadline: the bus gives the Wait only a second more.
+			end := time.Now().Add(lookTimeout)
+			if deadline.Before(end) {
+				end = deadline
+			}
+			lctx, cancel := context.WithDeadline(ctx, end)
+			err := e.look(lctx, t, send)
+			cancel()
+			if err != nil {
 				calm = time.Now().Add(restConfirm)
 			}
 		case <-timer.C:
