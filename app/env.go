@@ -52,7 +52,7 @@ type environment struct {
 	started   bool // the configured terminals were opened in this run
 	full      bool // the environment has MaxTerminals terminals, and subscribers were told
 
-	work     *windowWork // what tmux's window notifications left to do
+	work     *windowWork // what client's window notifications left to do; nil with no client
 	warnings warnLimiter // of what the environment's tmux sent
 }
 
@@ -67,7 +67,6 @@ func newEnvironment(a *App, name string, host Host, specs []TerminalSpec) *envir
 		byPane:    map[tmux.PaneID]*terminal{},
 		byWindow:  map[tmux.WindowID]*terminal{},
 		next:      1,
-		work:      newWindowWork(),
 	}
 }
 
@@ -109,9 +108,6 @@ func (e *environment) session(ctx context.Context) error {
 	// commands below, and the wait for the end.
 	c.Watch(e.app.cfg.TmuxTimeout)
 	a := e.app
-	a.mu.Lock()
-	e.client = c
-	a.mu.Unlock()
 	e.follow(c)
 
 	if err := e.setup(ctx, c); err != nil {
@@ -819,24 +815,22 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 		}
 		// A window that comes before the client is the environment's is listed by adopt.
 		a.mu.Lock()
-		_, known := e.byWindow[n.Window]
-		current := e.client == c
-		a.mu.Unlock()
-		if current && !known {
+		if _, known := e.byWindow[n.Window]; !known && e.client == c {
 			e.work.add(n.Window)
 		}
+		a.mu.Unlock()
 	case tmux.WindowClose:
 		// tmux also says %window-close when a window moves to another index (move-window, which
 		// the app runs to put a window at its number): whether the window is gone is asked.
 		a.mu.Lock()
-		t := e.byWindow[n.Window]
-		if t != nil && c == nil {
+		switch t := e.byWindow[n.Window]; {
+		case t == nil:
+		case c == nil:
 			e.removeLocked(t)
-		}
-		a.mu.Unlock()
-		if t != nil && c != nil {
+		case e.client == c:
 			e.work.close(n.Window)
 		}
+		a.mu.Unlock()
 	case tmux.SubscriptionChanged:
 		if n.Name != deadSubscription || n.Pane < 0 {
 			return
@@ -894,7 +888,7 @@ func (e *environment) down(err error) {
 	defer a.mu.Unlock()
 	wasUp := e.up
 	e.up = false
-	e.client = nil
+	e.client, e.work = nil, nil
 	var ended *tmux.ExitError
 	if errors.As(err, &ended) {
 		for _, t := range e.terminals {

@@ -83,31 +83,28 @@ func (q *windowWork) take() (added, closed []tmux.WindowID, relist bool) {
 	return added, closed, relist
 }
 
-// reset drops the work there is.
-func (q *windowWork) reset() { q.take() }
-
-// follow starts the goroutine that does the work tmux's window notifications leave for client c,
-// until c ends. Work left for an earlier client is dropped: its window ids may name other windows
-// now, and adopt, which comes next, lists every window there is.
+// follow makes c the environment's client, with work of its own for the window notifications it
+// brings, and starts the goroutine that does that work until c ends. Each connection to tmux has
+// its own: the work an earlier one left is dropped with it (its window ids may name other windows
+// now, and adopt, which comes next, lists every window there is), and its goroutine never takes
+// the new one's.
 func (e *environment) follow(c *tmux.Client) {
-	e.work.reset()
-	go e.doWork(c)
+	q := newWindowWork()
+	a := e.app
+	a.mu.Lock()
+	e.client, e.work = c, q
+	a.mu.Unlock()
+	go e.doWork(c, q)
 }
 
-func (e *environment) doWork(c *tmux.Client) {
+func (e *environment) doWork(c *tmux.Client, q *windowWork) {
 	for {
 		select {
-		case <-e.work.wake:
+		case <-q.wake:
 		case <-c.Done():
 			return
 		}
-		select {
-		case <-c.Done(): // an ended client's goroutine leaves the work to the next one
-			e.work.signal()
-			return
-		default:
-		}
-		added, closed, relist := e.work.take()
+		added, closed, relist := q.take()
 		if len(closed) > 0 {
 			e.windowsClosed(c, closed)
 		}
