@@ -8,7 +8,8 @@
 // The script keeps no windows. It answers:
 //
 //   - the new-session of its command line with an empty block of its own (flags 0), as tmux does,
-//     or with Options.Refuse in a failed one, after which it exits;
+//     or with Options.Refuse in a failed one, after which it exits; with Options.Silent, nothing
+//     after that block, whatever it reads;
 //   - list-windows with Options.Windows when the format asks for @krad (the app's adoption), with
 //     the output of Options.Listed when it asks for names but not @krad, and with nothing
 //     otherwise;
@@ -48,6 +49,9 @@ type Options struct {
 	// Listed is a shell command whose output answers the list-windows that asks for windows'
 	// names but not @krad (the app's pass over windows it does not know), such as WindowList.
 	Listed string
+	// Silent makes the script answer the new-session of its command line and then nothing at
+	// all, as a host's broken or compromised tmux might: it reads what the app sends and drops it.
+	Silent bool
 }
 
 // Tmux is a rogue tmux written by Write.
@@ -74,6 +78,9 @@ func Write(t testing.TB, dir string, o Options) *Tmux {
 		"listed":  o.Listed,
 		"refuse":  o.Refuse,
 		"derror":  o.DisplayError,
+	}
+	if o.Silent {
+		files["silent"] = "1"
 	}
 	for name, data := range files {
 		if data != "" && !strings.HasSuffix(data, "\n") {
@@ -118,6 +125,7 @@ if [ -s "$d/refuse" ]; then
 	exit 1
 fi
 printf '%%begin 1 0 0\n%%end 1 0 0\n'
+if [ -s "$d/silent" ]; then exec cat >/dev/null; fi
 id=100000
 flooded=
 while IFS= read -r line; do
