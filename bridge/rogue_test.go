@@ -272,3 +272,56 @@ func TestHostTmuxRefusesAtLength(t *testing.T) {
 		t.Errorf("the refusal is not quoted in the log:\n%.2000s", logged)
 	}
 }
+
+// TestHostListsUnreadableWindows: a host's tmux whose list of where its windows are holds lines
+// the app cannot read (no index, an index past any tmux has, an id that is none) does not keep
+// the environment down: the app reads the lines it can, the environment comes up, the lead can
+// spawn (which looks at where the windows are too), and one warning a listing counts the lines
+// left out. Before, one such line failed the attach, for good.
+func TestHostListsUnreadableWindows(t *testing.T) {
+	var log apptest.Buffer
+	w, _ := startRogue(t, roguetmux.Options{
+		Listed: `printf '%s\n' 'junk' '@7 99999999999 0' '@x 3 0' '@8 8 0'`,
+	}, &log)
+	var worker api.Agent
+	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "next", Command: []string{"true"}}, &worker, "Agent")
+	if worker.Terminal != 2 {
+		t.Errorf("the worker is build:%d, want build:2", worker.Terminal)
+	}
+	if logged := log.String(); !strings.Contains(logged, `msg="tmux listed windows the app cannot read" environment=build count=3`) {
+		t.Errorf("the unreadable lines were not counted in a warning:\n%.3000s", logged)
+	}
+}
+
+// TestHostWindowsListedOnce: adopting 50 windows a person opened, each numbered and moved to the
+// window index of its number, lists where the session's windows are once, not once or twice a
+// window: over SSH, with a thousand windows, that was megabytes and minutes while Spawn waited.
+func TestHostWindowsListedOnce(t *testing.T) {
+	const n = 50
+	var windows []string
+	for i := range n {
+		windows = append(windows, fmt.Sprintf("@%d %%%d 0   0 ", 10+i, 10+i))
+	}
+	var log apptest.Buffer
+	w, rt := startRogue(t, roguetmux.Options{Windows: windows, Listed: roguetmux.WindowList(10, n)}, &log)
+	if got := len(w.environmentAgents()); got != n+1 {
+		t.Fatalf("build has %d terminals, want the %d windows and the lead", got, n)
+	}
+	b, err := os.ReadFile(rt.Commands)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commands := string(b)
+	if got := strings.Count(commands, `"list-windows"`); got > 4 {
+		t.Errorf("the app listed the windows %d times to adopt %d of them, want a few times whatever their number", got, n)
+	}
+	// Window @10 was numbered 1, @19 was numbered 10 and went to index 10 once @10 had left it.
+	for _, move := range []string{`"move-window" "-d" "-s" "@10" "-t" "build:1"`, `"move-window" "-d" "-s" "@19" "-t" "build:10"`} {
+		if !strings.Contains(commands, move) {
+			t.Errorf("the app did not move a window to its number: no %s", move)
+		}
+	}
+	if t.Failed() {
+		t.Logf("the commands:\n%.4000s", commands)
+	}
+}
