@@ -357,3 +357,26 @@ func TestNULIsRefused(t *testing.T) {
 		t.Errorf("the refused requests were logged as failures:\n%s", logged)
 	}
 }
+
+// TestWindowInTheWay: a window that stands at the index a new terminal's number needs moves out
+// of the way, never onto another terminal's number. Here, with tmux numbering windows from 1,
+// a person moved the shell (main:2) to index 3 and the lead (main:1) to index 2: the next Spawn,
+// main:3, needs index 3, and the shell cannot go back to 2. tmux's first free index would be 1,
+// the lead's number; the app puts it at 0, which no terminal ever has.
+func TestWindowInTheWay(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "tmux.conf")
+	if err := os.WriteFile(conf, []byte("set -g base-index 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, func(c *app.Config) { c.Tmux.ConfigFile = conf }, withTerminals(app.TerminalSpec{Title: "lead", Lead: true}, app.TerminalSpec{Title: "shell"}))
+	h.waitIndexes("at the start")
+	h.tmuxOut("move-window", "-s", "main:2", "-t", "main:3")
+	h.tmuxOut("move-window", "-s", "main:1", "-t", "main:2")
+	if w := h.agent(h.as(1), api.Spawn, &api.SpawnBody{Command: []string{"sleep", "60"}}); w.Terminal != 3 {
+		t.Fatalf("spawned main:%d, want main:3", w.Terminal)
+	}
+	got := h.indexes()
+	if want := map[string]string{"main:1": "2", "main:2": "0", "main:3": "3"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("windows (terminal: index) %v, want %v: the shell moved aside to 0, not onto a terminal's number", got, want)
+	}
+}
