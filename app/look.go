@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/tmux"
 )
 
@@ -33,7 +34,7 @@ func (e *environment) glance(ctx context.Context, c *tmux.Client, pane tmux.Pane
 		capture <- captured{rows, err}
 	}()
 	out, err := c.Command(ctx, "display-message", "-p", "-t", pane.String(),
-		"#{cursor_y} #{pane_height} #{pane_pid} #{pane_current_command}")
+		"#{cursor_x} #{cursor_y} #{pane_height} #{pane_pid} #{pane_current_command}")
 	got := <-capture
 	if err != nil {
 		return screen{}, foreground{}, fmt.Errorf("tmux display-message: %w", err)
@@ -44,24 +45,25 @@ func (e *environment) glance(ctx context.Context, c *tmux.Client, pane tmux.Pane
 	if len(out) == 0 {
 		return screen{}, foreground{}, errors.New("tmux display-message answered nothing")
 	}
-	f := strings.SplitN(out[0], " ", 4)
-	if len(f) < 3 {
-		return screen{}, foreground{}, fmt.Errorf("tmux display-message answered %q", out[0])
+	f := strings.SplitN(out[0], " ", 5)
+	if len(f) < 4 {
+		return screen{}, foreground{}, fmt.Errorf("tmux display-message answered %s", termsafe.QuoteMax(out[0], 80))
 	}
-	y, errY := strconv.Atoi(f[0])
-	height, errH := strconv.Atoi(f[1])
-	pid, errP := strconv.Atoi(f[2])
-	if errY != nil || errH != nil || errP != nil {
-		return screen{}, foreground{}, fmt.Errorf("tmux display-message answered %q", out[0])
+	x, errX := strconv.Atoi(f[0])
+	y, errY := strconv.Atoi(f[1])
+	height, errH := strconv.Atoi(f[2])
+	pid, errP := strconv.Atoi(f[3])
+	if errX != nil || errY != nil || errH != nil || errP != nil {
+		return screen{}, foreground{}, fmt.Errorf("tmux display-message answered %s", termsafe.QuoteMax(out[0], 80))
 	}
 	var fg foreground
-	if len(f) == 4 {
-		fg.name = f[3]
+	if len(f) == 5 {
+		fg.name = f[4]
 	}
 	if e.local() {
 		fg.pgid = foregroundGroup(pid)
 	}
-	return screen{rows: got.rows, atBottom: y >= height-1}, fg, nil
+	return screen{rows: got.rows, atBottom: y >= height-1, home: x == 0 && y == 0}, fg, nil
 }
 
 // local reports whether the environment's tmux runs on this computer, whose processes the app

@@ -157,19 +157,9 @@ func (e *environment) drawn(ctx context.Context, pane tmux.PaneID) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	out, err := c.Command(ctx, "display-message", "-p", "-t", pane.String(), "#{cursor_x} #{cursor_y}")
-	if err != nil {
-		return false, fmt.Errorf("tmux display-message: %w", err)
-	}
-	if len(out) != 1 {
-		return false, fmt.Errorf("tmux display-message answered %d lines, want 1", len(out))
-	}
-	if out[0] != "0 0" {
-		return true, nil
-	}
-	rows, err := captureRows(ctx, c, pane)
+	sc, _, err := e.glance(ctx, c, pane)
 	if err != nil {
 		return false, err
 	}
-	return squeeze(rows...) != "", nil
+	return !sc.home || squeeze(sc.rows...) != "", nil
 }

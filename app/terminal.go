@@ -267,6 +267,7 @@ func (f foreground) other(g foreground) bool {
 type screen struct {
 	rows     []string
 	atBottom bool // the cursor is on the last row
+	home     bool // the cursor is in the top left corner, where a new pane has it
 }
 
 // restConfirm is how long looks must see no job the text started before a Send the agent has
