@@ -336,7 +336,7 @@ func FuzzParseWindowLine(f *testing.F) {
 				t.Fatalf("session %q from %q", m.Session, line)
 			}
 		}
-		if api.CheckTitle(m.Title) != nil || m.Title == "" || checkText(m.Group, maxGroup) != nil || m.Spec != "" && !isSpecKey(m.Spec) {
+		if api.CheckTitle(m.Title) != nil || m.Title == "" || api.CheckText("group", m.Group, maxGroup) != nil || m.Spec != "" && !isSpecKey(m.Spec) {
 			t.Fatalf("title %q, group %q, spec %q from %q", m.Title, m.Group, m.Spec, line)
 		}
 	})
