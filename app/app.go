@@ -66,8 +66,9 @@ type Config struct {
 	// reaction and runs no job the text started, before it takes the worker's settled state as
 	// its answer.
 	Reaction time.Duration
-	// PasteDelay is the pause between the text a Send types and its Enter: agent TUIs take an
-	// Enter that arrives within about 120 ms of pasted text as part of the paste.
+	// PasteDelay is the least pause between the text a Send types and its Enter: agent TUIs take
+	// an Enter that arrives within about 120 ms of pasted text as part of the paste. The Enter
+	// comes after the pause and a look at the screen (a capture-pane round trip), so later still.
 	PasteDelay time.Duration
 	// TmuxTimeout is how long an environment's tmux may send nothing while a command waits for
 	// its reply before the app takes it for stuck (a stopped server, a host that hangs): the

@@ -1,8 +1,9 @@
 // Package tmux is a client of tmux's control mode (tmux -C) over any byte stream: the pipes of a
 // local tmux process, or an SSH session running tmux on another host. krad-ade runs one tmux server
 // per host on its own socket (tmux -L krad-ade on this computer, tmux -S ~/.krad-ade/tmux/krad-ade
-// on SSH hosts), one session per environment, one window per terminal, and drives them all
-// through this package.
+// on SSH hosts, or tmux -L krad-ade on a host an earlier version prepared, while that server
+// holds the environment), one session per environment, one window per terminal, and drives them
+// all through this package.
 //
 // # Use
 //
