@@ -204,13 +204,31 @@ func TestReadEndedWorker(t *testing.T) {
 			t.Fatalf("%s: %s, want failed", w.Title, a.State)
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The Wait returns on run's end report, which comes before tmux has handled the pane's
+	// death (and written its line, in a tmux that still does): Read once tmux says it is dead.
+	for _, w := range []api.Agent{missing, full} {
+		h.waitPaneDead(w.Terminal)
+	}
 	if screen := h.read(c, missing.Terminal); !strings.Contains(screen, "no-such-command-krad") {
 		t.Errorf("Read of the missing command does not say what was missing:\n%s", screen)
 	}
 	lines := strings.Split(h.read(c, full.Terminal), "\n")
 	if len(lines) < 49 || lines[0] != "1" || lines[48] != "49" {
 		t.Errorf("Read of a worker that printed 1 to 49 on a 50-line screen gave %d lines, first %q:\n%s", len(lines), lines[0], strings.Join(lines, "\n"))
+	}
+}
+
+// waitPaneDead waits until tmux says terminal n's pane is dead.
+func (h *harness) waitPaneDead(n int) {
+	h.t.Helper()
+	window := h.window(n)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if strings.TrimSpace(h.tmuxOut("display-message", "-p", "-t", window, "#{pane_dead}")) == "1" {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("tmux did not say main:%d's pane is dead within 15 s", n)
+		}
 	}
 }
 
