@@ -45,6 +45,7 @@ type harness struct {
 	token  api.Token
 	lead   api.Token
 	socket string
+	dir    string // the test's own folder: the terminals' HOME and TMPDIR, tmux's socket
 	env    []string
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -57,8 +58,12 @@ func start(t testing.TB, opts ...option) *harness {
 	needTmux(t)
 	bin := testbin.Dir(t)
 	dir := t.TempDir()
-	h := &harness{t: t, socket: filepath.Join(dir, "tmux.sock")}
-	h.env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "SHELL=/bin/sh", "TERM=xterm-256color", "LANG=C.UTF-8"}
+	h := &harness{t: t, socket: filepath.Join(dir, "tmux.sock"), dir: dir}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + tmp, "SHELL=/bin/sh", "TERM=xterm-256color", "LANG=C.UTF-8"}
 	h.start(bin, opts...)
 	t.Cleanup(func() {
 		h.stop()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -133,7 +132,9 @@ func TestSpawnPromptIsTyped(t *testing.T) {
 				t.Errorf("%s: tmux holds the prompt: %s", tt.name, line)
 			}
 		}
-		for _, f := range leaktest.Files(t, prompt, began, os.TempDir()) {
+		// The test's folder is all the files the app and its terminals write to: their HOME,
+		// their TMPDIR and tmux's socket. The rest of /tmp is other tests' and other people's.
+		for _, f := range leaktest.Files(t, prompt, began, h.dir) {
 			t.Errorf("%s: file %s holds the prompt", tt.name, f)
 		}
 	}
