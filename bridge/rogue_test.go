@@ -244,10 +244,10 @@ func TestHostSendsWhatTheAppCannotUse(t *testing.T) {
 	if strings.ContainsAny(logged, "\x1b\x07\x01") {
 		t.Error("the log holds raw control characters from the host")
 	}
-	// Hundreds of the flood's windows were tried and failed: a pass over them is one warning, a
-	// window at a time a burst of them, then one every 6 seconds.
+	// Hundreds of the flood's windows were tried and failed: a pass over them, or over a batch
+	// of new windows, is one warning; a burst of them, then one every 6 seconds.
 	allowed := 20 + int(time.Since(began)/(6*time.Second)) + 1
-	if n := strings.Count(logged, `msg="could not number a window"`) + strings.Count(logged, `msg="could not number windows"`); n < 2 || n > allowed {
+	if n := strings.Count(logged, `msg="could not number windows"`); n < 1 || n > allowed {
 		t.Errorf("%d warnings about %d windows that could not be numbered, want one to %d", n, tried(), allowed)
 	}
 	if t.Failed() {
