@@ -80,11 +80,15 @@ const (
 	// TerminalLimit says that an environment has as many terminals as the app follows: windows
 	// opened beyond them are left alone, unnumbered, and Spawn is refused until some close.
 	TerminalLimit = "terminal_limit"
+	// PromptNotTyped says that a Spawn's prompt could not be typed into its worker (its
+	// environment went down and did not come back in time, say): Message names the terminal,
+	// which runs without its task.
+	PromptNotTyped = "prompt_not_typed"
 )
 
 // AppEvent is a change of the app itself, streamed by SubscribeAgents as {"AppEvent":…}: an
-// environment came up or went down, or reached its limit of terminals. Message says why, for
-// people.
+// environment came up or went down, or reached its limit of terminals, or a worker's prompt could
+// not be typed. Message says why, for people.
 type AppEvent struct {
 	Kind        string `json:"kind"`
 	Environment string `json:"environment"`

@@ -312,3 +312,30 @@ func TestAnswerTooLong(t *testing.T) {
 		t.Errorf("ErrAnswerTooLong says %q, not the limit", ErrAnswerTooLong)
 	}
 }
+
+// A NUL byte cannot be typed into a terminal nor be part of a program's argument: tmux refuses
+// the whole command, and the app would answer internal after part of the work. The bus refuses
+// it first, with bad_request, in every field that reaches a terminal or a command line.
+func TestNULRefused(t *testing.T) {
+	for _, tt := range []struct{ name, body, field string }{
+		{"Send", `{"target":2,"text":"a\u0000b"}`, "text"},
+		{"Spawn", `{"title":"w","prompt":"a\u0000b"}`, "prompt"},
+		{"Spawn", `{"title":"w","command":["sh","-c","echo a\u0000b"]}`, "command[2]"},
+		{"Spawn", `{"title":"w","agent":"cla\u0000ude"}`, "agent"},
+		{"Spawn", `{"title":"w\u0000"}`, "title"},
+	} {
+		_, err := RawRequest{Name: tt.name, Body: json.RawMessage(tt.body)}.Decode()
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeBadRequest || !strings.Contains(e.Message, tt.field) {
+			t.Errorf("%s %s: got %v, want bad_request naming %s", tt.name, tt.body, err, tt.field)
+		}
+	}
+	for _, tt := range []struct{ name, body string }{
+		{"Send", `{"target":2,"text":"a\u0001b\n"}`},
+		{"Spawn", `{"title":"w","prompt":"line\nline","command":["sh","-c","echo $x"],"agent":"claude"}`},
+	} {
+		if _, err := (RawRequest{Name: tt.name, Body: json.RawMessage(tt.body)}).Decode(); err != nil {
+			t.Errorf("%s %s: %v, want it accepted", tt.name, tt.body, err)
+		}
+	}
+}

@@ -44,6 +44,13 @@ func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 // Unwrap returns the error underneath, such as a read deadline, so that callers can branch on it.
 func (e *Error) Unwrap() error { return e.cause }
 
+// WithCause sets cause as the error underneath e, for the app's own code to branch on with
+// errors.Is, and returns e. The cause never reaches the wire.
+func (e *Error) WithCause(cause error) *Error {
+	e.cause = cause
+	return e
+}
+
 // Errorf makes an *Error with a formatted message. Never format a client's input into it verbatim.
 func Errorf(code ErrorCode, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -207,12 +208,27 @@ func validateBody(body any) error {
 		if b.Lines != nil && *b.Lines < 1 {
 			return errors.New("lines must be at least 1")
 		}
+	case *SendBody:
+		if err := checkTyped("text", b.Text); err != nil {
+			return err
+		}
 	case *SpawnBody:
 		if b.Title == "" && len(b.Command) == 0 {
 			return errors.New("a worker needs a title or a command")
 		}
 		if err := CheckTitle(b.Title); err != nil {
 			return err
+		}
+		if err := checkTyped("prompt", b.Prompt); err != nil {
+			return err
+		}
+		for i, arg := range b.Command {
+			if strings.IndexByte(arg, 0) >= 0 {
+				return fmt.Errorf("command[%d] holds a NUL byte, which no program's argument can hold", i)
+			}
+		}
+		if strings.IndexByte(b.Agent, 0) >= 0 {
+			return errors.New("agent holds a NUL byte, which no program's name can hold")
 		}
 	case *ReportBody:
 		switch b.State {
@@ -226,6 +242,15 @@ func validateBody(body any) error {
 	}
 	if target, ok := targetOf(body); ok && target < 1 {
 		return errors.New("target must be a terminal number, 1 or more")
+	}
+	return nil
+}
+
+// checkTyped checks text that the app types into a terminal (a Send's text, a Spawn's prompt):
+// tmux cannot type a NUL byte, and refuses the whole command that holds one.
+func checkTyped(field, text string) error {
+	if i := strings.IndexByte(text, 0); i >= 0 {
+		return fmt.Errorf("%s holds a NUL byte at byte %d, which cannot be typed into a terminal", field, i)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // A title is one line of text that people read: in lists, in tmux's status line, as a window's
@@ -16,16 +18,21 @@ import (
 
 // CheckTitle says why title cannot be a terminal's title, or returns nil. The empty title passes:
 // whether one is needed is the caller's rule.
-func CheckTitle(title string) error {
-	if len(title) > MaxTitle {
-		return fmt.Errorf("title is longer than %d bytes", MaxTitle)
+func CheckTitle(title string) error { return CheckText("title", title, MaxTitle) }
+
+// CheckText is the rule of titles for other text that people read as one line (a group's name):
+// it says why s, called what, is not UTF-8 text of at most max bytes without a control character,
+// or returns nil.
+func CheckText(what, s string, max int) error {
+	if len(s) > max {
+		return fmt.Errorf("%s is longer than %d bytes", what, max)
 	}
-	if !utf8.ValidString(title) {
-		return fmt.Errorf("title is not UTF-8 text")
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%s is not UTF-8 text", what)
 	}
-	if i := strings.IndexFunc(title, unicode.IsControl); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(title[i:])
-		return fmt.Errorf("title holds the control character %U at byte %d (a tab, a newline or an escape is not text): a title is one line of text", r, i)
+	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Errorf("%s holds the control character %U at byte %d (a tab, a newline or an escape is not text): a %s is one line of text", what, r, i, what)
 	}
 	return nil
 }
@@ -50,15 +57,7 @@ func CleanTitle(s string) string {
 		bad = false
 		b.WriteString(s[i-n : i])
 	}
-	t := strings.TrimSpace(b.String())
-	if len(t) > MaxTitle {
-		cut := MaxTitle
-		for cut > 0 && !utf8.RuneStart(t[cut]) {
-			cut--
-		}
-		t = strings.TrimSpace(t[:cut])
-	}
-	return t
+	return strings.TrimSpace(termsafe.Cut(strings.TrimSpace(b.String()), MaxTitle))
 }
 
 // ProgramTitle is the title of a terminal that runs argv and was given none: the program's name

@@ -66,13 +66,16 @@ type Config struct {
 	// reaction and runs no job the text started, before it takes the worker's settled state as
 	// its answer.
 	Reaction time.Duration
-	// PasteDelay is the pause between the text a Send types and its Enter: agent TUIs take an
-	// Enter that arrives within about 120 ms of pasted text as part of the paste.
+	// PasteDelay is the least pause between the text a Send types and its Enter: agent TUIs take
+	// an Enter that arrives within about 120 ms of pasted text as part of the paste. The Enter
+	// comes after the pause and a look at the screen (a capture-pane round trip), so later still.
 	PasteDelay time.Duration
-	// TmuxTimeout is how long an environment's tmux may leave a command unanswered before the app
-	// takes it for stuck (a stopped server, a host that hangs): the environment goes down, its
-	// agents are shown unreachable, and the app attaches again. A quiet tmux is asked something
-	// every TmuxTimeout/4, so silence is noticed within about 1.5 × TmuxTimeout.
+	// TmuxTimeout is how long an environment's tmux may send nothing while a command waits for
+	// its reply before the app takes it for stuck (a stopped server, a host that hangs): the
+	// environment goes down, its agents are shown unreachable, and the app attaches again. Pane
+	// output counts as life (tmux holds replies behind the output it has not sent yet), up to 4
+	// × TmuxTimeout for one command (tmux.Client.Watch). A quiet tmux is asked something every
+	// TmuxTimeout/4, so silence is noticed within about 1.5 × TmuxTimeout.
 	TmuxTimeout time.Duration
 	// Terminals are opened when their environment first comes up in this run.
 	Terminals []TerminalSpec
@@ -414,8 +417,9 @@ func (a *App) wait(ctx context.Context, from api.TerminalID, b *api.WaitBody) (a
 // looks, it also looks at the terminal when its pending Send needs a look to be settled: once
 // the reaction window has passed, to tell whether a job the Send started still runs. A terminal
 // that is removed meanwhile is answered as closed. When d passes it returns the agent as it is and
-// api.ErrTimedOut.
+// api.ErrTimedOut, also when a look is under way: a look never runs past d.
 func (a *App) waitFor(ctx context.Context, env string, n int, d time.Duration, cond func(*terminal) bool, looks bool) (api.Agent, error) {
+	deadline := time.Now().Add(d)
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	var last api.Agent
@@ -436,13 +440,17 @@ func (a *App) waitFor(ctx context.Context, env string, n int, d time.Duration, c
 			a.mu.Unlock()
 			return last, nil
 		}
+		if !time.Now().Before(deadline) {
+			a.mu.Unlock()
+			return last, api.ErrTimedOut
+		}
 		changed := a.changed
 		var look <-chan time.Time
-		var seq uint64
+		var send *pendingSend
 		if now := time.Now(); looks {
 			if in, ok := t.lookIn(now, a.cfg.Reaction); ok {
 				in = max(in, calm.Sub(now), time.Millisecond)
-				look, seq = time.After(in), t.send.seq
+				look, send = time.After(in), t.send
 			}
 		}
 		e := a.envs[env]
@@ -450,7 +458,15 @@ func (a *App) waitFor(ctx context.Context, env string, n int, d time.Duration, c
 		select {
 		case <-changed:
 		case <-look:
-			if err := e.look(ctx, t, seq); err != nil {
+			// The look ends by the Wait's deadline: the bus gives the Wait only a second more.
+			end := time.Now().Add(lookTimeout)
+			if deadline.Before(end) {
+				end = deadline
+			}
+			lctx, cancel := context.WithDeadline(ctx, end)
+			err := e.look(lctx, t, send)
+			cancel()
+			if err != nil {
 				calm = time.Now().Add(restConfirm)
 			}
 		case <-timer.C:
@@ -563,9 +579,6 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 	if b.Group != "" {
 		return api.Agent{}, api.NotServed("groups (Spawn's group, which comes with worktrees)", "spawn without --group")
 	}
-	if strings.IndexByte(b.Prompt, 0) >= 0 {
-		return api.Agent{}, api.Errorf(api.CodeBadRequest, "the prompt holds a NUL byte, which cannot be typed into a terminal")
-	}
 	prompt := b.Prompt
 	a.mu.Lock()
 	lead := a.terminalLocked(from.Environment, from.Terminal)
@@ -592,8 +605,7 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 		return api.Agent{}, err
 	}
 	if spec.prompt {
-		// Taken here, before the answer, so that a Send after it types after the prompt.
-		t.sendMu.Lock()
+		// open took t.sendMu for the prompt: a Send types after it.
 		go func() {
 			defer t.sendMu.Unlock()
 			e.typePrompt(t, prompt, opened.Add(promptReady))

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,6 +45,7 @@ type harness struct {
 	token  api.Token
 	lead   api.Token
 	socket string
+	dir    string // the test's own folder: the terminals' HOME and TMPDIR, tmux's socket
 	env    []string
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -56,8 +58,12 @@ func start(t testing.TB, opts ...option) *harness {
 	needTmux(t)
 	bin := testbin.Dir(t)
 	dir := t.TempDir()
-	h := &harness{t: t, socket: filepath.Join(dir, "tmux.sock")}
-	h.env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "SHELL=/bin/sh", "TERM=xterm-256color", "LANG=C.UTF-8"}
+	h := &harness{t: t, socket: filepath.Join(dir, "tmux.sock"), dir: dir}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h.env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "TMPDIR=" + tmp, "SHELL=/bin/sh", "TERM=xterm-256color", "LANG=C.UTF-8"}
 	h.start(bin, opts...)
 	t.Cleanup(func() {
 		h.stop()
@@ -425,10 +431,16 @@ func (h *harness) events(ctx context.Context) <-chan api.Answer {
 	return ch
 }
 
-// next waits for the first answer on ch that match accepts.
+// next waits up to 20 s for the first answer on ch that match accepts.
 func next(t *testing.T, ch <-chan api.Answer, what string, match func(api.Answer) bool) api.Answer {
 	t.Helper()
-	timeout := time.After(20 * time.Second)
+	return nextWithin(t, ch, 20*time.Second, what, match)
+}
+
+// nextWithin waits up to d for the first answer on ch that match accepts.
+func nextWithin(t *testing.T, ch <-chan api.Answer, d time.Duration, what string, match func(api.Answer) bool) api.Answer {
+	t.Helper()
+	timeout := time.After(d)
 	for {
 		select {
 		case a, ok := <-ch:
@@ -439,7 +451,7 @@ func next(t *testing.T, ch <-chan api.Answer, what string, match func(api.Answer
 				return a
 			}
 		case <-timeout:
-			t.Fatalf("no %s within 20 s", what)
+			t.Fatalf("no %s within %s", what, d)
 		}
 	}
 }
@@ -719,6 +731,33 @@ func TestSendIsLiteralThenEnter(t *testing.T) {
 	h.waitScreen(c, w.Terminal, "got<"+text+">")
 }
 
+// stopTmux stops the harness's tmux server (SIGSTOP), as a hung host would, until resume is
+// called or the test ends.
+func (h *harness) stopTmux() (resume func()) {
+	h.t.Helper()
+	out, err := exec.Command("tmux", "-S", h.socket, "display-message", "-p", "#{pid}").Output()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		h.t.Fatal(err)
+	}
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				h.t.Error(err)
+			}
+		})
+	}
+	h.t.Cleanup(resume)
+	return resume
+}
+
 // TestStoppedTmux: a tmux server that stops answering (SIGSTOP, as a hung host would) takes the
 // environment down with a message; meanwhile its agents are unreachable, not idle, and a Wait
 // does not take that for settled. Once tmux answers again the app attaches by itself and the
@@ -732,27 +771,11 @@ func TestStoppedTmux(t *testing.T) {
 	if len(before) != 2 || before[0].State != api.StateIdle || before[1].State != api.StateWorking {
 		t.Fatalf("before: %+v, want the lead idle and its worker working", before)
 	}
-	out, err := exec.Command("tmux", "-S", h.socket, "display-message", "-p", "#{pid}").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := h.events(ctx)
 	next(t, ch, "the snapshot", func(a api.Answer) bool { return a.Name == "Agents" })
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	stopped := true
-	defer func() {
-		if stopped {
-			syscall.Kill(pid, syscall.SIGCONT)
-		}
-	}()
+	resume := h.stopTmux()
 	down := next(t, ch, "environment down", appEvent(api.EnvironmentDown))
 	var ev api.AppEvent
 	_ = down.Decode("AppEvent", &ev)
@@ -768,10 +791,7 @@ func TestStoppedTmux(t *testing.T) {
 		t.Errorf("Wait on an unreachable agent: got %s %s, %v; want TimedOut", a.Name, a.Body, err)
 	}
 
-	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	stopped = false
+	resume()
 	next(t, ch, "environment up", appEvent(api.EnvironmentUp))
 	after := h.agents(h.as(0))
 	if len(after) != 2 || after[0].State != api.StateIdle || after[1].State != api.StateWorking || after[1].Terminal != w.Terminal {

@@ -52,7 +52,7 @@ type environment struct {
 	started   bool // the configured terminals were opened in this run
 	full      bool // the environment has MaxTerminals terminals, and subscribers were told
 
-	work     *windowWork // what tmux's window notifications left to do
+	work     *windowWork // what client's window notifications left to do; nil with no client
 	warnings warnLimiter // of what the environment's tmux sent
 }
 
@@ -67,7 +67,6 @@ func newEnvironment(a *App, name string, host Host, specs []TerminalSpec) *envir
 		byPane:    map[tmux.PaneID]*terminal{},
 		byWindow:  map[tmux.WindowID]*terminal{},
 		next:      1,
-		work:      newWindowWork(),
 	}
 }
 
@@ -109,9 +108,6 @@ func (e *environment) session(ctx context.Context) error {
 	// commands below, and the wait for the end.
 	c.Watch(e.app.cfg.TmuxTimeout)
 	a := e.app
-	a.mu.Lock()
-	e.client = c
-	a.mu.Unlock()
 	e.follow(c)
 
 	if err := e.setup(ctx, c); err != nil {
@@ -150,7 +146,7 @@ func (e *environment) session(ctx context.Context) error {
 				spec.title = cmp.Or(api.ShellTitle(s.Command), "shell")
 			}
 			if _, err := e.open(ctx, spec); err != nil {
-				if e.atLimit() { // the host's windows took the room: opening again will not help
+				if errors.Is(err, errTooManyTerminals) { // the host's windows took the room: opening again will not help
 					e.warn("configured terminal not opened", "title", s.Title, "err", err)
 					continue
 				}
@@ -330,9 +326,14 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 			a.mu.Unlock()
 		}
 	}
+	// One listing of where the windows are serves the numbering and the placing below.
+	ws, err := e.windows(ctx, c)
+	if err != nil {
+		return err
+	}
 	var unnumbered problems
 	for _, w := range strangers {
-		if err := e.numberLocked(ctx, c, w); errors.Is(err, errTooManyTerminals) {
+		if err := e.numberCreating(ctx, c, ws, w); errors.Is(err, errTooManyTerminals) {
 			break
 		} else if err != nil {
 			unnumbered.add(fmt.Errorf("window %s: %w", w, err))
@@ -341,20 +342,18 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 	unnumbered.warn(e, "could not number windows")
 	// Put each terminal at the window index of its number, where it is not (an earlier
 	// version's windows, windows a person moved).
-	windows, err := e.windows(ctx, c)
-	if err != nil {
-		return err
-	}
-	for w, i := range windows {
+	var unplaced problems
+	for _, w := range ws.order {
 		a.mu.Lock()
 		t := e.byWindow[w]
 		a.mu.Unlock()
-		if t != nil && t.number != i {
-			if err := e.place(ctx, c, w, t.number); err != nil {
-				e.warn("could not move a window to its terminal's number", "terminal", t.number, "err", err)
+		if t != nil && t.number != ws.index[w] {
+			if err := e.placeCreating(ctx, c, ws, w, t.number); err != nil {
+				unplaced.add(fmt.Errorf("terminal %d: %w", t.number, err))
 			}
 		}
 	}
+	unplaced.warn(e, "could not move windows to their terminals' numbers")
 	return nil
 }
 
@@ -503,7 +502,8 @@ type windowSpec struct {
 }
 
 // open opens a terminal: a new tmux window with the KRAD_ADE_* variables, running the command
-// through krad-ade-agents (which reports its start and end), or the user's shell.
+// through krad-ade-agents (which reports its start and end), or the user's shell. For a spec
+// with a prompt, the terminal it returns has its sendMu held, for typePrompt.
 //
 // The terminal is registered under its number before its window exists, so that the first
 // thing its process does, a report through the bus, finds it; its window and pane are filled in
@@ -536,6 +536,9 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 	t := e.register(meta)
 	if s.prompt {
 		t.prompt = make(chan struct{}, 1)
+		// Held until the prompt is typed (typePrompt), taken before anyone can know t, so that
+		// no Send gets in first.
+		t.sendMu.Lock()
 	}
 	a.publishLocked(api.AgentAdded, t)
 	a.mu.Unlock()
@@ -551,9 +554,15 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 			e.removeLocked(t)
 		}
 		a.mu.Unlock()
+		if s.prompt {
+			t.sendMu.Unlock()
+		}
 		return nil, err
 	case e.terminals[n] != t:
 		a.mu.Unlock()
+		if s.prompt {
+			t.sendMu.Unlock()
+		}
 		return nil, api.Errorf(api.CodeConflict, "terminal %s closed as it opened", id)
 	}
 	e.attachLocked(t, w, p)
@@ -593,7 +602,11 @@ func (e *environment) newWindow(ctx context.Context, c *tmux.Client, id api.Term
 	var out []string
 	var err error
 	for try := 0; ; try++ {
-		if err = e.freeIndex(ctx, c, id.Terminal); err != nil {
+		var layout *sessionWindows
+		if layout, err = e.windows(ctx, c); err != nil {
+			return 0, 0, err
+		}
+		if err = e.freeIndexCreating(ctx, c, layout, id.Terminal); err != nil {
 			return 0, 0, err
 		}
 		// A window a person opens may take the index between the two commands: try again.
@@ -653,19 +666,38 @@ func (e *environment) mark(ctx context.Context, c *tmux.Client, w tmux.WindowID,
 		// from the start, so that no agent can end before it is set).
 		cmds = append(cmds, []string{"set-option", "-w", "-t", w.String(), "remain-on-exit", "off"})
 	}
-	for _, args := range cmds {
-		if _, err := c.Command(ctx, args...); err != nil {
-			return fmt.Errorf("tmux set-option: %w", err)
-		}
+	if err := together(ctx, c, cmds); err != nil {
+		return fmt.Errorf("tmux set-option: %w", err)
 	}
 	return nil
+}
+
+// together runs commands that do not depend on one another at once: tmux gets them in one write
+// and answers them in one round trip, which counts over SSH. It returns the first error.
+func together(ctx context.Context, c *tmux.Client, cmds [][]string) error {
+	errs := make(chan error, len(cmds))
+	for _, args := range cmds {
+		go func() {
+			_, err := c.Command(ctx, args...)
+			errs <- err
+		}()
+	}
+	var first error
+	for range cmds {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // nameFormat is a window's name with each control character made a space.
 const nameFormat = "#{s/[\x01-\x1f\x7f]/ /:window_name}"
 
-// numberLocked gives a window a person opened a number, as a shell. e.createMu must be held.
-func (e *environment) numberLocked(ctx context.Context, c *tmux.Client, w tmux.WindowID) error {
+// numberCreating gives a window a person opened a number, as a shell, and moves it to the window
+// index of its number. ws is where the session's windows are; it is kept up to date. e.createMu
+// must be held (app.mu must not be: numberCreating takes it).
+func (e *environment) numberCreating(ctx context.Context, c *tmux.Client, ws *sessionWindows, w tmux.WindowID) error {
 	// Only the holders of e.createMu add terminals: the room there is now stays.
 	a := e.app
 	a.mu.Lock()
@@ -708,76 +740,124 @@ func (e *environment) numberLocked(ctx context.Context, c *tmux.Client, w tmux.W
 	e.attachLocked(t, w, p)
 	a.publishLocked(api.AgentAdded, t)
 	a.mu.Unlock()
-	if err := e.place(ctx, c, w, n); err != nil {
+	if err := e.placeCreating(ctx, c, ws, w, n); err != nil {
 		e.warn("could not move a window to its terminal's number", "terminal", n, "err", err)
 	}
 	return nil
 }
 
-// windows is the session's windows, with their indexes.
-func (e *environment) windows(ctx context.Context, c *tmux.Client) (map[tmux.WindowID]int, error) {
-	out, err := c.Command(ctx, "list-windows", "-t", e.name, "-F", "#{window_id} #{window_index}")
+// sessionWindows is where the session's windows are: listed once by windows, then kept up to date
+// by the app's own moves, so that a pass over many windows (adopt's, numbering's) lists them once
+// rather than once a window. It is used under e.createMu, which every move of the app's is made
+// under; a window a person opens or moves meanwhile is not in it, and a move onto its index fails
+// (tmux refuses an index in use) rather than replace it.
+type sessionWindows struct {
+	order  []tmux.WindowID // as tmux listed them
+	index  map[tmux.WindowID]int
+	at     map[int]tmux.WindowID
+	holder map[tmux.WindowID]bool
+}
+
+// moved records that window w is now at index i.
+func (ws *sessionWindows) moved(w tmux.WindowID, i int) {
+	if old, ok := ws.index[w]; ok && ws.at[old] == w {
+		delete(ws.at, old)
+	}
+	ws.index[w] = i
+	ws.at[i] = w
+}
+
+// windows lists the session's windows, with their indexes. A line it cannot read is left out: one
+// warning counts them for the reply, and the windows it could read are what it returns.
+func (e *environment) windows(ctx context.Context, c *tmux.Client) (*sessionWindows, error) {
+	out, err := c.Command(ctx, "list-windows", "-t", e.name, "-F", "#{window_id} #{window_index} "+isHolder)
 	if err != nil {
 		return nil, fmt.Errorf("tmux list-windows: %w", err)
 	}
-	windows := make(map[tmux.WindowID]int, len(out))
+	ws := &sessionWindows{index: make(map[tmux.WindowID]int, len(out)), at: make(map[int]tmux.WindowID, len(out)), holder: map[tmux.WindowID]bool{}}
+	var unreadable problems
 	for _, line := range out {
-		ws, is, _ := strings.Cut(line, " ")
-		w, err := tmux.ParseWindowID(ws)
-		if err != nil {
-			return nil, fmt.Errorf("tmux list-windows: %w", err)
-		}
-		i, err := parseIndex(is)
-		if err != nil {
-			return nil, fmt.Errorf("tmux list-windows: %w", err)
-		}
-		windows[w] = i
-	}
-	return windows, nil
-}
-
-// freeIndex makes window index n of the session free for terminal n: a window there that is not
-// terminal n's (the holder, a window a person opened or moved there) moves to the first free
-// index. The app never gives a window an index that is another terminal's number, so nothing
-// that stands at its own number is moved. e.createMu must be held.
-func (e *environment) freeIndex(ctx context.Context, c *tmux.Client, n int) error {
-	windows, err := e.windows(ctx, c)
-	if err != nil {
-		return err
-	}
-	for w, i := range windows {
-		if i != n {
+		f := strings.SplitN(line, " ", 3)
+		if len(f) < 3 {
+			unreadable.add(fmt.Errorf("%d fields, want 3", len(f)))
 			continue
 		}
-		a := e.app
-		a.mu.Lock()
-		t := e.byWindow[w]
-		a.mu.Unlock()
-		if t != nil && t.number == n {
-			return nil
+		w, err := tmux.ParseWindowID(f[0])
+		if err != nil {
+			unreadable.add(err)
+			continue
 		}
-		if _, err := c.Command(ctx, "move-window", "-d", "-s", w.String(), "-t", e.name+":"); err != nil {
-			return fmt.Errorf("tmux move-window: %w", err)
+		i, err := parseIndex(f[1])
+		if err != nil {
+			unreadable.add(err)
+			continue
+		}
+		if _, dup := ws.index[w]; dup {
+			unreadable.add(fmt.Errorf("window %s listed twice", w))
+			continue
+		}
+		ws.order = append(ws.order, w)
+		ws.moved(w, i)
+		if f[2] == "1" {
+			ws.holder[w] = true
 		}
 	}
+	unreadable.warn(e, "tmux listed windows the app cannot read")
+	return ws, nil
+}
+
+// freeIndexCreating makes window index n of the session free for terminal n. A window there that
+// is not terminal n's (the holder, a window a person opened or moved there, another terminal's)
+// moves out of the way: a terminal's to the index of its own number when that is free, any other
+// to the lowest free index that is no terminal's number and not the next number the app gives.
+// Index 0 and the numbers of terminals that closed are such indexes for good: the app gives no
+// terminal 0 and no number twice. Only when every index below the next number is taken can a
+// window land on a number the app gives later; it is moved again then. Nothing that stands at its
+// own number is moved. ws is kept up to date. e.createMu must be held.
+func (e *environment) freeIndexCreating(ctx context.Context, c *tmux.Client, ws *sessionWindows, n int) error {
+	w, there := ws.at[n]
+	if !there {
+		return nil
+	}
+	a := e.app
+	a.mu.Lock()
+	t := e.byWindow[w]
+	to := -1
+	if t != nil {
+		if t.number == n {
+			a.mu.Unlock()
+			return nil
+		}
+		if _, taken := ws.at[t.number]; !taken {
+			to = t.number
+		}
+	}
+	for i := 0; to < 0; i++ {
+		if _, taken := ws.at[i]; !taken && i != n && i != e.next && e.terminals[i] == nil {
+			to = i
+		}
+	}
+	a.mu.Unlock()
+	if _, err := c.Command(ctx, "move-window", "-d", "-s", w.String(), "-t", e.name+":"+strconv.Itoa(to)); err != nil {
+		return fmt.Errorf("tmux move-window: %w", err)
+	}
+	ws.moved(w, to)
 	return nil
 }
 
-// place moves window w, terminal n's, to window index n. e.createMu must be held.
-func (e *environment) place(ctx context.Context, c *tmux.Client, w tmux.WindowID, n int) error {
-	windows, err := e.windows(ctx, c)
-	if err != nil {
-		return err
-	}
-	if i, ok := windows[w]; !ok || i == n {
+// placeCreating moves window w, terminal n's, to window index n. ws is kept up to date.
+// e.createMu must be held.
+func (e *environment) placeCreating(ctx context.Context, c *tmux.Client, ws *sessionWindows, w tmux.WindowID, n int) error {
+	if i, ok := ws.index[w]; !ok || i == n {
 		return nil
 	}
-	if err := e.freeIndex(ctx, c, n); err != nil {
+	if err := e.freeIndexCreating(ctx, c, ws, n); err != nil {
 		return err
 	}
 	if _, err := c.Command(ctx, "move-window", "-d", "-s", w.String(), "-t", e.name+":"+strconv.Itoa(n)); err != nil {
 		return fmt.Errorf("tmux move-window: %w", err)
 	}
+	ws.moved(w, n)
 	return nil
 }
 
@@ -809,24 +889,22 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 		}
 		// A window that comes before the client is the environment's is listed by adopt.
 		a.mu.Lock()
-		_, known := e.byWindow[n.Window]
-		current := e.client == c
-		a.mu.Unlock()
-		if current && !known {
+		if _, known := e.byWindow[n.Window]; !known && e.client == c {
 			e.work.add(n.Window)
 		}
+		a.mu.Unlock()
 	case tmux.WindowClose:
 		// tmux also says %window-close when a window moves to another index (move-window, which
 		// the app runs to put a window at its number): whether the window is gone is asked.
 		a.mu.Lock()
-		t := e.byWindow[n.Window]
-		if t != nil && c == nil {
+		switch t := e.byWindow[n.Window]; {
+		case t == nil:
+		case c == nil:
 			e.removeLocked(t)
-		}
-		a.mu.Unlock()
-		if t != nil && c != nil {
+		case e.client == c:
 			e.work.close(n.Window)
 		}
+		a.mu.Unlock()
 	case tmux.SubscriptionChanged:
 		if n.Name != deadSubscription || n.Pane < 0 {
 			return
@@ -884,7 +962,7 @@ func (e *environment) down(err error) {
 	defer a.mu.Unlock()
 	wasUp := e.up
 	e.up = false
-	e.client = nil
+	e.client, e.work = nil, nil
 	var ended *tmux.ExitError
 	if errors.As(err, &ended) {
 		for _, t := range e.terminals {
@@ -966,19 +1044,19 @@ func (e *environment) typeText(ctx context.Context, t *terminal, text string, en
 	a.mu.Lock()
 	pane := t.pane
 	a.mu.Unlock()
-	seq, err := e.beginSend(ctx, t, pane, text)
+	s, err := e.beginSend(ctx, t, pane, text)
 	if err != nil {
 		return err
 	}
 	err = e.sendKeys(ctx, pane, text, enter, func() {
 		if rows, err := e.rows(ctx, pane); err == nil {
 			a.mu.Lock()
-			t.entering(seq, rows)
+			t.entering(s, rows)
 			a.mu.Unlock()
 		}
 	})
 	a.mu.Lock()
-	t.typed(seq, time.Now())
+	t.typed(s, time.Now())
 	e.lookLocked(t)
 	a.notifyLocked()
 	a.mu.Unlock()

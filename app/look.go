@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/tmux"
 )
 
@@ -33,7 +34,7 @@ func (e *environment) glance(ctx context.Context, c *tmux.Client, pane tmux.Pane
 		capture <- captured{rows, err}
 	}()
 	out, err := c.Command(ctx, "display-message", "-p", "-t", pane.String(),
-		"#{cursor_y} #{pane_height} #{pane_pid} #{pane_current_command}")
+		"#{cursor_x} #{cursor_y} #{pane_height} #{pane_pid} #{pane_current_command}")
 	got := <-capture
 	if err != nil {
 		return screen{}, foreground{}, fmt.Errorf("tmux display-message: %w", err)
@@ -44,24 +45,25 @@ func (e *environment) glance(ctx context.Context, c *tmux.Client, pane tmux.Pane
 	if len(out) == 0 {
 		return screen{}, foreground{}, errors.New("tmux display-message answered nothing")
 	}
-	f := strings.SplitN(out[0], " ", 4)
-	if len(f) < 3 {
-		return screen{}, foreground{}, fmt.Errorf("tmux display-message answered %q", out[0])
+	f := strings.SplitN(out[0], " ", 5)
+	if len(f) < 4 {
+		return screen{}, foreground{}, fmt.Errorf("tmux display-message answered %s", termsafe.QuoteMax(out[0], 80))
 	}
-	y, errY := strconv.Atoi(f[0])
-	height, errH := strconv.Atoi(f[1])
-	pid, errP := strconv.Atoi(f[2])
-	if errY != nil || errH != nil || errP != nil {
-		return screen{}, foreground{}, fmt.Errorf("tmux display-message answered %q", out[0])
+	x, errX := strconv.Atoi(f[0])
+	y, errY := strconv.Atoi(f[1])
+	height, errH := strconv.Atoi(f[2])
+	pid, errP := strconv.Atoi(f[3])
+	if errX != nil || errY != nil || errH != nil || errP != nil {
+		return screen{}, foreground{}, fmt.Errorf("tmux display-message answered %s", termsafe.QuoteMax(out[0], 80))
 	}
 	var fg foreground
-	if len(f) == 4 {
-		fg.name = f[3]
+	if len(f) == 5 {
+		fg.name = f[4]
 	}
 	if e.local() {
 		fg.pgid = foregroundGroup(pid)
 	}
-	return screen{rows: got.rows, atBottom: y >= height-1}, fg, nil
+	return screen{rows: got.rows, atBottom: y >= height-1, home: x == 0 && y == 0}, fg, nil
 }
 
 // local reports whether the environment's tmux runs on this computer, whose processes the app
@@ -103,15 +105,15 @@ func groupGone(fg foreground) bool {
 	return errors.Is(syscall.Kill(-fg.pgid, 0), syscall.ESRCH)
 }
 
-// look looks at terminal t during its Send seq and applies what it sees. It returns once the look
+// look looks at terminal t during its Send s and applies what it sees. It returns once the look
 // is applied, or at once when the Send is no longer pending.
-func (e *environment) look(ctx context.Context, t *terminal, seq uint64) error {
+func (e *environment) look(ctx context.Context, t *terminal, s *pendingSend) error {
 	a := e.app
 	a.mu.Lock()
-	s := t.pending(seq)
+	pending := t.pending(s)
 	pane := t.pane
 	a.mu.Unlock()
-	if s == nil {
+	if !pending {
 		return nil
 	}
 	c, err := e.current()
@@ -126,7 +128,7 @@ func (e *environment) look(ctx context.Context, t *terminal, seq uint64) error {
 	// s.fg is set once, before the Send begins: it is read here without the lock.
 	job := fg.other(s.fg) && !groupGone(s.fg)
 	a.mu.Lock()
-	if t.looked(seq, sc, job, began, a.cfg.Reaction) {
+	if t.looked(s, sc, job, began, a.cfg.Reaction) {
 		a.notifyLocked()
 	}
 	a.mu.Unlock()
@@ -158,10 +160,10 @@ func (e *environment) lookLocked(t *terminal) {
 			s.again = false
 			a.mu.Unlock()
 			ctx, cancel := context.WithTimeout(context.Background(), lookTimeout)
-			err := e.look(ctx, t, s.seq)
+			err := e.look(ctx, t, s)
 			cancel()
 			a.mu.Lock()
-			if err != nil || !s.again || t.pending(s.seq) == nil {
+			if err != nil || !s.again || !t.pending(s) {
 				s.looking = false
 				a.mu.Unlock()
 				return
@@ -172,16 +174,16 @@ func (e *environment) lookLocked(t *terminal) {
 	}()
 }
 
-// beginSend looks at terminal t before a Send types text into it and records the Send. It
-// returns the Send's number.
-func (e *environment) beginSend(ctx context.Context, t *terminal, pane tmux.PaneID, text string) (uint64, error) {
+// beginSend looks at terminal t before a Send types text into it and records the Send, which it
+// returns.
+func (e *environment) beginSend(ctx context.Context, t *terminal, pane tmux.PaneID, text string) (*pendingSend, error) {
 	c, err := e.current()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	sc, fg, err := e.glance(ctx, c, pane)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	a := e.app
 	a.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/tmux"
 )
 
@@ -30,8 +31,12 @@ const promptTyping = 20 * time.Second
 // typePrompt types a Spawn's prompt into worker t, with Enter, as a Send does (a Wait then waits
 // for t's reaction to it), once t shows that it is ready to read: once its screen shows anything
 // (an agent TUI has drawn itself, a shell has printed its prompt), or at ready if it shows
-// nothing by then. It types nothing once t has ended or is gone. Then it clears t.prompt, which
-// held every Wait on t meanwhile. The caller holds t.sendMu for it.
+// nothing by then. It types nothing once t has ended or is gone. When typing fails because the
+// way to tmux broke (the environment went down), it waits up to promptTyping for the environment
+// to come back and tries once more; a prompt that could not be typed all the same is told to
+// subscribers (an AppEvent naming the terminal), so that the lead does not take the worker for
+// one that got its task. Then it clears t.prompt, which held every Wait on t meanwhile. The
+// caller holds t.sendMu for it.
 func (e *environment) typePrompt(t *terminal, text string, ready time.Time) {
 	a := e.app
 	defer func() {
@@ -43,15 +48,63 @@ func (e *environment) typePrompt(t *terminal, text string, ready time.Time) {
 	if !e.awaitDrawn(t, ready) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), promptTyping)
-	defer cancel()
-	if err := e.typeText(ctx, t, text, true); err != nil {
+	var err error
+	for try := range 2 {
+		if try > 0 && !e.awaitUp(t, promptTyping) {
+			break
+		}
 		a.mu.Lock()
-		ended := t.dead
+		c := e.client
 		a.mu.Unlock()
-		if !ended {
-			a.log.Warn("a spawned worker's prompt could not be typed: a Wait on it answers as for a worker without one",
-				"environment", e.name, "terminal", t.number, "err", err)
+		ctx, cancel := context.WithTimeout(context.Background(), promptTyping)
+		err = e.typeText(ctx, t, text, true)
+		cancel()
+		if err == nil {
+			return
+		}
+		a.mu.Lock()
+		gone, same := t.dead || e.terminals[t.number] != t, e.up && c != nil && e.client == c
+		a.mu.Unlock()
+		if gone {
+			return
+		}
+		if same {
+			break // tmux refused with the environment up: another try would fare no better
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t.dead || e.terminals[t.number] != t {
+		return
+	}
+	// err is the app's or tmux's message, which never holds the keys typed.
+	a.log.Warn("a spawned worker's prompt could not be typed", "environment", e.name, "terminal", t.number, "err", err)
+	a.publishAppLocked(api.AppEvent{Kind: api.PromptNotTyped, Environment: e.name,
+		Message: fmt.Sprintf("prompt not typed into %s: %s; send it with krad send %d", t.id(), errorSummary(err), t.number)})
+}
+
+// awaitUp waits up to d for t's environment to be up, and reports whether it is, with t still
+// there and running.
+func (e *environment) awaitUp(t *terminal, d time.Duration) bool {
+	a := e.app
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		a.mu.Lock()
+		gone := t.dead || e.terminals[t.number] != t
+		up := e.up && e.client != nil
+		changed := a.changed
+		a.mu.Unlock()
+		switch {
+		case gone:
+			return false
+		case up:
+			return true
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return false
 		}
 	}
 }
@@ -104,19 +157,9 @@ func (e *environment) drawn(ctx context.Context, pane tmux.PaneID) (bool, error)
 	if err != nil {
 		return false, err
 	}
-	out, err := c.Command(ctx, "display-message", "-p", "-t", pane.String(), "#{cursor_x} #{cursor_y}")
-	if err != nil {
-		return false, fmt.Errorf("tmux display-message: %w", err)
-	}
-	if len(out) != 1 {
-		return false, fmt.Errorf("tmux display-message answered %d lines, want 1", len(out))
-	}
-	if out[0] != "0 0" {
-		return true, nil
-	}
-	rows, err := captureRows(ctx, c, pane)
+	sc, _, err := e.glance(ctx, c, pane)
 	if err != nil {
 		return false, err
 	}
-	return squeeze(rows...) != "", nil
+	return !sc.home || squeeze(sc.rows...) != "", nil
 }

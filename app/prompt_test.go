@@ -1,20 +1,18 @@
 package app_test
 
 import (
-	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"log/slog"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/leaktest"
 )
 
@@ -25,24 +23,6 @@ func newPrompt(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return "prompt-" + hex.EncodeToString(b)
-}
-
-// lockedBuffer is a log's output, written by the app's goroutines and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // tmuxKnows is everything the worker's tmux server holds that a prompt could hide in: the
@@ -107,10 +87,8 @@ time.sleep(600)
 // dropped it, and these programs, which read it, waited for it for ever.
 func TestSpawnPromptIsTyped(t *testing.T) {
 	began := time.Now().Add(-time.Second) // file times are coarse
-	var log lockedBuffer
-	h := start(t, lead(), func(c *app.Config) {
-		c.Logger = slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	})
+	var log apptest.Buffer
+	h := start(t, lead(), withLog(&log))
 	c := h.as(1)
 	for _, tt := range []struct {
 		name    string
@@ -154,7 +132,9 @@ func TestSpawnPromptIsTyped(t *testing.T) {
 				t.Errorf("%s: tmux holds the prompt: %s", tt.name, line)
 			}
 		}
-		for _, f := range leaktest.Files(t, prompt, began, os.TempDir()) {
+		// The test's folder is all the files the app and its terminals write to: their HOME,
+		// their TMPDIR and tmux's socket. The rest of /tmp is other tests' and other people's.
+		for _, f := range leaktest.Files(t, prompt, began, h.dir) {
 			t.Errorf("%s: file %s holds the prompt", tt.name, f)
 		}
 	}
@@ -203,5 +183,49 @@ func TestSendAfterSpawnPrompt(t *testing.T) {
 	}
 	if want := []string{"<" + prompt + ">", "<second>"}; !slices.Equal(got, want) {
 		t.Errorf("the worker got %q, want %q", got, want)
+	}
+}
+
+// TestPromptWhileTmuxIsDown: a prompt due while the environment is down (its tmux stopped, as a
+// hung host's would) is typed once the environment is back; one that cannot be typed because the
+// environment stays down is told to subscribers, naming the worker, and the log holds no prompt.
+// Each worker shows nothing, so its prompt is due 5 s after its Spawn.
+func TestPromptWhileTmuxIsDown(t *testing.T) {
+	var log apptest.Buffer
+	h := start(t, lead(), withLog(&log), func(c *app.Config) { c.TmuxTimeout = 2 * time.Second })
+	c := h.as(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := h.events(ctx)
+	next(t, ch, "the snapshot", func(a api.Answer) bool { return a.Name == "Agents" })
+	silent := []string{"python3", "-c", `import time; line = input(); print("got <%s>" % line, flush=True); time.sleep(600)`}
+
+	// Down from just after the Spawn until after the prompt is due.
+	prompt := newPrompt(t)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "back", Command: silent, Prompt: prompt})
+	spawned := time.Now()
+	resume := h.stopTmux()
+	next(t, ch, "environment down", appEvent(api.EnvironmentDown))
+	time.Sleep(time.Until(spawned.Add(8 * time.Second)))
+	resume()
+	next(t, ch, "environment up", appEvent(api.EnvironmentUp))
+	h.waitScreen(c, w.Terminal, "got <"+prompt+">")
+
+	// Down for good: the prompt is lost, and subscribers are told.
+	lost := h.agent(c, api.Spawn, &api.SpawnBody{Title: "lost", Command: silent, Prompt: newPrompt(t)})
+	resume = h.stopTmux()
+	a := nextWithin(t, ch, 2*time.Minute, "a prompt_not_typed event", appEvent(api.PromptNotTyped))
+	var ev api.AppEvent
+	_ = a.Decode("AppEvent", &ev)
+	if ev.Environment != "main" || !strings.Contains(ev.Message, lost.ID().String()) || strings.Contains(ev.Message, "prompt-") {
+		t.Errorf("the event is %+v, want one naming %s and not the prompt", ev, lost.ID())
+	}
+	resume()
+	next(t, ch, "environment up", appEvent(api.EnvironmentUp))
+	if got := h.agent(c, api.Wait, &api.WaitBody{Target: api.Target(lost.Terminal), TimeoutSecs: secs(30)}); got.State != api.StateIdle {
+		t.Errorf("Wait on the worker whose prompt was lost answered %s, want idle", got.State)
+	}
+	if strings.Contains(log.String(), "prompt-") {
+		t.Errorf("the app's log holds a prompt:\n%s", log.String())
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/krad-ade/krad/api"
@@ -74,25 +73,11 @@ func (m *windowMeta) check(env string) error {
 			return fmt.Errorf("session %s is not a terminal of %s", termsafe.QuoteMax(m.Session, 80), env)
 		}
 	}
-	if err := checkText(m.Group, maxGroup); err != nil {
-		return fmt.Errorf("group: %w", err)
+	if err := api.CheckText("group", m.Group, maxGroup); err != nil {
+		return err
 	}
 	if m.Spec != "" && !isSpecKey(m.Spec) {
 		return fmt.Errorf("spec %s is not a configured terminal's key", termsafe.QuoteMax(m.Spec, 40))
-	}
-	return nil
-}
-
-// checkText checks a name read back from tmux: UTF-8 text of at most max bytes, one line
-// without control characters, as a title.
-func checkText(s string, max int) error {
-	switch {
-	case len(s) > max:
-		return fmt.Errorf("longer than %d bytes", max)
-	case !utf8.ValidString(s):
-		return errors.New("not UTF-8 text")
-	case strings.IndexFunc(s, unicode.IsControl) >= 0:
-		return errors.New("holds control characters")
 	}
 	return nil
 }
@@ -131,23 +116,21 @@ func parseMeta(s, env string) (*windowMeta, error) {
 	return &m, nil
 }
 
-// parseNext reads the session's @krad_next: the number the next terminal gets.
-func parseNext(s string) (int, error) {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > MaxTerminalNumber+1 {
-		return 0, fmt.Errorf("@krad_next %s is not a number from 1 to %d", termsafe.QuoteMax(s, 40), MaxTerminalNumber+1)
+// parseRange reads a number tmux wrote: decimal digits (no sign, no space), from lo to hi, which
+// are at least 0. what names it in the error.
+func parseRange(what, s string, lo, hi int) (int, error) {
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n < uint64(lo) || n > uint64(hi) {
+		return 0, fmt.Errorf("%s %s is not a number from %d to %d", what, termsafe.QuoteMax(s, 40), lo, hi)
 	}
-	return n, nil
+	return int(n), nil
 }
 
+// parseNext reads the session's @krad_next: the number the next terminal gets.
+func parseNext(s string) (int, error) { return parseRange("@krad_next", s, 1, MaxTerminalNumber+1) }
+
 // parseIndex reads a window index: from 0 to MaxTerminalNumber, as tmux's are.
-func parseIndex(s string) (int, error) {
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n > MaxTerminalNumber {
-		return 0, fmt.Errorf("window index %s is not a number from 0 to %d", termsafe.QuoteMax(s, 40), MaxTerminalNumber)
-	}
-	return n, nil
-}
+func parseIndex(s string) (int, error) { return parseRange("window index", s, 0, MaxTerminalNumber) }
 
 // deadStatus is a dead pane's exit code: its status, or 128 plus the signal that killed it. known
 // is false while tmux has not collected the pane's process yet, so knows neither. A status or
@@ -156,15 +139,15 @@ func parseIndex(s string) (int, error) {
 func deadStatus(status, signal string) (code int, known bool, err error) {
 	switch {
 	case status != "":
-		n, err := strconv.Atoi(status)
-		if err != nil || n < 0 || n > maxStatus {
-			return -1, true, fmt.Errorf("exit status %s is not a number from 0 to %d", termsafe.QuoteMax(status, 40), maxStatus)
+		n, err := parseRange("exit status", status, 0, maxStatus)
+		if err != nil {
+			return -1, true, err
 		}
 		return n, true, nil
 	case signal != "":
-		n, err := strconv.Atoi(signal)
-		if err != nil || n < 1 || n > maxSignal {
-			return -1, true, fmt.Errorf("signal %s is not a number from 1 to %d", termsafe.QuoteMax(signal, 40), maxSignal)
+		n, err := parseRange("signal", signal, 1, maxSignal)
+		if err != nil {
+			return -1, true, err
 		}
 		return 128 + n, true, nil
 	}

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,35 +8,20 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/testbin"
 )
 
-// logBuffer is the app's log, for a test to read while the app writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func withLog(l *logBuffer) option {
-	return func(c *app.Config) { c.Logger = slog.New(slog.NewTextHandler(l, nil)) }
+// withLog has the app log to l, every level: what a test reads of the log while the app runs.
+func withLog(l *apptest.Buffer) option {
+	return func(c *app.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 }
 
 // TestTerminalLimit: an environment has at most MaxTerminals terminals, whoever opens the windows
@@ -97,7 +81,7 @@ func TestTerminalLimit(t *testing.T) {
 // person opened, numbered after the app's own, and the answers stay small. A window with a @krad the
 // app wrote is adopted as before, and one warning sums up the refused ones.
 func TestForgedWindowOptions(t *testing.T) {
-	var log logBuffer
+	var log apptest.Buffer
 	h := start(t, lead(), withLog(&log))
 	h.stop()
 

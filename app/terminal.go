@@ -32,8 +32,6 @@ type terminal struct {
 	// send is the last Send to the terminal while the agent has not reacted to it yet, nil when
 	// there is none: a Wait does not count the terminal as settled until the agent has reacted.
 	send *pendingSend
-	// sends counts the Sends to the terminal, to tell a look at one Send from a look at the next.
-	sends uint64
 	// sendMu makes Sends to the terminal take turns, so that each one's echo is its own. It is
 	// held for the whole Send, without app.mu; for a worker spawned with a prompt, from the Spawn
 	// until the prompt is typed, so that no Send overtakes it.
@@ -226,8 +224,9 @@ func (t *terminal) settled(reaction time.Duration) bool {
 // that the text started (a command typed into a shell) is the agent at work, however long it
 // prints nothing. An agent that shows nothing, reports nothing and runs no new job for the
 // reaction window is taken to have reacted without showing it: a Wait answers with its state.
+// Each Send has its own: the steps of a Send (and the looks during it) hold its pointer, and apply
+// to the terminal only while it is still the terminal's send.
 type pendingSend struct {
-	seq   uint64
 	typed string // what the Send types, Enter aside
 	// before is the screen as the Send began, and entered the screen as its Enter was pressed
 	// (nil without an Enter): the echo is what the terminal showed of the text by then, which a
@@ -268,6 +267,7 @@ func (f foreground) other(g foreground) bool {
 type screen struct {
 	rows     []string
 	atBottom bool // the cursor is on the last row
+	home     bool // the cursor is in the top left corner, where a new pane has it
 }
 
 // restConfirm is how long looks must see no job the text started before a Send the agent has
@@ -276,42 +276,35 @@ type screen struct {
 const restConfirm = 500 * time.Millisecond
 
 // beginSend records that a Send begins typing text into the terminal, after a look at its screen
-// and foreground; it returns the Send's number, for the steps after.
-func (t *terminal) beginSend(text string, before []string, fg foreground, now time.Time) uint64 {
-	t.sends++
-	t.send = &pendingSend{seq: t.sends, typed: text, before: before, fg: fg, typing: true, lookedAt: now}
-	return t.sends
-}
-
-// pending returns Send seq while the terminal has not reacted to it, else nil.
-func (t *terminal) pending(seq uint64) *pendingSend {
-	if t.send == nil || t.send.seq != seq {
-		return nil
-	}
+// and foreground; it returns the Send, for the steps after.
+func (t *terminal) beginSend(text string, before []string, fg foreground, now time.Time) *pendingSend {
+	t.send = &pendingSend{typed: text, before: before, fg: fg, typing: true, lookedAt: now}
 	return t.send
 }
 
-// entering records the screen of Send seq as its Enter is about to be pressed.
-func (t *terminal) entering(seq uint64, rows []string) {
-	if s := t.pending(seq); s != nil {
+// pending reports whether the terminal has not reacted to Send s yet.
+func (t *terminal) pending(s *pendingSend) bool { return s != nil && t.send == s }
+
+// entering records the screen of Send s as its Enter is about to be pressed.
+func (t *terminal) entering(s *pendingSend, rows []string) {
+	if t.pending(s) {
 		s.entered = rows
 	}
 }
 
-// typed records that Send seq's last key is in.
-func (t *terminal) typed(seq uint64, now time.Time) {
-	if s := t.pending(seq); s != nil {
+// typed records that Send s's last key is in.
+func (t *terminal) typed(s *pendingSend, now time.Time) {
+	if t.pending(s) {
 		s.typing = false
 		s.at = now
 	}
 }
 
-// looked applies a look at the terminal that began at began, during Send seq: what its screen
+// looked applies a look at the terminal that began at began, during Send s: what its screen
 // showed, and whether a job the text started ran. It reports whether a Wait could answer
 // differently now.
-func (t *terminal) looked(seq uint64, sc screen, job bool, began time.Time, reaction time.Duration) bool {
-	s := t.pending(seq)
-	if s == nil || began.Before(s.lookedAt) {
+func (t *terminal) looked(s *pendingSend, sc screen, job bool, began time.Time, reaction time.Duration) bool {
+	if !t.pending(s) || began.Before(s.lookedAt) {
 		return false // a look at an earlier Send, or overtaken by a later look
 	}
 	s.lookedAt = began

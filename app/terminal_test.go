@@ -133,15 +133,15 @@ func TestSendReaction(t *testing.T) {
 	shell := foreground{pgid: 100, name: "bash"}
 	prompt := []string{"$", "", ""}
 	// sent is an idle terminal that a Send typed "sleep 5" into, with Enter, by 100 ms.
-	sent := func() (*terminal, uint64) {
+	sent := func() (*terminal, *pendingSend) {
 		tm := &terminal{state: api.StateIdle, since: t0}
-		seq := tm.beginSend("sleep 5", prompt, shell, at(0))
-		tm.entering(seq, []string{"$ sleep 5", "", ""})
-		tm.typed(seq, at(100))
-		return tm, seq
+		s := tm.beginSend("sleep 5", prompt, shell, at(0))
+		tm.entering(s, []string{"$ sleep 5", "", ""})
+		tm.typed(s, at(100))
+		return tm, s
 	}
-	look := func(tm *terminal, seq uint64, ms int, job bool, rows ...string) {
-		tm.looked(seq, screen{rows: rows}, job, at(ms), reaction)
+	look := func(tm *terminal, s *pendingSend, ms int, job bool, rows ...string) {
+		tm.looked(s, screen{rows: rows}, job, at(ms), reaction)
 	}
 
 	t.Run("not settled while the Send types", func(t *testing.T) {
@@ -167,24 +167,24 @@ func TestSendReaction(t *testing.T) {
 		}
 	})
 	t.Run("the echo is no reaction; the answer is", func(t *testing.T) {
-		tm, seq := sent()
-		look(tm, seq, 110, false, "$ sleep 5", "", "")
+		tm, s := sent()
+		look(tm, s, 110, false, "$ sleep 5", "", "")
 		if tm.send == nil || tm.settled(reaction) {
 			t.Fatal("the echo counted as a reaction")
 		}
-		look(tm, seq, 120, false, "$ sleep 5", "", "$")
+		look(tm, s, 120, false, "$ sleep 5", "", "$")
 		if tm.send != nil || !tm.settled(reaction) {
 			t.Fatal("the prompt after the command did not count as a reaction")
 		}
 	})
 	t.Run("a job the text started holds the Wait past the window", func(t *testing.T) {
-		tm, seq := sent()
-		look(tm, seq, 150, true, "$ sleep 5", "", "")
+		tm, s := sent()
+		look(tm, s, 150, true, "$ sleep 5", "", "")
 		if d, ok := tm.lookIn(at(150), reaction); !ok || d != reaction-50*time.Millisecond {
 			t.Fatalf("lookIn before the window ends: %v %v", d, ok)
 		}
-		look(tm, seq, 10100, true, "$ sleep 5", "", "")
-		look(tm, seq, 10600, true, "$ sleep 5", "", "")
+		look(tm, s, 10100, true, "$ sleep 5", "", "")
+		look(tm, s, 10600, true, "$ sleep 5", "", "")
 		if tm.settled(reaction) {
 			t.Fatal("settled while the job runs")
 		}
@@ -192,31 +192,31 @@ func TestSendReaction(t *testing.T) {
 			t.Fatalf("lookIn while the job runs: %v %v", d, ok)
 		}
 		// Between two commands of the line: no job for one look only.
-		look(tm, seq, 11100, false, "$ sleep 5", "", "")
-		look(tm, seq, 11300, true, "$ sleep 5", "", "")
-		look(tm, seq, 11800, false, "$ sleep 5", "", "")
+		look(tm, s, 11100, false, "$ sleep 5", "", "")
+		look(tm, s, 11300, true, "$ sleep 5", "", "")
+		look(tm, s, 11800, false, "$ sleep 5", "", "")
 		if tm.settled(reaction) {
 			t.Fatal("settled on looks that saw no job for less than restConfirm")
 		}
-		look(tm, seq, 12300, false, "$ sleep 5", "", "")
+		look(tm, s, 12300, false, "$ sleep 5", "", "")
 		if !tm.settled(reaction) {
 			t.Fatal("not settled after the job ended, with nothing on the screen")
 		}
 	})
 	t.Run("nothing shown and no job: given up after the window", func(t *testing.T) {
-		tm, seq := sent()
-		look(tm, seq, 5000, false, "$ sleep 5", "", "") // before the window ends: no rest yet
+		tm, s := sent()
+		look(tm, s, 5000, false, "$ sleep 5", "", "") // before the window ends: no rest yet
 		if d, ok := tm.lookIn(at(5000), reaction); !ok || d != 5100*time.Millisecond {
 			t.Fatalf("lookIn before the window ends: %v %v", d, ok)
 		}
 		if d, ok := tm.lookIn(at(10100), reaction); !ok || d != 0 {
 			t.Fatalf("lookIn as the window ends: %v %v", d, ok)
 		}
-		look(tm, seq, 10100, false, "$ sleep 5", "", "")
+		look(tm, s, 10100, false, "$ sleep 5", "", "")
 		if tm.settled(reaction) {
 			t.Fatal("given up on one look")
 		}
-		look(tm, seq, 10600, false, "$ sleep 5", "", "")
+		look(tm, s, 10600, false, "$ sleep 5", "", "")
 		if !tm.settled(reaction) {
 			t.Fatal("not given up after the window and restConfirm")
 		}
@@ -225,36 +225,38 @@ func TestSendReaction(t *testing.T) {
 		}
 	})
 	t.Run("a look overtaken by a later one is not applied", func(t *testing.T) {
-		tm, seq := sent()
-		look(tm, seq, 10700, false, "$ sleep 5", "", "")
-		look(tm, seq, 10100, false, "$ sleep 5", "", "$ done") // began first, answered last
+		tm, s := sent()
+		look(tm, s, 10700, false, "$ sleep 5", "", "")
+		look(tm, s, 10100, false, "$ sleep 5", "", "$ done") // began first, answered last
 		if tm.send == nil {
 			t.Fatal("an overtaken look was applied")
 		}
 		tm2, _ := sent()
-		look(tm2, seq+1, 200, false, "$ sleep 5", "", "$") // a later Send's look
+		look(tm2, s, 200, false, "$ sleep 5", "", "$") // a look at another Send
+		tm2.beginSend("again", prompt, shell, at(300))
+		look(tm2, s, 400, false, "$ sleep 5", "", "$") // a look at the Send before
 		if tm2.send == nil {
 			t.Fatal("a look at another Send was applied")
 		}
 	})
 	t.Run("a TUI's own echo, as its Enter is pressed, is no reaction", func(t *testing.T) {
 		tm := &terminal{state: api.StateIdle, since: t0}
-		seq := tm.beginSend("/needle", []string{"hay 1", "hay 2", ":"}, shell, at(0))
-		tm.entering(seq, []string{"hay 1", "hay 2", "/needle"})
-		tm.typed(seq, at(100))
-		look(tm, seq, 110, false, "hay 1", "hay 2", "/needle")
+		s := tm.beginSend("/needle", []string{"hay 1", "hay 2", ":"}, shell, at(0))
+		tm.entering(s, []string{"hay 1", "hay 2", "/needle"})
+		tm.typed(s, at(100))
+		look(tm, s, 110, false, "hay 1", "hay 2", "/needle")
 		if tm.send == nil {
 			t.Fatal("the TUI's echo counted as a reaction")
 		}
-		look(tm, seq, 120, false, "needle 150", "hay 151", ":")
+		look(tm, s, 120, false, "needle 150", "hay 151", ":")
 		if tm.send != nil {
 			t.Fatal("the TUI's answer did not count as a reaction")
 		}
 	})
 	t.Run("an agent that reports reacts by reporting", func(t *testing.T) {
-		tm, seq := sent()
+		tm, s := sent()
 		tm.reported = true
-		look(tm, seq, 200, false, "$ sleep 5", "thinking…", "")
+		look(tm, s, 200, false, "$ sleep 5", "thinking…", "")
 		if tm.send == nil {
 			t.Fatal("a reporting agent's screen counted as its reaction")
 		}
@@ -334,7 +336,7 @@ func FuzzParseWindowLine(f *testing.F) {
 				t.Fatalf("session %q from %q", m.Session, line)
 			}
 		}
-		if api.CheckTitle(m.Title) != nil || m.Title == "" || checkText(m.Group, maxGroup) != nil || m.Spec != "" && !isSpecKey(m.Spec) {
+		if api.CheckTitle(m.Title) != nil || m.Title == "" || api.CheckText("group", m.Group, maxGroup) != nil || m.Spec != "" && !isSpecKey(m.Spec) {
 			t.Fatalf("title %q, group %q, spec %q from %q", m.Title, m.Group, m.Spec, line)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/tmux"
 )
@@ -203,13 +204,31 @@ func TestReadEndedWorker(t *testing.T) {
 			t.Fatalf("%s: %s, want failed", w.Title, a.State)
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The Wait returns on run's end report, which comes before tmux has handled the pane's
+	// death (and written its line, in a tmux that still does): Read once tmux says it is dead.
+	for _, w := range []api.Agent{missing, full} {
+		h.waitPaneDead(w.Terminal)
+	}
 	if screen := h.read(c, missing.Terminal); !strings.Contains(screen, "no-such-command-krad") {
 		t.Errorf("Read of the missing command does not say what was missing:\n%s", screen)
 	}
 	lines := strings.Split(h.read(c, full.Terminal), "\n")
 	if len(lines) < 49 || lines[0] != "1" || lines[48] != "49" {
 		t.Errorf("Read of a worker that printed 1 to 49 on a 50-line screen gave %d lines, first %q:\n%s", len(lines), lines[0], strings.Join(lines, "\n"))
+	}
+}
+
+// waitPaneDead waits until tmux says terminal n's pane is dead.
+func (h *harness) waitPaneDead(n int) {
+	h.t.Helper()
+	window := h.window(n)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if strings.TrimSpace(h.tmuxOut("display-message", "-p", "-t", window, "#{pane_dead}")) == "1" {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("tmux did not say main:%d's pane is dead within 15 s", n)
+		}
 	}
 }
 
@@ -312,5 +331,70 @@ func TestKradInWindowOpenedWithACommand(t *testing.T) {
 		if a.Terminal == 2 && a.State != api.StateNeedsInput {
 			t.Errorf("main:2 is %s, want needs_input, as it reported", a.State)
 		}
+	}
+}
+
+// TestNULIsRefused: a NUL byte, which no terminal can be typed and no argument can hold, in a
+// Send's text or in a Spawn's prompt, command or agent, is refused with bad_request before
+// anything happens: nothing is logged as a failure, no terminal opens, and a Wait after the
+// refused Send answers at once rather than wait out the reaction window for a Send that never
+// was.
+func TestNULIsRefused(t *testing.T) {
+	var log apptest.Buffer
+	h := start(t, lead(), withLog(&log), func(c *app.Config) { c.Reaction = time.Minute })
+	c := h.as(1)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "lines", Command: []string{"sh", "-c", `while read line; do echo "got: $line"; done`}})
+	if a := h.agent(c, api.Wait, &api.WaitBody{Target: api.Target(w.Terminal), TimeoutSecs: secs(30)}); a.State != api.StateIdle {
+		t.Fatalf("the worker is %s, want idle", a.State)
+	}
+	_, err := h.call(c, api.Send, &api.SendBody{Target: api.Target(w.Terminal), Text: "a\x00b"})
+	if code(err) != api.CodeBadRequest || !strings.Contains(err.Error(), "NUL") {
+		t.Errorf("Send of a NUL: %v, want bad_request about the NUL byte", err)
+	}
+	if a, err := h.call(c, api.Wait, &api.WaitBody{Target: api.Target(w.Terminal), TimeoutSecs: secs(20)}); err != nil {
+		t.Errorf("Wait after the refused Send: %v, want the idle worker at once", err)
+	} else {
+		var ag api.Agent
+		if a.Decode("Agent", &ag) != nil || ag.State != api.StateIdle {
+			t.Errorf("Wait after the refused Send answered %s, want the idle worker", a.Body)
+		}
+	}
+	for _, b := range []*api.SpawnBody{
+		{Title: "p", Command: []string{"cat"}, Prompt: "a\x00b"},
+		{Title: "c", Command: []string{"sh", "-c", "echo a\x00b"}},
+		{Title: "a", Agent: "cla\x00ude"},
+	} {
+		if _, err := h.call(c, api.Spawn, b); code(err) != api.CodeBadRequest {
+			t.Errorf("Spawn %q with a NUL: %v, want bad_request", b.Title, err)
+		}
+	}
+	if n := len(h.agents(h.as(0))); n != 2 {
+		t.Errorf("%d terminals after the refused Spawns, want the lead and the worker", n)
+	}
+	if logged := log.String(); strings.Contains(logged, "request failed") || strings.Contains(logged, "level=ERROR") {
+		t.Errorf("the refused requests were logged as failures:\n%s", logged)
+	}
+}
+
+// TestWindowInTheWay: a window that stands at the index a new terminal's number needs moves out
+// of the way, never onto another terminal's number. Here, with tmux numbering windows from 1,
+// a person moved the shell (main:2) to index 3 and the lead (main:1) to index 2: the next Spawn,
+// main:3, needs index 3, and the shell cannot go back to 2. tmux's first free index would be 1,
+// the lead's number; the app puts it at 0, which no terminal ever has.
+func TestWindowInTheWay(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "tmux.conf")
+	if err := os.WriteFile(conf, []byte("set -g base-index 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, func(c *app.Config) { c.Tmux.ConfigFile = conf }, withTerminals(app.TerminalSpec{Title: "lead", Lead: true}, app.TerminalSpec{Title: "shell"}))
+	h.waitIndexes("at the start")
+	h.tmuxOut("move-window", "-s", "main:2", "-t", "main:3")
+	h.tmuxOut("move-window", "-s", "main:1", "-t", "main:2")
+	if w := h.agent(h.as(1), api.Spawn, &api.SpawnBody{Command: []string{"sleep", "60"}}); w.Terminal != 3 {
+		t.Fatalf("spawned main:%d, want main:3", w.Terminal)
+	}
+	got := h.indexes()
+	if want := map[string]string{"main:1": "2", "main:2": "0", "main:3": "3"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("windows (terminal: index) %v, want %v: the shell moved aside to 0, not onto a terminal's number", got, want)
 	}
 }

@@ -1,6 +1,8 @@
 package app_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/apptest"
 )
 
 // These tests send to real programs in real tmux windows and wait, as a lead does with
@@ -156,5 +159,47 @@ func TestWaitOnNoVisibleReaction(t *testing.T) {
 	// And what it is sent next is answered as any other.
 	if _, _, screen, err := h.sendAndWait(w.Terminal, "x*7", 30); err != nil || !slices.Contains(lines(screen), "42") {
 		t.Errorf("the answer to x*7 is not on the screen (%v):\n%s", err, screen)
+	}
+}
+
+// TestWaitWithASlowLook: a Wait whose look at the worker takes longer than the Wait has left (its
+// tmux stopped, as a hung host's would, while the Wait looks after the reaction window) answers
+// TimedOut by its own deadline, within the second of slack the bus gives it, and nothing is
+// logged as a failed request. Before, the look ran on until the bus's deadline cancelled it, and
+// the Wait then answered with that error, logged at Error, about as often as not: several Waits
+// at once show it.
+func TestWaitWithASlowLook(t *testing.T) {
+	var log apptest.Buffer
+	h := start(t, lead(), reaction(2*time.Second), withLog(&log))
+	c := h.as(1)
+	// It reads lines and shows nothing but their echo: a Wait after a Send looks once the
+	// reaction window has passed.
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "reader", Command: []string{"sh", "-c", "while read line; do :; done"}})
+	if a := h.agent(c, api.Wait, &api.WaitBody{Target: api.Target(w.Terminal), TimeoutSecs: secs(20)}); a.State != api.StateIdle {
+		t.Fatalf("before the Send: %s", a.State)
+	}
+	if _, err := h.call(c, api.Send, &api.SendBody{Target: api.Target(w.Terminal), Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	const waits = 6
+	errs := make(chan error, waits)
+	for range waits {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, err := c.Call(ctx, api.NewRequest(api.Wait, &api.WaitBody{Target: api.Target(w.Terminal), TimeoutSecs: secs(4)}))
+			errs <- err
+		}()
+	}
+	time.Sleep(time.Second) // the Waits' looks come after the 2 s window: tmux is stopped by then
+	resume := h.stopTmux()
+	for range waits {
+		if err := <-errs; !errors.Is(err, api.ErrTimedOut) {
+			t.Errorf("Wait during a slow look: %v, want TimedOut", err)
+		}
+	}
+	resume()
+	if logged := log.String(); strings.Contains(logged, "request failed") {
+		t.Errorf("a Wait whose look was slow was logged as a failed request:\n%s", logged)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -83,60 +82,82 @@ func (q *windowWork) take() (added, closed []tmux.WindowID, relist bool) {
 	return added, closed, relist
 }
 
-// reset drops the work there is.
-func (q *windowWork) reset() { q.take() }
-
-// follow starts the goroutine that does the work tmux's window notifications leave for client c,
-// until c ends. Work left for an earlier client is dropped: its window ids may name other windows
-// now, and adopt, which comes next, lists every window there is.
+// follow makes c the environment's client, with work of its own for the window notifications it
+// brings, and starts the goroutine that does that work until c ends. Each connection to tmux has
+// its own: the work an earlier one left is dropped with it (its window ids may name other windows
+// now, and adopt, which comes next, lists every window there is), and its goroutine never takes
+// the new one's.
 func (e *environment) follow(c *tmux.Client) {
-	e.work.reset()
-	go e.doWork(c)
+	q := newWindowWork()
+	a := e.app
+	a.mu.Lock()
+	e.client, e.work = c, q
+	a.mu.Unlock()
+	go e.doWork(c, q)
 }
 
-func (e *environment) doWork(c *tmux.Client) {
+func (e *environment) doWork(c *tmux.Client, q *windowWork) {
 	for {
 		select {
-		case <-e.work.wake:
+		case <-q.wake:
 		case <-c.Done():
 			return
 		}
-		select {
-		case <-c.Done(): // an ended client's goroutine leaves the work to the next one
-			e.work.signal()
-			return
-		default:
-		}
-		added, closed, relist := e.work.take()
+		added, closed, relist := q.take()
 		if len(closed) > 0 {
 			e.windowsClosed(c, closed)
 		}
 		if relist {
 			e.numberAll(c)
 		}
-		for _, w := range added {
-			e.windowAdded(c, w)
+		if len(added) > 0 {
+			e.windowsAdded(c, added)
 		}
 	}
 }
 
-// windowAdded numbers a window tmux reports that the app did not open.
-func (e *environment) windowAdded(c *tmux.Client, w tmux.WindowID) {
+// windowsAdded numbers windows tmux reports that the app did not open, with one listing of the
+// session's windows for them all.
+func (e *environment) windowsAdded(c *tmux.Client, added []tmux.WindowID) {
 	e.createMu.Lock()
 	defer e.createMu.Unlock()
 	a := e.app
 	a.mu.Lock()
-	_, known := e.byWindow[w]
 	current := e.client == c
+	unknown := added[:0]
+	for _, w := range added {
+		if _, known := e.byWindow[w]; !known {
+			unknown = append(unknown, w)
+		}
+	}
+	// At the limit no listing can help: numbering would refuse every window.
+	numbering := current && len(unknown) > 0 && e.roomLocked()
 	a.mu.Unlock()
-	if known || !current {
+	if !numbering {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := e.numberLocked(ctx, c, w); err != nil && !errors.Is(err, errTooManyTerminals) {
-		e.warn("could not number a window", "window", w.String(), "err", err)
+	ws, err := e.windows(ctx, c)
+	cancel()
+	if err != nil {
+		e.warn("could not list the windows to number", "err", err)
+		return
 	}
+	var unnumbered problems
+	for _, w := range unknown {
+		if _, there := ws.index[w]; !there {
+			continue // closed already, or left out as unreadable
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := e.numberCreating(ctx, c, ws, w)
+		cancel()
+		if errors.Is(err, errTooManyTerminals) {
+			break
+		} else if err != nil {
+			unnumbered.add(fmt.Errorf("window %s: %w", w, err))
+		}
+	}
+	unnumbered.warn(e, "could not number windows")
 }
 
 // numberAll numbers every window of the session the app does not know: the pass that stands for
@@ -152,7 +173,7 @@ func (e *environment) numberAll(c *tmux.Client) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	out, err := c.Command(ctx, "list-windows", "-t", e.name, "-F", "#{window_id} "+isHolder)
+	ws, err := e.windows(ctx, c)
 	cancel()
 	if err != nil {
 		e.warn("could not list the windows to number", "err", err)
@@ -161,18 +182,12 @@ func (e *environment) numberAll(c *tmux.Client) {
 	// A pass tries at most as many windows as an environment may have terminals: the host lists
 	// as many as it likes, and each try is a command.
 	tries := a.maxTerminals()
-	var unreadable, unnumbered problems
-	for _, line := range out {
-		ws, holder, _ := strings.Cut(line, " ")
-		w, err := tmux.ParseWindowID(ws)
-		if err != nil {
-			unreadable.add(err)
-			continue
-		}
+	var unnumbered problems
+	for _, w := range ws.order {
 		a.mu.Lock()
 		_, known := e.byWindow[w]
 		a.mu.Unlock()
-		if known || holder == "1" {
+		if known || ws.holder[w] {
 			continue
 		}
 		if tries == 0 {
@@ -180,7 +195,7 @@ func (e *environment) numberAll(c *tmux.Client) {
 		}
 		tries--
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = e.numberLocked(ctx, c, w)
+		err = e.numberCreating(ctx, c, ws, w)
 		cancel()
 		if errors.Is(err, errTooManyTerminals) {
 			break
@@ -188,7 +203,6 @@ func (e *environment) numberAll(c *tmux.Client) {
 			unnumbered.add(fmt.Errorf("window %s: %w", w, err))
 		}
 	}
-	unreadable.warn(e, "tmux listed windows the app cannot read")
 	unnumbered.warn(e, "could not number windows")
 }
 
@@ -198,7 +212,7 @@ func (e *environment) numberAll(c *tmux.Client) {
 func (e *environment) windowsClosed(c *tmux.Client, closed []tmux.WindowID) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	windows, err := e.windows(ctx, c)
+	ws, err := e.windows(ctx, c)
 	if err != nil {
 		return // the connection broke: the next attach reconciles the terminals with tmux
 	}
@@ -206,7 +220,7 @@ func (e *environment) windowsClosed(c *tmux.Client, closed []tmux.WindowID) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, w := range closed {
-		if _, there := windows[w]; there {
+		if _, there := ws.index[w]; there {
 			continue
 		}
 		if t := e.byWindow[w]; t != nil {
@@ -235,16 +249,10 @@ func (e *environment) roomLocked() bool {
 	return false
 }
 
-// atLimit reports whether the environment has MaxTerminals terminals.
-func (e *environment) atLimit() bool {
-	e.app.mu.Lock()
-	defer e.app.mu.Unlock()
-	return len(e.terminals) >= e.app.maxTerminals()
-}
-
-// limitError is the answer to a request that would open a terminal past the limit.
+// limitError is the answer to a request that would open a terminal past the limit. It wraps
+// errTooManyTerminals.
 func (e *environment) limitError() error {
-	return api.Errorf(api.CodeConflict, "environment %s has %d terminals, the most the app follows: close some (krad close T) first", e.name, e.app.maxTerminals())
+	return api.Errorf(api.CodeConflict, "environment %s has %d terminals, the most the app follows: close some (krad close T) first", e.name, e.app.maxTerminals()).WithCause(errTooManyTerminals)
 }
 
 // maxTerminals is the limit on each environment's terminals.

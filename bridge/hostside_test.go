@@ -16,7 +16,9 @@ import (
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/discovery"
+	"github.com/krad-ade/krad/internal/roguetmux"
 	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/remote/shell"
 )
 
 // writeBashrc writes the host user's ~/.bashrc, which bash reads for every command sshd runs.
@@ -205,28 +207,13 @@ func TestSilentTmuxGoesDown(t *testing.T) {
 	w.screen(w.as(1), worker.Terminal, "") // served again: its screen reads
 }
 
-// fakeTmux is a program named tmux that speaks just enough control mode to get past an attach
-// (the reply to its new-session) and then answers nothing, as a host's compromised or broken tmux
-// might; other uses of it fail.
-const fakeTmux = `#!/bin/sh
-case " $* " in *" -C "*) ;; *) exit 1;; esac
-printf '%%begin 1 1 0\n%%end 1 1 0\n'
-exec cat >/dev/null
-`
-
 // TestTmuxSilentAfterItsFirstReply: a tmux on the host's PATH answers the attach and then falls
 // silent. The environment, never up, is said to be down with a message, and tried again; once
 // the real tmux is back on PATH it comes up, with no restart.
 func TestTmuxSilentAfterItsFirstReply(t *testing.T) {
+	silent := roguetmux.Write(t, t.TempDir(), roguetmux.Options{Silent: true})
 	w := startWorld(t, worldOptions{noWait: true, tmuxTimeout: 2 * time.Second, host: func(w *world) {
-		fake := filepath.Join(w.sshd.Home, "fake")
-		if err := os.Mkdir(fake, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(fake, "tmux"), []byte(fakeTmux), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		w.writeBashrc(`PATH="$HOME/fake:$PATH"` + "\n")
+		w.writeBashrc(`PATH=` + shell.Quote(silent.Bin) + `:$PATH` + "\n")
 	}})
 	var msg string
 	w.event(60*time.Second, "environment_down", appEvent(api.EnvironmentDown, &msg))

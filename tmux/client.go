@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,6 +39,13 @@ type Client struct {
 	// replied is when the last reply came (or the client started): with sent, how long tmux
 	// has made a command wait, for Watch.
 	replied time.Time
+
+	// For Watch, set by the reader without mu (it reads a line at a time, and the pane output of
+	// a busy host is many lines): when it last read a line of any kind, and when it last read a
+	// line of a reply to one of the client's commands, as nanoseconds since started (which has
+	// a monotonic clock reading, as time.Now's times do).
+	started         time.Time
+	heard, replying atomic.Int64
 
 	wake  chan struct{} // tells the writer there is something in unsent
 	ended chan struct{} // closed when err is set
@@ -75,9 +83,9 @@ func New(rw io.ReadWriteCloser, onNote func(Notification)) *Client {
 		wake:   make(chan struct{}, 1),
 		ended:  make(chan struct{}),
 		done:   make(chan struct{}),
-
-		replied: time.Now(),
 	}
+	c.started = time.Now()
+	c.replied = c.started
 	go c.read()
 	go c.write()
 	return c
@@ -207,13 +215,22 @@ func (c *Client) end(cause error) {
 
 // Watch makes the client notice a tmux that stops answering: a server that was stopped
 // (SIGSTOP), a host that hangs, or a stream that stays open but carries nothing (an SSH channel
-// that stalls while the connection lives, a compromised host's program that answered once). When
-// a command has waited longer than timeout for its reply, and no other reply came meanwhile, the
-// client ends with an error wrapping [ErrNoAnswer] and its stream is closed, as by Close: commands
-// waiting fail, and [Client.Done] is closed. While no command is waiting, it asks tmux something
-// that costs it nothing (display-message -p) every timeout/4, so that silence is noticed too, within
-// about 1.5 × timeout. Progress is what counts, not a fixed deadline per command: tmux answers in
-// order, so a burst of slow commands is not taken for a stuck server as long as replies come.
+// that stalls while the connection lives, a compromised host's program that answered once). The
+// client ends with an error wrapping [ErrNoAnswer] and its stream is closed, as by Close (commands
+// waiting fail, and [Client.Done] is closed), when a command waits for its reply and either
+//
+//   - nothing at all came from tmux for longer than timeout, or
+//   - no line of its reply came for longer than 4 × timeout (hardFactor), though other lines
+//     (a pane's output) kept coming.
+//
+// Every line counts as a sign of life, not only replies: tmux queues a command's reply behind
+// the pane output it has not written yet, so a worker that prints faster than an SSH link
+// carries, or a long capture-pane over a slow link, delays a reply while the stream is busy. The
+// second bound ends a host that streams output but never answers. Both count from when the
+// command became the oldest one waiting (tmux answers in order), so a burst of slow commands is
+// not taken for a stuck server as long as replies come. While no command is waiting, Watch asks
+// tmux something that costs it nothing (display-message -p) every timeout/4, so that silence is
+// noticed too, within about 1.5 × timeout.
 //
 // A timeout of zero or less does nothing. Call Watch once; it stops when the client ends.
 func (c *Client) Watch(timeout time.Duration) {
@@ -222,6 +239,10 @@ func (c *Client) Watch(timeout time.Duration) {
 	}
 	go c.watch(timeout)
 }
+
+// hardFactor times Watch's timeout is how long a command may wait for its reply while
+// tmux sends other lines.
+const hardFactor = 4
 
 func (c *Client) watch(timeout time.Duration) {
 	tick := time.NewTicker(timeout / 4)
@@ -232,31 +253,47 @@ func (c *Client) watch(timeout time.Duration) {
 			return
 		case <-tick.C:
 		}
+		now := time.Now()
 		c.mu.Lock()
-		var waited time.Duration
+		var waited, quiet time.Duration
 		if len(c.sent) > 0 {
+			// Since when the oldest command has waited with none of its reply read.
 			since := c.sent[0].sent
 			if c.replied.After(since) {
 				since = c.replied
 			}
-			waited = time.Since(since)
+			if r := c.started.Add(time.Duration(c.replying.Load())); r.After(since) {
+				since = r
+			}
+			waited = now.Sub(since)
+			if h := c.started.Add(time.Duration(c.heard.Load())); h.After(since) {
+				since = h
+			}
+			quiet = now.Sub(since)
 		}
 		idle := len(c.sent) == 0 && len(c.unsent) == 0
 		c.mu.Unlock()
+		var cause error
 		switch {
-		case waited > timeout:
-			c.end(fmt.Errorf("%w: a command waited more than %s for its reply", ErrNoAnswer, timeout))
-			// A tmux that answers nothing will not detach cleanly either: a local one is
-			// killed rather than waited for.
-			if k, ok := c.rw.(interface{ kill() }); ok {
-				k.kill()
-			}
-			c.closeRW()
-			return
+		case quiet > timeout:
+			cause = fmt.Errorf("%w: a command waited more than %s for its reply, and nothing came meanwhile", ErrNoAnswer, timeout)
+		case waited > hardFactor*timeout:
+			cause = fmt.Errorf("%w: a command waited more than %s for its reply, while only other output came", ErrNoAnswer, hardFactor*timeout)
 		case idle:
 			// Its reply only has to come; the command fails once the client ends.
 			go func() { _, _ = c.Command(context.Background(), "display-message", "-p", "") }()
+			continue
+		default:
+			continue
 		}
+		c.end(cause)
+		// A tmux that answers nothing will not detach cleanly either: a local one is killed
+		// rather than waited for.
+		if k, ok := c.rw.(interface{ kill() }); ok {
+			k.kill()
+		}
+		c.closeRW()
+		return
 	}
 }
 
@@ -328,9 +365,14 @@ func (c *Client) readStream() error {
 		case err != nil:
 			return err
 		}
+		now := int64(time.Since(c.started))
+		c.heard.Store(now)
 		ev, err := p.feed(line)
 		if err != nil {
 			return err
+		}
+		if p.open && p.ours {
+			c.replying.Store(now)
 		}
 		switch {
 		case ev.reply != nil:

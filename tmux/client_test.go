@@ -410,3 +410,61 @@ func TestWatchCountsProgress(t *testing.T) {
 		t.Errorf("the client ended while replies came: %v", err)
 	}
 }
+
+// A reply that tmux holds behind pane output (a worker that prints faster than an SSH link
+// carries, a long capture over a slow one) is no silence: while lines keep coming, the client
+// lives, however long the reply takes within the hard bound.
+func TestWatchCountsOutput(t *testing.T) {
+	s := newScript(t)
+	const timeout = 2 * time.Second
+	s.c.Watch(timeout)
+	s.read() // a question, which tmux answers only after its output
+	slow := command(context.Background(), s.c, "capture-pane", "-p")
+	s.read()
+	for end := time.Now().Add(3 * timeout); time.Now().Before(end); {
+		if _, err := io.WriteString(s.send, "%output %1 more\\015\\012\n"); err != nil {
+			waitDone(t, s.c)
+			t.Fatalf("the client ended while output came: %v", s.c.Err())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	s.write("%begin 1 0 1", "%end 1 0 1", "%begin 1 1 1", "screen", "%end 1 1 1")
+	if r := wait(t, slow); r.err != nil || !reflect.DeepEqual(r.lines, []string{"screen"}) {
+		t.Fatalf("the command held behind output: got %q, %v; want [screen]", r.lines, r.err)
+	}
+	if err := s.c.Err(); err != nil {
+		t.Errorf("the client ended while output came: %v", err)
+	}
+}
+
+// A host that streams output and never answers still ends the client: output holds a command
+// off for a few timeouts, not for good.
+func TestWatchOutputWithoutReply(t *testing.T) {
+	s := newScript(t)
+	s.c.Watch(time.Second)
+	s.read() // a question, never answered
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-s.c.Done():
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			if _, err := io.WriteString(s.send, "%output %1 x\n"); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-s.c.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("a client whose tmux streams output but never answers did not end")
+	}
+	if err := s.c.Err(); !errors.Is(err, ErrNoAnswer) {
+		t.Fatalf("Err() = %v, want ErrNoAnswer", err)
+	}
+}

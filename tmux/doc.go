@@ -1,8 +1,9 @@
 // Package tmux is a client of tmux's control mode (tmux -C) over any byte stream: the pipes of a
 // local tmux process, or an SSH session running tmux on another host. krad-ade runs one tmux server
 // per host on its own socket (tmux -L krad-ade on this computer, tmux -S ~/.krad-ade/tmux/krad-ade
-// on SSH hosts), one session per environment, one window per terminal, and drives them all
-// through this package.
+// on SSH hosts, or tmux -L krad-ade on a host an earlier version prepared, while that server
+// holds the environment), one session per environment, one window per terminal, and drives them
+// all through this package.
 //
 // # Use
 //
@@ -70,7 +71,8 @@
 // notification [Unknown] rather than wrap into a negative number. A reply is only ever given to the command it answers: if tmux answers when no
 // command waits, the replies are out of step and the client ends with [ErrProtocol] rather than
 // give later replies to the wrong callers. A stream that stays open and answers nothing (a
-// stopped server, a program that answered its first reply and then fell silent) would hold every
-// command for good: [Client.Watch] ends such a client with [ErrNoAnswer]. It does not authenticate the stream: whoever controls
+// stopped server, a program that answered its first reply and then fell silent, or one that
+// streams pane output and never replies) would hold every command for good: [Client.Watch] ends
+// such a client with [ErrNoAnswer]. It does not authenticate the stream: whoever controls
 // it controls what the client reads, as whoever controls the tmux server controls its windows.
 package tmux

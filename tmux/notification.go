@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/krad-ade/krad/internal/termsafe"
 )
@@ -435,14 +434,11 @@ func (f *fields) uint(max uint64) uint64 {
 
 // quoteField quotes a field for an error message, Go-quoted and cut to MaxErrorText bytes.
 func quoteField(s string) string {
-	if len(s) <= MaxErrorText {
+	c := termsafe.Cut(s, MaxErrorText)
+	if len(c) == len(s) {
 		return strconv.Quote(s)
 	}
-	cut := MaxErrorText
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strconv.Quote(s[:cut]) + "…"
+	return strconv.Quote(c) + "…"
 }
 
 // colon skips the fields tmux reserves for future use, up to and including a lone ":".

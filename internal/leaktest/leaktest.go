@@ -61,7 +61,9 @@ func Processes(t testing.TB, secret string) []string {
 }
 
 // Files lists the regular files under roots, changed since since, that hold secret. Files over
-// 16 MiB are passed over, and so are folders the test cannot read.
+// 16 MiB are passed over, and so are folders the test cannot read. Give it the folders the test
+// made for what it runs (their HOME, their TMPDIR, tmux's socket folder), not a shared one such
+// as /tmp: on a machine others use, that is their files, and a walk that never ends.
 func Files(t testing.TB, secret string, since time.Time, roots ...string) []string {
 	t.Helper()
 	var found []string

@@ -9,10 +9,11 @@
 //
 //   - the new-session of its command line with an empty block of its own (flags 0), as tmux does,
 //     or with Options.Refuse in a failed one, after which it exits; or, when Options.Stderr is
-//     set, with nothing: it writes that to stderr and exits at once;
+//     set, with nothing: it writes that to stderr and exits at once; with Options.Silent,
+//     nothing after that block, whatever it reads;
 //   - list-windows with Options.Windows when the format asks for @krad (the app's adoption), with
-//     the output of Options.Listed when it asks for names but not @krad, and with nothing
-//     otherwise;
+//     the output of Options.Listed when it asks for windows' indexes or names but not @krad (the
+//     app's listing of where windows are), and with nothing otherwise;
 //   - show-options with Options.Next;
 //   - display-message -t @N with "%N 0 <name>" (a pane, no holder), or with Options.DisplayError
 //     as a failed command when it is set; display-message -t %N with a pane that lives;
@@ -47,11 +48,15 @@ type Options struct {
 	// which the script exits, as tmux does when it cannot start.
 	Refuse string
 	// Listed is a shell command whose output answers the list-windows that asks for windows'
-	// names but not @krad (the app's pass over windows it does not know), such as WindowList.
+	// indexes or names but not @krad (where the session's windows are, for numbering and moving
+	// them), such as WindowList.
 	Listed string
 	// Stderr, when set, is what the script writes to stderr before it exits, at once and with
 	// nothing on stdout, as a tmux that cannot start does (a usage message, a missing library).
 	Stderr string
+	// Silent makes the script answer the new-session of its command line and then nothing at
+	// all, as a host's broken or compromised tmux might: it reads what the app sends and drops it.
+	Silent bool
 }
 
 // Tmux is a rogue tmux written by Write.
@@ -80,6 +85,9 @@ func Write(t testing.TB, dir string, o Options) *Tmux {
 		"derror":  o.DisplayError,
 		"stderr":  o.Stderr,
 	}
+	if o.Silent {
+		files["silent"] = "1"
+	}
 	for name, data := range files {
 		if data != "" && !strings.HasSuffix(data, "\n") {
 			data += "\n"
@@ -95,9 +103,10 @@ func Write(t testing.TB, dir string, o Options) *Tmux {
 	return rt
 }
 
-// WindowList is a Listed of windows @first to @first+n-1, none of them the holder.
+// WindowList is a Listed of windows @first to @first+n-1, each at the window index of its id and
+// none of them the holder: lines of "@ID INDEX 0", as the app asks for them.
 func WindowList(first, n int) string {
-	return fmt.Sprintf(`awk 'BEGIN { for (i = 0; i < %d; i++) printf "@%%d 0\n", %d + i }'`, n, first)
+	return fmt.Sprintf(`awk 'BEGIN { for (i = 0; i < %d; i++) printf "@%%d %%d 0\n", %d + i, %d + i }'`, n, first, first)
 }
 
 // WindowAdds is a Flood of n %window-add lines, for windows @first to @first+n-1.
@@ -127,13 +136,14 @@ if [ -s "$d/refuse" ]; then
 	exit 1
 fi
 printf '%%begin 1 0 0\n%%end 1 0 0\n'
+if [ -s "$d/silent" ]; then exec cat >/dev/null; fi
 id=100000
 flooded=
 while IFS= read -r line; do
 	printf '%s\n' "$line" >>"$d/commands"
 	case $line in
 	'"list-windows"'*@krad*) block end "$d/windows" ;;
-	'"list-windows"'*window_name*)
+	'"list-windows"'*window_index*|'"list-windows"'*window_name*)
 		if [ -s "$d/listed" ]; then sh "$d/listed" >"$d/answer"; else : >"$d/answer"; fi
 		block end "$d/answer" ;;
 	'"show-options"'*) block end "$d/next" ;;

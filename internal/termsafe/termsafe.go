@@ -39,17 +39,40 @@ func invalidAt(s string) bool {
 	return r == utf8.RuneError && size == 1
 }
 
-// QuoteMax is Quote of s cut to at most max bytes (between characters), the cut marked with "…"
-// after the quotes: for text from outside whose length nothing bounds, such as a line a host sent.
-func QuoteMax(s string, max int) string {
-	if len(s) <= max {
+// QuoteMax is Quote of s cut to at most n bytes (with Cut), the cut marked with "…" after the
+// quotes: for text from outside whose length nothing bounds, such as a line a host sent.
+func QuoteMax(s string, n int) string {
+	c := Cut(s, n)
+	if len(c) == len(s) {
 		return Quote(s)
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return Quote(c) + "…"
+}
+
+// Cut returns s cut to at most n bytes, between characters: never inside a UTF-8 sequence, so
+// that text that was UTF-8 stays so. Bytes that are not UTF-8 count as characters of one byte.
+func Cut(s string, n int) string {
+	switch {
+	case len(s) <= n:
+		return s
+	case n <= 0:
+		return ""
 	}
-	return Quote(s[:cut]) + "…"
+	cut := n
+	if utf8.RuneStart(s[cut]) {
+		return s[:cut]
+	}
+	// The byte at cut continues a character when one starts at most utf8.UTFMax-1 bytes before
+	// and runs past cut; a byte that continues nothing counts alone.
+	for p := cut - 1; p >= 0 && p > cut-utf8.UTFMax; p-- {
+		if utf8.RuneStart(s[p]) {
+			if r, size := utf8.DecodeRuneInString(s[p:]); (r != utf8.RuneError || size > 1) && p+size > cut {
+				cut = p
+			}
+			break
+		}
+	}
+	return s[:cut]
 }
 
 // Quote returns s as it is when it is valid UTF-8 of printable characters, else Go-quoted.

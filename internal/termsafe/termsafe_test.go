@@ -1,6 +1,10 @@
 package termsafe
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 func TestEscape(t *testing.T) {
 	for _, tt := range []struct {
@@ -49,4 +53,44 @@ func TestQuoteMax(t *testing.T) {
 			t.Errorf("QuoteMax(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
 		}
 	}
+}
+
+func TestCut(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"fine", 10, "fine"},
+		{"fine", 4, "fine"},
+		{"abcdef", 3, "abc"},
+		{"héllo", 2, "h"},                       // not in the middle of é
+		{"a😀b", 4, "a"},                         // nor of a character of four bytes
+		{"a😀b", 5, "a😀"},                        // which fits
+		{"\x80\x80\x80\x80\x80", 2, "\x80\x80"}, // bytes that are no UTF-8 count alone
+		{"abc", 0, ""},
+		{"abc", -1, ""},
+	} {
+		if got := Cut(tt.in, tt.n); got != tt.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
+
+// FuzzCut: Cut keeps a prefix of at most n bytes, and UTF-8 text stays UTF-8.
+func FuzzCut(f *testing.F) {
+	f.Add("héllo wörld", 3)
+	f.Add("\xff\xfe😀", 2)
+	f.Fuzz(func(t *testing.T, s string, n int) {
+		c := Cut(s, n)
+		if len(c) > max(0, n) || !strings.HasPrefix(s, c) {
+			t.Fatalf("Cut(%q, %d) = %q", s, n, c)
+		}
+		if utf8.ValidString(s) && !utf8.ValidString(c) {
+			t.Fatalf("Cut(%q, %d) = %q, not UTF-8", s, n, c)
+		}
+		if len(s) > n && n >= utf8.UTFMax && len(c) < n-(utf8.UTFMax-1) {
+			t.Fatalf("Cut(%q, %d) = %q, cut more than a character short", s, n, c)
+		}
+	})
 }
