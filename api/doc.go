@@ -1,6 +1,7 @@
 // Package api is the Agents API v1 as it travels on the wire: the envelope every request carries,
 // the callers, the tokens, the requests and their answers, the errors, and the line framing with
-// its 64 KiB limit. It also holds the client side, [Call] and [Subscribe], that the krad CLI uses.
+// its 64 KiB limit; and the variables through which the app's terminals find the bus
+// ([TerminalVars]). It also holds the client side, [Call] and [Subscribe], that the krad CLI uses.
 //
 // # The wire
 //
@@ -17,8 +18,9 @@
 // # Secrets
 //
 // [Token] holds a token and prints "[REDACTED]" under every fmt verb, in JSON and in slog. The
-// value leaves the type only through [Token.Reveal], which the client calls when it writes an
-// envelope and nowhere else.
+// value leaves the type only through [Token.Reveal], called only where the token must go out: an
+// envelope, api.json and the token files, the environment of this computer's terminals
+// ([TerminalVars]), and `krad api info --show-token`.
 //
 // # What this package does not do
 //

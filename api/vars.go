@@ -1,0 +1,98 @@
+package api
+
+import (
+	"path"
+	"strings"
+)
+
+// The variables the app sets in every terminal and chat process it starts, as the spec's
+// authentication page names them ("Inside the app's terminals"). krad finds the bus through them,
+// and they win over api.json.
+const (
+	// VarEndpoint is where the bus is: 127.0.0.1:<port>, or on an SSH host the forward's address
+	// there.
+	VarEndpoint = "KRAD_ADE_ENDPOINT"
+	// VarToken is the bus token. Only the terminals of this computer get it.
+	VarToken = "KRAD_ADE_TOKEN"
+	// VarTokenFile is the owner-only file that holds the bus token: on SSH hosts instead of
+	// VarToken, on this computer beside it. krad reads it first: the app rewrites the file, at
+	// the same path, each time it starts (on a host, each time it connects), while a terminal's
+	// VarToken is the token of the run that opened it, which a terminal that outlives the run
+	// keeps.
+	VarTokenFile = "KRAD_ADE_TOKEN_FILE"
+	// VarTerminal is the terminal itself, E:N ([TerminalID.String], [ParseTerminalID]): the
+	// caller krad names in its requests.
+	VarTerminal = "KRAD_ADE_TERMINAL"
+	// VarPrefix begins the name of each of them. A process the app starts that is not a terminal
+	// (its tmux server, whose windows inherit its environment) must hold none that the app's own
+	// process inherited from a terminal it was started in.
+	VarPrefix = "KRAD_ADE_"
+)
+
+// TerminalVars are what the terminals of one host are given, besides each one's own
+// [VarTerminal]: where the bus is, the token or where to read it, and the app's folder first on
+// PATH. The terminals of this computer and those of SSH hosts get them alike; they differ only in
+// what is set: on an SSH host Token is zero, and the token stays in its file, out of every
+// environment there.
+type TerminalVars struct {
+	// Endpoint is [VarEndpoint].
+	Endpoint string
+	// Token is [VarToken]; zero on SSH hosts.
+	Token Token
+	// TokenFile is [VarTokenFile]; "" for none.
+	TokenFile string
+	// BinDir is where krad and krad-ade-agents are: first on PATH (see [PathFirst]).
+	BinDir string
+	// Path is the rest of PATH.
+	Path string
+}
+
+// Env is terminal's variables as NAME=value, for its process's environment (tmux new-window
+// -e): those of [TerminalVars.Session] that are set, and [VarTerminal]. It holds the token in
+// the clear on this computer: it goes to the terminal, and nowhere else.
+func (v TerminalVars) Env(terminal TerminalID) []string {
+	env, _ := v.list(terminal.String())
+	return env
+}
+
+// Session is what a tmux session holds for every window opened in it, windows a person opens by
+// hand included: set, as NAME=value, are the variables the host's terminals get, but for
+// [VarTerminal], which is each window's own; unset are the names the session must not hold (from
+// an earlier run, or from the environment of the tmux server): VarTerminal, and VarToken on an SSH
+// host.
+func (v TerminalVars) Session() (set, unset []string) { return v.list("") }
+
+// list is the one list of the variables: terminal "" leaves VarTerminal unset.
+func (v TerminalVars) list(terminal string) (set, unset []string) {
+	add := func(name, value string, ok bool) {
+		if ok {
+			set = append(set, name+"="+value)
+		} else {
+			unset = append(unset, name)
+		}
+	}
+	add(VarEndpoint, v.Endpoint, true)
+	add(VarToken, v.Token.Reveal(), !v.Token.IsZero())
+	add(VarTokenFile, v.TokenFile, v.TokenFile != "")
+	add(VarTerminal, terminal, terminal != "")
+	add("PATH", PathFirst(v.BinDir, v.Path), true)
+	return set, unset
+}
+
+// PathFirst is the PATH list with dir first and nowhere else: how the app's folder, which
+// holds krad and krad-ade-agents, comes first on every terminal's PATH, and on that of a shell
+// krad-ade-agents starts. dir is also left out where it comes again under another spelling (a
+// trailing slash), and so are empty entries, which a shell takes for the current folder. The
+// separator is ':': the terminals run in tmux, on Unix. An empty dir adds nothing.
+func PathFirst(dir, list string) string {
+	var keep []string
+	if dir != "" {
+		keep = append(keep, dir)
+	}
+	for p := range strings.SplitSeq(list, ":") {
+		if p != "" && (dir == "" || path.Clean(p) != path.Clean(dir)) {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, ":")
+}
