@@ -134,7 +134,7 @@ func New(cfg Config) *App {
 		}
 		return specs
 	}
-	local := &localHost{tmux: cfg.Tmux, vars: HostVars{Endpoint: cfg.Endpoint, Token: cfg.Token, TokenFile: cfg.TokenFile, BinDir: cfg.BinDir, Path: cfg.Path}}
+	local := &localHost{tmux: cfg.Tmux, vars: HostVars{TerminalVars: api.TerminalVars{Endpoint: cfg.Endpoint, Token: cfg.Token, TokenFile: cfg.TokenFile, BinDir: cfg.BinDir, Path: cfg.Path}}}
 	a.envs[Local] = newEnvironment(a, Local, local, specsOf(Local))
 	for _, r := range cfg.Remotes {
 		a.envs[r.Name] = newEnvironment(a, r.Name, r.Host, specsOf(r.Name))

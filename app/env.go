@@ -196,29 +196,25 @@ func (e *environment) session(ctx context.Context) error {
 // companion as the command of those windows, and the subscription that reports pane deaths.
 func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
 	v := e.host.Vars()
-	// On an SSH host the token stays in its file, out of every environment.
-	token := []string{"set-environment", "-t", e.name, "-r", "KRAD_ADE_TOKEN"}
-	if !v.Token.IsZero() {
-		token = []string{"set-environment", "-t", e.name, "KRAD_ADE_TOKEN", v.Token.Reveal()}
-	}
-	tokenFile := []string{"set-environment", "-t", e.name, "-r", "KRAD_ADE_TOKEN_FILE"}
-	if v.TokenFile != "" {
-		tokenFile = []string{"set-environment", "-t", e.name, "KRAD_ADE_TOKEN_FILE", v.TokenFile}
-	}
 	cmds := [][]string{
 		{"set-option", "-gw", "remain-on-exit", "on"},
 		// Terminal N is window N: tmux must not renumber windows when one closes, whatever the
 		// user's configuration says.
 		{"set-option", "-t", e.name, "renumber-windows", "off"},
-		{"set-environment", "-t", e.name, "KRAD_ADE_ENDPOINT", v.Endpoint},
-		token,
-		tokenFile,
-		{"set-environment", "-t", e.name, "PATH", v.path()},
-		{"set-environment", "-t", e.name, "-r", "KRAD_ADE_TERMINAL"},
-		{"set-option", "-t", e.name, "default-command", shell.Quote(v.companion()) + " shell"},
-		{"refresh-client", "-C", "200x50"},
-		{"refresh-client", "-B", deadSubscription + ":%*:#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"},
 	}
+	set, unset := v.Session()
+	for _, kv := range set {
+		name, value, _ := strings.Cut(kv, "=")
+		cmds = append(cmds, []string{"set-environment", "-t", e.name, name, value})
+	}
+	for _, name := range unset {
+		cmds = append(cmds, []string{"set-environment", "-t", e.name, "-r", name})
+	}
+	cmds = append(cmds,
+		[]string{"set-option", "-t", e.name, "default-command", shell.Quote(v.companion()) + " shell"},
+		[]string{"refresh-client", "-C", "200x50"},
+		[]string{"refresh-client", "-B", deadSubscription + ":%*:#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"},
+	)
 	for _, args := range cmds {
 		if _, err := c.Command(ctx, args...); err != nil {
 			return fmt.Errorf("tmux %s: %w", args[0], err)
@@ -587,7 +583,7 @@ func (e *environment) newWindow(ctx context.Context, c *tmux.Client, id api.Term
 	// and the command are not expanded.
 	target := e.name + ":" + strconv.Itoa(id.Terminal)
 	args := []string{"new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "-t", target, "-n", tmux.FormatLiteral(s.title)}
-	for _, kv := range v.env(id) {
+	for _, kv := range v.Env(id) {
 		args = append(args, "-e", kv)
 	}
 	if dir := cmp.Or(s.dir, v.Dir); dir != "" {

@@ -21,47 +21,17 @@ type Host interface {
 	AttachHint(session string) string
 }
 
-// HostVars are the variables terminals on a host get, besides KRAD_ADE_TERMINAL.
+// HostVars are what the terminals on a host get: the variables of the spec, built once for the
+// terminals of this computer and those of SSH hosts alike (api.TerminalVars: on a host, the token
+// file and no token), and the folder they start in.
 type HostVars struct {
-	// Endpoint is KRAD_ADE_ENDPOINT: the bus, or its forward on the host.
-	Endpoint string
-	// Token is KRAD_ADE_TOKEN, set on this computer only.
-	Token api.Token
-	// TokenFile is KRAD_ADE_TOKEN_FILE, the owner-only file with the token, which krad reads
-	// before KRAD_ADE_TOKEN: on SSH hosts instead of the token, on this computer beside it. The
-	// app rewrites the file, at the same path, each time it starts (and connects), so terminals
-	// that outlive a run read the token of the next.
-	TokenFile string
-	// BinDir is where krad and krad-ade-agents are on the host: first on PATH.
-	BinDir string
-	// Path is the rest of PATH.
-	Path string
+	api.TerminalVars
 	// Dir is the terminals' working folder, "" for tmux's default.
 	Dir string
 }
 
-// path is the PATH terminals get.
-func (v HostVars) path() string {
-	if v.Path == "" {
-		return v.BinDir
-	}
-	return v.BinDir + ":" + v.Path
-}
-
 // companion is krad-ade-agents on the host.
 func (v HostVars) companion() string { return v.BinDir + "/krad-ade-agents" }
-
-// env is the variables as NAME=VALUE, for new-window -e: the token, its file, or both.
-func (v HostVars) env(terminal api.TerminalID) []string {
-	vars := []string{"KRAD_ADE_ENDPOINT=" + v.Endpoint}
-	if !v.Token.IsZero() {
-		vars = append(vars, "KRAD_ADE_TOKEN="+v.Token.Reveal())
-	}
-	if v.TokenFile != "" {
-		vars = append(vars, "KRAD_ADE_TOKEN_FILE="+v.TokenFile)
-	}
-	return append(vars, "KRAD_ADE_TERMINAL="+terminal.String(), "PATH="+v.path())
-}
 
 // localHost is this computer: a tmux server of the app's own, reached as a local process.
 type localHost struct {

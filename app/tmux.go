@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/remote/shell"
 	"github.com/krad-ade/krad/tmux"
 )
@@ -99,7 +100,7 @@ func PreviousEndpoint(ctx context.Context, tc TmuxConfig, env string) string {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, program, append(args, "show-environment", "-t", env, "KRAD_ADE_ENDPOINT")...)
+	cmd := exec.CommandContext(ctx, program, append(args, "show-environment", "-t", env, api.VarEndpoint)...)
 	cmd.Env = tc.Env
 	out, err := cmd.Output()
 	if err != nil {

@@ -259,11 +259,8 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	}
 	e.mu.Lock()
 	e.vars = app.HostVars{
-		Endpoint:  fwd.Addr,
-		TokenFile: tokenPath,
-		BinDir:    binDir,
-		Path:      withoutDir(path, binDir),
-		Dir:       dir,
+		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path},
+		Dir:          dir,
 	}
 	e.socket = socket
 	if legacy && !e.legacy {
@@ -280,17 +277,6 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 // can carry quoted (see shell.Quote): no control characters, no backslash.
 func safePath(p string) bool {
 	return strings.HasPrefix(p, "/") && !strings.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f || r == '\\' })
-}
-
-// withoutDir is PATH without dir, which the terminals get first.
-func withoutDir(path, dir string) string {
-	var keep []string
-	for _, p := range strings.Split(path, ":") {
-		if p != dir && p != "" {
-			keep = append(keep, p)
-		}
-	}
-	return strings.Join(keep, ":")
 }
 
 // Vars is what terminals on the host get, as of the last connect.
