@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/remote"
 )
@@ -31,14 +32,10 @@ func Example() {
 	if err != nil {
 		log.Fatal(err) // remote.ErrNoexec, a *remote.CorruptError, a *shell.RefusedError, …
 	}
-	env, err := remote.Vars{
+	env := api.TerminalVars{
 		Endpoint:  "127.0.0.1:41877",                   // the reverse forward on the host
 		TokenFile: "/home/me/.krad-ade/run/main/token", // from tokenfile.Write
-		Terminal:  "build:3",
 		BinDir:    dir,
-	}.Env()
-	if err != nil {
-		log.Fatal(err)
-	}
+	}.Env(api.TerminalID{Environment: "build", Terminal: 3})
 	fmt.Println(env) // for tmux new-window -e
 }

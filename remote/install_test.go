@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/remote"
 	"github.com/krad-ade/krad/remote/shell"
@@ -89,10 +90,7 @@ func TestInstall(t *testing.T) {
 	}
 
 	// The installed krad runs on the host, found through the PATH of the terminals' variables.
-	env, err := remote.Vars{Endpoint: "127.0.0.1:41877", TokenFile: "/t/token", Terminal: "build:3", BinDir: dir}.Env()
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := api.TerminalVars{Endpoint: "127.0.0.1:41877", TokenFile: "/t/token", BinDir: dir, Path: "/usr/local/bin:/usr/bin:/bin"}.Env(api.TerminalID{Environment: "build", Terminal: 3})
 	out, err := h.Run(ctx, "env "+strings.Join(quoteAll(env), " ")+" sh -c 'krad version --json; command -v krad-ade-agents'", nil)
 	if err != nil {
 		t.Fatalf("krad version --json on the host: %v", err)

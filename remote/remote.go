@@ -1,5 +1,5 @@
-// Package remote prepares an SSH host for krad-ade's terminals: it finds the host's platform,
-// installs the static krad there, and makes the variables the host's terminals get.
+// Package remote prepares an SSH host for krad-ade's terminals: it finds the host's platform and
+// installs the static krad there.
 //
 // Everything runs through a [Host], a way to run one command line with a given stdin; [SSH] is
 // the one over an *ssh.Client, each command in a session of its own. Per host the app:
@@ -9,7 +9,8 @@
 //  2. picks the static krad for it ([Platform.StaticName], like krad-linux-arm64), reads it with
 //     [ReadBinary] and calls [Install], which puts it in ~/.krad-ade/bin/<version>/ as krad and
 //     krad-ade-agents, once per version;
-//  3. gives each terminal it opens there the [Vars] of that terminal.
+//  3. gives each terminal it opens there the variables of package api ([api.TerminalVars]), with
+//     the folder Install returned first on PATH.
 //
 // The commands are sh scripts from package remote/shell: they run under sh whatever the user's
 // login shell, and report between marker lines, so a ~/.bashrc that prints does not confuse them.
@@ -27,6 +28,7 @@
 // SHA-256.
 //
 // The package does not protect against root on the host, nor against other programs of the same
-// user, which can replace anything in the user's home (their ~/.bashrc included). Variables hold
-// no secret: [Vars] has no field for the token, which lives in the token file (package tokenfile).
+// user, which can replace anything in the user's home (their ~/.bashrc included). The terminals'
+// variables there hold no secret: the app gives them the path of the token file (package
+// tokenfile), never the token.
 package remote
