@@ -505,7 +505,7 @@ func (a *run) instance() string {
 func tmuxEnv(environ []string) []string {
 	var env []string
 	for _, kv := range environ {
-		if !strings.HasPrefix(kv, "KRAD_ADE_") {
+		if !strings.HasPrefix(kv, api.VarPrefix) {
 			env = append(env, kv)
 		}
 	}

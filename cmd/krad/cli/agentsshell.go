@@ -96,28 +96,22 @@ func windowTerminal(ctx context.Context, env Env, wait time.Duration) (string, b
 	}
 }
 
-// withOwnFolderFirst puts the folder of this executable (where krad lives too) first on PATH. A
-// window opened from outside the app's tmux (tmux new-window run in another shell) gets that
-// shell's PATH rather than the session's, which would leave krad out.
+// withOwnFolderFirst puts the folder of this executable (where krad lives too) first on PATH, as
+// the app does in its terminals (api.PathFirst). A window opened from outside the app's tmux (tmux
+// new-window run in another shell) gets that shell's PATH rather than the session's, which would
+// leave krad out.
 func withOwnFolderFirst(env []string) []string {
 	exe, err := os.Executable()
 	if err != nil {
 		return env
 	}
-	dir := filepath.Dir(exe)
 	path := ""
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			path = v
 		}
 	}
-	keep := []string{dir}
-	for _, p := range filepath.SplitList(path) {
-		if p != dir && p != "" {
-			keep = append(keep, p)
-		}
-	}
-	return setEnv(env, "PATH", strings.Join(keep, string(filepath.ListSeparator)))
+	return setEnv(env, "PATH", api.PathFirst(filepath.Dir(exe), path))
 }
 
 // startShell replaces krad-ade-agents with the user's shell, an interactive shell (not a login

@@ -14,12 +14,12 @@ import (
 	"github.com/krad-ade/krad/tokenfile"
 )
 
-// The variables the app sets in its terminals.
+// The variables the app sets in its terminals, as package api names them.
 const (
-	varEndpoint  = "KRAD_ADE_ENDPOINT"
-	varToken     = "KRAD_ADE_TOKEN"
-	varTokenFile = "KRAD_ADE_TOKEN_FILE"
-	varTerminal  = "KRAD_ADE_TERMINAL"
+	varEndpoint  = api.VarEndpoint
+	varToken     = api.VarToken
+	varTokenFile = api.VarTokenFile
+	varTerminal  = api.VarTerminal
 )
 
 // bus is the agents bus krad talks to, and how krad found it.
