@@ -211,7 +211,7 @@ func BenchmarkTmuxPaneDeath(b *testing.B) {
 	deaths := make(chan time.Time, 16)
 	c, err := tmux.Start(context.Background(), tmux.StartOptions{
 		SocketPath: sock, ConfigFile: "/dev/null", Session: "bench",
-		OnNotification: func(n tmux.Notification) {
+		OnNotification: func(_ *tmux.Client, n tmux.Notification) {
 			if s, ok := n.(tmux.SubscriptionChanged); ok && strings.HasPrefix(s.Value, "1 ") {
 				deaths <- time.Now()
 			}

@@ -407,7 +407,7 @@ func (e *environment) endedLocked(c *tmux.Client, t *terminal, code int, known b
 		if t.exited(code, time.Now()) {
 			e.app.publishLocked(api.AgentChanged, t)
 		}
-	case !t.collecting && t.state != api.StateClosed && c != nil:
+	case !t.collecting && t.state != api.StateClosed:
 		t.collecting = true
 		go e.collect(c, t, t.pane)
 	}
@@ -859,7 +859,8 @@ func (e *environment) placeCreating(ctx context.Context, c *tmux.Client, ws *ses
 
 // onNote handles tmux's notifications. It runs on the client's reading goroutine, so it never
 // waits on tmux: numbering a new window and checking a closed one, which need commands, are left
-// to follow, in bounded sets. c is nil for notifications that arrive before the client is set up.
+// to follow, in bounded sets. c is the client that read the notification; until follow has made
+// it e.client, the windows it reports are left to adopt, which lists them.
 func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 	a := e.app
 	switch n := n.(type) {
@@ -880,7 +881,7 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 		}
 		a.mu.Unlock()
 	case tmux.WindowAdd:
-		if n.Unlinked || c == nil {
+		if n.Unlinked {
 			return
 		}
 		// A window that comes before the client is the environment's is listed by adopt.
@@ -893,11 +894,7 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 		// tmux also says %window-close when a window moves to another index (move-window, which
 		// the app runs to put a window at its number): whether the window is gone is asked.
 		a.mu.Lock()
-		switch t := e.byWindow[n.Window]; {
-		case t == nil:
-		case c == nil:
-			e.removeLocked(t)
-		case e.client == c:
+		if t := e.byWindow[n.Window]; t != nil && e.client == c {
 			e.work.close(n.Window)
 		}
 		a.mu.Unlock()
@@ -909,7 +906,6 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 		if len(f) < 3 || f[0] != "1" {
 			return
 		}
-		// setup subscribes on the client Attach returned: these notifications carry it.
 		code, known, err := deadStatus(f[1], f[2])
 		if err != nil {
 			e.warn("tmux gave a dead pane an exit status out of range: its exit code is -1", "pane", n.Pane.String(), "err", err)

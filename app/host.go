@@ -13,7 +13,8 @@ import (
 type Host interface {
 	// Attach starts a tmux control client attached to session, creating the session (its first
 	// window named HolderName, running a command that waits) when it does not exist. onNote is
-	// called for every notification, with the client once Attach has returned it.
+	// called for every notification, with the client that read it: the one Attach returns, from
+	// the first notification on (tmux.Attach).
 	Attach(ctx context.Context, session string, onNote func(*tmux.Client, tmux.Notification)) (*tmux.Client, error)
 	// Vars is what every terminal on the host gets, as of the last Attach.
 	Vars() HostVars

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/krad-ade/krad/api"
@@ -57,31 +56,21 @@ const attachTimeout = 30 * time.Second
 // window, which the app closes once its first terminal is open) if it does not exist.
 func (tc TmuxConfig) attach(ctx context.Context, session string, onNote func(*tmux.Client, tmux.Notification)) (*tmux.Client, error) {
 	name, path := tc.socket()
-	// Notifications can come before Start returns (tmux's own replies, a remote shell's banner):
-	// they are handled with no client, which only numbering new windows needs.
-	var cell atomic.Pointer[tmux.Client]
 	// A server that does not answer (stopped, say) must not hold the attach for good: the
 	// environment's loop tries again.
 	ctx, cancel := context.WithTimeoutCause(ctx, attachTimeout, fmt.Errorf("tmux did not answer within %s", attachTimeout))
 	defer cancel()
-	c, err := tmux.Start(ctx, tmux.StartOptions{
-		Program:    tc.Program,
-		SocketName: name,
-		SocketPath: path,
-		ConfigFile: tc.ConfigFile,
-		Session:    session,
-		WindowName: HolderName,
-		Command:    HolderCommand,
-		Env:        tc.Env,
-		OnNotification: func(n tmux.Notification) {
-			onNote(cell.Load(), n)
-		},
+	return tmux.Start(ctx, tmux.StartOptions{
+		Program:        tc.Program,
+		SocketName:     name,
+		SocketPath:     path,
+		ConfigFile:     tc.ConfigFile,
+		Session:        session,
+		WindowName:     HolderName,
+		Command:        HolderCommand,
+		Env:            tc.Env,
+		OnNotification: onNote,
 	})
-	if err != nil {
-		return nil, err
-	}
-	cell.Store(c)
-	return c, nil
 }
 
 // PreviousEndpoint is the bus address that the terminals of an earlier run of the app were given,

@@ -47,7 +47,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -321,6 +320,22 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	e.mu.Lock()
 	socket, legacy := e.socket, e.legacy
 	e.mu.Unlock()
+	// The same new-session as on this computer, names escaped for tmux's formats; each argument
+	// then quoted for the host's shell.
+	opts := tmux.StartOptions{SocketPath: socket, Session: session, WindowName: app.HolderName, Command: app.HolderCommand}
+	if legacy {
+		// Only ever attached to: the app keeps no server on the old socket, whose folder another
+		// user can take (one tmux starts to find no session there exits at once).
+		opts = tmux.StartOptions{SocketName: app.SocketName, Session: session, AttachOnly: true}
+	}
+	args, err := opts.Args()
+	if err != nil {
+		return nil, err
+	}
+	cmd := "exec tmux"
+	for _, a := range args {
+		cmd += " " + shell.Quote(a)
+	}
 	client := e.conn.Client()
 	if client == nil {
 		return nil, ErrNotConnected
@@ -328,22 +343,6 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	sess, err := client.NewSession()
 	if err != nil {
 		return nil, fmt.Errorf("open an SSH session for tmux: %w", err)
-	}
-	// The same new-session as on this computer: names escaped for tmux's formats, then quoted
-	// for the host's shell.
-	args, err := tmux.NewSessionArgs(session, 200, 50, app.HolderName, app.HolderCommand)
-	if err != nil {
-		sess.Close()
-		return nil, err
-	}
-	cmd := "exec tmux -u -S " + shell.Quote(socket) + " -C"
-	for _, a := range args {
-		cmd += " " + shell.Quote(a)
-	}
-	if legacy {
-		// Only ever attached to: no server is started on the old socket, whose folder another
-		// user can take.
-		cmd = "exec tmux -u -L " + shell.Quote(app.SocketName) + " -C attach-session -t " + shell.Quote("="+session)
 	}
 	c, err := e.attach(ctx, sess, cmd, onNote)
 	if err != nil && legacy && e.legacyGone(ctx, client, session, err) {
@@ -371,7 +370,8 @@ func (e *Environment) legacyGone(ctx context.Context, client *ssh.Client, sessio
 	return errors.As(err, &exit) && exit.Status == 1
 }
 
-// attach starts cmd, a tmux control client, in sess, and waits for its first reply.
+// attach starts cmd, a tmux control client, in sess, and waits for its first reply
+// (tmux.Attach), within the Forward's CommandTimeout.
 func (e *Environment) attach(ctx context.Context, sess *ssh.Session, cmd string, onNote func(*tmux.Client, tmux.Notification)) (*tmux.Client, error) {
 	stdin, err := sess.StdinPipe()
 	if err != nil {
@@ -389,34 +389,23 @@ func (e *Environment) attach(ctx context.Context, sess *ssh.Session, cmd string,
 		sess.Close()
 		return nil, fmt.Errorf("start tmux on the host: %w", err)
 	}
-	var cell atomic.Pointer[tmux.Client]
-	first := make(chan tmux.UnsolicitedReply, 1)
-	var once sync.Once
-	c := tmux.New(newSessionRW(stdout, stdin, sess), func(n tmux.Notification) {
-		if r, ok := n.(tmux.UnsolicitedReply); ok {
-			once.Do(func() { first <- r })
-		}
-		onNote(cell.Load(), n)
-	})
-	cell.Store(c)
-	timeout := time.NewTimer(e.cfg.Forward.CommandTimeout)
-	defer timeout.Stop()
-	select {
-	case r := <-first:
-		if r.Failed {
-			c.Close()
-			// The host's own words, quoted and cut as the tmux package quotes a failed command.
-			return nil, fmt.Errorf("tmux on the host: %w", &tmux.CommandError{Lines: r.Lines})
-		}
+	d := e.cfg.Forward.CommandTimeout
+	tctx, cancel := context.WithTimeoutCause(ctx, d, &forward.TimeoutError{Host: e.cfg.Forward.Host, Step: "starting tmux", After: d})
+	defer cancel()
+	c, err := tmux.Attach(tctx, newSessionRW(stdout, stdin, sess), onNote)
+	var ce *tmux.CommandError
+	switch {
+	case err == nil:
 		return c, nil
-	case <-c.Done():
-		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", c.Err(), termsafe.QuoteMax(stderr.String(), tmux.MaxErrorText))
-	case <-timeout.C:
-		c.Close()
-		return nil, &forward.TimeoutError{Host: e.cfg.Forward.Host, Step: "starting tmux", After: e.cfg.Forward.CommandTimeout}
-	case <-ctx.Done():
-		c.Close()
+	case errors.As(err, &ce):
+		// The host's own words, quoted and cut as the tmux package quotes a failed command.
+		return nil, fmt.Errorf("tmux on the host: %w", err)
+	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case tctx.Err() != nil:
+		return nil, context.Cause(tctx) // the step's *forward.TimeoutError, bare
+	default:
+		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", err, termsafe.QuoteMax(stderr.String(), tmux.MaxErrorText))
 	}
 }
 

@@ -57,7 +57,7 @@ func TestStuckStartupFilesTimeOut(t *testing.T) {
 		{"installing krad", `*__KRAD_INSTALL_BEGIN__*`, false},
 		{"writing the token file", `*__KRAD_TOKENFILE_BEGIN__*`, false},
 		{"looking for tmux", `*__KRAD_HOST_BEGIN__*`, false},
-		{"starting tmux", `*" -C 'new-session' "*`, true},
+		{"starting tmux", `*" '-C' 'new-session' "*`, true},
 	} {
 		t.Run(strings.ReplaceAll(step.name, " ", "-"), func(t *testing.T) {
 			const d = 3 * time.Second

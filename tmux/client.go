@@ -30,7 +30,7 @@ const (
 // safe to call from many goroutines at once.
 type Client struct {
 	rw     io.ReadWriteCloser
-	onNote func(Notification)
+	onNote func(*Client, Notification)
 
 	mu     sync.Mutex
 	unsent []*call // waiting for the writer, in the order Command was called
@@ -69,14 +69,16 @@ type reply struct {
 }
 
 // New starts a client over rw, which must already carry tmux's control mode (the output of
-// `tmux -C …` to read, its input to write). It starts reading at once. onNote, which may be nil,
-// is called for every notification, in the order tmux sent them, from the goroutine that reads
-// rw: it must return quickly and must not wait for a [Client.Command], whose reply that goroutine
+// `tmux -C …` to read, its input to write). It starts reading at once, and returns without
+// waiting for tmux: [Attach] waits for tmux's first reply. onNote, which may be nil, is called
+// for every notification, with this client (the one New returns, even for a notification that
+// comes before New has returned), in the order tmux sent them, from the goroutine that reads rw:
+// it must return quickly and must not wait for a [Client.Command], whose reply that goroutine
 // would have to read.
 //
 // rw.Close must make a Read blocked on rw return, as it does for pipes, network connections and
 // SSH sessions: that is how [Client.Close] stops the reading goroutine.
-func New(rw io.ReadWriteCloser, onNote func(Notification)) *Client {
+func New(rw io.ReadWriteCloser, onNote func(*Client, Notification)) *Client {
 	c := &Client{
 		rw:     rw,
 		onNote: onNote,
@@ -381,7 +383,7 @@ func (c *Client) readStream() error {
 			}
 		case ev.note != nil:
 			if c.onNote != nil {
-				c.onNote(ev.note)
+				c.onNote(c, ev.note)
 			}
 			if exit, ok := ev.note.(Exit); ok {
 				return &ExitError{Reason: exit.Reason}

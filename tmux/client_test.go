@@ -46,7 +46,7 @@ func newScript(t *testing.T) *script {
 	toClientR, toClientW := io.Pipe()
 	fromClientR, fromClientW := io.Pipe()
 	s := &script{t: t, send: toClientW, lines: bufio.NewReader(fromClientR)}
-	s.c = New(pipeEnd{r: toClientR, w: fromClientW}, func(n Notification) {
+	s.c = New(pipeEnd{r: toClientR, w: fromClientW}, func(_ *Client, n Notification) {
 		s.mu.Lock()
 		s.notes = append(s.notes, n)
 		s.mu.Unlock()

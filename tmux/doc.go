@@ -12,14 +12,15 @@
 //	c, err := tmux.Start(ctx, tmux.StartOptions{
 //		SocketName:     "krad-ade",
 //		Session:        "main",
-//		OnNotification: func(n tmux.Notification) { … },
+//		OnNotification: func(c *tmux.Client, n tmux.Notification) { … },
 //	})
 //	defer c.Close()
 //	out, err := c.Command(ctx, "new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "--", "claude")
 //	// out is []string{"@3 %7"}
 //
-// Over any other stream that carries `tmux -C new-session -A -s NAME` (run it with -u, as Start
-// does), [New] does the same: tmux.New(rw, onNote).
+// Over any other stream, such as an SSH session, run tmux with the command line of
+// [StartOptions.Args] (each argument quoted for the shell there), and [Attach] does the same:
+// tmux.Attach(ctx, rw, onNote) waits for tmux's answer to that command line.
 //
 // [Client.Command] takes a command as separate arguments, as exec.Command does, and quotes each
 // with [Quote], so that whatever text it carries (a prompt for an agent, a path with spaces, a
@@ -31,13 +32,13 @@
 // which arguments those are.
 //
 // Notifications (a pane's output, windows opening and closing, subscriptions' values, %exit) go to
-// the callback given to New or Start, one at a time and in order, as values of the types listed
-// under [Notification]. A line the package does not know arrives as [Unknown]: newer tmux versions
+// the callback given to Start, Attach or New, with the client that read them, one at a time and
+// in order, as values of the types listed under [Notification]. A line the package does not know arrives as [Unknown]: newer tmux versions
 // add notifications, and they are not errors.
 //
 // [Client.Done] is closed when the client ends; [Client.Err] says why. A dropped SSH connection,
 // tmux killed, and kill-server from elsewhere all end it; the server and its windows may well
-// outlive it (tmux keeps them running), so reconnecting is running Start or New again.
+// outlive it (tmux keeps them running), so reconnecting is running Start or Attach again.
 //
 // # The wire
 //

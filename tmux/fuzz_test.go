@@ -167,7 +167,7 @@ func FuzzParse(f *testing.F) {
 		want := expect(stream)
 		fs := &fuzzStream{data: bytes.NewReader(stream), wrote: make(chan struct{}, 1), ready: make(chan struct{}), closed: make(chan struct{})}
 		var notes []Notification
-		c := New(fs, func(n Notification) { notes = append(notes, n) })
+		c := New(fs, func(_ *Client, n Notification) { notes = append(notes, n) })
 		defer c.Close()
 
 		// Send the commands one at a time, so that their order on the stream is known.

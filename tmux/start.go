@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -44,12 +45,18 @@ type StartOptions struct {
 	WindowName string
 	Command    []string
 
+	// AttachOnly attaches to Session and never creates it (tmux attach-session): when there is
+	// no such session, tmux refuses, and Start says so. (With no server running, tmux starts one
+	// to learn that, which exits at once, having no session.) Width, Height, WindowName and
+	// Command are then not used.
+	AttachOnly bool
+
 	// Env is the environment of the tmux client, and of the server when this call starts it,
 	// whose windows inherit it. Nil means this process's environment.
 	Env []string
 
-	// OnNotification is called for every notification, as New's onNote is.
-	OnNotification func(Notification)
+	// OnNotification is called for every notification, with the client, as New's onNote is.
+	OnNotification func(*Client, Notification)
 }
 
 // closeGrace is how long Close waits for tmux to exit once its input is closed, before it kills it.
@@ -59,10 +66,11 @@ const closeGrace = 5 * time.Second
 const maxStderr = 4 << 10
 
 // Start runs `tmux -u {-L NAME | -S PATH} [-f FILE] -C new-session -A -s SESSION -x W -y H`, which
-// starts the server if it is not running and attaches to SESSION, creating it if need be. It
-// returns a Client over the process's standard input and output once tmux has answered that
-// new-session, so that the session exists when Start returns. ctx bounds the start only; the
-// client lives until it is closed or tmux exits.
+// starts the server if it is not running and attaches to SESSION, creating it if need be
+// (AttachOnly runs `-C attach-session -t =SESSION` instead). It returns a Client over the
+// process's standard input and output once tmux has answered that command ([Attach]), so that the
+// session exists when Start returns. ctx bounds the start only; the client lives until it is
+// closed or tmux exits.
 //
 // -u makes tmux send text as UTF-8 whatever the locale; without it a control client in a non-UTF-8
 // locale gets "_" for every non-ASCII character of a reply.
@@ -72,9 +80,9 @@ const maxStderr = 4 << 10
 // detach and exit; Close waits for that (and kills it if it takes more than a few seconds). The
 // server and its session keep running: kill them with kill-server or kill-session.
 func Start(ctx context.Context, opts StartOptions) (*Client, error) {
-	args, err := opts.args()
+	args, err := opts.Args()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("start tmux: %w", err)
 	}
 	program := opts.Program
 	if program == "" {
@@ -111,67 +119,133 @@ func Start(ctx context.Context, opts StartOptions) (*Client, error) {
 		close(p.exited)
 	}()
 
-	// The reply to new-session (or to attach-session, when the session exists) is the first
-	// reply on the stream, and not ours: tmux ran it from the command line.
-	first := make(chan UnsolicitedReply, 1)
-	var once sync.Once
-	c := New(p, func(n Notification) {
-		if r, ok := n.(UnsolicitedReply); ok {
-			once.Do(func() { first <- r })
-		}
-		if opts.OnNotification != nil {
-			opts.OnNotification(n)
-		}
-	})
-	select {
-	case r := <-first:
-		if !r.Failed {
-			return c, nil
-		}
-		c.Close()
-		return nil, p.startError(fmt.Errorf("new-session: %w", &CommandError{Lines: r.Lines}))
-	case <-c.Done():
-		return nil, p.startError(c.Err())
-	case <-ctx.Done():
-		c.Close()
-		return nil, fmt.Errorf("start tmux: %w", context.Cause(ctx))
+	c, err := Attach(ctx, p, opts.OnNotification)
+	var ce *CommandError
+	switch {
+	case err == nil:
+		return c, nil
+	case ctx.Err() != nil && err == context.Cause(ctx):
+		return nil, fmt.Errorf("start tmux: %w", err)
+	case errors.As(err, &ce):
+		return nil, p.startError(fmt.Errorf("%s: %w", opts.command(), err))
+	default:
+		return nil, p.startError(err)
 	}
 }
 
-func (o *StartOptions) args() ([]string, error) {
+// Attach makes a Client over rw, which carries a tmux just started in control mode with the
+// command line of [StartOptions.Args] (through an SSH session, say), and returns it once tmux has
+// answered that command line's new-session or attach-session: the first reply on the stream,
+// which is not the client's (tmux marks it flags 0; it reaches onNote too, as an
+// [UnsolicitedReply]). onNote is as [New]'s: it is given the client, from the first
+// notification on.
+//
+// When tmux does not answer so, Attach closes the client and returns
+//
+//   - a [*CommandError] with tmux's own lines when tmux refused the command (it could not create
+//     the session, or attach-session found none);
+//   - the reason the client ended, [Client.Err], when it ended first (tmux exited, the stream
+//     ended): what tmux wrote elsewhere, its standard error, is for the caller to add;
+//   - context.Cause(ctx) when ctx ended first: ctx bounds the wait, and a caller that wants an
+//     error of its own for a deadline gives it as the cause (context.WithTimeoutCause).
+func Attach(ctx context.Context, rw io.ReadWriteCloser, onNote func(*Client, Notification)) (*Client, error) {
+	// The reply to the command line's command is the first reply on the stream, and not ours:
+	// tmux ran it from the command line.
+	first := make(chan UnsolicitedReply, 1)
+	seen := false // notifications come one at a time, from the reading goroutine
+	c := New(rw, func(c *Client, n Notification) {
+		if r, ok := n.(UnsolicitedReply); ok && !seen {
+			seen = true
+			first <- r
+		}
+		if onNote != nil {
+			onNote(c, n)
+		}
+	})
+	answered := func(r UnsolicitedReply) (*Client, error) {
+		if r.Failed {
+			c.Close()
+			return nil, &CommandError{Lines: r.Lines}
+		}
+		return c, nil
+	}
+	select {
+	case r := <-first:
+		return answered(r)
+	case <-c.Done():
+		// Every notification has been handed on by the time the client is done: a tmux that
+		// refused the command and exited says why in its reply, which is worth more than the end.
+		select {
+		case r := <-first:
+			return answered(r)
+		default:
+		}
+		return nil, c.Err()
+	case <-ctx.Done():
+		c.Close()
+		return nil, context.Cause(ctx)
+	}
+}
+
+// Args is the command line of the tmux that Start runs, without the program's name: the flags
+// that pick the server, -C, and the command that attaches (new-session -A, or attach-session for
+// AttachOnly). It is what runs tmux on another host through a shell, each argument quoted for
+// that shell, before [Attach] takes its stream.
+func (o StartOptions) Args() ([]string, error) {
 	args := []string{"-u"}
 	switch {
 	case o.SocketName != "" && o.SocketPath != "":
-		return nil, errors.New("start tmux: set SocketName or SocketPath, not both")
+		return nil, errors.New("set SocketName or SocketPath, not both")
 	case o.SocketName != "":
 		args = append(args, "-L", o.SocketName)
 	case o.SocketPath != "":
 		args = append(args, "-S", o.SocketPath)
 	default:
-		return nil, errors.New("start tmux: set SocketName or SocketPath: Start does not use the default server")
+		return nil, errors.New("set SocketName or SocketPath: Start does not use the default server")
 	}
 	if o.ConfigFile != "" {
 		args = append(args, "-f", o.ConfigFile)
 	}
-	na, err := NewSessionArgs(o.Session, o.Width, o.Height, o.WindowName, o.Command)
-	if err != nil {
-		return nil, fmt.Errorf("start tmux: %w", err)
-	}
 	args = append(args, "-C")
-	args = append(args, na...)
-	return args, nil
+	if o.AttachOnly {
+		if err := checkSession(o.Session); err != nil {
+			return nil, err
+		}
+		// = makes the target the session of exactly that name, not one it is a prefix of.
+		return append(args, "attach-session", "-t", argvArg("="+o.Session)), nil
+	}
+	na, err := newSessionArgs(o.Session, o.Width, o.Height, o.WindowName, o.Command)
+	if err != nil {
+		return nil, err
+	}
+	return append(args, na...), nil
 }
 
-// NewSessionArgs is the command line, from "new-session" on, that attaches to session, creating
-// it if need be, width×height (zero means 200×50), its first window named windowName and running
-// command (both empty for tmux's defaults): what Start runs, and what runs tmux on another host
-// through a shell. The session and window names arrive as text, escaped for tmux's formats and
-// its command line. It refuses a session name that is empty or holds ':', '.' (tmux would turn
-// them into '_', and the name would not find the session) or control characters.
-func NewSessionArgs(session string, width, height int, windowName string, command []string) ([]string, error) {
+// command is the name of the command that Args's command line runs, for errors.
+func (o StartOptions) command() string {
+	if o.AttachOnly {
+		return "attach-session"
+	}
+	return "new-session"
+}
+
+// checkSession refuses a session name that is empty or holds ':', '.' (tmux would turn them into
+// '_', and the name would not find the session) or control characters.
+func checkSession(session string) error {
 	if session == "" || strings.ContainsAny(session, ":.") ||
 		strings.ContainsFunc(session, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
-		return nil, fmt.Errorf("session name %q: it must not be empty, or hold ':', '.' or control characters", session)
+		return fmt.Errorf("session name %q: it must not be empty, or hold ':', '.' or control characters", session)
+	}
+	return nil
+}
+
+// newSessionArgs is the command line, from "new-session" on, that attaches to session, creating
+// it if need be, width×height (zero means 200×50), its first window named windowName and running
+// command (both empty for tmux's defaults). The session and window names arrive as text, escaped
+// for tmux's formats and its command line.
+func newSessionArgs(session string, width, height int, windowName string, command []string) ([]string, error) {
+	if err := checkSession(session); err != nil {
+		return nil, err
 	}
 	w, h := width, height
 	if w == 0 {

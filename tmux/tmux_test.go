@@ -130,7 +130,7 @@ type recorder struct {
 	changed chan struct{}
 }
 
-func (r *recorder) add(n Notification) {
+func (r *recorder) add(_ *Client, n Notification) {
 	r.mu.Lock()
 	r.notes = append(r.notes, n)
 	r.mu.Unlock()
