@@ -227,13 +227,15 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	if err != nil {
 		return forward.Permanent(fmt.Errorf("the static krad for %s: %w", plat, err))
 	}
+	// Install and Write name their step in their errors ("install krad: …", "write the token
+	// file: …"): the status shows them as they are.
 	binDir, err := remote.Install(ctx, timed{h, e, "installing krad"}, bin)
 	if err != nil {
-		return stepError(fmt.Errorf("install krad on the host: %w", err))
+		return stepError(err)
 	}
 	tokenPath, err := tokenfile.Write(ctx, timed{h, e, "writing the token file"}, e.cfg.Instance, e.cfg.Token)
 	if err != nil {
-		return stepError(fmt.Errorf("write the token file on the host: %w", err))
+		return stepError(err)
 	}
 	out, runErr := timed{h, e, "looking for tmux"}.Run(ctx, hostScript.Command(e.cfg.Name, app.SocketName), nil)
 	lines, err := hostScript.Result(out, runErr)

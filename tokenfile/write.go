@@ -30,6 +30,9 @@ type Host interface {
 // refusing symbolic links, non-folders and other users' folders with a *shell.RefusedError, making
 // its own folders 0700), writes stdin to a new temporary file in the instance's folder, checks that
 // the whole token arrived, and renames the file over token. See the package documentation.
+//
+// Its errors start "write the token file: ", and say no more of where: h's own errors say
+// whether the command ran on a host or on this computer.
 func Write(ctx context.Context, h Host, instance string, tok api.Token) (path string, err error) {
 	if err := checkInstance(instance); err != nil {
 		return "", fmt.Errorf("write the token file: %w", err)
@@ -41,10 +44,10 @@ func Write(ctx context.Context, h Host, instance string, tok api.Token) (path st
 	out, err := h.Run(ctx, writeScript.Command(instance, strconv.Itoa(len(content))), strings.NewReader(content))
 	rep, err := writeScript.Result(out, err)
 	if err != nil {
-		return "", fmt.Errorf("write the token file on the host: %w", err)
+		return "", fmt.Errorf("write the token file: %w", err)
 	}
 	if len(rep) != 1 || !isTokenPath(rep[0], instance) {
-		return "", fmt.Errorf("write the token file on the host: the host reported %q, not the file's absolute path", shorten(strings.Join(rep, "\n")))
+		return "", fmt.Errorf("write the token file: the host reported %q, not the file's absolute path", shorten(strings.Join(rep, "\n")))
 	}
 	return rep[0], nil
 }
@@ -60,10 +63,10 @@ func Remove(ctx context.Context, h Host, path string) error {
 	out, err := h.Run(ctx, removeScript.Command(instance, path), nil)
 	rep, err := removeScript.Result(out, err)
 	if err != nil {
-		return fmt.Errorf("remove the token file %q from the host: %w", path, err)
+		return fmt.Errorf("remove the token file %q: %w", path, err)
 	}
 	if len(rep) != 1 || (rep[0] != "removed" && rep[0] != "absent") {
-		return fmt.Errorf("remove the token file %q from the host: the host reported %q", path, shorten(strings.Join(rep, "\n")))
+		return fmt.Errorf("remove the token file %q: the host reported %q", path, shorten(strings.Join(rep, "\n")))
 	}
 	return nil
 }

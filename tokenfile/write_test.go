@@ -164,7 +164,7 @@ func TestWriteRefuses(t *testing.T) {
 		if !errors.As(err, &re) || re.Path != path || re.Reason != reason {
 			t.Fatalf("got %v, want %s refused (%s)", err, path, reason)
 		}
-		if want := "write the token file on the host: " + msg; err.Error() != want {
+		if want := "write the token file: " + msg; err.Error() != want {
 			t.Errorf("got %q, want %q", err, want)
 		}
 	}
