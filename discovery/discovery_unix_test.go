@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/krad-ade/krad/internal/atomicfile"
 )
 
 func TestWriteModes(t *testing.T) {
@@ -71,10 +73,10 @@ func TestOpenRefusesSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	// As if the symlink had been swapped in after Read looked.
-	if fh, err := open(link); err != errSymlink {
+	if fh, err := open(link); err != atomicfile.ErrSymlink {
 		if fh != nil {
 			fh.Close()
 		}
-		t.Errorf("got error %v, want %v", err, errSymlink)
+		t.Errorf("got error %v, want %v", err, atomicfile.ErrSymlink)
 	}
 }

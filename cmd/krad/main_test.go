@@ -75,7 +75,7 @@ func TestAPIJSON(t *testing.T) {
 			"krad: error: no agents API found: KRAD_ADE_ENDPOINT is not set, and there is no ~/empty/krad-ade/api.json\n" +
 				"krad: hint: start krad-ade (it writes api.json unless the config.toml beside it says discovery = false), or set KRAD_ADE_ENDPOINT\n", cli.ExitNoAPI},
 		{"loose", []string{"api"}, "",
-			"krad: error: read ~/loose/krad-ade/api.json: api.json: other users may read or change it (mode 0644, want 0600)\n" +
+			"krad: error: read ~/loose/krad-ade/api.json: other users may read or change it (mode 0644, want 0600)\n" +
 				"krad: hint: start krad-ade; the next start replaces the file\n", cli.ExitNoAPI},
 	}
 	fill := strings.NewReplacer("ADDR", srv.Addr(), "HOME", home)
