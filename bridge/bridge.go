@@ -55,6 +55,7 @@ import (
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/forward"
+	"github.com/krad-ade/krad/internal/capped"
 	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/remote"
 	"github.com/krad-ade/krad/remote/shell"
@@ -399,8 +400,8 @@ func (e *Environment) attach(ctx context.Context, sess *ssh.Session, cmd string,
 		sess.Close()
 		return nil, err
 	}
-	var stderr limited
-	sess.Stderr = &stderr
+	stderr := capped.First(4 << 10)
+	sess.Stderr = stderr
 	if err := sess.Start(cmd); err != nil {
 		sess.Close()
 		return nil, fmt.Errorf("start tmux on the host: %w", err)
@@ -426,7 +427,7 @@ func (e *Environment) attach(ctx context.Context, sess *ssh.Session, cmd string,
 		}
 		return c, nil
 	case <-c.Done():
-		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", c.Err(), termsafe.QuoteMax(stderr.String(), tmux.MaxErrorText))
+		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", c.Err(), termsafe.QuoteMax(strings.TrimSpace(stderr.String()), tmux.MaxErrorText))
 	case <-timeout.C:
 		c.Close()
 		return nil, &forward.TimeoutError{Host: e.cfg.Forward.Host, Step: "starting tmux", After: e.cfg.Forward.CommandTimeout}
@@ -486,25 +487,4 @@ func (s *sessionRW) Close() error {
 	}
 	s.r.Close()
 	return s.s.Close()
-}
-
-// limited keeps the first 4 KiB written to it: tmux's stderr, for errors.
-type limited struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *limited) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if room := 4<<10 - len(l.b); room > 0 {
-		l.b = append(l.b, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-func (l *limited) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.TrimSpace(string(l.b))
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/internal/capped"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
@@ -230,18 +231,20 @@ func TestProxyCommandExitError(t *testing.T) {
 	}
 }
 
-func TestTail(t *testing.T) {
-	var tl tail
+// TestStderrTail: what a ProxyCommand says is its stderr's last stderrTail bytes, and of them the
+// last line, cut.
+func TestStderrTail(t *testing.T) {
+	tl := capped.Last(stderrTail)
 	tl.Write(bytes.Repeat([]byte("x"), 3000))
 	tl.Write([]byte("\nnc: connect to 10.0.0.1 port 22 (tcp) failed: Connection refused\n"))
-	if len(tl.b) != stderrTail {
-		t.Errorf("kept %d bytes, want the last %d", len(tl.b), stderrTail)
+	if got := len(tl.String()); got != stderrTail {
+		t.Errorf("kept %d bytes, want the last %d", got, stderrTail)
 	}
-	if got, want := tl.lastLine(), "nc: connect to 10.0.0.1 port 22 (tcp) failed: Connection refused"; got != want {
+	if got, want := lastLine(tl.String()), "nc: connect to 10.0.0.1 port 22 (tcp) failed: Connection refused"; got != want {
 		t.Errorf("lastLine = %q, want %q", got, want)
 	}
 	tl.Write(bytes.Repeat([]byte("y"), 5000))
-	if got := tl.lastLine(); !strings.HasPrefix(got, "yyy") || !strings.HasSuffix(got, "…") || len(got) > 320 {
+	if got := lastLine(tl.String()); !strings.HasPrefix(got, "yyy") || !strings.HasSuffix(got, "…") || len(got) > 320 {
 		t.Errorf("lastLine of a long line = %q, want it cut", got)
 	}
 }
