@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/remote/shell"
 )
 
@@ -47,7 +48,7 @@ func Write(ctx context.Context, h Host, instance string, tok api.Token) (path st
 		return "", fmt.Errorf("write the token file: %w", err)
 	}
 	if len(rep) != 1 || !isTokenPath(rep[0], instance) {
-		return "", fmt.Errorf("write the token file: the host reported %q, not the file's absolute path", shorten(strings.Join(rep, "\n")))
+		return "", fmt.Errorf("write the token file: the host reported %q, not the file's absolute path", termsafe.Shorten(strings.Join(rep, "\n"), maxShown))
 	}
 	return rep[0], nil
 }
@@ -58,7 +59,7 @@ func Write(ctx context.Context, h Host, instance string, tok api.Token) (path st
 func Remove(ctx context.Context, h Host, path string) error {
 	instance, ok := instanceOf(path)
 	if !ok {
-		return fmt.Errorf("remove the token file %q: not a path Write returns (…/.krad-ade/run/<instance>/token)", shorten(path))
+		return fmt.Errorf("remove the token file %q: not a path Write returns (…/.krad-ade/run/<instance>/token)", termsafe.Shorten(path, maxShown))
 	}
 	out, err := h.Run(ctx, removeScript.Command(instance, path), nil)
 	rep, err := removeScript.Result(out, err)
@@ -66,7 +67,7 @@ func Remove(ctx context.Context, h Host, path string) error {
 		return fmt.Errorf("remove the token file %q: %w", path, err)
 	}
 	if len(rep) != 1 || (rep[0] != "removed" && rep[0] != "absent") {
-		return fmt.Errorf("remove the token file %q: the host reported %q", path, shorten(strings.Join(rep, "\n")))
+		return fmt.Errorf("remove the token file %q: the host reported %q", path, termsafe.Shorten(strings.Join(rep, "\n"), maxShown))
 	}
 	return nil
 }
@@ -109,13 +110,8 @@ func instanceOf(p string) (string, bool) {
 	return instance, true
 }
 
-// shorten keeps the first 200 bytes of s, for a message that %q then escapes.
-func shorten(s string) string {
-	if len(s) > 200 {
-		return strings.ToValidUTF8(s[:200], "") + "…"
-	}
-	return s
-}
+// maxShown is how much of something from the host an error message shows.
+const maxShown = 200
 
 // writeScript ($1 instance, $2 the size of the content; the content on stdin) reports the token
 // file's absolute path.
