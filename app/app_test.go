@@ -29,12 +29,7 @@ func TestMain(m *testing.M) {
 
 func needTmux(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is missing in CI: scripts/test installs it")
-		}
-		t.Skip("tmux is missing: apt-get install tmux")
-	}
+	testbin.Need(t, "tmux", "tmux")
 }
 
 // harness is an app on a tmux server of its own, behind a real bus.

@@ -117,9 +117,7 @@ func BenchmarkTunnelHello(b *testing.B) {
 // prepared and attached to its tmux; reports the Go heap and the goroutine stacks the 20 hold,
 // per environment.
 func BenchmarkMemoryPerEnvironment(b *testing.B) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		b.Skip("tmux is missing")
-	}
+	testbin.Need(b, "tmux", "tmux")
 	const n = 20
 	bin := testbin.Dir(b)
 	tmpdir := b.TempDir()

@@ -74,12 +74,7 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is missing in CI")
-		}
-		t.Skip("tmux is missing")
-	}
+	testbin.Need(t, "tmux", "tmux")
 	bin := testbin.Dir(t)
 	w := &world{t: t, tmpdir: t.TempDir(), states: make(chan string, 1024), events: make(chan api.Answer, 4096)}
 	w.sshd = sshdtest.Start(t, sshdtest.Options{Env: append([]string{"TMUX_TMPDIR=" + w.tmpdir}, o.hostEnv...)})
@@ -380,12 +375,7 @@ func socketsIn(t *testing.T, port, st string) int {
 // forward and the bus's socket pair; and nc killed while its Wait waits (a close) ends the
 // request: the bus closes, and so does the host's side of the forwarded connection.
 func TestHalfCloseThroughTheForward(t *testing.T) {
-	if _, err := exec.LookPath("nc"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("nc is missing in CI: install netcat-openbsd")
-		}
-		t.Skip("nc is missing: apt-get install netcat-openbsd")
-	}
+	testbin.Need(t, "nc", "netcat-openbsd")
 	w := startWorld(t)
 	host, port, _ := net.SplitHostPort(w.bridge.Vars().Endpoint)
 	line := func(request string) string {

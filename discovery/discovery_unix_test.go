@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/krad-ade/krad/internal/atomicfile"
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 func TestWriteModes(t *testing.T) {
@@ -35,9 +36,7 @@ func TestWriteModes(t *testing.T) {
 }
 
 func TestReadRefusesOtherOwner(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("only root can give a file away")
-	}
+	testbin.NeedRoot(t, "giving a file away")
 	dir := t.TempDir()
 	if err := Write(dir, sample(t)); err != nil {
 		t.Fatal(err)

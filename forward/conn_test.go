@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
@@ -162,9 +163,7 @@ func TestUnknownHostKey(t *testing.T) {
 		})
 	}
 	t.Run("the command it gives works", func(t *testing.T) {
-		if _, err := exec.LookPath("ssh-keyscan"); err != nil {
-			t.Skip("no ssh-keyscan")
-		}
+		testbin.Need(t, "ssh-keyscan", "openssh-client")
 		e.writeConfig(hostBlock("build", s))
 		err := run(t, e.cfg("build")).failed()
 		var hk *HostKeyError

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,18 +15,14 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/internal/capped"
+	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
 // needNC skips the test when OpenBSD's nc is missing, except in CI, where it fails.
 func needNC(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("nc"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("nc is missing in CI: install netcat-openbsd")
-		}
-		t.Skip("nc is not installed")
-	}
+	testbin.Need(t, "nc", "netcat-openbsd")
 }
 
 // localProc is what /proc/PID/stat says of a process of this machine: its name, state and

@@ -115,12 +115,8 @@ func nc(t *testing.T, endpoint, line string) string {
 }
 
 func needNC(t *testing.T) {
-	if _, err := exec.LookPath("nc"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("nc is missing in CI: scripts/test installs netcat-openbsd")
-		}
-		t.Skip("nc is missing: apt-get install netcat-openbsd")
-	}
+	t.Helper()
+	testbin.Need(t, "nc", "netcat-openbsd")
 }
 
 func TestStartsOnTheEmbeddedDefault(t *testing.T) {
@@ -559,8 +555,8 @@ func TestRefusedStartLeavesNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.rootOnly && os.Getuid() != 0 {
-				t.Skip("needs root to give a file to uid 65534")
+			if tt.rootOnly {
+				testbin.NeedRoot(t, "giving a file to uid 65534")
 			}
 			home := t.TempDir()
 			p := paths{home: home, dir: filepath.Join(home, "krad-ade")}

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 // Nobody is the uid and gid of the flood's process with Options.AsNobody.
@@ -98,12 +100,7 @@ func Start(t testing.TB, o Options) *Flood {
 // startChild runs the flood in the flooder command, as Nobody.
 func (f *Flood) startChild(t testing.TB, o Options) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("a flood from another user needs root to start, and CI must run this test: run the tests as root")
-		}
-		t.Skip("a flood from another user needs root to start")
-	}
+	testbin.NeedRoot(t, "a flood from another user")
 	cmd := exec.Command(build(t), "-addr", o.Addr, "-conns", strconv.Itoa(o.Conns), "-partial", strconv.Itoa(o.Partial))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: Nobody, Gid: Nobody, Groups: []uint32{}}}
 	cmd.Dir = "/"

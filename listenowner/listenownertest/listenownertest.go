@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 // Nobody is the uid and gid the squatter runs as.
@@ -65,12 +67,7 @@ func Adopt(t testing.TB, ln *net.TCPListener) *Squatter {
 
 func start(t testing.TB, fd3 *os.File, args ...string) *Squatter {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("a listener of another user needs root to start, and CI must run this test: run the tests as root")
-		}
-		t.Skip("a listener of another user needs root to start")
-	}
+	testbin.NeedRoot(t, "a listener of another user")
 	bin := build(t)
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: Nobody, Gid: Nobody, Groups: []uint32{}}}

@@ -38,6 +38,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 // Options change the server a test starts.
@@ -227,14 +229,7 @@ func Binary(t testing.TB) string {
 			return p
 		}
 	}
-	if p, err := exec.LookPath("sshd"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("OpenSSH's sshd is not installed (apt-get install openssh-server)")
-	}
-	t.Skip("OpenSSH's sshd is not installed (apt-get install openssh-server)")
-	return ""
+	return testbin.Need(t, "sshd", "openssh-server")
 }
 
 // process is one sshd listener that the server ran.
@@ -458,12 +453,7 @@ func (b *logBuffer) String() string {
 // except under CI, where it fails.
 func StartAgent(t testing.TB, keys ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath("ssh-agent"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("ssh-agent is missing in CI: install openssh-client")
-		}
-		t.Skip("ssh-agent is not installed")
-	}
+	testbin.Need(t, "ssh-agent", "openssh-client")
 	dir, err := os.MkdirTemp("", "agent")
 	if err != nil {
 		t.Fatal(err)
