@@ -13,12 +13,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +22,7 @@ import (
 )
 
 // Nobody is the uid and gid the squatter runs as.
-const Nobody = 65534
+const Nobody = testbin.Nobody
 
 // Squatter is a listener of another user's.
 type Squatter struct {
@@ -67,12 +63,7 @@ func Adopt(t testing.TB, ln *net.TCPListener) *Squatter {
 
 func start(t testing.TB, fd3 *os.File, args ...string) *Squatter {
 	t.Helper()
-	testbin.NeedRoot(t, "a listener of another user")
-	bin := build(t)
-	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: Nobody, Gid: Nobody, Groups: []uint32{}}}
-	cmd.Dir = "/"
-	cmd.Stderr = os.Stderr
+	cmd := testbin.AsNobody(t, "a listener of another user", "./squatter", args...)
 	if fd3 != nil {
 		cmd.ExtraFiles = []*os.File{fd3}
 	}
@@ -134,25 +125,4 @@ func (s *Squatter) next(d time.Duration) (string, bool) {
 	case <-time.After(d):
 		return "", false
 	}
-}
-
-// build builds the squatter into a folder that Nobody can reach.
-func build(t testing.TB) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "listenownertest-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	bin := filepath.Join(dir, "squatter")
-	cmd := exec.Command("go", "build", "-o", bin, "./squatter")
-	cmd.Dir = filepath.Dir(file)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the squatter: %v\n%s", err, out)
-	}
-	return bin
 }
