@@ -21,11 +21,7 @@ import (
 	"github.com/krad-ade/krad/local"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 func needTmux(t testing.TB) {
 	t.Helper()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
@@ -125,9 +124,7 @@ func BenchmarkMemoryPerEnvironment(b *testing.B) {
 	b.Cleanup(func() {
 		_ = exec.Command("tmux", "-S", srv.Home+"/.krad-ade/tmux/"+app.SocketName, "kill-server").Run()
 	})
-	host, port, _ := strings.Cut(srv.Addr, ":")
-	cfgFile := b.TempDir() + "/ssh_config"
-	_ = os.WriteFile(cfgFile, []byte(fmt.Sprintf("Host h\n HostName %s\n Port %s\n User %s\n IdentityFile %s\n UserKnownHostsFile %s\n", host, port, srv.User, srv.KeyFile, srv.KnownHosts)), 0o600)
+	cfgFile := srv.WriteSSHConfig(b, "h")
 	tok, _ := api.NewToken()
 	lead, _ := api.NewToken()
 	ln, err := local.ListenLoopback("")
@@ -190,9 +187,7 @@ func BenchmarkMemoryPerEnvironment(b *testing.B) {
 // ourForward measures Hello through our reverse forward to srv, whose connections reach the bus
 // through target: bus.Pipe, as krad-ade does, or a TCP dial, for comparison.
 func ourForward(b *testing.B, srv *sshdtest.Server, target func(context.Context) (net.Conn, error), tok api.Token) {
-	host, port, _ := strings.Cut(srv.Addr, ":")
-	cfgFile := b.TempDir() + "/ssh_config"
-	_ = os.WriteFile(cfgFile, []byte(fmt.Sprintf("Host h\n HostName %s\n Port %s\n User %s\n IdentityFile %s\n UserKnownHostsFile %s\n", host, port, srv.User, srv.KeyFile, srv.KnownHosts)), 0o600)
+	cfgFile := srv.WriteSSHConfig(b, "h")
 	up := make(chan string, 1)
 	conn := forward.New(forward.Config{
 		Host: "h", Target: target, UserConfig: cfgFile, SystemConfig: forward.None, AgentSocket: forward.None,

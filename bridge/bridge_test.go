@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,17 +24,14 @@ import (
 	"github.com/krad-ade/krad/forward"
 	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/leaktest"
+	"github.com/krad-ade/krad/internal/tcpstat"
 	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/local"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // world is the app on this computer with one SSH environment, "build", on a real sshd started by
 // the test (the host is this machine, seen through sshd as another would be).
@@ -87,19 +83,7 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 	if o.host != nil {
 		o.host(w)
 	}
-	host, port, _ := strings.Cut(w.sshd.Addr, ":")
-	sshConfig := filepath.Join(t.TempDir(), "ssh_config")
-	if err := os.WriteFile(sshConfig, []byte(fmt.Sprintf(`Host buildbox
-  HostName %s
-  Port %s
-  User %s
-  IdentityFile %s
-  IdentitiesOnly yes
-  UserKnownHostsFile %s
-  StrictHostKeyChecking yes
-`, host, port, w.sshd.User, w.sshd.KeyFile, w.sshd.KnownHosts)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	sshConfig := w.sshd.WriteSSHConfig(t, "buildbox")
 	w.token, _ = api.NewToken()
 	w.lead, _ = api.NewToken()
 	ln, err := local.ListenLoopback("")
@@ -351,25 +335,6 @@ func TestRemoteTitlesAreText(t *testing.T) {
 	}
 }
 
-// socketsIn counts this machine's TCP sockets whose local port is port and whose state is st
-// (hex, as /proc/net/tcp prints it: "08" is CLOSE_WAIT).
-func socketsIn(t *testing.T, port, st string) int {
-	t.Helper()
-	raw, err := os.ReadFile("/proc/net/tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := strconv.Atoi(port)
-	suffix := fmt.Sprintf(":%04X", p)
-	n := 0
-	for _, line := range strings.Split(string(raw), "\n")[1:] {
-		if f := strings.Fields(line); len(f) > 3 && strings.HasSuffix(f[1], suffix) && f[3] == st {
-			n++
-		}
-	}
-	return n
-}
-
 // TestHalfCloseThroughTheForward: on the SSH host, `printf … | nc -N` to the forward (a
 // half-close after the line) gets its answer from the bus on this computer, through sshd, the
 // forward and the bus's socket pair; and nc killed while its Wait waits (a close) ends the
@@ -408,14 +373,14 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 	// A Wait that waits: on a worker that keeps printing, so it never settles.
 	var worker api.Agent
 	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "ticker", Command: []string{"sh", "-c", "while :; do echo tick; sleep 0.2; done"}}, &worker, "Agent")
-	base := socketsIn(t, port, "08")
+	base := tcpstat.Count(t, port, tcpstat.CloseWait)
 	wait, wout := ncN(fmt.Sprintf(`{"Wait":{"target":%d,"timeout_secs":600}}`, worker.Terminal))
 	waitForCount := func(what string, want int) {
 		t.Helper()
 		deadline := time.Now().Add(15 * time.Second)
-		for socketsIn(t, port, "08") != want {
+		for tcpstat.Count(t, port, tcpstat.CloseWait) != want {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d", what, socketsIn(t, port, "08"), want)
+				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d", what, tcpstat.Count(t, port, tcpstat.CloseWait), want)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -423,7 +388,7 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 	// sshd holds nc's half-closed connection while the bus waits.
 	waitForCount("nc -N's Wait under way", base+1)
 	time.Sleep(3 * time.Second) // the forward looks at nc's socket on the host every second
-	if socketsIn(t, port, "08") != base+1 {
+	if tcpstat.Count(t, port, tcpstat.CloseWait) != base+1 {
 		t.Fatalf("the Wait ended by itself (nc printed %q)", wout.String())
 	}
 	_ = wait.Process.Kill()

@@ -20,14 +20,11 @@ import (
 
 	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/floodtest"
+	"github.com/krad-ade/krad/internal/tcpstat"
 	"github.com/krad-ade/krad/internal/testbin"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // app is a krad-ade process started by a test, with its own config folder.
 type app struct {
@@ -753,25 +750,13 @@ func roundTrip(t *testing.T, endpoint, line string) string {
 }
 
 // sendQueue is the largest send queue, in bytes, of the established TCP connections whose local
-// port is port, from /proc/net/tcp: what the bus has written to its clients that they have not
-// read.
+// port is port: what the bus has written to its clients that they have not read.
 func sendQueue(t *testing.T, port string) int {
 	t.Helper()
-	raw, err := os.ReadFile("/proc/net/tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := strconv.Atoi(port)
-	suffix := fmt.Sprintf(":%04X", p)
 	most := 0
-	for _, line := range strings.Split(string(raw), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) < 5 || !strings.HasSuffix(f[1], suffix) || f[3] != "01" {
-			continue
-		}
-		tx, _, _ := strings.Cut(f[4], ":")
-		if n, err := strconv.ParseInt(tx, 16, 64); err == nil && int(n) > most {
-			most = int(n)
+	for _, s := range tcpstat.Local(t, port) {
+		if s.State == tcpstat.Established {
+			most = max(most, s.TxQueue)
 		}
 	}
 	return most
@@ -910,25 +895,6 @@ func TestFloodOfPartialLines(t *testing.T) {
 	}
 }
 
-// closeWaits counts the app's sockets on port that are in CLOSE_WAIT: their client shut down its
-// writing side (or closed), and the app has not closed its own yet.
-func closeWaits(t *testing.T, port string) int {
-	t.Helper()
-	raw, err := os.ReadFile("/proc/net/tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := strconv.Atoi(port)
-	suffix := fmt.Sprintf(":%04X", p)
-	n := 0
-	for _, line := range strings.Split(string(raw), "\n")[1:] {
-		if f := strings.Fields(line); len(f) > 3 && strings.HasSuffix(f[1], suffix) && f[3] == "08" {
-			n++
-		}
-	}
-	return n
-}
-
 // TestHalfCloseWithNC: `printf … | nc -N` (a half-close after the line) gets its answer from the
 // real app for Read, Wait, Check with a wait, and SubscribeAgents, whose events keep coming; and
 // nc killed while its Wait waits (a close) cancels it: the app closes its side within seconds.
@@ -992,13 +958,13 @@ func TestHalfCloseWithNC(t *testing.T) {
 	waitFor(t, "the subscription's event", func() bool { return strings.Contains(out.String(), `{"AgentEvent":`) })
 
 	// A Wait that waits, from nc -N: held while nc lives, cancelled once it is killed.
-	base := closeWaits(t, port)
+	base := tcpstat.Count(t, port, tcpstat.CloseWait)
 	wait, out := ncN(`{"Wait":{"target":2,"timeout_secs":600}}`)
-	waitFor(t, "the app holds nc's half-closed connection", func() bool { return closeWaits(t, port) == base+1 })
+	waitFor(t, "the app holds nc's half-closed connection", func() bool { return tcpstat.Count(t, port, tcpstat.CloseWait) == base+1 })
 	time.Sleep(time.Second)
-	if closeWaits(t, port) != base+1 || out.String() != "" {
+	if tcpstat.Count(t, port, tcpstat.CloseWait) != base+1 || out.String() != "" {
 		t.Fatalf("the Wait ended by itself (%q)", out.String())
 	}
 	_ = wait.Process.Kill()
-	waitFor(t, "the app closed its side after nc was killed", func() bool { return closeWaits(t, port) == base })
+	waitFor(t, "the app closed its side after nc was killed", func() bool { return tcpstat.Count(t, port, tcpstat.CloseWait) == base })
 }

@@ -6,23 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"testing"
 )
 
-// only fails unless dir holds exactly names: no temporary file left behind.
-func only(t *testing.T, dir string, names ...string) {
+// alone fails unless name is all that dir holds: no temporary file was left behind.
+func alone(t *testing.T, dir, name string) {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range entries {
-		got = append(got, e.Name())
-	}
-	if !slices.Equal(got, names) {
-		t.Errorf("the folder holds %q, want %q", got, names)
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 1 || entries[0].Name() != name {
+		t.Errorf("the folder holds %v (%v), want %s alone", entries, err, name)
 	}
 }
 
@@ -47,7 +38,7 @@ func TestWriteFile(t *testing.T) {
 		if fi, err := os.Stat(path); err != nil || fi.Mode() != tt.perm {
 			t.Errorf("got mode %v, %v; want %v", fi.Mode(), err, tt.perm)
 		}
-		only(t, dir, "f.json")
+		alone(t, dir, "f.json")
 	}
 }
 
@@ -88,7 +79,7 @@ func TestWriteFileRefuses(t *testing.T) {
 			if after, err := os.Lstat(path); err != nil || after.Mode() != before.Mode() {
 				t.Errorf("the target is now %v, %v; want it left as it was (%v)", after.Mode(), err, before.Mode())
 			}
-			only(t, dir, "f")
+			alone(t, dir, "f")
 		})
 	}
 }
@@ -124,7 +115,7 @@ func TestWriteFailureLeavesTheOldFile(t *testing.T) {
 			if b, err := os.ReadFile(path); err != nil || string(b) != "old" {
 				t.Errorf("got %q, %v; want the old file", b, err)
 			}
-			only(t, dir, "f")
+			alone(t, dir, "f")
 		})
 	}
 }

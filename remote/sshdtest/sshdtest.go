@@ -381,6 +381,30 @@ func (s *Server) Dial(t testing.TB) *ssh.Client {
 	return c
 }
 
+// HostBlock is an ssh_config Host block for alias that reaches s as the test's client does: its
+// address, user and KeyFile (IdentitiesOnly), its KnownHosts (StrictHostKeyChecking yes), then
+// the extra lines.
+func (s *Server) HostBlock(alias string, extra ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Host %s\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n"+
+		"  UserKnownHostsFile %s\n  StrictHostKeyChecking yes\n", alias, s.Port, s.User, s.KeyFile, s.KnownHosts)
+	for _, l := range extra {
+		b.WriteString("  " + l + "\n")
+	}
+	return b.String()
+}
+
+// WriteSSHConfig writes HostBlock(alias, extra...) to a new ssh_config file in a folder of the
+// test's, and returns the file's path.
+func (s *Server) WriteSSHConfig(t testing.TB, alias string, extra ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ssh_config")
+	if err := os.WriteFile(path, []byte(s.HostBlock(alias, extra...)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // Log is what sshd has logged so far, over its restarts.
 func (s *Server) Log() string { return s.log.String() }
 
