@@ -217,9 +217,16 @@ func TestComesUpWithAShell(t *testing.T) {
 	if len(agents) != 1 || agents[0].Terminal != 1 || agents[0].Role != api.RoleShell || agents[0].Environment != "main" {
 		t.Fatalf("got %+v, want one shell main:1", agents)
 	}
-	// Its variables are the spec's, set by the app, not by rc files.
+	// A terminal may report itself, and is believed: the shell is needs_input once it says so,
+	// whatever its screen did (without the Report it is starting, then idle).
 	c := h.as(1)
-	h.call(c, api.Report, &api.ReportBody{State: api.StateIdle}) // a terminal may report itself
+	if a, err := h.call(c, api.Report, &api.ReportBody{State: api.StateNeedsInput}); err != nil || a.Name != api.OK.Name {
+		t.Fatalf("Report as main:1: got %s, %v; want Ok", a.Name, err)
+	}
+	if got := h.agent(c, api.Check, &api.CheckBody{Target: 1}); got.State != api.StateNeedsInput {
+		t.Errorf("after its Report, main:1 is %s, want needs_input", got.State)
+	}
+	// Its variables are the spec's, set by the app, not by rc files.
 	out, err := exec.Command("tmux", "-S", h.socket, "show-environment", "-t", "main", "KRAD_ADE_ENDPOINT").Output()
 	if err != nil || strings.TrimSpace(string(out)) != "KRAD_ADE_ENDPOINT="+h.bus.Addr() {
 		t.Errorf("session environment KRAD_ADE_ENDPOINT: %q %v", out, err)
@@ -489,22 +496,50 @@ func TestSubscribeAgents(t *testing.T) {
 	next(t, ch, "removed", agentEvent(api.AgentRemoved, w.Terminal, ""))
 }
 
+// TestCheckWaitsForTheNextChange: Check with wait_secs answers the agent after its next change,
+// not as it is. The shell reports needs_input, which holds (a reported state is believed); a
+// Check with a wait gets no answer while nothing changes, and once the shell reports working it
+// gets working. A Check that ignored wait_secs would answer needs_input at once.
 func TestCheckWaitsForTheNextChange(t *testing.T) {
-	h := start(t, lead())
+	h := start(t)
 	c := h.as(1)
-	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "later", Command: []string{"sh", "-c", "sleep 1; exit 0"}})
-	now := h.agent(c, api.Check, &api.CheckBody{Target: api.Target(w.Terminal)})
-	if api.Ended(now.State) {
-		t.Fatalf("Check without a wait: %s already", now.State)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		got := h.agent(c, api.Check, &api.CheckBody{Target: api.Target(w.Terminal), WaitSecs: secs(10)})
-		if got.State == api.StateDone {
-			return
+	report := func(state string) {
+		t.Helper()
+		if _, err := h.call(c, api.Report, &api.ReportBody{State: state}); err != nil {
+			t.Fatalf("Report %s: %v", state, err)
 		}
 	}
-	t.Error("Check with a wait never saw the worker finish")
+	report(api.StateNeedsInput)
+	if now := h.agent(c, api.Check, &api.CheckBody{Target: 1}); now.State != api.StateNeedsInput {
+		t.Fatalf("Check without a wait: %s, want needs_input", now.State)
+	}
+	type answer struct {
+		agent api.Agent
+		err   error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		var ag api.Agent
+		a, err := c.Call(context.Background(), api.NewRequest(api.Check, &api.CheckBody{Target: 1, WaitSecs: secs(30)}))
+		if err == nil {
+			err = a.Decode("Agent", &ag)
+		}
+		answered <- answer{ag, err}
+	}()
+	select {
+	case got := <-answered:
+		t.Fatalf("Check with a wait answered %s, %v while nothing changed", got.agent.State, got.err)
+	case <-time.After(time.Second): // nothing changes meanwhile: the answer must not come
+	}
+	report(api.StateWorking)
+	select {
+	case got := <-answered:
+		if got.err != nil || got.agent.State != api.StateWorking {
+			t.Errorf("Check with a wait answered %s, %v; want working, the change", got.agent.State, got.err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("Check with a wait did not answer the change within 40 s")
+	}
 }
 
 // TestWindowOpenedByHand: a person who opens a window in the app's tmux gets a numbered terminal
