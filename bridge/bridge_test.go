@@ -24,7 +24,7 @@ import (
 	"github.com/krad-ade/krad/forward"
 	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/leaktest"
-	"github.com/krad-ade/krad/internal/tcpstat"
+	"github.com/krad-ade/krad/internal/tcptest"
 	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/local"
@@ -373,14 +373,14 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 	// A Wait that waits: on a worker that keeps printing, so it never settles.
 	var worker api.Agent
 	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "ticker", Command: []string{"sh", "-c", "while :; do echo tick; sleep 0.2; done"}}, &worker, "Agent")
-	base := tcpstat.Count(t, port, tcpstat.CloseWait)
+	base := tcptest.Count(t, port, tcptest.CloseWait)
 	wait, wout := ncN(fmt.Sprintf(`{"Wait":{"target":%d,"timeout_secs":600}}`, worker.Terminal))
 	waitForCount := func(what string, want int) {
 		t.Helper()
 		deadline := time.Now().Add(15 * time.Second)
-		for tcpstat.Count(t, port, tcpstat.CloseWait) != want {
+		for tcptest.Count(t, port, tcptest.CloseWait) != want {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d", what, tcpstat.Count(t, port, tcpstat.CloseWait), want)
+				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d", what, tcptest.Count(t, port, tcptest.CloseWait), want)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -388,7 +388,7 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 	// sshd holds nc's half-closed connection while the bus waits.
 	waitForCount("nc -N's Wait under way", base+1)
 	time.Sleep(3 * time.Second) // the forward looks at nc's socket on the host every second
-	if tcpstat.Count(t, port, tcpstat.CloseWait) != base+1 {
+	if tcptest.Count(t, port, tcptest.CloseWait) != base+1 {
 		t.Fatalf("the Wait ended by itself (nc printed %q)", wout.String())
 	}
 	_ = wait.Process.Kill()

@@ -20,7 +20,7 @@ import (
 
 	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/floodtest"
-	"github.com/krad-ade/krad/internal/tcpstat"
+	"github.com/krad-ade/krad/internal/tcptest"
 	"github.com/krad-ade/krad/internal/testbin"
 )
 
@@ -754,8 +754,8 @@ func roundTrip(t *testing.T, endpoint, line string) string {
 func sendQueue(t *testing.T, port string) int {
 	t.Helper()
 	most := 0
-	for _, s := range tcpstat.Local(t, port) {
-		if s.State == tcpstat.Established {
+	for _, s := range tcptest.Local(t, port) {
+		if s.State == tcptest.Established {
 			most = max(most, s.TxQueue)
 		}
 	}
@@ -958,13 +958,13 @@ func TestHalfCloseWithNC(t *testing.T) {
 	waitFor(t, "the subscription's event", func() bool { return strings.Contains(out.String(), `{"AgentEvent":`) })
 
 	// A Wait that waits, from nc -N: held while nc lives, cancelled once it is killed.
-	base := tcpstat.Count(t, port, tcpstat.CloseWait)
+	base := tcptest.Count(t, port, tcptest.CloseWait)
 	wait, out := ncN(`{"Wait":{"target":2,"timeout_secs":600}}`)
-	waitFor(t, "the app holds nc's half-closed connection", func() bool { return tcpstat.Count(t, port, tcpstat.CloseWait) == base+1 })
+	waitFor(t, "the app holds nc's half-closed connection", func() bool { return tcptest.Count(t, port, tcptest.CloseWait) == base+1 })
 	time.Sleep(time.Second)
-	if tcpstat.Count(t, port, tcpstat.CloseWait) != base+1 || out.String() != "" {
+	if tcptest.Count(t, port, tcptest.CloseWait) != base+1 || out.String() != "" {
 		t.Fatalf("the Wait ended by itself (%q)", out.String())
 	}
 	_ = wait.Process.Kill()
-	waitFor(t, "the app closed its side after nc was killed", func() bool { return tcpstat.Count(t, port, tcpstat.CloseWait) == base })
+	waitFor(t, "the app closed its side after nc was killed", func() bool { return tcptest.Count(t, port, tcptest.CloseWait) == base })
 }

@@ -1,15 +1,37 @@
-// Package tcpstat reads this computer's IPv4 TCP sockets from /proc/net/tcp (Linux), for tests
-// that check what a server holds: its connections in CLOSE_WAIT, what it wrote that its
-// clients have not read.
-package tcpstat
+// Package tcptest is TCP on loopback for tests: a connected pair, and this computer's IPv4
+// sockets on a port as /proc/net/tcp (Linux) shows them, for tests that check what a server
+// holds: its connections in CLOSE_WAIT, what it wrote that its clients have not read.
+package tcptest
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 )
+
+// Pair is a TCP connection on loopback: the client's end and the server's, closed when t ends.
+func Pair(t testing.TB) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err = ln.Accept()
+	if err != nil {
+		client.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
 
 // The states of /proc/net/tcp, in its hex.
 const (
@@ -32,7 +54,7 @@ func Local(t testing.TB, port string) []Socket {
 	}
 	p, err := strconv.Atoi(port)
 	if err != nil {
-		t.Fatalf("tcpstat: port %q: %v", port, err)
+		t.Fatalf("tcptest: port %q: %v", port, err)
 	}
 	suffix := fmt.Sprintf(":%04X", p)
 	var out []Socket

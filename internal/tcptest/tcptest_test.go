@@ -1,6 +1,6 @@
 //go:build linux
 
-package tcpstat
+package tcptest
 
 import (
 	"net"
@@ -8,24 +8,10 @@ import (
 	"time"
 )
 
-// pair is a TCP connection on loopback, its listener's port, the client's end and the server's.
+// pair is Pair, and the server's port.
 func pair(t *testing.T) (string, net.Conn, net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close(); server.Close() })
+	client, server := Pair(t)
+	_, port, _ := net.SplitHostPort(server.LocalAddr().String())
 	return port, client, server
 }
 
