@@ -40,8 +40,9 @@
 // followed (it is how many people keep their dotfiles), so a folder that another user controls is
 // outside its reach: krad-ade checks the folder itself before it starts (config.CheckFolder).
 //
-// The package imports nothing of the project except package api and internal/atomicfile, so that the static CLI, which
-// must not find the bus through this file, can be checked not to link it.
+// The package imports nothing of the project except package api and two small internal ones
+// (atomicfile, fileowner), so that the static CLI, which must not find the bus through this
+// file, can be checked not to link it.
 package discovery
 
 import (
@@ -59,6 +60,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/atomicfile"
+	"github.com/krad-ade/krad/internal/fileowner"
 )
 
 // FileName is the name of the discovery file in the folder [Dir] returns.
@@ -141,7 +143,7 @@ func read(path string) (File, error) {
 	if err != nil {
 		return File{}, err
 	}
-	if uid, me := owner(fi), os.Getuid(); uid != -1 && uid != me {
+	if uid, me := fileowner.Of(fi), os.Getuid(); uid != -1 && uid != me {
 		return File{}, fmt.Errorf("owned by uid %d, not by you (uid %d)", uid, me)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {

@@ -3,7 +3,6 @@
 package discovery
 
 import (
-	"io/fs"
 	"os"
 )
 
@@ -12,6 +11,3 @@ import (
 func open(path string) (*os.File, error) {
 	return os.Open(path)
 }
-
-// owner is -1: there are no Unix owners here, and Read does not check one.
-func owner(fs.FileInfo) int { return -1 }

@@ -4,7 +4,6 @@ package discovery
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"syscall"
 
@@ -22,13 +21,4 @@ func open(path string) (*os.File, error) {
 		return nil, err
 	}
 	return fh, nil
-}
-
-// owner is the uid that owns the file, or -1 where there is no such thing.
-func owner(fi fs.FileInfo) int {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return -1
-	}
-	return int(st.Uid)
 }
