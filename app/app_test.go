@@ -17,6 +17,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/local"
 )
@@ -38,8 +39,7 @@ type harness struct {
 	socket string
 	dir    string // the test's own folder: the terminals' HOME and TMPDIR, tmux's socket
 	env    []string
-	cancel context.CancelFunc
-	done   chan struct{}
+	served *apptest.Served
 }
 
 type option func(*app.Config)
@@ -63,18 +63,16 @@ func start(t testing.TB, opts ...option) *harness {
 	return h
 }
 
+// start starts the app and its bus, with fresh tokens each run, as krad-ade makes them, on the
+// port of the run before when it is free.
 func (h *harness) start(bin string, opts ...option) {
 	t := h.t
-	h.token, _ = api.NewToken() // fresh tokens each run, as krad-ade makes them
-	h.lead, _ = api.NewToken()
 	tc := app.TmuxConfig{SocketPath: h.socket, ConfigFile: "/dev/null", Env: h.env}
 	ln, err := local.ListenLoopback(app.PreviousEndpoint(context.Background(), tc, app.Local))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := app.Config{
-		Endpoint:   ln.Addr().String(),
-		Token:      h.token,
 		BinDir:     bin,
 		Path:       "/usr/local/bin:/usr/bin:/bin",
 		Tmux:       tc,
@@ -85,35 +83,11 @@ func (h *harness) start(bin string, opts ...option) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	h.app = app.New(cfg)
-	h.bus, err = local.Listen(local.Config{BusToken: h.token, LeadToken: h.lead, Build: "test", Handler: h.app, Listener: ln})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
-	h.done = make(chan struct{})
-	go func() { _ = h.bus.Serve(ctx) }()
-	go func() { defer close(h.done); _ = h.app.Run(ctx) }()
-	select {
-	case <-h.app.Ready():
-	case <-time.After(20 * time.Second):
-		t.Fatal("the environment did not come up in 20 s")
-	}
+	h.served = apptest.ServeApp(t, ln, cfg, local.Config{})
+	h.app, h.bus, h.token, h.lead = h.served.App, h.served.Bus, h.served.Token, h.served.Lead
 }
 
-func (h *harness) stop() {
-	if h.cancel == nil {
-		return
-	}
-	h.cancel()
-	select {
-	case <-h.done:
-	case <-time.After(10 * time.Second):
-		h.t.Error("the app did not stop in 10 s")
-	}
-	h.cancel = nil
-}
+func (h *harness) stop() { h.served.Stop(h.t) }
 
 func withTerminals(specs ...app.TerminalSpec) option {
 	return func(c *app.Config) { c.Terminals = specs }

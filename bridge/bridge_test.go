@@ -22,6 +22,7 @@ import (
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/bridge"
 	"github.com/krad-ade/krad/forward"
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/leaktest"
 	"github.com/krad-ade/krad/internal/tcptest"
@@ -113,9 +114,7 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 			},
 		},
 	})
-	w.app = app.New(app.Config{
-		Endpoint:    ln.Addr().String(),
-		Token:       w.token,
+	served := apptest.ServeApp(t, ln, app.Config{
 		BinDir:      bin,
 		Path:        "/usr/local/bin:/usr/bin:/bin",
 		Tmux:        app.TmuxConfig{SocketPath: localSock, ConfigFile: "/dev/null", Env: []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh"}},
@@ -127,14 +126,12 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 		},
 		Remotes: []app.Remote{{Name: "build", Host: w.bridge}},
 		Logger:  o.log,
-	})
-	w.bus, err = local.Listen(local.Config{BusToken: w.token, LeadToken: w.lead, Build: version.Build, PID: os.Getpid(), Handler: w.app, Listener: ln})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, local.Config{BusToken: w.token, LeadToken: w.lead, Build: version.Build, PID: os.Getpid()})
+	w.app, w.bus = served.App, served.Bus
+	// The bridge and the subscriber stop first, the bridge after removing its token file from the
+	// host; the app and its bus at the end of the test (ServeApp).
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 4)
-	go func() { _ = w.bus.Serve(ctx); done <- struct{}{} }()
+	done := make(chan struct{}, 2)
 	go func() {
 		c := &api.Client{Endpoint: w.bus.Addr(), Token: w.token, From: api.FromClient}
 		for ctx.Err() == nil {
@@ -149,7 +146,6 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 		}
 		done <- struct{}{}
 	}()
-	go func() { _ = w.app.Run(ctx); done <- struct{}{} }()
 	bctx, stopBridge := context.WithCancel(context.Background())
 	go func() { _ = w.bridge.Run(bctx); done <- struct{}{} }()
 	t.Cleanup(func() {
@@ -158,7 +154,7 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 		_ = w.bridge.Cleanup(cctx)
 		c()
 		stopBridge()
-		for range 4 {
+		for range 2 {
 			<-done
 		}
 	})
