@@ -17,24 +17,16 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/local"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 func needTmux(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is missing in CI: scripts/test installs it")
-		}
-		t.Skip("tmux is missing: apt-get install tmux")
-	}
+	testbin.Need(t, "tmux", "tmux")
 }
 
 // harness is an app on a tmux server of its own, behind a real bus.
@@ -47,8 +39,7 @@ type harness struct {
 	socket string
 	dir    string // the test's own folder: the terminals' HOME and TMPDIR, tmux's socket
 	env    []string
-	cancel context.CancelFunc
-	done   chan struct{}
+	served *apptest.Served
 }
 
 type option func(*app.Config)
@@ -72,18 +63,16 @@ func start(t testing.TB, opts ...option) *harness {
 	return h
 }
 
+// start starts the app and its bus, with fresh tokens each run, as krad-ade makes them, on the
+// port of the run before when it is free.
 func (h *harness) start(bin string, opts ...option) {
 	t := h.t
-	h.token, _ = api.NewToken() // fresh tokens each run, as krad-ade makes them
-	h.lead, _ = api.NewToken()
 	tc := app.TmuxConfig{SocketPath: h.socket, ConfigFile: "/dev/null", Env: h.env}
 	ln, err := local.ListenLoopback(app.PreviousEndpoint(context.Background(), tc, app.Local))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := app.Config{
-		Endpoint:   ln.Addr().String(),
-		Token:      h.token,
 		BinDir:     bin,
 		Path:       "/usr/local/bin:/usr/bin:/bin",
 		Tmux:       tc,
@@ -94,35 +83,11 @@ func (h *harness) start(bin string, opts ...option) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	h.app = app.New(cfg)
-	h.bus, err = local.Listen(local.Config{BusToken: h.token, LeadToken: h.lead, Build: "test", Handler: h.app, Listener: ln})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
-	h.done = make(chan struct{})
-	go func() { _ = h.bus.Serve(ctx) }()
-	go func() { defer close(h.done); _ = h.app.Run(ctx) }()
-	select {
-	case <-h.app.Ready():
-	case <-time.After(20 * time.Second):
-		t.Fatal("the environment did not come up in 20 s")
-	}
+	h.served = apptest.ServeApp(t, ln, cfg, local.Config{})
+	h.app, h.bus, h.token, h.lead = h.served.App, h.served.Bus, h.served.Token, h.served.Lead
 }
 
-func (h *harness) stop() {
-	if h.cancel == nil {
-		return
-	}
-	h.cancel()
-	select {
-	case <-h.done:
-	case <-time.After(10 * time.Second):
-		h.t.Error("the app did not stop in 10 s")
-	}
-	h.cancel = nil
-}
+func (h *harness) stop() { h.served.Stop(h.t) }
 
 func withTerminals(specs ...app.TerminalSpec) option {
 	return func(c *app.Config) { c.Terminals = specs }
@@ -226,9 +191,16 @@ func TestComesUpWithAShell(t *testing.T) {
 	if len(agents) != 1 || agents[0].Terminal != 1 || agents[0].Role != api.RoleShell || agents[0].Environment != "main" {
 		t.Fatalf("got %+v, want one shell main:1", agents)
 	}
-	// Its variables are the spec's, set by the app, not by rc files.
+	// A terminal may report itself, and is believed: the shell is needs_input once it says so,
+	// whatever its screen did (without the Report it is starting, then idle).
 	c := h.as(1)
-	h.call(c, api.Report, &api.ReportBody{State: api.StateIdle}) // a terminal may report itself
+	if a, err := h.call(c, api.Report, &api.ReportBody{State: api.StateNeedsInput}); err != nil || a.Name != api.OK.Name {
+		t.Fatalf("Report as main:1: got %s, %v; want Ok", a.Name, err)
+	}
+	if got := h.agent(c, api.Check, &api.CheckBody{Target: 1}); got.State != api.StateNeedsInput {
+		t.Errorf("after its Report, main:1 is %s, want needs_input", got.State)
+	}
+	// Its variables are the spec's, set by the app, not by rc files.
 	out, err := exec.Command("tmux", "-S", h.socket, "show-environment", "-t", "main", "KRAD_ADE_ENDPOINT").Output()
 	if err != nil || strings.TrimSpace(string(out)) != "KRAD_ADE_ENDPOINT="+h.bus.Addr() {
 		t.Errorf("session environment KRAD_ADE_ENDPOINT: %q %v", out, err)
@@ -498,22 +470,50 @@ func TestSubscribeAgents(t *testing.T) {
 	next(t, ch, "removed", agentEvent(api.AgentRemoved, w.Terminal, ""))
 }
 
+// TestCheckWaitsForTheNextChange: Check with wait_secs answers the agent after its next change,
+// not as it is. The shell reports needs_input, which holds (a reported state is believed); a
+// Check with a wait gets no answer while nothing changes, and once the shell reports working it
+// gets working. A Check that ignored wait_secs would answer needs_input at once.
 func TestCheckWaitsForTheNextChange(t *testing.T) {
-	h := start(t, lead())
+	h := start(t)
 	c := h.as(1)
-	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "later", Command: []string{"sh", "-c", "sleep 1; exit 0"}})
-	now := h.agent(c, api.Check, &api.CheckBody{Target: api.Target(w.Terminal)})
-	if api.Ended(now.State) {
-		t.Fatalf("Check without a wait: %s already", now.State)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		got := h.agent(c, api.Check, &api.CheckBody{Target: api.Target(w.Terminal), WaitSecs: secs(10)})
-		if got.State == api.StateDone {
-			return
+	report := func(state string) {
+		t.Helper()
+		if _, err := h.call(c, api.Report, &api.ReportBody{State: state}); err != nil {
+			t.Fatalf("Report %s: %v", state, err)
 		}
 	}
-	t.Error("Check with a wait never saw the worker finish")
+	report(api.StateNeedsInput)
+	if now := h.agent(c, api.Check, &api.CheckBody{Target: 1}); now.State != api.StateNeedsInput {
+		t.Fatalf("Check without a wait: %s, want needs_input", now.State)
+	}
+	type answer struct {
+		agent api.Agent
+		err   error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		var ag api.Agent
+		a, err := c.Call(context.Background(), api.NewRequest(api.Check, &api.CheckBody{Target: 1, WaitSecs: secs(30)}))
+		if err == nil {
+			err = a.Decode("Agent", &ag)
+		}
+		answered <- answer{ag, err}
+	}()
+	select {
+	case got := <-answered:
+		t.Fatalf("Check with a wait answered %s, %v while nothing changed", got.agent.State, got.err)
+	case <-time.After(time.Second): // nothing changes meanwhile: the answer must not come
+	}
+	report(api.StateWorking)
+	select {
+	case got := <-answered:
+		if got.err != nil || got.agent.State != api.StateWorking {
+			t.Errorf("Check with a wait answered %s, %v; want working, the change", got.agent.State, got.err)
+		}
+	case <-time.After(40 * time.Second):
+		t.Fatal("Check with a wait did not answer the change within 40 s")
+	}
 }
 
 // TestWindowOpenedByHand: a person who opens a window in the app's tmux gets a numbered terminal

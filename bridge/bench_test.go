@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
@@ -18,6 +17,7 @@ import (
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/bridge"
 	"github.com/krad-ade/krad/forward"
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/local"
@@ -44,16 +44,8 @@ func percentiles(b *testing.B, d []time.Duration) {
 
 // busForBench is a bus with no app behind it: Hello is what is measured.
 func busForBench(b *testing.B) (*local.Server, api.Token) {
-	tok, _ := api.NewToken()
-	lead, _ := api.NewToken()
-	bus, err := local.Listen(local.Config{BusToken: tok, LeadToken: lead, Build: version.Build})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { _ = bus.Serve(ctx) }()
-	b.Cleanup(cancel)
-	return bus, tok
+	s := apptest.Serve(b, local.Config{Build: version.Build})
+	return s.Bus, s.Token
 }
 
 // helloLoop makes b.N Hellos at endpoint as a terminal of the environment "bench", as a
@@ -117,9 +109,7 @@ func BenchmarkTunnelHello(b *testing.B) {
 // prepared and attached to its tmux; reports the Go heap and the goroutine stacks the 20 hold,
 // per environment.
 func BenchmarkMemoryPerEnvironment(b *testing.B) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		b.Skip("tmux is missing")
-	}
+	testbin.Need(b, "tmux", "tmux")
 	const n = 20
 	bin := testbin.Dir(b)
 	tmpdir := b.TempDir()
@@ -127,11 +117,8 @@ func BenchmarkMemoryPerEnvironment(b *testing.B) {
 	b.Cleanup(func() {
 		_ = exec.Command("tmux", "-S", srv.Home+"/.krad-ade/tmux/"+app.SocketName, "kill-server").Run()
 	})
-	host, port, _ := strings.Cut(srv.Addr, ":")
-	cfgFile := b.TempDir() + "/ssh_config"
-	_ = os.WriteFile(cfgFile, []byte(fmt.Sprintf("Host h\n HostName %s\n Port %s\n User %s\n IdentityFile %s\n UserKnownHostsFile %s\n", host, port, srv.User, srv.KeyFile, srv.KnownHosts)), 0o600)
+	cfgFile := srv.WriteSSHConfig(b, "h")
 	tok, _ := api.NewToken()
-	lead, _ := api.NewToken()
 	ln, err := local.ListenLoopback("")
 	if err != nil {
 		b.Fatal(err)
@@ -156,20 +143,13 @@ func BenchmarkMemoryPerEnvironment(b *testing.B) {
 	}
 	localSock := b.TempDir() + "/local.sock"
 	b.Cleanup(func() { _ = exec.Command("tmux", "-S", localSock, "kill-server").Run() })
-	model := app.New(app.Config{
-		Endpoint: ln.Addr().String(), Token: tok, BinDir: bin, Path: "/usr/bin:/bin",
+	model := apptest.ServeApp(b, ln, app.Config{
+		BinDir: bin, Path: "/usr/bin:/bin",
 		Tmux:    app.TmuxConfig{SocketPath: localSock, ConfigFile: "/dev/null", Env: []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh"}},
 		Remotes: remotes,
-	})
-	bus, err := local.Listen(local.Config{BusToken: tok, LeadToken: lead, Build: version.Build, Handler: model, Listener: ln})
-	if err != nil {
-		b.Fatal(err)
-	}
+	}, local.Config{BusToken: tok, Build: version.Build}).App
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = bus.Serve(ctx) }()
-	go func() { _ = model.Run(ctx) }()
-	<-model.Ready()
 	heap0, stack0 := measure()
 	for _, br := range bridges {
 		go func() { _ = br.Run(ctx) }()
@@ -192,9 +172,7 @@ func BenchmarkMemoryPerEnvironment(b *testing.B) {
 // ourForward measures Hello through our reverse forward to srv, whose connections reach the bus
 // through target: bus.Pipe, as krad-ade does, or a TCP dial, for comparison.
 func ourForward(b *testing.B, srv *sshdtest.Server, target func(context.Context) (net.Conn, error), tok api.Token) {
-	host, port, _ := strings.Cut(srv.Addr, ":")
-	cfgFile := b.TempDir() + "/ssh_config"
-	_ = os.WriteFile(cfgFile, []byte(fmt.Sprintf("Host h\n HostName %s\n Port %s\n User %s\n IdentityFile %s\n UserKnownHostsFile %s\n", host, port, srv.User, srv.KeyFile, srv.KnownHosts)), 0o600)
+	cfgFile := srv.WriteSSHConfig(b, "h")
 	up := make(chan string, 1)
 	conn := forward.New(forward.Config{
 		Host: "h", Target: target, UserConfig: cfgFile, SystemConfig: forward.None, AgentSocket: forward.None,

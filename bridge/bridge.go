@@ -54,6 +54,7 @@ import (
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/forward"
+	"github.com/krad-ade/krad/internal/capped"
 	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/remote"
 	"github.com/krad-ade/krad/remote/shell"
@@ -226,13 +227,15 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	if err != nil {
 		return forward.Permanent(fmt.Errorf("the static krad for %s: %w", plat, err))
 	}
+	// Install and Write name their step in their errors ("install krad: …", "write the token
+	// file: …"): the status shows them as they are.
 	binDir, err := remote.Install(ctx, timed{h, e, "installing krad"}, bin)
 	if err != nil {
-		return stepError(fmt.Errorf("install krad on the host: %w", err))
+		return stepError(err)
 	}
 	tokenPath, err := tokenfile.Write(ctx, timed{h, e, "writing the token file"}, e.cfg.Instance, e.cfg.Token)
 	if err != nil {
-		return stepError(fmt.Errorf("write the token file on the host: %w", err))
+		return stepError(err)
 	}
 	out, runErr := timed{h, e, "looking for tmux"}.Run(ctx, hostScript.Command(e.cfg.Name, app.SocketName), nil)
 	lines, err := hostScript.Result(out, runErr)
@@ -383,8 +386,8 @@ func (e *Environment) attach(ctx context.Context, sess *ssh.Session, cmd string,
 		sess.Close()
 		return nil, err
 	}
-	var stderr limited
-	sess.Stderr = &stderr
+	stderr := capped.First(4 << 10)
+	sess.Stderr = stderr
 	if err := sess.Start(cmd); err != nil {
 		sess.Close()
 		return nil, fmt.Errorf("start tmux on the host: %w", err)
@@ -405,7 +408,7 @@ func (e *Environment) attach(ctx context.Context, sess *ssh.Session, cmd string,
 	case tctx.Err() != nil:
 		return nil, context.Cause(tctx) // the step's *forward.TimeoutError, bare
 	default:
-		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", err, termsafe.QuoteMax(stderr.String(), tmux.MaxErrorText))
+		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", err, termsafe.QuoteMax(strings.TrimSpace(stderr.String()), tmux.MaxErrorText))
 	}
 }
 
@@ -459,25 +462,4 @@ func (s *sessionRW) Close() error {
 	}
 	s.r.Close()
 	return s.s.Close()
-}
-
-// limited keeps the first 4 KiB written to it: tmux's stderr, for errors.
-type limited struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *limited) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if room := 4<<10 - len(l.b); room > 0 {
-		l.b = append(l.b, p[:min(room, len(p))]...)
-	}
-	return len(p), nil
-}
-
-func (l *limited) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.TrimSpace(string(l.b))
 }

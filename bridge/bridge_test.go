@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,19 +22,17 @@ import (
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/bridge"
 	"github.com/krad-ade/krad/forward"
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/leaktest"
+	"github.com/krad-ade/krad/internal/tcptest"
 	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/local"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // world is the app on this computer with one SSH environment, "build", on a real sshd started by
 // the test (the host is this machine, seen through sshd as another would be).
@@ -74,12 +71,7 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is missing in CI")
-		}
-		t.Skip("tmux is missing")
-	}
+	testbin.Need(t, "tmux", "tmux")
 	bin := testbin.Dir(t)
 	w := &world{t: t, tmpdir: t.TempDir(), states: make(chan string, 1024), events: make(chan api.Answer, 4096)}
 	w.sshd = sshdtest.Start(t, sshdtest.Options{Env: append([]string{"TMUX_TMPDIR=" + w.tmpdir}, o.hostEnv...)})
@@ -92,19 +84,7 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 	if o.host != nil {
 		o.host(w)
 	}
-	host, port, _ := strings.Cut(w.sshd.Addr, ":")
-	sshConfig := filepath.Join(t.TempDir(), "ssh_config")
-	if err := os.WriteFile(sshConfig, []byte(fmt.Sprintf(`Host buildbox
-  HostName %s
-  Port %s
-  User %s
-  IdentityFile %s
-  IdentitiesOnly yes
-  UserKnownHostsFile %s
-  StrictHostKeyChecking yes
-`, host, port, w.sshd.User, w.sshd.KeyFile, w.sshd.KnownHosts)), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	sshConfig := w.sshd.WriteSSHConfig(t, "buildbox")
 	w.token, _ = api.NewToken()
 	w.lead, _ = api.NewToken()
 	ln, err := local.ListenLoopback("")
@@ -134,9 +114,7 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 			},
 		},
 	})
-	w.app = app.New(app.Config{
-		Endpoint:    ln.Addr().String(),
-		Token:       w.token,
+	served := apptest.ServeApp(t, ln, app.Config{
 		BinDir:      bin,
 		Path:        "/usr/local/bin:/usr/bin:/bin",
 		Tmux:        app.TmuxConfig{SocketPath: localSock, ConfigFile: "/dev/null", Env: []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh"}},
@@ -148,14 +126,12 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 		},
 		Remotes: []app.Remote{{Name: "build", Host: w.bridge}},
 		Logger:  o.log,
-	})
-	w.bus, err = local.Listen(local.Config{BusToken: w.token, LeadToken: w.lead, Build: version.Build, PID: os.Getpid(), Handler: w.app, Listener: ln})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, local.Config{BusToken: w.token, LeadToken: w.lead, Build: version.Build, PID: os.Getpid()})
+	w.app, w.bus = served.App, served.Bus
+	// The bridge and the subscriber stop first, the bridge after removing its token file from the
+	// host; the app and its bus at the end of the test (ServeApp).
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 4)
-	go func() { _ = w.bus.Serve(ctx); done <- struct{}{} }()
+	done := make(chan struct{}, 2)
 	go func() {
 		c := &api.Client{Endpoint: w.bus.Addr(), Token: w.token, From: api.FromClient}
 		for ctx.Err() == nil {
@@ -170,7 +146,6 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 		}
 		done <- struct{}{}
 	}()
-	go func() { _ = w.app.Run(ctx); done <- struct{}{} }()
 	bctx, stopBridge := context.WithCancel(context.Background())
 	go func() { _ = w.bridge.Run(bctx); done <- struct{}{} }()
 	t.Cleanup(func() {
@@ -179,7 +154,7 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 		_ = w.bridge.Cleanup(cctx)
 		c()
 		stopBridge()
-		for range 4 {
+		for range 2 {
 			<-done
 		}
 	})
@@ -356,36 +331,12 @@ func TestRemoteTitlesAreText(t *testing.T) {
 	}
 }
 
-// socketsIn counts this machine's TCP sockets whose local port is port and whose state is st
-// (hex, as /proc/net/tcp prints it: "08" is CLOSE_WAIT).
-func socketsIn(t *testing.T, port, st string) int {
-	t.Helper()
-	raw, err := os.ReadFile("/proc/net/tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := strconv.Atoi(port)
-	suffix := fmt.Sprintf(":%04X", p)
-	n := 0
-	for _, line := range strings.Split(string(raw), "\n")[1:] {
-		if f := strings.Fields(line); len(f) > 3 && strings.HasSuffix(f[1], suffix) && f[3] == st {
-			n++
-		}
-	}
-	return n
-}
-
 // TestHalfCloseThroughTheForward: on the SSH host, `printf … | nc -N` to the forward (a
 // half-close after the line) gets its answer from the bus on this computer, through sshd, the
 // forward and the bus's socket pair; and nc killed while its Wait waits (a close) ends the
 // request: the bus closes, and so does the host's side of the forwarded connection.
 func TestHalfCloseThroughTheForward(t *testing.T) {
-	if _, err := exec.LookPath("nc"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("nc is missing in CI: install netcat-openbsd")
-		}
-		t.Skip("nc is missing: apt-get install netcat-openbsd")
-	}
+	testbin.Need(t, "nc", "netcat-openbsd")
 	w := startWorld(t)
 	host, port, _ := net.SplitHostPort(w.bridge.Vars().Endpoint)
 	line := func(request string) string {
@@ -418,14 +369,14 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 	// A Wait that waits: on a worker that keeps printing, so it never settles.
 	var worker api.Agent
 	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "ticker", Command: []string{"sh", "-c", "while :; do echo tick; sleep 0.2; done"}}, &worker, "Agent")
-	base := socketsIn(t, port, "08")
+	base := tcptest.Count(t, port, tcptest.CloseWait)
 	wait, wout := ncN(fmt.Sprintf(`{"Wait":{"target":%d,"timeout_secs":600}}`, worker.Terminal))
 	waitForCount := func(what string, want int) {
 		t.Helper()
 		deadline := time.Now().Add(15 * time.Second)
-		for socketsIn(t, port, "08") != want {
+		for tcptest.Count(t, port, tcptest.CloseWait) != want {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d", what, socketsIn(t, port, "08"), want)
+				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d", what, tcptest.Count(t, port, tcptest.CloseWait), want)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -433,7 +384,7 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 	// sshd holds nc's half-closed connection while the bus waits.
 	waitForCount("nc -N's Wait under way", base+1)
 	time.Sleep(3 * time.Second) // the forward looks at nc's socket on the host every second
-	if socketsIn(t, port, "08") != base+1 {
+	if tcptest.Count(t, port, tcptest.CloseWait) != base+1 {
 		t.Fatalf("the Wait ended by itself (nc printed %q)", wout.String())
 	}
 	_ = wait.Process.Kill()

@@ -242,9 +242,7 @@ func TestTmuxSilentAfterItsFirstReply(t *testing.T) {
 // environment comes up all the same, on a socket in ~/.krad-ade/tmux, owner-only; the other
 // user's folder is left as it was, and the attach hint works as printed.
 func TestAnotherUserTakesTmuxsDefaultFolder(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root, to act as another user (uid 65534)")
-	}
+	testbin.NeedRoot(t, "acting as another user (uid 65534)")
 	taken := ""
 	w := startWorld(t, worldOptions{host: func(w *world) {
 		if err := os.Chmod(w.tmpdir, 0o1777); err != nil { // as /tmp is

@@ -6,32 +6,14 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/apptest"
 )
-
-// logBuffer is the app's log, kept for a test to read.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // earlierServer is a host's tmux server of an earlier version, on the old socket (tmux -L
 // krad-ade in the host's TMUX_TMPDIR): tmux with args, as the host's user.
@@ -63,7 +45,7 @@ func startEarlierServer(t *testing.T, w *world) {
 // gone, so the app starts no server of its own beside it (which would leave the old server's
 // agents for good). Once the old server answers again the app is back on it, with its lead.
 func TestStuckEarlierServerIsKept(t *testing.T) {
-	var log logBuffer
+	var log apptest.Buffer // the app's log, kept for the test to read
 	w := startWorld(t, worldOptions{
 		host:           func(w *world) { startEarlierServer(t, w) },
 		log:            slog.New(slog.NewTextHandler(&log, nil)),

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/krad-ade/krad/internal/version"
 )
 
 // TestHomeTheAppCannotPassOn: a host whose home folder's path holds a backslash gives a tmux
@@ -37,5 +39,46 @@ func TestHomeTheAppCannotPassOn(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("no status about the tmux socket within 60 s; now %s", w.bridge.Status())
 		}
+	}
+}
+
+// TestEachStepNamedOnce: a step of the host's preparation that fails is named once in the
+// status, by the package that took it, with nothing before it but the wait: neither the
+// bridge nor the connection says the step again. (The status once read "on connect: write the
+// token file on the host: write the token file on the host: …".)
+func TestEachStepNamedOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		folder string // under the host's ~/.krad-ade, made a symbolic link
+		want   string // the status after "retrying in …: "
+	}{
+		{"the token file", "run", "write the token file: ~/.krad-ade/run is a symbolic link: refused; remove it"},
+		{"the install", "bin", "install krad: look in ~/.krad-ade/bin/" + version.Build + ": ~/.krad-ade/bin is a symbolic link: refused; remove it"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := startWorld(t, worldOptions{noWait: true, host: func(w *world) {
+				if err := os.Mkdir(filepath.Join(w.sshd.Home, ".krad-ade"), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(t.TempDir(), filepath.Join(w.sshd.Home, ".krad-ade", tt.folder)); err != nil {
+					t.Fatal(err)
+				}
+			}})
+			deadline := time.After(60 * time.Second)
+			for {
+				select {
+				case s := <-w.states:
+					if !strings.HasPrefix(s, "retrying in ") {
+						continue
+					}
+					if _, got, _ := strings.Cut(s, ": "); got != tt.want {
+						t.Fatalf("the status is %q, want \"retrying in …: %s\"", s, tt.want)
+					}
+					return
+				case <-deadline:
+					t.Fatalf("no retry within 60 s; now %s", w.bridge.Status())
+				}
+			}
+		})
 	}
 }

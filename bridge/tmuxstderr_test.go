@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/roguetmux"
 	"github.com/krad-ade/krad/tmux"
 )
@@ -16,7 +17,7 @@ import (
 // it, quoted (four times longer for escapes).
 func TestHostTmuxStderrIsCut(t *testing.T) {
 	rt := roguetmux.Write(t, t.TempDir(), roguetmux.Options{Stderr: "no " + strings.Repeat("\x1b[2J\x07", 210000)})
-	var log logBuffer
+	var log apptest.Buffer
 	startWorld(t, worldOptions{
 		hostEnv: []string{"PATH=" + rt.Bin + ":/usr/local/bin:/usr/bin:/bin"},
 		log:     slog.New(slog.NewTextHandler(&log, nil)),

@@ -61,12 +61,12 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/filestate"
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // FileName is the name of the config file in the app's config folder.
@@ -586,7 +586,7 @@ func message(s string) string {
 
 // quote quotes a key for an error, shortened if it is long.
 func quote(s string) string {
-	return fmt.Sprintf("%q", shorten(s, 40))
+	return fmt.Sprintf("%q", termsafe.Shorten(s, 40))
 }
 
 // printable makes a library message safe to print: valid UTF-8, no control characters, not long.
@@ -597,15 +597,5 @@ func printable(s string) string {
 		}
 		return r
 	}, strings.ToValidUTF8(s, "?"))
-	return shorten(s, 200)
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return termsafe.Shorten(s, 200)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/krad-ade/krad/internal/fileowner"
 	"github.com/krad-ade/krad/remote/shell"
 )
 
@@ -78,7 +79,7 @@ func checkOwn(what, path string, fi fs.FileInfo) error {
 	if !strictModes {
 		return nil
 	}
-	if uid, me := owner(fi), os.Getuid(); uid != me {
+	if uid, me := fileowner.Of(fi), os.Getuid(); uid != me {
 		return &ModeError{Path: path,
 			Problem: fmt.Sprintf("%s %s is owned by uid %d, not by you (uid %d): its owner could choose the commands krad-ade runs as you", what, path, uid, me),
 			Fix:     fmt.Sprintf("if it is yours, sudo chown %d %s; if not, move it away", me, shell.Word(path))}
@@ -111,7 +112,7 @@ func checkAbove(path string) error {
 			if err != nil {
 				return fmt.Errorf("config folder: %w", err)
 			}
-			if uid := owner(fi); uid != me && uid != 0 {
+			if uid := fileowner.Of(fi); uid != me && uid != 0 {
 				return &ModeError{Path: d,
 					Problem: fmt.Sprintf("%s, a folder above the config folder, is owned by uid %d, neither you (uid %d) nor root: its owner could replace config.toml and choose the commands krad-ade runs as you", d, uid, me),
 					Fix:     "keep the config folder in folders that only you or root own (krad-ade --config-dir DIR)"}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 // nobody is the second user of the tests that need one: a config file or folder of another user.
@@ -176,9 +178,7 @@ func TestLoadChecksModes(t *testing.T) {
 // TestLoadRefusesAnotherUsersFiles: a config file, config folder or folder above owned by a real
 // second user (uid 65534) is refused; root is allowed above the folder.
 func TestLoadRefusesAnotherUsersFiles(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to give files to uid 65534")
-	}
+	testbin.NeedRoot(t, "giving files to uid 65534")
 	chown := func(t *testing.T, path string, uid int) {
 		t.Helper()
 		if err := os.Lchown(path, uid, uid); err != nil {

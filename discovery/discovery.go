@@ -40,8 +40,9 @@
 // followed (it is how many people keep their dotfiles), so a folder that another user controls is
 // outside its reach: krad-ade checks the folder itself before it starts (config.CheckFolder).
 //
-// The package imports nothing of the project except package api, so that the static CLI, which
-// must not find the bus through this file, can be checked not to link it.
+// The package imports nothing of the project except package api and two small internal ones
+// (atomicfile, fileowner), so that the static CLI, which must not find the bus through this
+// file, can be checked not to link it.
 package discovery
 
 import (
@@ -58,6 +59,8 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/atomicfile"
+	"github.com/krad-ade/krad/internal/fileowner"
 )
 
 // FileName is the name of the discovery file in the folder [Dir] returns.
@@ -102,36 +105,61 @@ func Dir(getenv func(string) string) (string, error) {
 	if d := getenv("APPDATA"); filepath.IsAbs(d) {
 		return filepath.Join(d, "krad-ade"), nil
 	}
-	return "", errors.New("no config folder: set XDG_CONFIG_HOME or HOME to an absolute path")
+	return "", errors.New("no config folder: neither XDG_CONFIG_HOME nor HOME is an absolute path")
 }
 
 // Write puts f into dir/api.json atomically, replacing an earlier file, and creates dir (mode
 // 0700) if it is missing. It refuses an f that [Read] would refuse, a dir that other users can
 // write to, and a symlink or anything but a regular file at dir/api.json. On failure it leaves
 // the earlier file, if any, and no temporary file behind.
+//
+// Its errors about the file are *fs.PathError naming dir/api.json once, as Read's are.
 func Write(dir string, f File) error {
+	target := filepath.Join(dir, FileName)
 	data, err := encode(f)
 	if err != nil {
+		return &fs.PathError{Op: "write", Path: target, Err: err}
+	}
+	if err := makeDir(dir); err != nil {
 		return err
 	}
-	return writeAtomic(dir, data, putAndSync)
+	return atomicfile.WriteFile(target, data, 0o600)
 }
 
 // Read reads and checks the api.json at path. A missing file gives an error that matches
 // fs.ErrNotExist: the app is not running, or discovery is off. Errors say what is wrong with the
-// file without quoting it.
+// file without quoting it: an *fs.PathError that names path once, with Op "read", and whose Err
+// is the reason alone, for a caller that shows the path its own way.
 func Read(path string) (File, error) {
+	f, err := read(path)
+	if err != nil {
+		return File{}, pathError("read", path, err)
+	}
+	return f, nil
+}
+
+func read(path string) (File, error) {
 	data, fi, err := readRegular(path)
 	if err != nil {
 		return File{}, err
 	}
-	if uid, me := owner(fi), os.Getuid(); uid != -1 && uid != me {
-		return File{}, fmt.Errorf("api.json: owned by uid %d, not by you (uid %d)", uid, me)
+	if uid, me := fileowner.Of(fi), os.Getuid(); uid != -1 && uid != me {
+		return File{}, fmt.Errorf("owned by uid %d, not by you (uid %d)", uid, me)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
-		return File{}, fmt.Errorf("api.json: other users may read or change it (mode %04o, want 0600)", perm)
+		return File{}, fmt.Errorf("other users may read or change it (mode %04o, want 0600)", perm)
 	}
 	return decode(data)
+}
+
+// pathError is err as an *fs.PathError for op on path. A system call's own *fs.PathError about
+// path gives its Err, so that the path is named once.
+func pathError(op, path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		err = pe.Err
+	}
+	return &fs.PathError{Op: op, Path: path, Err: err}
 }
 
 // RemoveIfOurs removes the api.json at path if it names pid. A missing file is not an error. A
@@ -146,7 +174,7 @@ func RemoveIfOurs(path string, pid int) error {
 		return nil
 	}
 	if err != nil {
-		return err
+		return pathError("remove", path, err)
 	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(data, &fields) != nil {
@@ -160,7 +188,7 @@ func RemoveIfOurs(path string, pid int) error {
 		return fmt.Errorf("%w (pid %d)", ErrNotOurs, other)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("remove api.json: %w", err)
+		return err
 	}
 	return nil
 }
@@ -169,21 +197,21 @@ func RemoveIfOurs(path string, pid int) error {
 // File that Read accepts can be written and every File that Write writes can be read.
 func check(version int, endpoint string, pid int, startedAt time.Time) error {
 	if version < 1 {
-		return errors.New("api.json: api_version must be a whole number of at least 1")
+		return errors.New("api_version must be a whole number of at least 1")
 	}
 	if err := api.CheckEndpoint(endpoint); err != nil {
-		return fmt.Errorf("api.json: endpoint: %w", err)
+		return fmt.Errorf("endpoint: %w", err)
 	}
 	if pid < 1 {
-		return errors.New("api.json: pid must be a whole number of at least 1")
+		return errors.New("pid must be a whole number of at least 1")
 	}
 	if y := startedAt.UTC().Year(); startedAt.IsZero() || y < 0 || y > 9999 {
-		return errors.New("api.json: started_at is not set or out of range")
+		return errors.New("started_at is not set or out of range")
 	}
 	return nil
 }
 
-var errBadToken = errors.New("api.json: token is not 32 hex digits")
+var errBadToken = errors.New("token is not 32 hex digits")
 
 // encode makes the file's bytes: the five keys in the spec's order, indented, ending in a newline.
 func encode(f File) ([]byte, error) {
@@ -203,7 +231,7 @@ func encode(f File) ([]byte, error) {
 		StartedAt  string `json:"started_at"`
 	}{f.APIVersion, f.Endpoint, token, f.PID, f.StartedAt.UTC().Format(timeFormat)}, "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("encode api.json: %w", err)
+		return nil, fmt.Errorf("encode: %w", err)
 	}
 	return append(data, '\n'), nil
 }
@@ -214,7 +242,7 @@ func encode(f File) ([]byte, error) {
 func decode(data []byte) (File, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil || fields == nil {
-		return File{}, errors.New("api.json: not a JSON object")
+		return File{}, errors.New("not a JSON object")
 	}
 	var (
 		f                  File
@@ -233,17 +261,17 @@ func decode(data []byte) (File, error) {
 	} {
 		raw, ok := fields[field.name]
 		if !ok {
-			return File{}, fmt.Errorf("api.json: no %s", field.name)
+			return File{}, fmt.Errorf("no %s", field.name)
 		}
 		switch into := field.into.(type) {
 		case *int:
 			// A whole number as JSON writes it: no fraction, no exponent.
 			if *into, err = strconv.Atoi(string(raw)); err != nil {
-				return File{}, fmt.Errorf("api.json: %s must be a whole number", field.name)
+				return File{}, fmt.Errorf("%s must be a whole number", field.name)
 			}
 		case *string:
 			if !bytes.HasPrefix(raw, []byte(`"`)) || json.Unmarshal(raw, into) != nil {
-				return File{}, fmt.Errorf("api.json: %s must be a string", field.name)
+				return File{}, fmt.Errorf("%s must be a string", field.name)
 			}
 		}
 	}
@@ -253,7 +281,7 @@ func decode(data []byte) (File, error) {
 	}
 	started, err := time.Parse(time.RFC3339, t)
 	if err != nil {
-		return File{}, errors.New("api.json: started_at is not an RFC 3339 time")
+		return File{}, errors.New("started_at is not an RFC 3339 time")
 	}
 	started = started.UTC()
 	f.StartedAt = started.Add(-time.Duration(started.Nanosecond() % int(time.Millisecond)))
@@ -268,7 +296,7 @@ func decode(data []byte) (File, error) {
 func readRegular(path string) ([]byte, fs.FileInfo, error) {
 	before, err := os.Lstat(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("api.json: %w", err)
+		return nil, nil, err
 	}
 	if err := checkRegular(before); err != nil {
 		return nil, nil, err
@@ -280,83 +308,29 @@ func readRegular(path string) ([]byte, fs.FileInfo, error) {
 	defer fh.Close()
 	fi, err := fh.Stat()
 	if err != nil {
-		return nil, nil, fmt.Errorf("api.json: %w", err)
+		return nil, nil, err
 	}
 	if !os.SameFile(before, fi) {
-		return nil, nil, errors.New("api.json: changed while it was opened")
+		return nil, nil, errors.New("changed while it was opened")
 	}
 	data, err := io.ReadAll(io.LimitReader(fh, maxSize+1))
 	if err != nil {
-		return nil, nil, fmt.Errorf("api.json: %w", err)
+		return nil, nil, err
 	}
 	if len(data) > maxSize {
-		return nil, nil, fmt.Errorf("api.json: larger than %d KiB", maxSize>>10)
+		return nil, nil, fmt.Errorf("larger than %d KiB", maxSize>>10)
 	}
 	return data, fi, nil
 }
 
-var errSymlink = errors.New("api.json: is a symlink; refusing to follow it")
-
+// checkRegular refuses what Write would refuse to replace.
 func checkRegular(fi fs.FileInfo) error {
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return errSymlink
+		return atomicfile.ErrSymlink
 	case !fi.Mode().IsRegular():
-		return errors.New("api.json: is not a regular file")
+		return atomicfile.ErrNotRegular
 	}
-	return nil
-}
-
-// putAndSync writes data to the temporary file and syncs it; Write's tests replace it to make
-// the write fail halfway.
-func putAndSync(fh *os.File, data []byte) error {
-	if _, err := fh.Write(data); err != nil {
-		return err
-	}
-	return fh.Sync()
-}
-
-// writeAtomic puts data into dir/api.json through a temporary file in dir, which it removes on
-// every failure.
-func writeAtomic(dir string, data []byte, put func(*os.File, []byte) error) (err error) {
-	if err := makeDir(dir); err != nil {
-		return err
-	}
-	target := filepath.Join(dir, FileName)
-	if fi, err := os.Lstat(target); err == nil {
-		if err := checkRegular(fi); err != nil {
-			return err
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("write api.json: %w", err)
-	}
-
-	// CreateTemp opens with O_EXCL and mode 0600, so the file is private before it holds a byte.
-	fh, err := os.CreateTemp(dir, "."+FileName+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("write api.json: %w", err)
-	}
-	tmp := fh.Name()
-	defer func() {
-		if err != nil {
-			fh.Close()
-			os.Remove(tmp)
-		}
-	}()
-	// Mode 0600 whatever the umask: CreateTemp's mode can only have lost bits to it.
-	if err := fh.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
-		return fmt.Errorf("write api.json: %w", err)
-	}
-	if err := put(fh, data); err != nil {
-		return fmt.Errorf("write api.json: %w", err)
-	}
-	if err := fh.Close(); err != nil {
-		return fmt.Errorf("write api.json: %w", err)
-	}
-	if err := os.Rename(tmp, target); err != nil {
-		return fmt.Errorf("write api.json: %w", err)
-	}
-	syncDir(dir)
 	return nil
 }
 
@@ -393,15 +367,4 @@ func makeDir(dir string) error {
 		return fmt.Errorf("config folder %s is writable by other users (mode %04o); run chmod 700 on it", dir, perm)
 	}
 	return nil
-}
-
-// syncDir makes the rename durable where the system allows it. A failure is not reported: the
-// file is in place and readable either way, and Windows cannot sync a folder.
-func syncDir(dir string) {
-	d, err := os.Open(dir)
-	if err != nil {
-		return
-	}
-	_ = d.Sync()
-	d.Close()
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/krad-ade/krad/internal/atomicfile"
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 func TestWriteModes(t *testing.T) {
@@ -33,9 +36,7 @@ func TestWriteModes(t *testing.T) {
 }
 
 func TestReadRefusesOtherOwner(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("only root can give a file away")
-	}
+	testbin.NeedRoot(t, "giving a file away")
 	dir := t.TempDir()
 	if err := Write(dir, sample(t)); err != nil {
 		t.Fatal(err)
@@ -71,10 +72,10 @@ func TestOpenRefusesSymlink(t *testing.T) {
 		t.Fatal(err)
 	}
 	// As if the symlink had been swapped in after Read looked.
-	if fh, err := open(link); err != errSymlink {
+	if fh, err := open(link); err != atomicfile.ErrSymlink {
 		if fh != nil {
 			fh.Close()
 		}
-		t.Errorf("got error %v, want %v", err, errSymlink)
+		t.Errorf("got error %v, want %v", err, atomicfile.ErrSymlink)
 	}
 }

@@ -4,10 +4,10 @@ package discovery
 
 import (
 	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"syscall"
+
+	"github.com/krad-ade/krad/internal/atomicfile"
 )
 
 // open opens path for reading without following a symlink there, and without blocking should it
@@ -15,19 +15,10 @@ import (
 func open(path string) (*os.File, error) {
 	fh, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, syscall.ELOOP) {
-		return nil, errSymlink
+		return nil, atomicfile.ErrSymlink
 	}
 	if err != nil {
-		return nil, fmt.Errorf("api.json: %w", err)
+		return nil, err
 	}
 	return fh, nil
-}
-
-// owner is the uid that owns the file, or -1 where there is no such thing.
-func owner(fi fs.FileInfo) int {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return -1
-	}
-	return int(st.Uid)
 }

@@ -39,7 +39,8 @@ type Config struct {
 	// OnConnect, when set, runs after each (re)connect, once the forward is open and checked and
 	// before the state says connected: the caller's own steps on the new client (write the token
 	// file, install the CLI, attach tmux). Its ctx ends when the connection does. An error is
-	// treated as a failed connect: retried, unless it is wrapped in [Permanent].
+	// treated as a failed connect: retried, unless it is wrapped in [Permanent]. The status shows
+	// the error as it is, so it should name the step that failed ("write the token file: …").
 	OnConnect func(ctx context.Context, client *ssh.Client, fwd Forward) error
 
 	// OnStatus, when set, is called with each new status, in order, from Run's goroutine. It

@@ -404,11 +404,7 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 
 	if c.cfg.OnConnect != nil {
 		if err := c.cfg.OnConnect(l.ctx, l.client, fwd); err != nil {
-			var te *TimeoutError
-			if !errors.As(err, &te) {
-				err = fmt.Errorf("on connect: %w", err)
-			}
-			return false, l.cause(err)
+			return false, l.cause(err) // it names its own step (see Config.OnConnect)
 		}
 	}
 

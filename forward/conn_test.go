@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
@@ -162,9 +163,7 @@ func TestUnknownHostKey(t *testing.T) {
 		})
 	}
 	t.Run("the command it gives works", func(t *testing.T) {
-		if _, err := exec.LookPath("ssh-keyscan"); err != nil {
-			t.Skip("no ssh-keyscan")
-		}
+		testbin.Need(t, "ssh-keyscan", "openssh-client")
 		e.writeConfig(hostBlock("build", s))
 		err := run(t, e.cfg("build")).failed()
 		var hk *HostKeyError
@@ -438,8 +437,9 @@ func TestOnConnectError(t *testing.T) {
 		r := run(t, cfg)
 		st, _ := r.connected(0)
 		retry, _ := r.wait(time.Second, 0, func(s Status) bool { return s.State == Retrying })
-		if want := "on connect: tmux is not installed"; !strings.HasSuffix(retry.String(), want) {
-			t.Errorf("status %q, want it to end with %q", retry, want)
+		// The status shows OnConnect's error as it is: the step is its to name.
+		if wait, why, _ := strings.Cut(retry.String(), ": "); !strings.HasPrefix(wait, "retrying in ") || why != "tmux is not installed" {
+			t.Errorf("status %q, want \"retrying in …: tmux is not installed\"", retry)
 		}
 		if len(calls) != 2 || calls[0].Addr != calls[1].Addr || st.Addr != calls[1].Addr {
 			t.Errorf("OnConnect saw %+v, then connected on %s; want the same address twice", calls, st.Addr)
@@ -451,7 +451,7 @@ func TestOnConnectError(t *testing.T) {
 			return Permanent(errors.New("the host's home is mounted noexec"))
 		}
 		err := run(t, cfg).failed()
-		if got := err.Error(); got != "on connect: the host's home is mounted noexec" {
+		if got := err.Error(); got != "the host's home is mounted noexec" {
 			t.Errorf("err = %q", got)
 		}
 	})

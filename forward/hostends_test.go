@@ -15,6 +15,7 @@ import (
 	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/hangup"
 	"github.com/krad-ade/krad/internal/sockpair"
+	"github.com/krad-ade/krad/internal/tcptest"
 )
 
 // pairTarget is a Target whose connections are socket pairs, as the app's bus makes them
@@ -121,20 +122,7 @@ func TestForwardCarriesCloses(t *testing.T) {
 // both sides, though the host's client sends nothing more. Before, it held them open until the
 // client left.
 func TestPipeTargetCloseUnknown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	remote, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, remote := tcptest.Pair(t)
 	local, target := net.Pipe()
 	done := make(chan struct{})
 	go func() {

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/krad-ade/krad/internal/capped"
 	"github.com/krad-ade/krad/internal/termsafe"
 )
 
@@ -29,8 +30,8 @@ type commandConn struct {
 	command string
 	addr    string // the host's address, for RemoteAddr
 	cmd     *exec.Cmd
-	r, w    *os.File // our ends of the command's stdout and stdin
-	stderr  *tail
+	r, w    *os.File       // our ends of the command's stdout and stdin
+	stderr  *capped.Buffer // the last stderrTail bytes
 
 	exited chan struct{} // closed once the command has exited, before it is reaped
 	ending atomic.Bool   // the command closed its stdout, or its stdin
@@ -96,7 +97,7 @@ func (c *commandConn) exitError() error {
 }
 
 // said returns the last line the command wrote to its stderr, safe to print.
-func (c *commandConn) said() string { return c.stderr.lastLine() }
+func (c *commandConn) said() string { return lastLine(c.stderr.String()) }
 
 // proxyError is a ProxyCommand that exited: its status, and the last line of its stderr.
 type proxyError struct {
@@ -130,28 +131,9 @@ func (e *proxyError) Error() string {
 
 func (e *proxyError) Unwrap() error { return e.err }
 
-// tail keeps the last stderrTail bytes written to it.
-type tail struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p[max(0, len(p)-stderrTail):]...)
-	if over := len(t.b) - stderrTail; over > 0 {
-		t.b = t.b[:copy(t.b, t.b[over:])]
-	}
-	return len(p), nil
-}
-
 // lastLine returns the last line that is not blank, escaped so that it cannot act on a
 // terminal: a ProxyCommand's stderr is the network's words as much as the command's.
-func (t *tail) lastLine() string {
-	t.mu.Lock()
-	s := string(t.b)
-	t.mu.Unlock()
+func lastLine(s string) string {
 	s = strings.TrimRight(s, " \t\r\n")
 	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
 		s = s[i+1:]

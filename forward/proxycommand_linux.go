@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"syscall"
 	"unsafe"
+
+	"github.com/krad-ade/krad/internal/capped"
 )
 
 // startProxyCommand runs command, a ProxyCommand with its tokens expanded, as the connection to
@@ -20,7 +22,7 @@ func startProxyCommand(command, addr string) (*commandConn, error) {
 		inW.Close()
 		return nil, err
 	}
-	c := &commandConn{command: command, addr: addr, r: outR, w: inW, stderr: &tail{}, exited: make(chan struct{})}
+	c := &commandConn{command: command, addr: addr, r: outR, w: inW, stderr: capped.Last(stderrTail), exited: make(chan struct{})}
 	// exec, as ssh does: the command is the group's leader, so its exit is the connection's end.
 	cmd := exec.Command("/bin/sh", "-c", "exec "+command)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, c.stderr

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,18 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/internal/capped"
+	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
 // needNC skips the test when OpenBSD's nc is missing, except in CI, where it fails.
 func needNC(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("nc"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("nc is missing in CI: install netcat-openbsd")
-		}
-		t.Skip("nc is not installed")
-	}
+	testbin.Need(t, "nc", "netcat-openbsd")
 }
 
 // localProc is what /proc/PID/stat says of a process of this machine: its name, state and
@@ -230,18 +226,20 @@ func TestProxyCommandExitError(t *testing.T) {
 	}
 }
 
-func TestTail(t *testing.T) {
-	var tl tail
+// TestStderrTail: what a ProxyCommand says is its stderr's last stderrTail bytes, and of them the
+// last line, cut.
+func TestStderrTail(t *testing.T) {
+	tl := capped.Last(stderrTail)
 	tl.Write(bytes.Repeat([]byte("x"), 3000))
 	tl.Write([]byte("\nnc: connect to 10.0.0.1 port 22 (tcp) failed: Connection refused\n"))
-	if len(tl.b) != stderrTail {
-		t.Errorf("kept %d bytes, want the last %d", len(tl.b), stderrTail)
+	if got := len(tl.String()); got != stderrTail {
+		t.Errorf("kept %d bytes, want the last %d", got, stderrTail)
 	}
-	if got, want := tl.lastLine(), "nc: connect to 10.0.0.1 port 22 (tcp) failed: Connection refused"; got != want {
+	if got, want := lastLine(tl.String()), "nc: connect to 10.0.0.1 port 22 (tcp) failed: Connection refused"; got != want {
 		t.Errorf("lastLine = %q, want %q", got, want)
 	}
 	tl.Write(bytes.Repeat([]byte("y"), 5000))
-	if got := tl.lastLine(); !strings.HasPrefix(got, "yyy") || !strings.HasSuffix(got, "…") || len(got) > 320 {
+	if got := lastLine(tl.String()); !strings.HasPrefix(got, "yyy") || !strings.HasSuffix(got, "…") || len(got) > 320 {
 		t.Errorf("lastLine of a long line = %q, want it cut", got)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/krad-ade/krad/internal/capped"
 	"github.com/krad-ade/krad/internal/termsafe"
 )
 
@@ -25,7 +26,7 @@ type hostShell struct {
 	sess   *ssh.Session
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
-	stderr *cappedBuffer
+	stderr *capped.Buffer
 
 	mu     sync.Mutex
 	n      int
@@ -39,7 +40,7 @@ func startShell(client *ssh.Client) (*hostShell, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open a session on the host: %w", err)
 	}
-	sh := &hostShell{sess: s, stderr: &cappedBuffer{max: 4096}}
+	sh := &hostShell{sess: s, stderr: capped.First(4096)}
 	s.Stderr = sh.stderr
 	if sh.stdin, err = s.StdinPipe(); err != nil {
 		s.Close()
@@ -140,26 +141,4 @@ func (sh *hostShell) fail(ctx context.Context, err error) error {
 func (sh *hostShell) close() {
 	sh.stdin.Close()
 	sh.sess.Close()
-}
-
-// cappedBuffer keeps the first max bytes written to it and drops the rest.
-type cappedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := b.max - b.buf.Len(); room > 0 {
-		b.buf.Write(p[:min(len(p), room)])
-	}
-	return len(p), nil
-}
-
-func (b *cappedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/internal/tcptest"
 	"github.com/krad-ade/krad/listenowner"
 	"github.com/krad-ade/krad/listenowner/listenownertest"
 )
@@ -250,21 +251,7 @@ func waitAccepted(t *testing.T, conn net.Conn) {
 // BenchmarkCheck is the cost of one Check on a connection to a listener of ours, accepted: two
 // reads of /proc/net/tcp at most, each a walk of the kernel's table of every connection.
 func BenchmarkCheck(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	c, err := ln.Accept()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	conn, _ := tcptest.Pair(b)
 	for b.Loop() {
 		if err := listenowner.Check(conn); err != nil {
 			b.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/hangup"
 	"github.com/krad-ade/krad/internal/sockpair"
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 const (
@@ -571,14 +572,7 @@ func TestLeavingCancels(t *testing.T) {
 // fails.
 func needNC(t *testing.T) string {
 	t.Helper()
-	nc, err := exec.LookPath("nc")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("nc is missing in CI: install netcat-openbsd")
-		}
-		t.Skip("nc is missing: apt-get install netcat-openbsd")
-	}
-	return nc
+	return testbin.Need(t, "nc", "netcat-openbsd")
 }
 
 // TestNCKilledCancels: a real `nc -N` sends a Wait and shuts down its writing side, which

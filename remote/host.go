@@ -1,16 +1,15 @@
 package remote
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/krad-ade/krad/internal/capped"
 	"github.com/krad-ade/krad/internal/termsafe"
 )
 
@@ -51,8 +50,8 @@ func (h sshHost) Run(ctx context.Context, command string, stdin io.Reader) ([]by
 	}
 	defer s.Close()
 	// A command that prints without end is cut off: the session is closed, as on a cancel.
-	stdout := &limitWriter{max: MaxStdout, full: func() { s.Close() }}
-	stderr := &capWriter{max: MaxStderr}
+	stdout := capped.First(MaxStdout).OnCut(func() { s.Close() })
+	stderr := capped.First(MaxStderr)
 	s.Stdin, s.Stdout, s.Stderr = stdin, stdout, stderr
 	done := make(chan error, 1)
 	go func() { done <- s.Run(command) }()
@@ -64,10 +63,10 @@ func (h sshHost) Run(ctx context.Context, command string, stdin io.Reader) ([]by
 		// that, and the goroutine above ends with the session.
 		s.Signal(ssh.SIGKILL)
 		s.Close()
-		return stdout.bytes(), fmt.Errorf("run on the host: %w", context.Cause(ctx))
+		return stdout.Bytes(), fmt.Errorf("run on the host: %w", context.Cause(ctx))
 	}
-	out := stdout.bytes()
-	if stdout.overflowed() {
+	out := stdout.Bytes()
+	if stdout.Cut() {
 		return out, ErrStdoutTooLong
 	}
 	var exit *ssh.ExitError
@@ -76,9 +75,9 @@ func (h sshHost) Run(ctx context.Context, command string, stdin io.Reader) ([]by
 	case err == nil:
 		return out, nil
 	case errors.As(err, &exit):
-		return out, &ExitError{Status: exit.ExitStatus(), Signal: exit.Signal(), Stderr: stderr.bytes(), Truncated: stderr.cut()}
+		return out, &ExitError{Status: exit.ExitStatus(), Signal: exit.Signal(), Stderr: stderr.Bytes(), Truncated: stderr.Cut()}
 	case errors.As(err, &missing):
-		return out, &ExitError{Status: -1, Stderr: stderr.bytes(), Truncated: stderr.cut()}
+		return out, &ExitError{Status: -1, Stderr: stderr.Bytes(), Truncated: stderr.Cut()}
 	}
 	return out, fmt.Errorf("run on the host: %w", err)
 }
@@ -115,71 +114,4 @@ func (e *ExitError) Error() string {
 		}
 	}
 	return b.String()
-}
-
-// limitWriter keeps what is written, and fails once more than max bytes come, calling full the
-// first time.
-type limitWriter struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	max  int
-	full func()
-	over bool
-}
-
-func (w *limitWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.buf.Len()+len(p) > w.max {
-		if !w.over {
-			w.over = true
-			go w.full() // not under the lock: closing the session may wait for this writer
-		}
-		return 0, ErrStdoutTooLong
-	}
-	return w.buf.Write(p)
-}
-
-func (w *limitWriter) overflowed() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.over
-}
-
-func (w *limitWriter) bytes() []byte {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return bytes.Clone(w.buf.Bytes())
-}
-
-// capWriter keeps the first max bytes written and drops the rest, never failing: a command's
-// stderr must not stop it.
-type capWriter struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	max     int
-	dropped bool
-}
-
-func (w *capWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	n := len(p)
-	if room := w.max - w.buf.Len(); len(p) > room {
-		p, w.dropped = p[:room], true
-	}
-	w.buf.Write(p)
-	return n, nil
-}
-
-func (w *capWriter) bytes() []byte {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return bytes.Clone(w.buf.Bytes())
-}
-
-func (w *capWriter) cut() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.dropped
 }

@@ -127,7 +127,7 @@ func (e *CorruptError) Error() string {
 // output for a copy that failed to run, or its output alone for one that ran.
 func ran(dir string, out []string, b Binary) (string, error) {
 	if !path.IsAbs(dir) || strings.ContainsFunc(dir, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return "", fmt.Errorf("install krad: the host named the folder %q, not an absolute path", shorten(dir, 200))
+		return "", fmt.Errorf("install krad: the host named the folder %q, not an absolute path", termsafe.Shorten(dir, 200))
 	}
 	if len(out) >= 1 && out[0] == "status" {
 		return "", runError(out[1:])
@@ -138,10 +138,10 @@ func ran(dir string, out []string, b Binary) (string, error) {
 	}
 	text := strings.Join(out, "\n")
 	if err := json.Unmarshal([]byte(text), &v); err != nil {
-		return "", fmt.Errorf("install krad: krad version --json on the host printed %q, not its version", shorten(text, 200))
+		return "", fmt.Errorf("install krad: krad version --json on the host printed %q, not its version", termsafe.Shorten(text, 200))
 	}
 	if v.Version != b.Version {
-		return "", fmt.Errorf("install krad: the binary says it is version %q, not %q", shorten(v.Version, 40), b.Version)
+		return "", fmt.Errorf("install krad: the binary says it is version %q, not %q", termsafe.Shorten(v.Version, 40), b.Version)
 	}
 	if !v.VariablesOnly {
 		return "", errors.New("install krad: the binary is not the static krad (it reads api.json): build cmd/krad-static")
@@ -162,7 +162,7 @@ func runError(out []string) error {
 }
 
 func unknown(rep []string) error {
-	return fmt.Errorf("the host's script gave an unknown report %q", shorten(strings.Join(rep, "\n"), 200))
+	return fmt.Errorf("the host's script gave an unknown report %q", termsafe.Shorten(strings.Join(rep, "\n"), 200))
 }
 
 // check refuses a Binary that is not whole, or whose version cannot name a folder.
@@ -187,7 +187,7 @@ func checkVersion(v string) error {
 		ok = ok && ('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("._+-", r))
 	}
 	if !ok {
-		return fmt.Errorf("version %q cannot name a folder: letters, digits and . _ + - only", shorten(v, 64))
+		return fmt.Errorf("version %q cannot name a folder: letters, digits and . _ + - only", termsafe.Shorten(v, 64))
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/remote"
 	"github.com/krad-ade/krad/remote/shell"
@@ -232,9 +233,7 @@ func TestInstallRefuses(t *testing.T) {
 	})
 
 	t.Run("another user's version folder", func(t *testing.T) {
-		if os.Getuid() != 0 {
-			t.Skip("making a folder that another user owns needs root")
-		}
+		testbin.NeedRoot(t, "making a folder that another user owns")
 		srv, h := start(t, "", sshdtest.Options{})
 		dir := filepath.Join(srv.Home, ".krad-ade", "bin", version.Build)
 		if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os/exec"
 	"time"
+
+	"github.com/krad-ade/krad/internal/capped"
 )
 
 // Local is the [Host] that runs each command on this computer, as a command line for /bin/sh,
@@ -32,8 +34,8 @@ func (h localHost) Run(ctx context.Context, command string, stdin io.Reader) ([]
 	cmd.WaitDelay = localWaitDelay
 	ownGroup(cmd)
 	// A command that prints without end is cut off: killed, as on a cancel.
-	stdout := &limitWriter{max: MaxStdout, full: func() { killGroup(cmd) }}
-	stderr := &capWriter{max: MaxStderr}
+	stdout := capped.First(MaxStdout).OnCut(func() { killGroup(cmd) })
+	stderr := capped.First(MaxStderr)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("run on this computer: %w", err)
@@ -45,10 +47,10 @@ func (h localHost) Run(ctx context.Context, command string, stdin io.Reader) ([]
 	case err = <-done:
 	case <-ctx.Done():
 		killGroup(cmd)
-		return stdout.bytes(), fmt.Errorf("run on this computer: %w", context.Cause(ctx))
+		return stdout.Bytes(), fmt.Errorf("run on this computer: %w", context.Cause(ctx))
 	}
-	out := stdout.bytes()
-	if stdout.overflowed() {
+	out := stdout.Bytes()
+	if stdout.Cut() {
 		return out, ErrStdoutTooLong
 	}
 	var exit *exec.ExitError
@@ -56,7 +58,7 @@ func (h localHost) Run(ctx context.Context, command string, stdin io.Reader) ([]
 	case err == nil:
 		return out, nil
 	case errors.As(err, &exit):
-		return out, &ExitError{Status: exit.ExitCode(), Signal: signalOf(exit), Stderr: stderr.bytes(), Truncated: stderr.cut(), local: true}
+		return out, &ExitError{Status: exit.ExitCode(), Signal: signalOf(exit), Stderr: stderr.Bytes(), Truncated: stderr.Cut(), local: true}
 	}
 	return out, fmt.Errorf("run on this computer: %w", err)
 }

@@ -62,7 +62,7 @@ func Probe(ctx context.Context, h Host) (Platform, error) {
 func parseUname(s string) (Platform, error) {
 	f := strings.Fields(s)
 	if len(f) != 2 {
-		return Platform{}, fmt.Errorf("probe the host's platform: uname -s -m printed %q, want a system and a processor", shorten(s, 100))
+		return Platform{}, fmt.Errorf("probe the host's platform: uname -s -m printed %q, want a system and a processor", termsafe.Shorten(s, 100))
 	}
 	p := Platform{OS: strings.ToLower(f[0])}
 	switch f[1] {

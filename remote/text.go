@@ -1,14 +1,7 @@
 package remote
 
-import (
-	"strings"
-)
+import "github.com/krad-ade/krad/internal/termsafe"
 
-// shorten keeps the first max bytes of s, marking a cut with "…", for a message that %q then
-// escapes.
-func shorten(s string, max int) string {
-	if len(s) > max {
-		return strings.ToValidUTF8(s[:max], "") + "…"
-	}
-	return s
-}
+// shorten is termsafe.Shorten, for env.go's messages. (Left as a name while the terminal
+// variables move out of this package; new code calls termsafe.Shorten.)
+func shorten(s string, max int) string { return termsafe.Shorten(s, max) }

@@ -118,14 +118,15 @@ func New(rw io.ReadWriteCloser, onNote func(*Client, Notification)) *Client {
 // notices when a reply comes with no command waiting, and ends with [ErrProtocol].
 //
 // Once the client has ended, Command returns an error wrapping [ErrClosed] and, when the stream
-// ended rather than Close, the reason [Client.Err] gives.
+// ended rather than Close, the reason [Client.Err] gives. When ctx ends first, the error is ctx's
+// own. Its errors do not name the command: the caller says which step it was ("tmux send-keys: …").
 func (c *Client) Command(ctx context.Context, args ...string) ([]string, error) {
 	line, err := commandLine(args)
 	if err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("tmux %s: %w", args[0], err)
+		return nil, err
 	}
 	cl := &call{line: line, reply: make(chan reply, 1)}
 	c.mu.Lock()
@@ -155,7 +156,7 @@ func (c *Client) Command(ctx context.Context, args ...string) ([]string, error) 
 	case r := <-cl.reply: // it came after all, while ctx ended
 		return r.lines, r.err
 	default:
-		return nil, fmt.Errorf("tmux %s: %w", args[0], ctx.Err())
+		return nil, ctx.Err()
 	}
 }
 

@@ -9,8 +9,9 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/krad-ade/krad/internal/capped"
 )
 
 // StartOptions says which tmux to run, on which server, attached to which session.
@@ -99,12 +100,12 @@ func Start(ctx context.Context, opts StartOptions) (*Client, error) {
 		inW.Close()
 		return nil, fmt.Errorf("start tmux: %w", err)
 	}
-	p := &process{stdin: inW, stdout: outR, exited: make(chan struct{})}
+	p := &process{stdin: inW, stdout: outR, stderr: capped.Last(maxStderr), exited: make(chan struct{})}
 	p.cmd = exec.Command(program, args...)
 	p.cmd.Env = opts.Env
 	// Pipes of our own rather than StdoutPipe: Wait closes those as soon as the process exits,
 	// which would lose the last lines (%exit among them) before the client read them.
-	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = inR, outW, &p.stderr
+	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = inR, outW, p.stderr
 	p.cmd.WaitDelay = time.Second
 	err = p.cmd.Start()
 	inR.Close()
@@ -284,7 +285,7 @@ type process struct {
 	cmd     *exec.Cmd
 	stdin   *os.File
 	stdout  *os.File
-	stderr  cappedBuffer
+	stderr  *capped.Buffer // the end of what tmux wrote, for errors
 	exited  chan struct{}
 	waitErr error // set before exited is closed
 }
@@ -331,26 +332,4 @@ func (p *process) startError(cause error) error {
 		msg += ", stderr " + strconv.Quote(s)
 	}
 	return fmt.Errorf("%s: %w", msg, cause)
-}
-
-// cappedBuffer keeps the last maxStderr bytes written to it.
-type cappedBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - maxStderr; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *cappedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }

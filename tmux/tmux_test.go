@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 // These tests run the real tmux: each starts a server of its own on a socket in a temporary
@@ -30,14 +32,7 @@ type server struct {
 
 func tmuxPath(t testing.TB) string {
 	t.Helper()
-	path, err := exec.LookPath("tmux")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is missing in CI: install the tmux package")
-		}
-		t.Skip("tmux is not installed")
-	}
-	return path
+	return testbin.Need(t, "tmux", "tmux")
 }
 
 // socketDir returns a folder for a socket: t.TempDir() unless its path is too long for one.

@@ -4,7 +4,6 @@ package tokenfile
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"runtime"
 )
@@ -13,5 +12,3 @@ import (
 var errUnsupported = errors.New("token files are read on Unix only, not on " + runtime.GOOS)
 
 func open(string) (*os.File, error) { return nil, errUnsupported }
-
-func owner(fs.FileInfo) int { return -1 }

@@ -5,7 +5,6 @@ package tokenfile
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"syscall"
 )
@@ -23,13 +22,4 @@ func open(path string) (*os.File, error) {
 		return nil, fmt.Errorf("token file %q: %w", path, cause(err))
 	}
 	return f, nil
-}
-
-// owner is the uid that owns the file.
-func owner(fi fs.FileInfo) int {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return -1
-	}
-	return int(st.Uid)
 }

@@ -64,6 +64,7 @@ import (
 	"strings"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/fileowner"
 )
 
 // ErrMalformed says that a token file does not hold exactly one token.
@@ -121,7 +122,7 @@ func check(path string, fi fs.FileInfo) error {
 	case !fi.Mode().IsRegular():
 		return fmt.Errorf("token file %q is not a regular file", path)
 	}
-	if uid, me := owner(fi), os.Getuid(); uid != me {
+	if uid, me := fileowner.Of(fi), os.Getuid(); uid != me {
 		return fmt.Errorf("token file %q is owned by uid %d, not by you (uid %d)", path, uid, me)
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {

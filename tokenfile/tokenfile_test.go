@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 const token = "6f1c0d9e2b7a4c58e3f09a1d7b6c2e40"
@@ -119,9 +121,7 @@ func TestReadErrorKinds(t *testing.T) {
 }
 
 func TestReadRefusesAnotherOwner(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("making a file that another user owns needs root")
-	}
+	testbin.NeedRoot(t, "making a file that another user owns")
 	path := filepath.Join(t.TempDir(), "theirs")
 	write(t, path, token, 0o600)
 	if err := os.Chown(path, 65534, 65534); err != nil {

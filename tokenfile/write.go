@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/remote/shell"
 )
 
@@ -30,6 +31,9 @@ type Host interface {
 // refusing symbolic links, non-folders and other users' folders with a *shell.RefusedError, making
 // its own folders 0700), writes stdin to a new temporary file in the instance's folder, checks that
 // the whole token arrived, and renames the file over token. See the package documentation.
+//
+// Its errors start "write the token file: ", and say no more of where: h's own errors say
+// whether the command ran on a host or on this computer.
 func Write(ctx context.Context, h Host, instance string, tok api.Token) (path string, err error) {
 	if err := checkInstance(instance); err != nil {
 		return "", fmt.Errorf("write the token file: %w", err)
@@ -41,10 +45,10 @@ func Write(ctx context.Context, h Host, instance string, tok api.Token) (path st
 	out, err := h.Run(ctx, writeScript.Command(instance, strconv.Itoa(len(content))), strings.NewReader(content))
 	rep, err := writeScript.Result(out, err)
 	if err != nil {
-		return "", fmt.Errorf("write the token file on the host: %w", err)
+		return "", fmt.Errorf("write the token file: %w", err)
 	}
 	if len(rep) != 1 || !isTokenPath(rep[0], instance) {
-		return "", fmt.Errorf("write the token file on the host: the host reported %q, not the file's absolute path", shorten(strings.Join(rep, "\n")))
+		return "", fmt.Errorf("write the token file: the host reported %q, not the file's absolute path", termsafe.Shorten(strings.Join(rep, "\n"), maxShown))
 	}
 	return rep[0], nil
 }
@@ -55,15 +59,15 @@ func Write(ctx context.Context, h Host, instance string, tok api.Token) (path st
 func Remove(ctx context.Context, h Host, path string) error {
 	instance, ok := instanceOf(path)
 	if !ok {
-		return fmt.Errorf("remove the token file %q: not a path Write returns (…/.krad-ade/run/<instance>/token)", shorten(path))
+		return fmt.Errorf("remove the token file %q: not a path Write returns (…/.krad-ade/run/<instance>/token)", termsafe.Shorten(path, maxShown))
 	}
 	out, err := h.Run(ctx, removeScript.Command(instance, path), nil)
 	rep, err := removeScript.Result(out, err)
 	if err != nil {
-		return fmt.Errorf("remove the token file %q from the host: %w", path, err)
+		return fmt.Errorf("remove the token file %q: %w", path, err)
 	}
 	if len(rep) != 1 || (rep[0] != "removed" && rep[0] != "absent") {
-		return fmt.Errorf("remove the token file %q from the host: the host reported %q", path, shorten(strings.Join(rep, "\n")))
+		return fmt.Errorf("remove the token file %q: the host reported %q", path, termsafe.Shorten(strings.Join(rep, "\n"), maxShown))
 	}
 	return nil
 }
@@ -106,13 +110,8 @@ func instanceOf(p string) (string, bool) {
 	return instance, true
 }
 
-// shorten keeps the first 200 bytes of s, for a message that %q then escapes.
-func shorten(s string) string {
-	if len(s) > 200 {
-		return strings.ToValidUTF8(s[:200], "") + "…"
-	}
-	return s
-}
+// maxShown is how much of something from the host an error message shows.
+const maxShown = 200
 
 // writeScript ($1 instance, $2 the size of the content; the content on stdin) reports the token
 // file's absolute path.

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/remote"
 	"github.com/krad-ade/krad/remote/shell"
 	"github.com/krad-ade/krad/remote/sshdtest"
@@ -164,7 +165,7 @@ func TestWriteRefuses(t *testing.T) {
 		if !errors.As(err, &re) || re.Path != path || re.Reason != reason {
 			t.Fatalf("got %v, want %s refused (%s)", err, path, reason)
 		}
-		if want := "write the token file on the host: " + msg; err.Error() != want {
+		if want := "write the token file: " + msg; err.Error() != want {
 			t.Errorf("got %q, want %q", err, want)
 		}
 	}
@@ -231,9 +232,7 @@ func TestWriteRefuses(t *testing.T) {
 	})
 
 	t.Run("another user's folder", func(t *testing.T) {
-		if os.Getuid() != 0 {
-			t.Skip("making a folder that another user owns needs root")
-		}
+		testbin.NeedRoot(t, "making a folder that another user owns")
 		srv, h := host(t)
 		run := filepath.Join(srv.Home, ".krad-ade", "run")
 		os.MkdirAll(run, 0o700)

@@ -1,5 +1,6 @@
-// Command krad-ade is the agents app: the bus, its tokens and api.json, and (in later issues) the
-// environments, their terminals and the SSH bridge. See package launch.
+// Command krad-ade is the agents app: the bus, its tokens and api.json, and the environments, on
+// this computer and on SSH hosts (through package bridge), with their terminals. See package
+// launch, whose Run this is.
 package main
 
 import (

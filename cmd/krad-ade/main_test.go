@@ -20,14 +20,11 @@ import (
 
 	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/floodtest"
+	"github.com/krad-ade/krad/internal/tcptest"
 	"github.com/krad-ade/krad/internal/testbin"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 // app is a krad-ade process started by a test, with its own config folder.
 type app struct {
@@ -115,12 +112,8 @@ func nc(t *testing.T, endpoint, line string) string {
 }
 
 func needNC(t *testing.T) {
-	if _, err := exec.LookPath("nc"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("nc is missing in CI: scripts/test installs netcat-openbsd")
-		}
-		t.Skip("nc is missing: apt-get install netcat-openbsd")
-	}
+	t.Helper()
+	testbin.Need(t, "nc", "netcat-openbsd")
 }
 
 func TestStartsOnTheEmbeddedDefault(t *testing.T) {
@@ -498,6 +491,7 @@ func TestRefusedStartLeavesNothing(t *testing.T) {
 		rootOnly bool
 		setup    func(t *testing.T, p paths)
 		wantErr  string // a part of the error line
+		exact    bool   // wantErr is all of it: each step is named once
 		wantHint string // a part of the hint line
 	}{
 		{name: "a config folder others can write",
@@ -532,14 +526,15 @@ func TestRefusedStartLeavesNothing(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			wantErr: "write DIR/api.json: api.json: is a symlink", wantHint: "set discovery = false in config.toml"},
+			wantErr: "write DIR/api.json: is a symbolic link: refused", exact: true, wantHint: "set discovery = false in config.toml"},
 		{name: "a .krad-ade in the home folder that is a symlink",
 			setup: func(t *testing.T, p paths) {
 				if err := os.Symlink(t.TempDir(), filepath.Join(p.home, ".krad-ade")); err != nil {
 					t.Fatal(err)
 				}
 			},
-			wantErr: "write the token file of the local terminals: ~/.krad-ade is a symbolic link: refused; remove it", wantHint: "make ~/.krad-ade a folder of your own"},
+			wantErr: "write the token file: ~/.krad-ade is a symbolic link: refused; remove it", exact: true,
+			wantHint: "the local terminals' token file in ~/.krad-ade/run, as on SSH hosts: make ~/.krad-ade a folder of your own"},
 		{name: "a terminal of an unknown environment",
 			setup: func(t *testing.T, p paths) {
 				write(t, p, "[[terminal]]\ntitle = \"t\"\n\nenvironment = \"build\"\n", 0o600)
@@ -557,8 +552,8 @@ func TestRefusedStartLeavesNothing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.rootOnly && os.Getuid() != 0 {
-				t.Skip("needs root to give a file to uid 65534")
+			if tt.rootOnly {
+				testbin.NeedRoot(t, "giving a file to uid 65534")
 			}
 			home := t.TempDir()
 			p := paths{home: home, dir: filepath.Join(home, "krad-ade")}
@@ -574,6 +569,7 @@ func TestRefusedStartLeavesNothing(t *testing.T) {
 			lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
 			if code != 1 || stdout != "" || len(lines) != 2 ||
 				!strings.HasPrefix(lines[0], "krad-ade: error: ") || !strings.Contains(lines[0], fill.Replace(tt.wantErr)) ||
+				tt.exact && lines[0] != "krad-ade: error: "+fill.Replace(tt.wantErr) ||
 				!strings.HasPrefix(lines[1], "krad-ade: hint: ") || !strings.Contains(lines[1], fill.Replace(tt.wantHint)) {
 				t.Errorf("exit %d, stdout %q, stderr:\n%s\nwant exit 1, nothing on stdout, and an error with %q and a hint with %q",
 					code, stdout, stderr, fill.Replace(tt.wantErr), fill.Replace(tt.wantHint))
@@ -754,25 +750,13 @@ func roundTrip(t *testing.T, endpoint, line string) string {
 }
 
 // sendQueue is the largest send queue, in bytes, of the established TCP connections whose local
-// port is port, from /proc/net/tcp: what the bus has written to its clients that they have not
-// read.
+// port is port: what the bus has written to its clients that they have not read.
 func sendQueue(t *testing.T, port string) int {
 	t.Helper()
-	raw, err := os.ReadFile("/proc/net/tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := strconv.Atoi(port)
-	suffix := fmt.Sprintf(":%04X", p)
 	most := 0
-	for _, line := range strings.Split(string(raw), "\n")[1:] {
-		f := strings.Fields(line)
-		if len(f) < 5 || !strings.HasSuffix(f[1], suffix) || f[3] != "01" {
-			continue
-		}
-		tx, _, _ := strings.Cut(f[4], ":")
-		if n, err := strconv.ParseInt(tx, 16, 64); err == nil && int(n) > most {
-			most = int(n)
+	for _, s := range tcptest.Local(t, port) {
+		if s.State == tcptest.Established {
+			most = max(most, s.TxQueue)
 		}
 	}
 	return most
@@ -911,25 +895,6 @@ func TestFloodOfPartialLines(t *testing.T) {
 	}
 }
 
-// closeWaits counts the app's sockets on port that are in CLOSE_WAIT: their client shut down its
-// writing side (or closed), and the app has not closed its own yet.
-func closeWaits(t *testing.T, port string) int {
-	t.Helper()
-	raw, err := os.ReadFile("/proc/net/tcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := strconv.Atoi(port)
-	suffix := fmt.Sprintf(":%04X", p)
-	n := 0
-	for _, line := range strings.Split(string(raw), "\n")[1:] {
-		if f := strings.Fields(line); len(f) > 3 && strings.HasSuffix(f[1], suffix) && f[3] == "08" {
-			n++
-		}
-	}
-	return n
-}
-
 // TestHalfCloseWithNC: `printf … | nc -N` (a half-close after the line) gets its answer from the
 // real app for Read, Wait, Check with a wait, and SubscribeAgents, whose events keep coming; and
 // nc killed while its Wait waits (a close) cancels it: the app closes its side within seconds.
@@ -993,13 +958,13 @@ func TestHalfCloseWithNC(t *testing.T) {
 	waitFor(t, "the subscription's event", func() bool { return strings.Contains(out.String(), `{"AgentEvent":`) })
 
 	// A Wait that waits, from nc -N: held while nc lives, cancelled once it is killed.
-	base := closeWaits(t, port)
+	base := tcptest.Count(t, port, tcptest.CloseWait)
 	wait, out := ncN(`{"Wait":{"target":2,"timeout_secs":600}}`)
-	waitFor(t, "the app holds nc's half-closed connection", func() bool { return closeWaits(t, port) == base+1 })
+	waitFor(t, "the app holds nc's half-closed connection", func() bool { return tcptest.Count(t, port, tcptest.CloseWait) == base+1 })
 	time.Sleep(time.Second)
-	if closeWaits(t, port) != base+1 || out.String() != "" {
+	if tcptest.Count(t, port, tcptest.CloseWait) != base+1 || out.String() != "" {
 		t.Fatalf("the Wait ended by itself (%q)", out.String())
 	}
 	_ = wait.Process.Kill()
-	waitFor(t, "the app closed its side after nc was killed", func() bool { return closeWaits(t, port) == base })
+	waitFor(t, "the app closed its side after nc was killed", func() bool { return tcptest.Count(t, port, tcptest.CloseWait) == base })
 }

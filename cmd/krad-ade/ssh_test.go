@@ -36,9 +36,7 @@ func newSSHWorld(t *testing.T, passphrase string, extra ...string) *sshWorld {
 // newSSHWorldEnv is newSSHWorld with more variables for the host's sessions.
 func newSSHWorldEnv(t *testing.T, hostEnv []string, passphrase string, extra ...string) *sshWorld {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is missing")
-	}
+	testbin.Need(t, "tmux", "tmux")
 	w := &sshWorld{t: t, home: t.TempDir(), tmux: t.TempDir()}
 	ssh := filepath.Join(w.home, ".ssh")
 	if err := os.Mkdir(ssh, 0o700); err != nil {

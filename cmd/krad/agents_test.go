@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 // buildAgents builds the executable as krad-ade-agents into a temporary folder.
@@ -53,10 +55,7 @@ func TestShellExecs(t *testing.T) {
 	})
 
 	t.Run("numbered by the app through tmux", func(t *testing.T) {
-		tmux, err := exec.LookPath("tmux")
-		if err != nil {
-			t.Skip("tmux is not installed")
-		}
+		tmux := testbin.Need(t, "tmux", "tmux")
 		socket := filepath.Join(t.TempDir(), "tmux.sock")
 		start := exec.Command(tmux, "-S", socket, "-f", "/dev/null", "new-session", "-d", "-s", "t", "sleep 600")
 		start.Env = append(os.Environ(), "TMUX=")

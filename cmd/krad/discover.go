@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"io/fs"
 	"path/filepath"
 
 	"github.com/krad-ade/krad/cmd/krad/cli"
@@ -8,7 +10,7 @@ import (
 )
 
 // discover finds the bus through api.json in the app's config folder. It sets Path even when the
-// file cannot be read, so that krad can say where it looked.
+// file cannot be read, so that krad can say where it looked; the error then does not name it.
 func discover(getenv func(string) string) (cli.Discovered, error) {
 	dir, err := discovery.Dir(getenv)
 	if err != nil {
@@ -16,6 +18,11 @@ func discover(getenv func(string) string) (cli.Discovered, error) {
 	}
 	path := filepath.Join(dir, discovery.FileName)
 	f, err := discovery.Read(path)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		// krad names the file itself, as ~/…: the error says what is wrong with it, once.
+		err = pe.Err
+	}
 	if err != nil {
 		return cli.Discovered{Path: path}, err
 	}

@@ -10,36 +10,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/cmd/krad/cli"
 	"github.com/krad-ade/krad/discovery"
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/local"
 )
 
 // TestAPIJSON finds a real bus through a real api.json, as krad does outside the app's terminals.
 func TestAPIJSON(t *testing.T) {
-	tok, err := api.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lead, err := api.NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := local.Listen(local.Config{BusToken: tok, LeadToken: lead, Build: "test", PID: 4321})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	served := apptest.Serve(t, local.Config{PID: 4321})
+	srv, tok := served.Bus, served.Token
 
 	home := t.TempDir()
 	write := func(config string, pid int) {
@@ -75,7 +55,7 @@ func TestAPIJSON(t *testing.T) {
 			"krad: error: no agents API found: KRAD_ADE_ENDPOINT is not set, and there is no ~/empty/krad-ade/api.json\n" +
 				"krad: hint: start krad-ade (it writes api.json unless the config.toml beside it says discovery = false), or set KRAD_ADE_ENDPOINT\n", cli.ExitNoAPI},
 		{"loose", []string{"api"}, "",
-			"krad: error: read ~/loose/krad-ade/api.json: api.json: other users may read or change it (mode 0644, want 0600)\n" +
+			"krad: error: read ~/loose/krad-ade/api.json: other users may read or change it (mode 0644, want 0600)\n" +
 				"krad: hint: start krad-ade; the next start replaces the file\n", cli.ExitNoAPI},
 	}
 	fill := strings.NewReplacer("ADDR", srv.Addr(), "HOME", home)

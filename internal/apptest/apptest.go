@@ -2,6 +2,9 @@
 // environment a test gives it, its stdout read line by line and its log (stderr) kept, stopped
 // when the test ends. It checks on the way what every run must hold: the first line says where
 // the bus is, the app stops on SIGTERM, and no line it printed holds a secret the test names.
+//
+// For tests that need the app's parts rather than the program, [Serve] and [ServeApp] run the
+// bus, and the app behind it, in the test's process.
 package apptest
 
 import (

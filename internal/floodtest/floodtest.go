@@ -11,20 +11,17 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 // Nobody is the uid and gid of the flood's process with Options.AsNobody.
-const Nobody = 65534
+const Nobody = testbin.Nobody
 
 // Options says what to flood, and how.
 type Options struct {
@@ -98,16 +95,7 @@ func Start(t testing.TB, o Options) *Flood {
 // startChild runs the flood in the flooder command, as Nobody.
 func (f *Flood) startChild(t testing.TB, o Options) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("a flood from another user needs root to start, and CI must run this test: run the tests as root")
-		}
-		t.Skip("a flood from another user needs root to start")
-	}
-	cmd := exec.Command(build(t), "-addr", o.Addr, "-conns", strconv.Itoa(o.Conns), "-partial", strconv.Itoa(o.Partial))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: Nobody, Gid: Nobody, Groups: []uint32{}}}
-	cmd.Dir = "/"
-	cmd.Stderr = os.Stderr
+	cmd := testbin.AsNobody(t, "a flood from another user", "./flooder", "-addr", o.Addr, "-conns", strconv.Itoa(o.Conns), "-partial", strconv.Itoa(o.Partial))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -184,25 +172,4 @@ func (f *Flood) Wait(t testing.TB, d time.Duration) {
 	case <-time.After(d):
 		t.Fatalf("the flood did not open its connections within %s", d)
 	}
-}
-
-// build builds the flooder into a folder that Nobody can reach, removed when t ends.
-func build(t testing.TB) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "floodtest-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	bin := filepath.Join(dir, "flooder")
-	cmd := exec.Command("go", "build", "-o", bin, "./flooder")
-	cmd.Dir = filepath.Dir(file)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the flooder: %v\n%s", err, out)
-	}
-	return bin
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/krad-ade/krad/internal/hangup"
 	"github.com/krad-ade/krad/internal/sockpair"
+	"github.com/krad-ade/krad/internal/tcptest"
 )
 
 // socketPair is a connected pair of AF_UNIX stream sockets, as local.Server.Pipe makes them.
@@ -26,25 +27,8 @@ func socketPair(t *testing.T) (net.Conn, net.Conn) {
 	return a, b
 }
 
-// tcpPair is a TCP connection on loopback: the client's end and the server's.
-func tcpPair(t *testing.T) (net.Conn, net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close(); server.Close() })
-	return client, server
-}
+// tcpPair is tcptest.Pair, typed as socketPair is.
+func tcpPair(t *testing.T) (net.Conn, net.Conn) { return tcptest.Pair(t) }
 
 // TestWait: the server reads the client's line and the end of input; Wait goes on waiting after
 // the client's half-close, and returns once the client closes.

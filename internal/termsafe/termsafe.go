@@ -49,6 +49,15 @@ func QuoteMax(s string, n int) string {
 	return Quote(c) + "…"
 }
 
+// Shorten returns s cut to at most n bytes with Cut, the cut marked with "…": for text from
+// outside in a message that then quotes it (%q), which escapes whatever Cut kept.
+func Shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return Cut(s, n) + "…"
+}
+
 // Cut returns s cut to at most n bytes, between characters: never inside a UTF-8 sequence, so
 // that text that was UTF-8 stays so. Bytes that are not UTF-8 count as characters of one byte.
 func Cut(s string, n int) string {

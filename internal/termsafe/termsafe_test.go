@@ -55,6 +55,24 @@ func TestQuoteMax(t *testing.T) {
 	}
 }
 
+func TestShorten(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"fine", 10, "fine"},
+		{"fine", 4, "fine"},
+		{"abcdef", 3, "abc…"},
+		{"héllo", 2, "h…"},                          // not in the middle of é
+		{"a\xff\x1b[2J and more", 4, "a\xff\x1b[…"}, // kept for %q to escape
+	} {
+		if got := Shorten(tt.in, tt.max); got != tt.want {
+			t.Errorf("Shorten(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}
+
 func TestCut(t *testing.T) {
 	for _, tt := range []struct {
 		in   string

@@ -21,7 +21,7 @@ var (
 )
 
 // Dir builds the programs once per test process and returns their folder. The folder is removed
-// when the process exits only through Cleanup, which TestMain should call.
+// when the process exits only through Cleanup, which TestMain should call (Main does).
 func Dir(t testing.TB) string {
 	t.Helper()
 	once.Do(func() {
@@ -35,6 +35,14 @@ func Dir(t testing.TB) string {
 		t.Fatalf("build the programs: %v", err)
 	}
 	return dir
+}
+
+// Main runs the tests of a package that calls Dir, removes what Dir built, and exits with the
+// tests' code: a package's TestMain calls it.
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
 }
 
 // Cleanup removes the folder Dir made, if any.

@@ -13,18 +13,16 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 // Nobody is the uid and gid the squatter runs as.
-const Nobody = 65534
+const Nobody = testbin.Nobody
 
 // Squatter is a listener of another user's.
 type Squatter struct {
@@ -65,17 +63,7 @@ func Adopt(t testing.TB, ln *net.TCPListener) *Squatter {
 
 func start(t testing.TB, fd3 *os.File, args ...string) *Squatter {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("a listener of another user needs root to start, and CI must run this test: run the tests as root")
-		}
-		t.Skip("a listener of another user needs root to start")
-	}
-	bin := build(t)
-	cmd := exec.Command(bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: Nobody, Gid: Nobody, Groups: []uint32{}}}
-	cmd.Dir = "/"
-	cmd.Stderr = os.Stderr
+	cmd := testbin.AsNobody(t, "a listener of another user", "./squatter", args...)
 	if fd3 != nil {
 		cmd.ExtraFiles = []*os.File{fd3}
 	}
@@ -137,25 +125,4 @@ func (s *Squatter) next(d time.Duration) (string, bool) {
 	case <-time.After(d):
 		return "", false
 	}
-}
-
-// build builds the squatter into a folder that Nobody can reach.
-func build(t testing.TB) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "listenownertest-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	bin := filepath.Join(dir, "squatter")
-	cmd := exec.Command("go", "build", "-o", bin, "./squatter")
-	cmd.Dir = filepath.Dir(file)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the squatter: %v\n%s", err, out)
-	}
-	return bin
 }

@@ -147,7 +147,7 @@ func (s Script) Frame(stdout []byte) ([]string, error) {
 	begin := s.Begin() + "\n"
 	i := strings.Index(out, begin)
 	if i < 0 {
-		return nil, &NoiseError{Output: clip(out), Missing: s.Begin()}
+		return nil, &NoiseError{Output: termsafe.Cut(out, maxNoise), Missing: s.Begin()}
 	}
 	rest := out[i+len(begin):]
 	var lines []string
@@ -158,7 +158,7 @@ func (s Script) Frame(stdout []byte) ([]string, error) {
 		}
 		lines = append(lines, l)
 	}
-	return nil, &NoiseError{Output: clip(rest), Missing: s.End(), Began: true}
+	return nil, &NoiseError{Output: termsafe.Cut(rest, maxNoise), Missing: s.End(), Began: true}
 }
 
 // Result reads how a run of the script ended, from its stdout and the error of the run (nil when
@@ -192,7 +192,7 @@ func (s Script) Result(stdout []byte, runErr error) ([]string, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", termsafe.Escape(rest[0], maxShown), errOr(runErr))
 	}
-	return nil, fmt.Errorf("the host's script gave an unknown report %q", shorten(strings.Join(lines, "\n")))
+	return nil, fmt.Errorf("the host's script gave an unknown report %q", termsafe.Shorten(strings.Join(lines, "\n"), maxShown))
 }
 
 // errOr is err, or an error that says there was none to show.
@@ -238,30 +238,16 @@ type NoiseError struct {
 func (e *NoiseError) Error() string {
 	switch {
 	case e.Began:
-		return fmt.Sprintf("the host's output stopped before %s, after %q: the command was cut short", e.Missing, shorten(e.Output))
+		return fmt.Sprintf("the host's output stopped before %s, after %q: the command was cut short", e.Missing, termsafe.Shorten(e.Output, maxShown))
 	case e.Output == "":
 		return "the host's shell printed nothing, not even our command's first line: check that the login shell runs commands (ssh HOST echo hello)"
 	}
-	return fmt.Sprintf("the host's shell printed %q, and not our command's first line: check ~/.bashrc and ~/.profile for output (or exit) in non-interactive shells", shorten(e.Output))
+	return fmt.Sprintf("the host's shell printed %q, and not our command's first line: check ~/.bashrc and ~/.profile for output (or exit) in non-interactive shells", termsafe.Shorten(e.Output, maxShown))
 }
 
-// maxShown is how much of something from the host an error message shows.
-const maxShown = 200
-
-// clip keeps the first 4 KiB of s, to hold in an error.
-func clip(s string) string {
-	const max = 4 << 10
-	if len(s) > max {
-		return s[:max]
-	}
-	return s
-}
-
-// shorten keeps the first maxShown bytes of s, marking a cut with "…", for a message that %q then
-// escapes.
-func shorten(s string) string {
-	if len(s) > maxShown {
-		return strings.ToValidUTF8(s[:maxShown], "") + "…"
-	}
-	return s
-}
+// maxShown is how much of something from the host an error message shows, and maxNoise how much
+// of what came instead of a frame a *NoiseError holds.
+const (
+	maxShown = 200
+	maxNoise = 4 << 10
+)

@@ -38,6 +38,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 // Options change the server a test starts.
@@ -227,14 +229,7 @@ func Binary(t testing.TB) string {
 			return p
 		}
 	}
-	if p, err := exec.LookPath("sshd"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("OpenSSH's sshd is not installed (apt-get install openssh-server)")
-	}
-	t.Skip("OpenSSH's sshd is not installed (apt-get install openssh-server)")
-	return ""
+	return testbin.Need(t, "sshd", "openssh-server")
 }
 
 // process is one sshd listener that the server ran.
@@ -386,6 +381,30 @@ func (s *Server) Dial(t testing.TB) *ssh.Client {
 	return c
 }
 
+// HostBlock is an ssh_config Host block for alias that reaches s as the test's client does: its
+// address, user and KeyFile (IdentitiesOnly), its KnownHosts (StrictHostKeyChecking yes), then
+// the extra lines.
+func (s *Server) HostBlock(alias string, extra ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Host %s\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n"+
+		"  UserKnownHostsFile %s\n  StrictHostKeyChecking yes\n", alias, s.Port, s.User, s.KeyFile, s.KnownHosts)
+	for _, l := range extra {
+		b.WriteString("  " + l + "\n")
+	}
+	return b.String()
+}
+
+// WriteSSHConfig writes HostBlock(alias, extra...) to a new ssh_config file in a folder of the
+// test's, and returns the file's path.
+func (s *Server) WriteSSHConfig(t testing.TB, alias string, extra ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ssh_config")
+	if err := os.WriteFile(path, []byte(s.HostBlock(alias, extra...)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // Log is what sshd has logged so far, over its restarts.
 func (s *Server) Log() string { return s.log.String() }
 
@@ -458,12 +477,7 @@ func (b *logBuffer) String() string {
 // except under CI, where it fails.
 func StartAgent(t testing.TB, keys ...string) string {
 	t.Helper()
-	if _, err := exec.LookPath("ssh-agent"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("ssh-agent is missing in CI: install openssh-client")
-		}
-		t.Skip("ssh-agent is not installed")
-	}
+	testbin.Need(t, "ssh-agent", "openssh-client")
 	dir, err := os.MkdirTemp("", "agent")
 	if err != nil {
 		t.Fatal(err)

@@ -46,9 +46,9 @@ import (
 	"github.com/krad-ade/krad/config"
 	"github.com/krad-ade/krad/discovery"
 	"github.com/krad-ade/krad/forward"
+	"github.com/krad-ade/krad/internal/atomicfile"
 	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/local"
-	"github.com/krad-ade/krad/remote/shell"
 	"github.com/krad-ade/krad/tokenfile"
 )
 
@@ -103,7 +103,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	dir := *configDir
 	if dir == "" {
 		if dir, err = discovery.Dir(getenv); err != nil {
-			return fail(stderr, exitError, fmt.Sprintf("find the config folder: %v", err), "set XDG_CONFIG_HOME or HOME, or pass --config-dir")
+			return fail(stderr, exitError, err.Error(), "set XDG_CONFIG_HOME or HOME to an absolute path, or pass --config-dir")
 		}
 	}
 	dir, err = filepath.Abs(dir)
@@ -191,12 +191,8 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 	}()
 	tokenFile, err := tokenfile.Write(ctx, a.shell(), a.instance(), busToken)
 	if err != nil {
-		var refused *shell.RefusedError
-		if errors.As(err, &refused) {
-			err = refused
-		}
-		return fail(stderr, exitError, fmt.Sprintf("write the token file of the local terminals: %v", err),
-			"krad-ade keeps it in ~/.krad-ade/run, as on SSH hosts: make ~/.krad-ade a folder of your own, and check that HOME is set")
+		return fail(stderr, exitError, err.Error(),
+			"krad-ade keeps the local terminals' token file in ~/.krad-ade/run, as on SSH hosts: make ~/.krad-ade a folder of your own, and check that HOME is set")
 	}
 	undo = append(undo, func() { a.removeTokenFile(tokenFile) })
 	// Listen where the terminals of an earlier run still look for the bus, if that port is free.
@@ -216,7 +212,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 	where := "discovery is off (config.toml), so only the app's terminals find the bus"
 	if cfg.Discovery {
 		if err := discovery.Write(a.dir, a.file); err != nil {
-			return fail(stderr, exitError, fmt.Sprintf("write %s: %v", apiPath, err),
+			return fail(stderr, exitError, err.Error(),
 				"check that the folder is yours and the disk has room, or set discovery = false in config.toml")
 		}
 		undo = append(undo, func() { a.removeAPIFile(apiPath) })
@@ -473,20 +469,7 @@ func (p *portFile) set(env, addr string) {
 	}
 	p.ports[env] = n
 	b, _ := json.Marshal(p.ports)
-	tmp, err := os.CreateTemp(filepath.Dir(p.path), ".forwards.json.*.tmp")
-	if err == nil {
-		_, err = tmp.Write(b)
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), p.path)
-		}
-		if err != nil {
-			os.Remove(tmp.Name())
-		}
-	}
-	if err != nil {
+	if err := atomicfile.WriteFile(p.path, b, 0o600); err != nil {
 		p.log.Warn("forwards.json not written: after a restart the hosts may pick new ports", "path", p.path, "err", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/local"
 )
 
@@ -190,10 +191,7 @@ func TestShell(t *testing.T) {
 // TestShellNumberedByTmux starts a real tmux server and plays the app: it sets @krad_terminal on
 // the window a little after krad-ade-agents shell starts asking, or never.
 func TestShellNumberedByTmux(t *testing.T) {
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		t.Skip("tmux is not installed")
-	}
+	tmux := testbin.Need(t, "tmux", "tmux")
 	socket := startTmux(t, tmux)
 	pane := tmuxOut(t, tmux, socket, "display-message", "-p", "-t", "t", "#{pane_id}")
 	env := map[string]string{"SHELL": "/bin/sh", "TMUX": socket + ",1,0", "TMUX_PANE": pane}

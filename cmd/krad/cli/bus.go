@@ -289,8 +289,8 @@ func (b *bus) hintFor(req api.Name, e *api.Error) string {
 			return "outside krad-ade's terminals, krad may only list and watch agents: run this in one of them"
 		}
 		switch req {
-		case api.Spawn, api.Send, api.Close, api.CloseSession:
-			return "only a session's lead may direct its workers"
+		case api.Spawn, api.Send, api.Close, api.CloseSession: // the app said why; this is where to look next
+			return "krad list --all --json shows each terminal's role and session"
 		}
 		return ""
 	case api.CodeNotFound:

@@ -30,13 +30,13 @@ func TestFindBus(t *testing.T) {
 	fromFile := Discovered{Path: "/home/u/.config/krad-ade/api.json", Endpoint: "127.0.0.1:40000", Token: other, PID: 77}
 	discoverFile := func(func(string) string) (Discovered, error) { return fromFile, nil }
 	notThere := func(func(string) string) (Discovered, error) {
-		return Discovered{Path: "/home/u/.config/krad-ade/api.json"}, fmt.Errorf("api.json: %w", fs.ErrNotExist)
+		return Discovered{Path: "/home/u/.config/krad-ade/api.json"}, fs.ErrNotExist
 	}
 	unreadable := func(func(string) string) (Discovered, error) {
-		return Discovered{Path: "/home/u/.config/krad-ade/api.json"}, errors.New("api.json: not a JSON object")
+		return Discovered{Path: "/home/u/.config/krad-ade/api.json"}, errors.New("not a JSON object")
 	}
 	noFolder := func(func(string) string) (Discovered, error) {
-		return Discovered{}, errors.New("no config folder: set XDG_CONFIG_HOME or HOME to an absolute path")
+		return Discovered{}, errors.New("no config folder: neither XDG_CONFIG_HOME nor HOME is an absolute path")
 	}
 	mustNotRead := func(func(string) string) (Discovered, error) {
 		t.Error("api.json was read although the variables are set")
@@ -113,7 +113,7 @@ func TestFindBus(t *testing.T) {
 			wantErr: "no agents API found: KRAD_ADE_ENDPOINT is not set, and there is no ~/.config/krad-ade/api.json", wantCode: ExitNoAPI},
 		{name: "api.json unreadable",
 			env: map[string]string{"HOME": "/home/u"}, discover: unreadable,
-			wantErr: "read ~/.config/krad-ade/api.json: api.json: not a JSON object", wantCode: ExitNoAPI},
+			wantErr: "read ~/.config/krad-ade/api.json: not a JSON object", wantCode: ExitNoAPI},
 		{name: "no config folder",
 			env: map[string]string{}, discover: noFolder,
 			wantErr: "find api.json: no config folder", wantCode: ExitNoAPI},

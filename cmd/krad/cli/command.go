@@ -98,6 +98,9 @@ func writeHelp(w io.Writer, cmd *command, path string, fs *pflag.FlagSet) error 
 	}
 	var flags [][2]string
 	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden { // accepted, not offered (spawn's --group)
+			return
+		}
 		name := "    --" + f.Name
 		if f.Shorthand != "" {
 			name = "-" + f.Shorthand + ", --" + f.Name

@@ -210,7 +210,7 @@ func TestCommands(t *testing.T) {
 		{name: "send: - among other words", args: []string{"send", "2", "-", "x"}, stdin: "unread", wantReq: `{"Send":{"target":2,"text":"- x"}}`},
 		{name: "send: forbidden", args: []string{"send", "2", "hi"}, role: local.RoleTerminal,
 			wantErr: "krad: error: Send: the app answered forbidden: only a session's lead directs workers (Send); this terminal is not a lead\n" +
-				"krad: hint: only a session's lead may direct its workers\n", wantCode: ExitUnauthorized},
+				"krad: hint: krad list --all --json shows each terminal's role and session\n", wantCode: ExitUnauthorized},
 		{name: "send: no text", args: []string{"send", "2"},
 			wantErr: "krad: error: krad send needs a target and the text to send\nkrad: hint: run 'krad send --help'\n", wantCode: ExitUsage},
 		{name: "send: too long for a request line", args: []string{"send", "2", strings.Repeat(`"`, 40000)},

@@ -48,16 +48,9 @@
 //
 // # Exit codes
 //
-//	0  success
-//	1  the app answered an error (not_found, conflict, bad_request, unavailable, internal),
-//	   its answer was longer than krad reads (16 MiB), or another failure
-//	2  no live API: nothing answers, api.json is stale, no endpoint was found, or the listener
-//	   at the endpoint is another user's (the token is not sent to it)
-//	3  unauthorized or forbidden, or no token that krad may use (KRAD_ADE_TOKEN malformed, the
-//	   token file missing or refused)
-//	4  timed out: the app answered "TimedOut"
-//	5  usage: bad flags or arguments
-//	6  the app answered unsupported_api_version
+// ExitCodes in exit.go is the one table of the exit codes and what each means: krad --help's
+// footer is made from it, README.md's table is tested equal to it, and exitCode maps what went
+// wrong to a code.
 //
 // # Output
 //

@@ -3,11 +3,12 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/krad-ade/krad/api"
 )
 
-// The exit codes of krad and krad-ade-agents; the package documentation explains each one.
+// The exit codes of krad and krad-ade-agents; [ExitCodes] says what each means.
 const (
 	ExitOK                 = 0
 	ExitFailed             = 1
@@ -17,6 +18,49 @@ const (
 	ExitUsage              = 5
 	ExitUnsupportedVersion = 6
 )
+
+// ExitCode is one row of the exit-code table: the code, what it means in short (krad --help's
+// footer), and in full, in Markdown (README.md's table).
+type ExitCode struct {
+	Code        int
+	Short, Long string
+}
+
+// ExitCodes is the one table of krad's exit codes. krad --help's footer is made from it, and
+// README.md's table "Exit codes of krad" is tested equal to it (TestExitCodesDocumented).
+var ExitCodes = []ExitCode{
+	{ExitOK, "success", "success"},
+	{ExitFailed, "the app answered an error, or another failure",
+		"the app answered an error (`not_found`, `conflict`, `bad_request`, `unavailable`, `internal`), its answer was longer than krad reads (16 MiB: \"the answer is longer than 16 MiB\"), or another failure"},
+	{ExitNoAPI, "no live API",
+		"no live API: nothing answers, `api.json` is stale, no endpoint was found, or the listener at the endpoint is another user's (the token is not sent to it)"},
+	{ExitUnauthorized, "unauthorized or forbidden",
+		"`unauthorized` or `forbidden`, or no token krad may use (malformed, or a token file that is missing or not owner-only)"},
+	{ExitTimedOut, "timed out", "timed out: the app answered `\"TimedOut\"`"},
+	{ExitUsage, "usage", "usage: bad flags or arguments"},
+	{ExitUnsupportedVersion, "unsupported API version", "the app answered `unsupported_api_version`"},
+}
+
+// exitCodesParagraph is the table in short, for krad --help: one paragraph, its lines at most
+// 100 columns, broken between codes.
+func exitCodesParagraph() string {
+	var b strings.Builder
+	line := "Exit codes:"
+	for i, e := range ExitCodes {
+		item := fmt.Sprintf("%d %s", e.Code, e.Short)
+		if i < len(ExitCodes)-1 {
+			item += " ·"
+		}
+		if len(line)+1+len(item) > 100 {
+			b.WriteString(line + "\n")
+			line = item
+			continue
+		}
+		line += " " + item
+	}
+	b.WriteString(line)
+	return b.String()
+}
 
 // The kinds of failure that are krad's own rather than the app's answers. A *problem carries one.
 var (

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/local"
 )
 
@@ -41,22 +42,8 @@ func startBus(t *testing.T, pid int) (string, api.Token) {
 // returns its endpoint and bus token.
 func serve(t *testing.T, cfg local.Config) (string, api.Token) {
 	t.Helper()
-	cfg.BusToken, cfg.LeadToken, cfg.Build = newToken(t), newToken(t), "test"
-	srv, err := local.Listen(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ctx)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return srv.Addr(), cfg.BusToken
+	s := apptest.Serve(t, cfg)
+	return s.Bus.Addr(), s.Token
 }
 
 // deadEndpoint is a loopback endpoint where nothing listens: a port the system gave out and took

@@ -13,7 +13,7 @@ func spawnCommand() *command {
 	var asJSON bool
 	return &command{
 		name:    "spawn",
-		args:    "[--title T] [--group G] [--prompt P] [--json] -- CMD…",
+		args:    "[--title T] [--prompt P] [--json] -- CMD…",
 		summary: "start a worker of this lead's session",
 		help: `
 Starts CMD as a new worker of this lead's session, in a new terminal of its environment, and
@@ -33,7 +33,11 @@ sees it (ps). For an agent that takes its prompt only as an argument (claude -p)
 in CMD yourself, and know that ps shows it to every user of that host.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&title, "title", "", "the worker's title `T`, one line of text (by default the program's name)")
+			// Groups come with worktrees, which this build of krad-ade does not serve: it answers a
+			// Spawn with a group unavailable ("spawn without --group"). The flag goes on the wire
+			// as the spec says, and stays out of the help until the app serves it.
 			fs.StringVar(&group, "group", "", "the group `G` (worktree) it works in (by default the environment's main checkout)")
+			_ = fs.MarkHidden("group")
 			fs.StringVar(&prompt, "prompt", "", "the first prompt `P`, typed into the worker once it is ready (never on a command line)")
 			fs.BoolVar(&asJSON, "json", false, `print the worker as one JSON object`)
 		},

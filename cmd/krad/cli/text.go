@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // maxQuoted is how much of a piece of input an error quotes.
@@ -16,10 +18,7 @@ const maxQuoted = 40
 // quote is how input (an argument, a variable) goes into an error: cut to maxQuoted bytes and
 // Go-quoted, so that it can neither flood the terminal nor act on it.
 func quote(s string) string {
-	if len(s) > maxQuoted {
-		s = s[:maxQuoted] + "…"
-	}
-	return strconv.Quote(s)
+	return strconv.Quote(termsafe.Shorten(s, maxQuoted))
 }
 
 // maxLine is the longest error line krad prints; an app's message can be long.

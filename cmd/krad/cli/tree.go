@@ -14,8 +14,7 @@ Every command that prints data takes --json.
 krad finds the bus through the KRAD_ADE_* variables the app sets in its terminals, else through
 api.json in the app's config folder (not in the static build for SSH hosts).
 
-Exit codes: 0 success · 1 the app answered an error, or another failure · 2 no live API ·
-3 unauthorized or forbidden · 4 timed out · 5 usage · 6 unsupported API version`,
+` + exitCodesParagraph(),
 		subs: []*command{
 			listCommand(),
 			watchCommand(),

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestLayoutListsEveryPackage: README.md's layout table has a row for every folder of Go code in
+// the repository (its packages, commands, tests' helpers), and no row for a folder that is gone.
+func TestLayoutListsEveryPackage(t *testing.T) {
+	root := filepath.Join("..", "..")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, layout, ok := strings.Cut(string(readme), "\n## Layout\n")
+	if !ok {
+		t.Fatal("README.md has no section \"## Layout\"")
+	}
+	layout, _, _ = strings.Cut(layout, "\n#")
+	var rows []string
+	for l := range strings.Lines(layout) {
+		if folder, ok := strings.CutPrefix(l, "| `"); ok {
+			folder, _, _ = strings.Cut(folder, "`")
+			rows = append(rows, strings.TrimSuffix(folder, "/"))
+		}
+	}
+	var code []string
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") && path != root || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") {
+			dir, _ := filepath.Rel(root, filepath.Dir(path))
+			if !slices.Contains(code, dir) {
+				code = append(code, dir)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range code {
+		if !slices.Contains(rows, filepath.ToSlash(dir)) {
+			t.Errorf("README.md's layout table has no row for %s/", dir)
+		}
+	}
+	for _, row := range rows {
+		if _, err := os.Stat(filepath.Join(root, row)); err != nil {
+			t.Errorf("README.md's layout table has a row for %s/, which is not there", row)
+		}
+	}
+}
