@@ -155,12 +155,13 @@ func Attach(ctx context.Context, rw io.ReadWriteCloser, onNote func(*Client, Not
 	first := make(chan UnsolicitedReply, 1)
 	seen := false // notifications come one at a time, from the reading goroutine
 	c := New(rw, func(c *Client, n Notification) {
+		// onNote first: the caller has seen tmux's answer by the time Attach returns it.
+		if onNote != nil {
+			onNote(c, n)
+		}
 		if r, ok := n.(UnsolicitedReply); ok && !seen {
 			seen = true
 			first <- r
-		}
-		if onNote != nil {
-			onNote(c, n)
 		}
 	})
 	answered := func(r UnsolicitedReply) (*Client, error) {
