@@ -6,21 +6,40 @@ import (
 	"fmt"
 )
 
+// AnswerName is the name of an answer: the key of its object ({"Agents":[…]}), or the bare
+// string ("Ok"). Which answer a request gets when it succeeds is part of the request's kind:
+// [Name.Answer].
+type AnswerName string
+
+// The answers.
+const (
+	AnswerOk       AnswerName = "Ok"       // bare
+	AnswerTimedOut AnswerName = "TimedOut" // bare
+	AnswerError    AnswerName = "Error"    // an [Error]
+	AnswerHello    AnswerName = "Hello"    // a [HelloAnswer]
+	AnswerAgent    AnswerName = "Agent"    // an [Agent]
+	AnswerAgents   AnswerName = "Agents"   // a list of [Agent]
+	AnswerScreen   AnswerName = "Screen"   // a [Screen]
+	// The messages of SubscribeAgents after its first, {"Agents":[…]}.
+	AnswerAgentEvent AnswerName = "AgentEvent" // an [AgentEvent]
+	AnswerAppEvent   AnswerName = "AppEvent"   // an [AppEvent]
+)
+
 // Answer is one answer line: a bare string ("Ok", "TimedOut") when Body is nil, otherwise an
 // object with one key, Name, whose value is Body.
 type Answer struct {
-	Name string
+	Name AnswerName
 	Body json.RawMessage
 }
 
 // The bare answers.
 var (
-	OK       = Answer{Name: "Ok"}
-	TimedOut = Answer{Name: "TimedOut"}
+	OK       = Answer{Name: AnswerOk}
+	TimedOut = Answer{Name: AnswerTimedOut}
 )
 
 // NewAnswer makes an answer {"name": v}.
-func NewAnswer(name string, v any) (Answer, error) {
+func NewAnswer(name AnswerName, v any) (Answer, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return Answer{}, fmt.Errorf("encode %s answer: %w", name, err)
@@ -28,10 +47,25 @@ func NewAnswer(name string, v any) (Answer, error) {
 	return Answer{Name: name, Body: b}, nil
 }
 
+// AnswerTo makes the answer of a request that succeeded: "Ok" for a request whose answer is Ok
+// (v must then be nil), otherwise {"answer": v}, the answer named by the request's kind.
+func AnswerTo(req Name, v any) (Answer, error) {
+	name := req.Answer()
+	switch {
+	case name == "":
+		return Answer{}, fmt.Errorf("%s has no answer yet", req)
+	case name == AnswerOk && v == nil:
+		return OK, nil
+	case name == AnswerOk:
+		return Answer{}, fmt.Errorf("%s answers Ok, not a %T", req, v)
+	}
+	return NewAnswer(name, v)
+}
+
 // ErrorAnswer makes the answer {"Error":{"code","message"}}.
 func ErrorAnswer(e *Error) Answer {
 	b, _ := json.Marshal(e) // two strings: cannot fail
-	return Answer{Name: "Error", Body: b}
+	return Answer{Name: AnswerError, Body: b}
 }
 
 // HelloAnswer is the body of the answer to Hello.
@@ -46,7 +80,7 @@ func (a Answer) MarshalJSON() ([]byte, error) {
 	if a.Body == nil {
 		return json.Marshal(a.Name)
 	}
-	return encodeTagged(a.Name, a.Body)
+	return encodeTagged(string(a.Name), a.Body)
 }
 
 // UnmarshalJSON reads an answer of either form.
@@ -55,7 +89,7 @@ func (a *Answer) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*a = Answer{Name: name, Body: body}
+	*a = Answer{Name: AnswerName(name), Body: body}
 	return nil
 }
 
@@ -66,11 +100,11 @@ var ErrTimedOut = errors.New("the app answered TimedOut: the request's deadline 
 // and nil for anything else.
 func (a Answer) Err() error {
 	switch a.Name {
-	case "TimedOut":
+	case AnswerTimedOut:
 		if a.Body == nil {
 			return ErrTimedOut
 		}
-	case "Error":
+	case AnswerError:
 		var e Error
 		if err := json.Unmarshal(a.Body, &e); err != nil || e.Code == "" {
 			return fmt.Errorf("the app answered an error that cannot be read")
@@ -81,7 +115,7 @@ func (a Answer) Err() error {
 }
 
 // Decode reads the answer's body into v after checking that the answer is called name.
-func (a Answer) Decode(name string, v any) error {
+func (a Answer) Decode(name AnswerName, v any) error {
 	if err := a.Err(); err != nil {
 		return err
 	}

@@ -56,6 +56,11 @@ func Errorf(code ErrorCode, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// NoTerminal is the error about a target that is no terminal of its environment.
+func NoTerminal(env string, n int) *Error {
+	return Errorf(CodeNotFound, "no terminal %s:%d: see krad list", env, n)
+}
+
 // UnsupportedVersion is the answer to an envelope of another API version.
 func UnsupportedVersion(got int) *Error {
 	return Errorf(CodeUnsupportedAPIVersion, "This app serves the agents API v%d, not v%d", Version, got)

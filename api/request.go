@@ -108,32 +108,40 @@ const MaxTitle = 200
 // MaxWait caps Wait's timeout_secs and Check's wait_secs.
 const MaxWait = 30 * time.Minute
 
-// requestKind describes one request: whether it has a body, and of what type.
+// requestKind describes one request: whether it has a body, and of what type, and the answer it
+// gets when it succeeds. Adding a request is adding a line here (and its handler in the app).
 type requestKind struct {
 	newBody func() any // nil: a bare string
+	// answer is the name of the answer on success; "" for a request no app serves yet.
+	// SubscribeAgents's is its first message.
+	answer AnswerName
 }
 
 var kinds = map[Name]requestKind{
-	Hello:           {},
-	List:            {},
-	ListAll:         {},
-	SubscribeAgents: {},
-	CloseSession:    {},
-	Check:           {func() any { return new(CheckBody) }},
-	Wait:            {func() any { return new(WaitBody) }},
-	Read:            {func() any { return new(ReadBody) }},
-	Send:            {func() any { return new(SendBody) }},
-	Spawn:           {func() any { return new(SpawnBody) }},
-	Close:           {func() any { return new(CloseBody) }},
-	CreateWorktree:  {func() any { return new(Opaque) }},
-	Changes:         {func() any { return new(Opaque) }},
-	RunVariants:     {func() any { return new(Opaque) }},
-	PickVariant:     {func() any { return new(Opaque) }},
-	Code:            {func() any { return new(Opaque) }},
-	ExtensionTool:   {func() any { return new(Opaque) }},
-	Askpass:         {func() any { return new(Opaque) }},
-	Report:          {func() any { return new(ReportBody) }},
+	Hello:           {nil, AnswerHello},
+	List:            {nil, AnswerAgents},
+	ListAll:         {nil, AnswerAgents},
+	SubscribeAgents: {nil, AnswerAgents},
+	CloseSession:    {nil, AnswerOk},
+	Check:           {func() any { return new(CheckBody) }, AnswerAgent},
+	Wait:            {func() any { return new(WaitBody) }, AnswerAgent},
+	Read:            {func() any { return new(ReadBody) }, AnswerScreen},
+	Send:            {func() any { return new(SendBody) }, AnswerOk},
+	Spawn:           {func() any { return new(SpawnBody) }, AnswerAgent},
+	Close:           {func() any { return new(CloseBody) }, AnswerOk},
+	CreateWorktree:  {func() any { return new(Opaque) }, ""},
+	Changes:         {func() any { return new(Opaque) }, ""},
+	RunVariants:     {func() any { return new(Opaque) }, ""},
+	PickVariant:     {func() any { return new(Opaque) }, ""},
+	Code:            {func() any { return new(Opaque) }, ""},
+	ExtensionTool:   {func() any { return new(Opaque) }, ""},
+	Askpass:         {func() any { return new(Opaque) }, ""},
+	Report:          {func() any { return new(ReportBody) }, AnswerOk},
 }
+
+// Answer is the name of the answer a request of this name gets when it succeeds: "Agent" for a
+// Wait, "Ok" for a Send; "" for a request no app serves yet, or no request.
+func (n Name) Answer() AnswerName { return kinds[n].answer }
 
 // Request is one request: its name and, for a request with fields, a pointer to its body
 // (*WaitBody, …).

@@ -191,7 +191,7 @@ func (a *App) notifyLocked() {
 // publishLocked sends an agent event to subscribers and wakes waiters. a.mu must be held.
 func (a *App) publishLocked(kind string, t *terminal) {
 	if a.hub.len() > 0 {
-		if ans, err := api.NewAnswer("AgentEvent", api.AgentEvent{Kind: kind, Agent: t.agent()}); err == nil {
+		if ans, err := api.NewAnswer(api.AnswerAgentEvent, api.AgentEvent{Kind: kind, Agent: t.agent()}); err == nil {
 			a.hub.publish(ans)
 		}
 	}
@@ -199,7 +199,7 @@ func (a *App) publishLocked(kind string, t *terminal) {
 }
 
 func (a *App) publishAppLocked(ev api.AppEvent) {
-	ans, err := api.NewAnswer("AppEvent", ev)
+	ans, err := api.NewAnswer(api.AnswerAppEvent, ev)
 	if err == nil {
 		a.hub.publish(ans)
 	}
@@ -215,117 +215,113 @@ func (a *App) terminalLocked(env string, n int) *terminal {
 	return e.terminals[n]
 }
 
-// Role resolves a caller: a Terminal caller must name a live terminal of this app; the lead of
-// a session is RoleLead.
-func (a *App) Role(_ context.Context, from api.Caller) (local.Role, error) {
+// Facts resolves a caller, under one lock: a Terminal caller must name a live terminal of this
+// app, and the lead of a session is RoleLead; for a request that names a target, whether the
+// target is one of the caller's workers.
+func (a *App) Facts(_ context.Context, from api.Caller, req api.Request) (local.Facts, error) {
 	switch from.Kind {
 	case api.CallerClient:
-		return local.RoleClient, nil
+		return local.Facts{Role: local.RoleClient}, nil
 	case api.CallerGit:
-		return local.RoleGit, nil
+		return local.Facts{Role: local.RoleGit}, nil
 	}
+	env := from.Terminal.Environment
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	t := a.terminalLocked(from.Terminal.Environment, from.Terminal.Terminal)
+	t := a.terminalLocked(env, from.Terminal.Terminal)
 	if t == nil {
-		return 0, api.Errorf(api.CodeForbidden, "%s is not a terminal of this app: it may have been closed, or be from an earlier run", from.Terminal)
+		return local.Facts{}, api.Errorf(api.CodeForbidden, "%s is not a terminal of this app: it may have been closed, or be from an earlier run", from.Terminal)
 	}
+	f := local.Facts{Role: local.RoleTerminal}
 	if t.role == api.RoleLead {
-		return local.RoleLead, nil
+		f.Role = local.RoleLead
 	}
-	return local.RoleTerminal, nil
-}
-
-// OwnsWorker reports whether target is a worker of the session lead leads.
-func (a *App) OwnsWorker(_ context.Context, lead api.TerminalID, target api.Target) (bool, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	t := a.terminalLocked(lead.Environment, int(target))
-	if t == nil {
-		return false, notFound(lead.Environment, int(target))
-	}
-	return t.role == api.RoleWorker && t.lead == lead.Terminal, nil
-}
-
-func notFound(env string, n int) error {
-	return api.Errorf(api.CodeNotFound, "no terminal %s:%d: see krad list", env, n)
-}
-
-// Handle answers one request that passed the bus's checks.
-func (a *App) Handle(ctx context.Context, c *local.Call) api.Answer {
-	var (
-		v   any
-		err error
-	)
-	name := ""
-	switch b := c.Request.Body.(type) {
-	case nil:
-		switch c.Request.Name {
-		case api.List:
-			name, v = "Agents", a.list(c.From, false)
-		case api.ListAll:
-			name, v = "Agents", a.list(c.From, true)
-		case api.SubscribeAgents:
-			a.subscribe(ctx, c)
-			return api.Answer{}
-		case api.CloseSession:
-			err = a.closeSession(ctx, c.From.Terminal)
+	if n, ok := req.Target(); ok {
+		switch w := a.terminalLocked(env, int(n)); {
+		case w == nil:
+			f.Target = local.TargetMissing
+		case w.role == api.RoleWorker && w.lead == t.number:
+			f.Target = local.TargetOwnWorker
 		default:
-			err = unserved(c.Request.Name)
+			f.Target = local.TargetOther
 		}
-	case *api.CheckBody:
-		name = "Agent"
-		v, err = a.check(ctx, c.From.Terminal, b)
-	case *api.WaitBody:
-		name = "Agent"
-		v, err = a.wait(ctx, c.From.Terminal, b)
-	case *api.ReadBody:
-		name = "Screen"
-		v, err = a.read(ctx, c.From.Terminal, b)
-	case *api.SendBody:
-		err = a.send(ctx, c.From.Terminal, b)
-	case *api.SpawnBody:
-		name = "Agent"
-		v, err = a.spawn(ctx, c.From.Terminal, b)
-	case *api.CloseBody:
-		err = a.close(ctx, c.From.Terminal, int(b.Target))
-	case *api.ReportBody:
-		err = a.report(c.From.Terminal, b)
-	default:
-		err = unserved(c.Request.Name)
 	}
-	if err != nil {
-		var e *api.Error
-		if errors.Is(err, api.ErrTimedOut) {
-			return api.TimedOut
-		}
-		if errors.As(err, &e) {
-			return api.ErrorAnswer(e)
-		}
-		a.log.Error("request failed", "request", string(c.Request.Name), "from", c.From.String(), "err", err)
-		return api.ErrorAnswer(api.Errorf(api.CodeInternal, "%s failed: %s", c.Request.Name, errorSummary(err)))
-	}
-	if name == "" {
-		return api.OK
-	}
-	ans, err := api.NewAnswer(name, v)
-	if err != nil {
-		return api.ErrorAnswer(api.Errorf(api.CodeInternal, "encode the answer"))
-	}
-	return ans
+	return f, nil
 }
 
-func unserved(n api.Name) error {
-	return api.NotServed(string(n), "")
+func notFound(env string, n int) error { return api.NoTerminal(env, n) }
+
+// Handle answers one request that passed the bus's checks, with the method the dispatch table
+// names for it. Its errors are the bus's to turn into answers.
+func (a *App) Handle(ctx context.Context, c *local.Call) (api.Answer, error) {
+	h := handlers[c.Request.Name]
+	if h == nil {
+		return api.Answer{}, api.NotServed(string(c.Request.Name), "")
+	}
+	v, err := h(a, ctx, c)
+	if err != nil {
+		return api.Answer{}, err
+	}
+	return api.AnswerTo(c.Request.Name, v)
 }
 
-// errorSummary keeps an internal error's message short enough for an answer.
-func errorSummary(err error) string {
-	s := err.Error()
-	if len(s) > 300 {
-		s = s[:300] + "…"
+// handler answers one request: the body of its answer (api.AnswerTo names it), or nil for "Ok".
+type handler func(a *App, ctx context.Context, c *local.Call) (any, error)
+
+// handlers is the dispatch table: a request the app serves has a line here, and its answer a line
+// in api's table of kinds. A request without a line is answered as not served yet.
+var handlers = map[api.Name]handler{
+	api.List:            func(a *App, _ context.Context, c *local.Call) (any, error) { return a.list(c.From, false), nil },
+	api.ListAll:         func(a *App, _ context.Context, c *local.Call) (any, error) { return a.list(c.From, true), nil },
+	api.SubscribeAgents: func(a *App, ctx context.Context, c *local.Call) (any, error) { a.subscribe(ctx, c); return nil, nil },
+	api.CloseSession: func(a *App, ctx context.Context, c *local.Call) (any, error) {
+		return nil, a.closeSession(ctx, c.From.Terminal)
+	},
+	api.Check: withBody((*App).check),
+	api.Wait:  withBody((*App).wait),
+	api.Read:  withBody((*App).read),
+	api.Spawn: withBody((*App).spawn),
+	api.Send:  withBody(okOnly((*App).send)),
+	api.Close: withBody(okOnly((*App).close)),
+	api.Report: func(a *App, _ context.Context, c *local.Call) (any, error) {
+		b, err := bodyOf[api.ReportBody](c)
+		if err != nil {
+			return nil, err
+		}
+		return nil, a.report(c.From.Terminal, b)
+	},
+}
+
+// withBody makes the handler of a request with a body of type B, made by a terminal, from a
+// method that takes the calling terminal and the body.
+func withBody[B, R any](m func(*App, context.Context, api.TerminalID, *B) (R, error)) handler {
+	return func(a *App, ctx context.Context, c *local.Call) (any, error) {
+		b, err := bodyOf[B](c)
+		if err != nil {
+			return nil, err
+		}
+		v, err := m(a, ctx, c.From.Terminal, b)
+		if err != nil {
+			return nil, err
+		}
+		return v, nil
 	}
-	return s
+}
+
+// okOnly adapts a method whose answer is "Ok" to withBody.
+func okOnly[B any](m func(*App, context.Context, api.TerminalID, *B) error) func(*App, context.Context, api.TerminalID, *B) (any, error) {
+	return func(a *App, ctx context.Context, from api.TerminalID, b *B) (any, error) {
+		return nil, m(a, ctx, from, b)
+	}
+}
+
+// bodyOf is the call's body, of the type api's table of kinds gives its request.
+func bodyOf[B any](c *local.Call) (*B, error) {
+	b, ok := c.Request.Body.(*B)
+	if !ok {
+		return nil, fmt.Errorf("%s came with a body of type %T", c.Request.Name, c.Request.Body)
+	}
+	return b, nil
 }
 
 // list answers List and ListAll. A terminal's List is its group in its environment, its ListAll
@@ -367,7 +363,7 @@ func (a *App) agentsLocked(from api.Caller, all bool) []api.Agent {
 // subscribe streams a snapshot, then every change, until the subscriber leaves or is dropped.
 func (a *App) subscribe(ctx context.Context, c *local.Call) {
 	a.mu.Lock()
-	snap, err := api.NewAnswer("Agents", a.agentsLocked(c.From, true))
+	snap, err := api.NewAnswer(api.AnswerAgents, a.agentsLocked(c.From, true))
 	if err != nil || !a.hub.add(c.Stream, snap) {
 		a.mu.Unlock()
 		return
@@ -637,7 +633,8 @@ func spawnArgv(b *api.SpawnBody) []string {
 	return argv
 }
 
-func (a *App) close(ctx context.Context, from api.TerminalID, n int) error {
+func (a *App) close(ctx context.Context, from api.TerminalID, b *api.CloseBody) error {
+	n := int(b.Target)
 	e, err := a.env(from.Environment)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/tmux"
 )
 
@@ -80,7 +81,7 @@ func (e *environment) typePrompt(t *terminal, text string, ready time.Time) {
 	// err is the app's or tmux's message, which never holds the keys typed.
 	a.log.Warn("a spawned worker's prompt could not be typed", "environment", e.name, "terminal", t.number, "err", err)
 	a.publishAppLocked(api.AppEvent{Kind: api.PromptNotTyped, Environment: e.name,
-		Message: fmt.Sprintf("prompt not typed into %s: %s; send it with krad send %d", t.id(), errorSummary(err), t.number)})
+		Message: fmt.Sprintf("prompt not typed into %s: %s; send it with krad send %d", t.id(), termsafe.Shorten(err.Error(), 300), t.number)})
 }
 
 // awaitUp waits up to d for t's environment to be up, and reports whether it is, with t still

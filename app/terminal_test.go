@@ -366,3 +366,22 @@ func FuzzNumbersReadBack(f *testing.F) {
 		}
 	})
 }
+
+// TestEveryHandlerHasItsAnswer: each request of the dispatch table has an answer in api's table
+// of kinds, so that Handle can name what it returns; the requests without a handler are those
+// that no app serves yet, whose answer is not known either.
+func TestEveryHandlerHasItsAnswer(t *testing.T) {
+	for _, n := range api.Names {
+		_, served := handlers[n]
+		switch {
+		case n == api.Hello:
+			if served {
+				t.Errorf("Hello has a handler: the bus answers it itself")
+			}
+		case served && n.Answer() == "":
+			t.Errorf("%s has a handler but no answer in api's kinds", n)
+		case !served && n.Answer() != "":
+			t.Errorf("%s has an answer (%s) in api's kinds but no handler", n, n.Answer())
+		}
+	}
+}

@@ -220,7 +220,7 @@ func (w *world) as(n int) *api.Client {
 	return &api.Client{Endpoint: w.bus.Addr(), Token: w.token, From: api.FromTerminal(api.TerminalID{Environment: "build", Terminal: n})}
 }
 
-func (w *world) call(c *api.Client, name api.Name, body any, v any, answer string) {
+func (w *world) call(c *api.Client, name api.Name, body any, v any) {
 	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -229,7 +229,7 @@ func (w *world) call(c *api.Client, name api.Name, body any, v any, answer strin
 		w.t.Fatalf("%s: %v", name, err)
 	}
 	if v != nil {
-		if err := a.Decode(answer, v); err != nil {
+		if err := a.Decode(name.Answer(), v); err != nil {
 			w.t.Fatal(err)
 		}
 	}
@@ -240,7 +240,7 @@ func (w *world) screen(c *api.Client, n int, want string) string {
 	deadline := time.Now().Add(30 * time.Second)
 	var s api.Screen
 	for time.Now().Before(deadline) {
-		w.call(c, api.Read, &api.ReadBody{Target: api.Target(n)}, &s, "Screen")
+		w.call(c, api.Read, &api.ReadBody{Target: api.Target(n)}, &s)
 		if strings.Contains(s.Text, want) {
 			return s.Text
 		}
@@ -258,7 +258,7 @@ func TestRemoteTerminal(t *testing.T) {
 	lead := w.as(1)
 	var worker api.Agent
 	w.call(lead, api.Spawn, &api.SpawnBody{Title: "remote", Command: []string{"sh", "-c",
-		`env | grep '^KRAD_ADE' | sort; echo "path=$PATH"; krad api; krad list; echo "rc=$?"; sleep 120`}}, &worker, "Agent")
+		`env | grep '^KRAD_ADE' | sort; echo "path=$PATH"; krad api; krad list; echo "rc=$?"; sleep 120`}}, &worker)
 	if worker.Environment != "build" {
 		t.Fatalf("the worker is in %s, want build", worker.Environment)
 	}
@@ -320,7 +320,7 @@ func TestRemoteTitlesAreText(t *testing.T) {
 	title := "fix #(touch " + ran + ") bug #{KRAD_ADE_TOKEN_FILE} ##[x]"
 	var worker api.Agent
 	w.call(lead, api.Spawn, &api.SpawnBody{Title: title, Command: []string{"sh", "-c",
-		`echo "name=[$(tmux display-message -p -t "$TMUX_PANE" '#{window_name}')]"; sleep 120`}}, &worker, "Agent")
+		`echo "name=[$(tmux display-message -p -t "$TMUX_PANE" '#{window_name}')]"; sleep 120`}}, &worker)
 	screen := w.screen(lead, worker.Terminal, "name=")
 	if !strings.Contains(screen, "name=["+title+"]") {
 		t.Errorf("the worker's window is not named its title %q:\n%s", title, screen)
@@ -368,7 +368,7 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 
 	// A Wait that waits: on a worker that keeps printing, so it never settles.
 	var worker api.Agent
-	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "ticker", Command: []string{"sh", "-c", "while :; do echo tick; sleep 0.2; done"}}, &worker, "Agent")
+	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "ticker", Command: []string{"sh", "-c", "while :; do echo tick; sleep 0.2; done"}}, &worker)
 	base := tcptest.Count(t, port, tcptest.CloseWait)
 	wait, wout := ncN(fmt.Sprintf(`{"Wait":{"target":%d,"timeout_secs":600}}`, worker.Terminal))
 	waitForCount := func(what string, want int) {
@@ -476,10 +476,10 @@ func TestRemotePromptIsTyped(t *testing.T) {
 		prompt := "prompt-" + hex.EncodeToString(b)
 		var worker, got api.Agent
 		timeout := uint32(25)
-		w.call(lead, api.Spawn, &api.SpawnBody{Title: tt.name, Command: tt.command, Prompt: prompt}, &worker, "Agent")
-		w.call(lead, api.Wait, &api.WaitBody{Target: api.Target(worker.Terminal), TimeoutSecs: &timeout}, &got, "Agent")
+		w.call(lead, api.Spawn, &api.SpawnBody{Title: tt.name, Command: tt.command, Prompt: prompt}, &worker)
+		w.call(lead, api.Wait, &api.WaitBody{Target: api.Target(worker.Terminal), TimeoutSecs: &timeout}, &got)
 		var s api.Screen
-		w.call(lead, api.Read, &api.ReadBody{Target: api.Target(worker.Terminal)}, &s, "Screen")
+		w.call(lead, api.Read, &api.ReadBody{Target: api.Target(worker.Terminal)}, &s)
 		if got.State != api.StateIdle || !slices.Contains(strings.Split(s.Text, "\n"), "got <"+prompt+">") {
 			t.Errorf("%s: Wait after the Spawn answered %s before the worker answered its prompt; the screen:\n%s", tt.name, got.State, s.Text)
 		}

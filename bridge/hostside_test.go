@@ -124,7 +124,7 @@ func (w *world) stopTmux() (resume func()) {
 func (w *world) clientList() map[string]api.Agent {
 	w.t.Helper()
 	var agents []api.Agent
-	w.call(&api.Client{Endpoint: w.bus.Addr(), Token: w.token, From: api.FromClient}, api.List, nil, &agents, "Agents")
+	w.call(&api.Client{Endpoint: w.bus.Addr(), Token: w.token, From: api.FromClient}, api.List, nil, &agents)
 	m := map[string]api.Agent{}
 	for _, a := range agents {
 		m[a.ID().String()] = a
@@ -157,7 +157,7 @@ func (w *world) kradList() string {
 func TestSilentTmuxGoesDown(t *testing.T) {
 	w := startWorld(t, worldOptions{tmuxTimeout: 2 * time.Second})
 	var worker api.Agent
-	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "busy", Command: []string{"sh", "-c", "krad report working; sleep 300"}}, &worker, "Agent")
+	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "busy", Command: []string{"sh", "-c", "krad report working; sleep 300"}}, &worker)
 	id := worker.ID().String()
 	for deadline := time.Now().Add(30 * time.Second); w.clientList()[id].State != api.StateWorking; time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {

@@ -52,7 +52,7 @@ func TestHostSpeaksForItsEnvironmentOnly(t *testing.T) {
 
 	local := &api.Client{Endpoint: w.bus.Addr(), Token: w.token, From: api.FromTerminal(api.TerminalID{Environment: app.Local, Terminal: 1})}
 	var before []api.Agent
-	w.call(local, api.ListAll, nil, &before, "Agents")
+	w.call(local, api.ListAll, nil, &before)
 	if len(before) == 0 || before[0].Role != api.RoleLead {
 		t.Fatalf("main:1 is not the local lead: %+v", before)
 	}
@@ -87,7 +87,7 @@ func TestHostSpeaksForItsEnvironmentOnly(t *testing.T) {
 	}
 
 	var after []api.Agent
-	w.call(local, api.ListAll, nil, &after, "Agents")
+	w.call(local, api.ListAll, nil, &after)
 	if len(after) != len(before) {
 		t.Errorf("main had %d terminals before the host's requests and %d after: %+v", len(before), len(after), after)
 	}
@@ -97,7 +97,7 @@ func TestHostSpeaksForItsEnvironmentOnly(t *testing.T) {
 		}
 	}
 	var screen api.Screen
-	w.call(local, api.Read, &api.ReadBody{Target: 1}, &screen, "Screen")
+	w.call(local, api.Read, &api.ReadBody{Target: 1}, &screen)
 	if strings.Contains(screen.Text, "from apitest") {
 		t.Errorf("the host typed into main:1:\n%s", screen.Text)
 	}

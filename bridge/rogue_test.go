@@ -54,7 +54,7 @@ func waitFile(t *testing.T, path string, within time.Duration) {
 func (w *world) environmentAgents() []api.Agent {
 	w.t.Helper()
 	var all, build []api.Agent
-	w.call(&api.Client{Endpoint: w.bus.Addr(), Token: w.token, From: api.FromClient}, api.ListAll, nil, &all, "Agents")
+	w.call(&api.Client{Endpoint: w.bus.Addr(), Token: w.token, From: api.FromClient}, api.ListAll, nil, &all)
 	for _, a := range all {
 		if a.Environment == "build" {
 			build = append(build, a)
@@ -287,7 +287,7 @@ func TestHostListsUnreadableWindows(t *testing.T) {
 		Listed: `printf '%s\n' 'junk' '@7 99999999999 0' '@x 3 0' '@8 8 0'`,
 	}, &log)
 	var worker api.Agent
-	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "next", Command: []string{"true"}}, &worker, "Agent")
+	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "next", Command: []string{"true"}}, &worker)
 	if worker.Terminal != 2 {
 		t.Errorf("the worker is build:%d, want build:2", worker.Terminal)
 	}

@@ -7,21 +7,46 @@ import (
 	"github.com/krad-ade/krad/api"
 )
 
-// Handler is the app behind the bus. The bus calls it only for requests that passed the order of
-// checks and the access table; it never sees Hello, which the bus answers itself.
+// Handler is the app behind the bus. The bus asks it once for the facts of a call, decides with
+// them, and calls Handle only for requests that passed the order of checks and the access table;
+// it never sees Hello, which the bus answers itself.
 type Handler interface {
-	// Role resolves the envelope's caller to a role: a Terminal caller naming a terminal that
-	// does not exist is an *api.Error, and a Terminal caller that is a session's lead chat is
-	// RoleLead. It is called for Client and Git callers too, so the app may refuse them.
-	Role(ctx context.Context, from api.Caller) (Role, error)
-	// OwnsWorker reports whether target, a terminal of the lead's environment, is a worker of the
-	// session that lead leads. A target that does not exist is an *api.Error with code not_found.
-	OwnsWorker(ctx context.Context, lead api.TerminalID, target api.Target) (bool, error)
-	// Handle answers a request. ctx is cancelled at the request's deadline and when the client
-	// leaves. For SubscribeAgents, Call.Stream is set and Handle sends on it until ctx is done or
-	// the stream is dropped; the answer it returns then is not written.
-	Handle(ctx context.Context, c *Call) api.Answer
+	// Facts resolves the envelope's caller, in one call, to what the access table needs: its
+	// role and, when req names a target, what that target is to the caller. A Terminal caller
+	// naming a terminal that does not exist is an *api.Error; a Terminal caller that is a
+	// session's lead chat is RoleLead. It is called for Client and Git callers too, so the app
+	// may refuse them.
+	Facts(ctx context.Context, from api.Caller, req api.Request) (Facts, error)
+	// Handle answers a request that passed: its answer, or the error that the bus turns into
+	// one (an *api.Error as it is, api.ErrTimedOut as "TimedOut", anything else as internal,
+	// logged). ctx is cancelled at the request's deadline and when the client leaves. For
+	// SubscribeAgents, Call.Stream is set and Handle sends on it until ctx is done or the
+	// stream is dropped; what it returns then is not written.
+	Handle(ctx context.Context, c *Call) (api.Answer, error)
 }
+
+// Facts are what the app knows of a call's caller: the inputs of the access table besides the
+// request's name.
+type Facts struct {
+	Role Role
+	// Target is what the request's target is to the caller; TargetNone when the request names
+	// none.
+	Target TargetFact
+}
+
+// TargetFact is what a request's target is to its caller.
+type TargetFact uint8
+
+const (
+	// TargetNone: the request names no target, or the caller has no environment (a Client).
+	TargetNone TargetFact = iota
+	// TargetMissing: no terminal of the caller's environment has the target's number.
+	TargetMissing
+	// TargetOther: a terminal of the caller's environment that is not one of its workers.
+	TargetOther
+	// TargetOwnWorker: a worker of the session the caller leads.
+	TargetOwnWorker
+)
 
 // Call is one request that passed every check.
 type Call struct {
@@ -96,23 +121,18 @@ func (s *Stream) drop(full bool) {
 // terminal, and answers every request with unavailable.
 type Unserved struct{}
 
-// Role knows Client and Git callers and no terminal.
-func (Unserved) Role(_ context.Context, from api.Caller) (Role, error) {
+// Facts knows Client and Git callers and no terminal.
+func (Unserved) Facts(_ context.Context, from api.Caller, _ api.Request) (Facts, error) {
 	switch from.Kind {
 	case api.CallerClient:
-		return RoleClient, nil
+		return Facts{Role: RoleClient}, nil
 	case api.CallerGit:
-		return RoleGit, nil
+		return Facts{Role: RoleGit}, nil
 	}
-	return 0, api.Errorf(api.CodeForbidden, "%s is not a terminal of this app", from.Terminal)
-}
-
-// OwnsWorker knows no worker.
-func (Unserved) OwnsWorker(context.Context, api.TerminalID, api.Target) (bool, error) {
-	return false, api.Errorf(api.CodeNotFound, "this app has no terminals")
+	return Facts{}, api.Errorf(api.CodeForbidden, "%s is not a terminal of this app", from.Terminal)
 }
 
 // Handle answers unavailable.
-func (Unserved) Handle(_ context.Context, c *Call) api.Answer {
-	return api.ErrorAnswer(api.NotServed(string(c.Request.Name), ""))
+func (Unserved) Handle(_ context.Context, c *Call) (api.Answer, error) {
+	return api.Answer{}, api.NotServed(string(c.Request.Name), "")
 }

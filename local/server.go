@@ -16,6 +16,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/hangup"
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // Config is the bus's configuration. BusToken and LeadToken are required.
@@ -353,61 +354,63 @@ func endOfInput(conn net.Conn) bool {
 
 // run answers a call, returning the answer or, for a stream, streamed = true once it is over.
 func (s *Server) run(ctx context.Context, conn net.Conn, call *Call) (a api.Answer, streamed bool) {
-	h := s.cfg.Handler
-	done := make(chan api.Answer, 1)
-	go func() { done <- s.authorize(ctx, call) }()
-	select {
-	case a = <-done:
-	case <-ctx.Done():
-		return api.Answer{}, false
-	}
-	if a.Name != "" {
-		return a, false // refused
+	if err := s.authorize(ctx, call); err != nil {
+		return s.answerError(call, err), false
 	}
 	if call.Request.Name == api.SubscribeAgents {
 		s.stream(ctx, conn, call)
 		return api.Answer{}, true
 	}
-	go func() { done <- h.Handle(ctx, call) }()
+	// The handler runs beside the wait, so that the answer at the deadline is "TimedOut" on
+	// time even from a handler that is slow to see its ctx end.
+	type result struct {
+		a   api.Answer
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		a, err := s.cfg.Handler.Handle(ctx, call)
+		done <- result{a, err}
+	}()
 	select {
-	case a = <-done:
-		return a, false
+	case r := <-done:
+		if r.err != nil {
+			return s.answerError(call, r.err), false
+		}
+		return r.a, false
 	case <-ctx.Done():
 		return api.Answer{}, false
 	}
 }
 
-// authorize resolves the caller's role and applies the access table. It returns the zero
-// Answer when the call may go ahead, or the error answer.
-func (s *Server) authorize(ctx context.Context, call *Call) api.Answer {
-	h := s.cfg.Handler
-	role, err := h.Role(ctx, call.From)
+// authorize asks the app for the caller's facts, once, and applies the access table to them. It
+// returns nil when the call may go ahead.
+func (s *Server) authorize(ctx context.Context, call *Call) error {
+	f, err := s.cfg.Handler.Facts(ctx, call.From, call.Request)
 	if err != nil {
-		return s.errorAnswer(call, err)
+		return err
 	}
 	if call.From.Kind == api.CallerLead {
-		role = RoleLead // the lead token was checked: the Lead caller is a lead.
+		f.Role = RoleLead // the lead token was checked: the Lead caller is a lead.
 	}
-	call.Role = role
-	d := Decide(role, call.Request.Name)
+	call.Role = f.Role
+	d := Decide(f.Role, call.Request.Name)
 	switch d.Verdict {
 	case Allow:
-		return api.Answer{}
+		return nil
 	case AllowOwnWorker:
 		target, ok := call.Request.Target()
-		if !ok {
-			return api.Answer{} // the body names no terminal yet (PickVariant): its issue decides
+		switch {
+		case !ok:
+			return nil // the body names no terminal yet (PickVariant): its issue decides
+		case f.Target == TargetOwnWorker:
+			return nil
+		case f.Target == TargetMissing:
+			return api.NoTerminal(call.From.Terminal.Environment, int(target))
 		}
-		own, err := h.OwnsWorker(ctx, call.From.Terminal, target)
-		if err != nil {
-			return s.errorAnswer(call, err)
-		}
-		if own {
-			return api.Answer{}
-		}
-		return api.ErrorAnswer(api.Errorf(api.CodeForbidden, "%s; %s:%d is not one of them", d.Why, call.From.Terminal.Environment, target))
+		return api.Errorf(api.CodeForbidden, "%s; %s:%d is not one of them", d.Why, call.From.Terminal.Environment, target)
 	}
-	return api.ErrorAnswer(api.Errorf(api.CodeForbidden, "%s", d.Why))
+	return api.Errorf(api.CodeForbidden, "%s", d.Why)
 }
 
 // stream writes the stream's messages to the connection, one line each, until the handler
@@ -420,7 +423,7 @@ func (s *Server) stream(ctx context.Context, conn net.Conn, call *Call) {
 	handled := make(chan struct{})
 	go func() {
 		defer close(handled)
-		s.cfg.Handler.Handle(ctx, call)
+		_, _ = s.cfg.Handler.Handle(ctx, call) // a stream's answer is its messages
 	}()
 	// A subscriber that stops reading blocks the write below once the socket's buffers are full;
 	// its stream then fills and is dropped, and closing the connection ends the write; when the
@@ -515,18 +518,27 @@ func (s *Server) write(conn net.Conn, line []byte) bool {
 	return err == nil
 }
 
-// errorAnswer is errorAnswer that logs an error that is not an *api.Error, since its text is
-// not sent.
-func (s *Server) errorAnswer(call *Call, err error) api.Answer {
-	var e *api.Error
-	if !errors.As(err, &e) {
-		s.cfg.Logger.Error("request failed", "request", string(call.Request.Name), "from", call.From.String(), "err", err)
+// answerError is the one place an error becomes an answer: an *api.Error as it is,
+// api.ErrTimedOut as "TimedOut", and anything else as internal, logged here with the request
+// and the caller since its text is not all sent.
+func (s *Server) answerError(call *Call, err error) api.Answer {
+	if errors.Is(err, api.ErrTimedOut) {
+		return api.TimedOut
 	}
-	return errorAnswer(err)
+	var e *api.Error
+	if errors.As(err, &e) {
+		return api.ErrorAnswer(e)
+	}
+	s.cfg.Logger.Error("request failed", "request", string(call.Request.Name), "from", call.From.String(), "err", err)
+	return api.ErrorAnswer(api.Errorf(api.CodeInternal, "%s failed: %s", call.Request.Name, termsafe.Shorten(err.Error(), maxInternalMessage)))
 }
 
-// errorAnswer turns an error into an error answer: an *api.Error as it is, anything else as
-// internal.
+// maxInternalMessage is how much of an internal error's text an answer carries; the log has it
+// all.
+const maxInternalMessage = 300
+
+// errorAnswer turns an error found before the call is known into an answer: an *api.Error as it
+// is, anything else as internal.
 func errorAnswer(err error) api.Answer {
 	var e *api.Error
 	if errors.As(err, &e) {

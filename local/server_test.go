@@ -46,41 +46,49 @@ func mustToken(t testing.TB, s string) api.Token {
 // terminal 1 is a plain shell. Handle answers through fn.
 type testApp struct {
 	fn      func(ctx context.Context, c *Call) api.Answer
+	fail    error // when set, Handle returns it
 	handled atomic.Int32
 }
 
-func (a *testApp) Role(_ context.Context, from api.Caller) (Role, error) {
+func (a *testApp) Facts(_ context.Context, from api.Caller, req api.Request) (Facts, error) {
 	switch from.Kind {
 	case api.CallerClient:
-		return RoleClient, nil
+		return Facts{Role: RoleClient}, nil
 	case api.CallerGit:
-		return RoleGit, nil
+		return Facts{Role: RoleGit}, nil
 	}
 	if from.Terminal == (api.TerminalID{Environment: "build", Terminal: 1}) {
-		return RoleTerminal, nil
+		return Facts{Role: RoleTerminal}, nil
 	}
 	if from.Terminal.Environment != "main" || from.Terminal.Terminal > 3 {
-		return 0, api.Errorf(api.CodeForbidden, "%s is not a terminal of this app", from.Terminal)
+		return Facts{}, api.Errorf(api.CodeForbidden, "%s is not a terminal of this app", from.Terminal)
 	}
+	f := Facts{Role: RoleTerminal}
 	if from.Terminal.Terminal == 1 {
-		return RoleLead, nil
+		f.Role = RoleLead
 	}
-	return RoleTerminal, nil
+	if target, ok := req.Target(); ok {
+		switch {
+		case target > 3:
+			f.Target = TargetMissing
+		case from.Terminal.Terminal == 1 && target == 2:
+			f.Target = TargetOwnWorker
+		default:
+			f.Target = TargetOther
+		}
+	}
+	return f, nil
 }
 
-func (a *testApp) OwnsWorker(_ context.Context, lead api.TerminalID, target api.Target) (bool, error) {
-	if target > 3 {
-		return false, api.Errorf(api.CodeNotFound, "no terminal %d", target)
-	}
-	return lead.Terminal == 1 && target == 2, nil
-}
-
-func (a *testApp) Handle(ctx context.Context, c *Call) api.Answer {
+func (a *testApp) Handle(ctx context.Context, c *Call) (api.Answer, error) {
 	a.handled.Add(1)
-	if a.fn != nil {
-		return a.fn(ctx, c)
+	if a.fail != nil {
+		return api.Answer{}, a.fail
 	}
-	return api.OK
+	if a.fn != nil {
+		return a.fn(ctx, c), nil
+	}
+	return api.OK, nil
 }
 
 type bus struct {
@@ -326,6 +334,46 @@ func TestLeadCallerWithLeadToken(t *testing.T) {
 	line := fmt.Sprintf(`{"api_version":1,"token":%q,"from":{"Lead":{"environment":"main","terminal":1}},"request":{"Send":{"target":2,"text":"go"}}}`+"\n", leadHex)
 	if got := roundTrip(t, b.Addr(), line); got != `"Ok"`+"\n" {
 		t.Errorf("got %q, want \"Ok\"", got)
+	}
+}
+
+// TestHandlerErrorsBecomeAnswers: the bus alone turns a handler's error into an answer. An
+// *api.Error goes as it is, api.ErrTimedOut (wrapped too) as "TimedOut", and anything else as
+// internal, named after the request, cut short, and logged in full with the request and caller.
+func TestHandlerErrorsBecomeAnswers(t *testing.T) {
+	long := strings.Repeat("x", 1000)
+	tests := []struct {
+		name string
+		err  error
+		want string // the answer line, or its prefix when it ends in "…"
+	}{
+		{"api error", api.Errorf(api.CodeConflict, "busy"), `{"Error":{"code":"conflict","message":"busy"}}` + "\n"},
+		{"wrapped api error", fmt.Errorf("step: %w", api.NoTerminal("main", 9)), `{"Error":{"code":"not_found","message":"no terminal main:9: see krad list"}}` + "\n"},
+		{"timed out", fmt.Errorf("wait: %w", api.ErrTimedOut), `"TimedOut"` + "\n"},
+		{"other", errors.New("tmux died"), `{"Error":{"code":"internal","message":"List failed: tmux died"}}` + "\n"},
+		{"long other", errors.New(long), `{"Error":{"code":"internal","message":"List failed: xxx…`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var log lockedBuffer
+			b := startBus(t, &testApp{fail: tt.err}, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+			got := roundTrip(t, b.Addr(), envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `"List"`))
+			if prefix, ok := strings.CutSuffix(tt.want, "…"); ok {
+				if !strings.HasPrefix(got, prefix) || len(got) > 400 {
+					t.Errorf("got %q, want an answer of at most 400 bytes that starts %q", got, prefix)
+				}
+			} else if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+			var e *api.Error
+			logged := strings.Contains(log.String(), "request failed")
+			if internal := !errors.As(tt.err, &e) && !errors.Is(tt.err, api.ErrTimedOut); logged != internal {
+				t.Errorf("logged %v, want %v: only an internal error is logged; log:\n%s", logged, internal, log.String())
+			}
+			if tt.name == "long other" && !strings.Contains(log.String(), long) {
+				t.Error("the log lacks the internal error in full")
+			}
+		})
 	}
 }
 

@@ -256,7 +256,7 @@ func (b *bus) hello(ctx context.Context) (api.HelloAnswer, error) {
 	if err != nil {
 		return h, err
 	}
-	if err := a.Decode("Hello", &h); err != nil {
+	if err := a.Decode(api.AnswerHello, &h); err != nil {
 		return h, b.unreachable(&api.UnreachableError{Endpoint: b.client.Endpoint, Err: err}, true)
 	}
 	if b.file != "" && b.filePID != 0 && h.PID != 0 && h.PID != b.filePID {
@@ -336,14 +336,14 @@ func (b *bus) fits(req api.Request) error {
 	return nil
 }
 
-// answer makes a request whose answer is an object called name ({"Agent":…}), decodes its body
-// into v, and returns the body as the app sent it, for --json.
-func (b *bus) answer(ctx context.Context, req api.Request, name string, v any) (json.RawMessage, error) {
+// answer makes a request whose answer is an object ({"Agent":…}, the one its kind names), decodes
+// its body into v, and returns the body as the app sent it, for --json.
+func (b *bus) answer(ctx context.Context, req api.Request, v any) (json.RawMessage, error) {
 	a, err := b.call(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.Decode(name, v); err != nil {
+	if err := a.Decode(req.Name.Answer(), v); err != nil {
 		return nil, b.unexpected(req, err)
 	}
 	return a.Body, nil
@@ -361,7 +361,7 @@ func (b *bus) okWithin(ctx context.Context, req api.Request, wait time.Duration)
 		return err
 	}
 	if a.Name != api.OK.Name || a.Body != nil {
-		return b.unexpected(req, fmt.Errorf("the app answered %s where Ok was expected", termsafe.Escape(a.Name, 40)))
+		return b.unexpected(req, fmt.Errorf("the app answered %s where Ok was expected", termsafe.Escape(string(a.Name), 40)))
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ T is a terminal of this terminal's own environment: its number, like 2, or main:
 				return err
 			}
 			var a api.Agent
-			raw, err := b.answer(x.ctx, api.NewRequest(api.Check, &api.CheckBody{Target: t, WaitSecs: wait}), "Agent", &a)
+			raw, err := b.answer(x.ctx, api.NewRequest(api.Check, &api.CheckBody{Target: t, WaitSecs: wait}), &a)
 			if err != nil {
 				return err
 			}

@@ -41,7 +41,7 @@ the app cannot tell what they do until the environment is back, when their state
 				name = api.ListAll
 			}
 			var agents []api.Agent
-			raw, err := b.answer(x.ctx, api.NewRequest(name, nil), "Agents", &agents)
+			raw, err := b.answer(x.ctx, api.NewRequest(name, nil), &agents)
 			if err != nil {
 				return err
 			}

@@ -35,7 +35,7 @@ T is a terminal of this terminal's own environment: its number, like 2, or main:
 				return err
 			}
 			var s api.Screen
-			raw, err := b.answer(x.ctx, api.NewRequest(api.Read, &api.ReadBody{Target: t, Lines: lines}), "Screen", &s)
+			raw, err := b.answer(x.ctx, api.NewRequest(api.Read, &api.ReadBody{Target: t, Lines: lines}), &s)
 			if err != nil {
 				return err
 			}

@@ -66,7 +66,7 @@ func writeAgentTable(w io.Writer, agents []api.Agent) error {
 // newer app may send.
 func eventLine(a api.Answer) (line string, ok bool) {
 	switch a.Name {
-	case "AgentEvent":
+	case api.AnswerAgentEvent:
 		var e api.AgentEvent
 		if json.Unmarshal(a.Body, &e) != nil {
 			return "", false
@@ -75,7 +75,7 @@ func eventLine(a api.Answer) (line string, ok bool) {
 			return agentLine(e.Agent), true
 		}
 		return agentID(e.Agent) + " " + termsafe.Escape(e.Kind, 40) + " " + strings.TrimPrefix(agentLine(e.Agent), agentID(e.Agent)+" "), true
-	case "AppEvent":
+	case api.AnswerAppEvent:
 		var e api.AppEvent
 		if json.Unmarshal(a.Body, &e) != nil {
 			return "", false

@@ -57,7 +57,7 @@ in CMD yourself, and know that ps shows it to every user of that host.`,
 			}
 			body := &api.SpawnBody{Title: title, Command: args, Prompt: prompt, Group: group}
 			var a api.Agent
-			raw, err := b.answer(x.ctx, api.NewRequest(api.Spawn, body), "Agent", &a)
+			raw, err := b.answer(x.ctx, api.NewRequest(api.Spawn, body), &a)
 			if err != nil {
 				return err
 			}

@@ -35,21 +35,18 @@ type testApp struct {
 	sent chan struct{}
 }
 
-func (h *testApp) Role(_ context.Context, from api.Caller) (local.Role, error) {
+func (h *testApp) Facts(_ context.Context, from api.Caller, _ api.Request) (local.Facts, error) {
 	if from.Kind == api.CallerClient {
-		return local.RoleClient, nil
+		return local.Facts{Role: local.RoleClient}, nil
 	}
-	if h.role == 0 {
-		return local.RoleLead, nil
+	role := h.role
+	if role == 0 {
+		role = local.RoleLead
 	}
-	return h.role, nil
+	return local.Facts{Role: role, Target: local.TargetOwnWorker}, nil
 }
 
-func (h *testApp) OwnsWorker(context.Context, api.TerminalID, api.Target) (bool, error) {
-	return true, nil
-}
-
-func (h *testApp) Handle(ctx context.Context, c *local.Call) api.Answer {
+func (h *testApp) Handle(ctx context.Context, c *local.Call) (api.Answer, error) {
 	req, err := json.Marshal(c.Request)
 	if err != nil {
 		panic(err)
@@ -59,7 +56,7 @@ func (h *testApp) Handle(ctx context.Context, c *local.Call) api.Answer {
 	h.mu.Unlock()
 	if h.hang {
 		<-ctx.Done()
-		return api.Answer{}
+		return api.Answer{}, nil
 	}
 	if c.Stream != nil {
 		for _, a := range h.stream {
@@ -71,15 +68,15 @@ func (h *testApp) Handle(ctx context.Context, c *local.Call) api.Answer {
 		if h.hold {
 			<-ctx.Done()
 		}
-		return api.Answer{}
+		return api.Answer{}, nil
 	}
 	if a, ok := h.answers[c.Request.Name]; ok {
-		return a
+		return a, nil
 	}
 	if h.answer.Name == "" {
-		return api.OK
+		return api.OK, nil
 	}
-	return h.answer
+	return h.answer, nil
 }
 
 // requests is what the app got, in order.
@@ -98,7 +95,7 @@ func startApp(t *testing.T, h local.Handler) (map[string]string, api.Token) {
 }
 
 // answer makes the answer {name: v}.
-func answer(t *testing.T, name string, v any) api.Answer {
+func answer(t *testing.T, name api.AnswerName, v any) api.Answer {
 	t.Helper()
 	a, err := api.NewAnswer(name, v)
 	if err != nil {

@@ -53,7 +53,7 @@ krad command has.`,
 			var a api.Agent
 			// b.answer waits for the app's deadline, the timeout plus a second, and a little
 			// more: the app answers TimedOut itself, and leaving early would cancel the Wait.
-			raw, err := b.answer(x.ctx, api.NewRequest(api.Wait, &api.WaitBody{Target: t, TimeoutSecs: secs}), "Agent", &a)
+			raw, err := b.answer(x.ctx, api.NewRequest(api.Wait, &api.WaitBody{Target: t, TimeoutSecs: secs}), &a)
 			if errors.Is(err, api.ErrTimedOut) {
 				return &problem{
 					err:  fmt.Errorf("terminal %d did not settle within %s: the app answered TimedOut", t, secondsValue{&secs}),

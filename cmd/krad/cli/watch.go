@@ -47,9 +47,9 @@ When the app ends the stream (it stopped or restarted), krad exits with 2.`,
 					}
 					return writeLine(x.stdout, string(line))
 				}
-				if a.Name == "Agents" {
+				if a.Name == api.AnswerAgents {
 					var agents []api.Agent
-					if err := a.Decode("Agents", &agents); err != nil {
+					if err := a.Decode(api.AnswerAgents, &agents); err != nil {
 						return b.unexpected(req, err)
 					}
 					return writeAgentTable(x.stdout, agents)
