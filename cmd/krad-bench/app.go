@@ -138,7 +138,7 @@ func startApp(ctx context.Context, dir string, env []string) (_ *app, err error)
 	if err != nil {
 		return nil, err
 	}
-	_, line, err := newClient(10*time.Second).hello(ctx, t)
+	_, line, err := newClient(10*time.Second).request(ctx, t)
 	if err != nil {
 		return nil, fmt.Errorf("the first hello to %s: %w", appName, err)
 	}

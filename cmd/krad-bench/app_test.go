@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,44 @@ func TestHelloAgainstTheApp(t *testing.T) {
 	}
 	for _, n := range rep.Notes {
 		t.Logf("note: %s", n)
+	}
+	if hexToken.MatchString(stdout) || hexToken.MatchString(stderr) {
+		t.Error("the output holds something shaped like a token")
+	}
+}
+
+// TestRequestsAgainstTheApp runs `krad-bench requests` briefly: a List and a reordered Hello
+// each get their answer from the app, and from a baseline that answers what the app did.
+func TestRequestsAgainstTheApp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts krad-ade")
+	}
+	bin := testbin.Dir(t)
+	code, stdout, stderr := runMain(t, "requests", "--bin", bin, "--seq", "30", "--conc", "100",
+		"--clients", "4", "--rounds", "2", "--warmup", "5", "--json")
+	if code != exitOK {
+		t.Fatalf("exit code %d, want 0; stderr:\n%s", code, stderr)
+	}
+	var rep Report
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("the JSON report does not parse: %v\n%s", err, stdout)
+	}
+	var labels []string
+	for _, h := range rep.Requests {
+		labels = append(labels, h.Request)
+		if len(h.Modes) != 2 || h.Goals != requestGoals {
+			t.Errorf("%s: got %d modes and goals %+v, want 2 and %+v", h.Request, len(h.Modes), h.Goals, requestGoals)
+		}
+		for _, m := range h.Modes {
+			for _, s := range []Stats{m.App, m.Baseline} {
+				if s.Failed != 0 || s.Requests != 2*m.Requests {
+					t.Errorf("%s, %s, %s: %d measured, %d failed (%s), want %d and 0", h.Request, m.Mode, s.Server, s.Requests, s.Failed, s.Failures.String(), 2*m.Requests)
+				}
+			}
+		}
+	}
+	if want := []string{"List", "Hello, keys in another order"}; !slices.Equal(labels, want) {
+		t.Errorf("the report measures %q, want %q", labels, want)
 	}
 	if hexToken.MatchString(stdout) || hexToken.MatchString(stderr) {
 		t.Error("the output holds something shaped like a token")

@@ -62,7 +62,7 @@ func startBus(t testing.TB) (*target, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, answer, err := newClient(10*time.Second).hello(context.Background(), tg)
+	_, answer, err := newClient(10*time.Second).request(context.Background(), tg)
 	if err != nil {
 		t.Fatalf("first hello: %v", err)
 	}
@@ -96,7 +96,7 @@ func TestMeasureHello(t *testing.T) {
 	base := startInProcessBaseline(t, answer, bus.line)
 	o := helloOptions{seq: 40, conc: 200, clients: 4, rounds: 2, warmup: 10, reqTimeout: 10 * time.Second}
 	var progress bytes.Buffer
-	h := measureHello(context.Background(), bus, base, o, &progress)
+	h := measureHello(context.Background(), bus, base, o, helloGoals, &progress)
 
 	if len(h.Modes) != 2 {
 		t.Fatalf("got %d modes, want 2", len(h.Modes))
@@ -207,7 +207,7 @@ func TestBaselineProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := &target{name: "baseline", addr: b.addr, line: bus.line}
-	_, got, err := newClient(5*time.Second).hello(ctx, base)
+	_, got, err := newClient(5*time.Second).request(ctx, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func BenchmarkHello(b *testing.B) {
 		b.Run(tg.name+"/sequential", func(b *testing.B) {
 			c := newClient(10 * time.Second)
 			for b.Loop() {
-				if _, _, err := c.hello(context.Background(), tg); err != nil {
+				if _, _, err := c.request(context.Background(), tg); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -320,7 +320,7 @@ func BenchmarkHello(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				c := newClient(10 * time.Second)
 				for pb.Next() {
-					if _, _, err := c.hello(context.Background(), tg); err != nil {
+					if _, _, err := c.request(context.Background(), tg); err != nil {
 						b.Error(err)
 						return
 					}

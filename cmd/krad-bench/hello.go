@@ -10,11 +10,17 @@ import (
 	"time"
 )
 
-// The goals of the Hello benchmark, against the baseline measured in the same run.
-const (
-	goalRPS = 0.80 // the app serves at least 80% of the baseline's requests per second
-	goalP99 = 2.0  // the app's p99 latency is at most twice the baseline's
-)
+// goals are what a round-trip benchmark asks of the app against the baseline measured in the
+// same run; a zero ratio is no goal.
+type goals struct {
+	RPS float64 `json:"rps_at_least,omitempty"` // app ÷ baseline requests per second
+	P50 float64 `json:"p50_at_most,omitempty"`  // app ÷ baseline median latency
+	P99 float64 `json:"p99_at_most,omitempty"`  // app ÷ baseline p99 latency
+}
+
+// helloGoals: the app serves at least 80% of the baseline's Hellos per second, and its p99 is at
+// most twice the baseline's.
+var helloGoals = goals{RPS: 0.80, P99: 2.0}
 
 // helloOptions are the counts of the Hello benchmark.
 type helloOptions struct {
@@ -68,7 +74,7 @@ func benchHello(ctx context.Context, bin, self string, env []string, o helloOpti
 	// The baseline checks no token; it gets the same line so that both servers read as much.
 	baseT := &target{name: "baseline", addr: b.addr, line: appT.line, pid: b.proc.pid()}
 
-	rep.Hello = measureHello(ctx, appT, baseT, o, progress)
+	rep.Hello = measureHello(ctx, appT, baseT, o, helloGoals, progress)
 	if err := context.Cause(ctx); err != nil && errors.Is(err, context.DeadlineExceeded) {
 		rep.Notes = append(rep.Notes, "the global timeout ended the run early: raise --timeout")
 	}
@@ -77,8 +83,8 @@ func benchHello(ctx context.Context, bin, self string, env []string, o helloOpti
 
 // measureHello runs each mode: a warm-up of both servers, then rounds that alternate between
 // them, the first server of each round taking turns, so that the machine's noise hits both.
-func measureHello(ctx context.Context, app, base *target, o helloOptions, progress io.Writer) *HelloReport {
-	rep := &HelloReport{Rounds: o.rounds, Warmup: o.warmup}
+func measureHello(ctx context.Context, app, base *target, o helloOptions, g goals, progress io.Writer) *HelloReport {
+	rep := &HelloReport{Rounds: o.rounds, Warmup: o.warmup, Goals: g}
 	modes := []struct {
 		name     string
 		clients  int
@@ -121,11 +127,15 @@ func measureHello(ctx context.Context, app, base *target, o helloOptions, progre
 		if res.Baseline.RPS > 0 {
 			res.RPSRatio = res.App.RPS / res.Baseline.RPS
 		}
+		if res.Baseline.P50 > 0 {
+			res.P50Ratio = float64(res.App.P50) / float64(res.Baseline.P50)
+		}
 		if res.Baseline.P99 > 0 {
 			res.P99Ratio = float64(res.App.P99) / float64(res.Baseline.P99)
 		}
-		res.RPSGoalMet = res.RPSRatio >= goalRPS
-		res.P99GoalMet = res.P99Ratio > 0 && res.P99Ratio <= goalP99
+		res.RPSGoalMet = res.RPSRatio >= g.RPS
+		res.P50GoalMet = g.P50 == 0 || res.P50Ratio > 0 && res.P50Ratio <= g.P50
+		res.P99GoalMet = g.P99 == 0 || res.P99Ratio > 0 && res.P99Ratio <= g.P99
 		rep.Modes = append(rep.Modes, res)
 	}
 	return rep

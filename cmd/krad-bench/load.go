@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,9 +22,11 @@ type target struct {
 	name string // "krad-ade" or "baseline"
 	addr string
 	pid  int // the server's process, whose CPU time is read around each round; 0 if unknown
-	// line is the Hello envelope with its newline, as api.Client writes it. It holds the token:
-	// it goes on the wire and nowhere else.
+	// line is the request envelope with its newline: the Hello api.Client writes, or another
+	// request of `krad-bench requests`. It holds the token: it goes on the wire and nowhere else.
 	line []byte
+	// want is the answer a request must get to count; "" is Hello's.
+	want api.AnswerName
 }
 
 // String keeps the request line, and so the token, out of anything that prints a target.
@@ -62,10 +65,10 @@ func newClient(timeout time.Duration) *client {
 	return &client{r: bufio.NewReaderSize(nil, 512), timeout: timeout}
 }
 
-// hello makes one Hello the way real clients do: a new connection, the envelope line, the answer
-// line, close. It returns the latency from the dial to the answer's last byte and the answer line.
-// A failed request is a *failure.
-func (c *client) hello(ctx context.Context, t *target) (time.Duration, []byte, error) {
+// request makes one request the way real clients do: a new connection, the envelope line, the
+// answer line, close. It returns the latency from the dial to the answer's last byte and the
+// answer line. A failed request is a *failure.
+func (c *client) request(ctx context.Context, t *target) (time.Duration, []byte, error) {
 	start := time.Now()
 	conn, err := c.dialer.DialContext(ctx, "tcp", t.addr)
 	if err != nil {
@@ -83,25 +86,32 @@ func (c *client) hello(ctx context.Context, t *target) (time.Duration, []byte, e
 	}
 	lat := time.Since(start)
 	c.r.Reset(nil)
-	if err := checkHello(line); err != nil {
+	if err := checkAnswer(line, cmp.Or(t.want, api.AnswerHello)); err != nil {
 		return 0, nil, err
 	}
 	return lat, line, nil
 }
 
-// checkHello checks that line is a Hello answer of this API version. An error answer is a
-// failure of class "error answer CODE".
-func checkHello(line []byte) error {
+// checkAnswer checks that line is an answer called want; a Hello must be of this API version.
+// An error answer is a failure of class "error answer CODE".
+func checkAnswer(line []byte, want api.AnswerName) error {
 	var a api.Answer
 	if err := a.UnmarshalJSON(line); err != nil {
 		return &failure{class: "bad answer", err: err}
 	}
-	var h api.HelloAnswer
-	if err := a.Decode(string(api.Hello), &h); err != nil {
+	var body json.RawMessage
+	if err := a.Decode(want, &body); err != nil {
 		var e *api.Error
 		if errors.As(err, &e) {
 			return &failure{class: "error answer " + string(e.Code), err: err}
 		}
+		return &failure{class: "bad answer", err: err}
+	}
+	if want != api.AnswerHello {
+		return nil
+	}
+	var h api.HelloAnswer
+	if err := json.Unmarshal(body, &h); err != nil {
 		return &failure{class: "bad answer", err: err}
 	}
 	if h.APIVersion != api.Version {
@@ -195,7 +205,7 @@ type round struct {
 	cpu       time.Duration // the server's CPU time during the round; 0 if unknown
 }
 
-// load makes requests Hellos to t with clients clients at once, each taking the next request as
+// load makes requests requests to t with clients clients at once, each taking the next request as
 // soon as its last one is answered. Requests not made because ctx ended count as failures.
 func load(ctx context.Context, t *target, clients, requests int, reqTimeout time.Duration) round {
 	clients = max(1, min(clients, requests))
@@ -210,7 +220,7 @@ func load(ctx context.Context, t *target, clients, requests int, reqTimeout time
 			c := newClient(reqTimeout)
 			mine := make([]time.Duration, 0, requests/clients+1)
 			for ctx.Err() == nil && next.Add(1) <= int64(requests) {
-				lat, _, err := c.hello(ctx, t)
+				lat, _, err := c.request(ctx, t)
 				if err != nil {
 					fails[i].record(err)
 					continue

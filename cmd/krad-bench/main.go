@@ -4,6 +4,8 @@
 //
 //	krad-bench hello --bin DIR      Hello round trips, one TCP connection each, against the
 //	                                real app and a plain Go line server
+//	krad-bench requests --bin DIR   the same for a List and for a Hello with its keys in
+//	                                another order, which go the bus's whole way
 //	krad-bench process --bin DIR    `krad api` as a whole process against printf | nc
 //
 // DIR holds krad-ade, krad and krad-ade-agents as the README's build makes them; krad-bench

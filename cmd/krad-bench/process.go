@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/krad-ade/krad/api"
 )
 
 // processOptions are the counts of the process benchmark.
@@ -113,7 +115,7 @@ func benchProcess(ctx context.Context, bin string, env []string, o processOption
 			cmd.Env = shEnv
 			return cmd
 		},
-		check: func(out []byte) error { return checkHello(bytes.TrimSuffix(out, []byte("\n"))) },
+		check: func(out []byte) error { return checkAnswer(bytes.TrimSuffix(out, []byte("\n")), api.AnswerHello) },
 	}
 	rep.Process = measureProcess(ctx, krad, nc, o, a, progress)
 	return rep, nil

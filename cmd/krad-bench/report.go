@@ -13,9 +13,11 @@ import (
 
 // Report is what a run measured, printed as Markdown or JSON. It holds no token.
 type Report struct {
-	Machine  Machine        `json:"machine"`
-	AppBuild string         `json:"app_build,omitempty"`
-	Hello    *HelloReport   `json:"hello,omitempty"`
+	Machine  Machine      `json:"machine"`
+	AppBuild string       `json:"app_build,omitempty"`
+	Hello    *HelloReport `json:"hello,omitempty"`
+	// Requests are the round trips of `krad-bench requests`, one report per request.
+	Requests []*HelloReport `json:"requests,omitempty"`
 	Process  *ProcessReport `json:"process,omitempty"`
 	// Notes are odd things seen during the run, such as an app that left api.json behind.
 	Notes []string `json:"notes,omitempty"`
@@ -31,11 +33,15 @@ type Machine struct {
 	Go         string `json:"go"`
 }
 
-// HelloReport is the Hello benchmark: one entry per mode.
+// HelloReport is a round-trip benchmark of one request (Hello for `krad-bench hello`): one entry
+// per mode.
 type HelloReport struct {
-	Rounds int         `json:"rounds"`
-	Warmup int         `json:"warmup"`
-	Modes  []HelloMode `json:"modes"`
+	// Request names the request for `krad-bench requests`; "" is the canonical Client Hello.
+	Request string      `json:"request,omitempty"`
+	Goals   goals       `json:"goals"`
+	Rounds  int         `json:"rounds"`
+	Warmup  int         `json:"warmup"`
+	Modes   []HelloMode `json:"modes"`
 }
 
 // HelloMode compares the app with the baseline in one mode.
@@ -46,9 +52,11 @@ type HelloMode struct {
 	App        Stats   `json:"app"`
 	Baseline   Stats   `json:"baseline"`
 	RPSRatio   float64 `json:"rps_ratio"`
+	P50Ratio   float64 `json:"p50_ratio"`
 	P99Ratio   float64 `json:"p99_ratio"`
 	RPSGoalMet bool    `json:"rps_goal_met"`
-	P99GoalMet bool    `json:"p99_goal_met"`
+	P50GoalMet bool    `json:"p50_goal_met"` // true when there is no p50 goal
+	P99GoalMet bool    `json:"p99_goal_met"` // true when there is no p99 goal
 }
 
 // ProcessReport compares `krad api` with printf | nc.
@@ -83,8 +91,8 @@ type Stats struct {
 // Failed is the number of failed requests and runs in the report.
 func (r *Report) Failed() int {
 	n := 0
-	if r.Hello != nil {
-		for _, m := range r.Hello.Modes {
+	for _, h := range r.roundTrips() {
+		for _, m := range h.Modes {
 			n += m.App.Failed + m.Baseline.Failed
 		}
 	}
@@ -116,29 +124,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 	p(".\n")
 
-	if h := r.Hello; h != nil {
-		p("\n### Hello round trips, one TCP connection each\n\n")
-		p("%d rounds per server and mode, alternating with the baseline, after a warm-up of %d requests per server and mode. "+
-			"Req/s is that of the median round; p50, p99 and max are over every request of every round; "+
-			"server CPU is the user and system time of the server's process per request.\n\n", h.Rounds, h.Warmup)
-		p("| Mode | Server | Requests | Failed | Req/s (median round) | Req/s by round | p50 | p99 | max | Server CPU per request |\n")
-		p("|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n")
-		for _, md := range h.Modes {
-			for _, s := range []Stats{md.App, md.Baseline} {
-				cpu := "–"
-				if s.ServerCPU > 0 {
-					cpu = fmtDur(s.ServerCPU)
-				}
-				p("| %s | %s | %d | %d | %s | %s | %s | %s | %s | %s |\n",
-					modeLabel(md.Mode, md.Clients), cell(s.Server), s.Requests, s.Failed, fmtRate(s.RPS), fmtRates(s.RoundRPS),
-					fmtDur(s.P50), fmtDur(s.P99), fmtDur(s.Max), cpu)
-			}
-		}
-		p("\n| Mode | Req/s, app ÷ baseline | Goal ≥ %.0f%% | p99, app ÷ baseline | Goal ≤ %.0f× |\n", goalRPS*100, goalP99)
-		p("|---|---:|---|---:|---|\n")
-		for _, md := range h.Modes {
-			p("| %s | %.1f%% | %s | %.2f× | %s |\n", modeLabel(md.Mode, md.Clients), md.RPSRatio*100, met(md.RPSGoalMet), md.P99Ratio, met(md.P99GoalMet))
-		}
+	for _, h := range r.roundTrips() {
+		h.writeMarkdown(p)
 	}
 	if pr := r.Process; pr != nil {
 		p("\n### `krad api` against printf | nc, wall time per invocation\n\n")
@@ -154,11 +141,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	}
 
 	var fails []string
-	if r.Hello != nil {
-		for _, md := range r.Hello.Modes {
+	for _, h := range r.roundTrips() {
+		for _, md := range h.Modes {
 			for _, s := range []Stats{md.App, md.Baseline} {
 				if s.Failed > 0 {
-					fails = append(fails, fmt.Sprintf("%s, %s: %s", md.Mode, s.Server, s.Failures.String()))
+					fails = append(fails, fmt.Sprintf("%s%s, %s: %s", h.label(", "), md.Mode, s.Server, s.Failures.String()))
 				}
 			}
 		}
@@ -183,6 +170,71 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		}
 	}
 	return bw.Flush()
+}
+
+// roundTrips are the report's round-trip benchmarks: Hello's, then each request's.
+func (r *Report) roundTrips() []*HelloReport {
+	var hs []*HelloReport
+	if r.Hello != nil {
+		hs = append(hs, r.Hello)
+	}
+	return append(hs, r.Requests...)
+}
+
+// label is the request's name followed by sep, or "" for the canonical Hello.
+func (h *HelloReport) label(sep string) string {
+	if h.Request == "" {
+		return ""
+	}
+	return h.Request + sep
+}
+
+// writeMarkdown writes one round-trip benchmark: its figures, then its ratios to the baseline
+// beside its goals.
+func (h *HelloReport) writeMarkdown(p func(string, ...any)) {
+	what := "Hello"
+	if h.Request != "" {
+		what = "`" + h.Request + "`"
+	}
+	p("\n### %s round trips, one TCP connection each\n\n", what)
+	p("%d rounds per server and mode, alternating with the baseline, after a warm-up of %d requests per server and mode. "+
+		"Req/s is that of the median round; p50, p99 and max are over every request of every round; "+
+		"server CPU is the user and system time of the server's process per request.\n\n", h.Rounds, h.Warmup)
+	p("| Mode | Server | Requests | Failed | Req/s (median round) | Req/s by round | p50 | p99 | max | Server CPU per request |\n")
+	p("|---|---|---:|---:|---:|---|---:|---:|---:|---:|\n")
+	for _, md := range h.Modes {
+		for _, s := range []Stats{md.App, md.Baseline} {
+			cpu := "–"
+			if s.ServerCPU > 0 {
+				cpu = fmtDur(s.ServerCPU)
+			}
+			p("| %s | %s | %d | %d | %s | %s | %s | %s | %s | %s |\n",
+				modeLabel(md.Mode, md.Clients), cell(s.Server), s.Requests, s.Failed, fmtRate(s.RPS), fmtRates(s.RoundRPS),
+				fmtDur(s.P50), fmtDur(s.P99), fmtDur(s.Max), cpu)
+		}
+	}
+	g := h.Goals
+	p("\n| Mode | Req/s, app ÷ baseline | Goal ≥ %.0f%% | p50, app ÷ baseline | %s | p99, app ÷ baseline | %s |\n",
+		g.RPS*100, goalHeader(g.P50), goalHeader(g.P99))
+	p("|---|---:|---|---:|---|---:|---|\n")
+	for _, md := range h.Modes {
+		p("| %s | %.1f%% | %s | %.2f× | %s | %.2f× | %s |\n", modeLabel(md.Mode, md.Clients), md.RPSRatio*100, met(md.RPSGoalMet),
+			md.P50Ratio, goalCell(g.P50, md.P50GoalMet), md.P99Ratio, goalCell(g.P99, md.P99GoalMet))
+	}
+}
+
+func goalHeader(ratio float64) string {
+	if ratio == 0 {
+		return "Goal"
+	}
+	return fmt.Sprintf("Goal ≤ %.1f×", ratio)
+}
+
+func goalCell(ratio float64, ok bool) string {
+	if ratio == 0 {
+		return "–"
+	}
+	return met(ok)
 }
 
 func modeLabel(mode string, clients int) string {

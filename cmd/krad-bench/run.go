@@ -22,6 +22,7 @@ const usage = `usage: krad-bench COMMAND [flags]
 
 commands:
   hello --bin DIR      Hello round trips against krad-ade and a plain Go line server
+  requests --bin DIR   List, and Hello with its keys in another order, against the same line server
   process --bin DIR    krad api as a whole process against printf | nc
 
 DIR holds krad-ade, krad and krad-ade-agents. Run "krad-bench COMMAND -h" for the flags.
@@ -38,6 +39,8 @@ func Run(ctx context.Context, args, env []string, stdin io.Reader, stdout, stder
 	switch args[0] {
 	case "hello":
 		return runHelloCmd(ctx, args[1:], env, stdout, stderr)
+	case "requests":
+		return runRequestsCmd(ctx, args[1:], env, stdout, stderr)
 	case "process":
 		return runProcessCmd(ctx, args[1:], env, stdout, stderr)
 	case baselineMode:
@@ -103,9 +106,19 @@ func (c *common) check() error {
 }
 
 func runHelloCmd(ctx context.Context, args, env []string, stdout, stderr io.Writer) int {
+	return runRoundTrips(ctx, "hello", benchHello, args, env, stdout, stderr)
+}
+
+func runRequestsCmd(ctx context.Context, args, env []string, stdout, stderr io.Writer) int {
+	return runRoundTrips(ctx, "requests", runBenchRequests, args, env, stdout, stderr)
+}
+
+// runRoundTrips runs a round-trip command, hello or requests: they take the same flags.
+func runRoundTrips(ctx context.Context, name string, bench func(context.Context, string, string, []string, helloOptions, io.Writer) (*Report, error),
+	args, env []string, stdout, stderr io.Writer) int {
 	var c common
 	o := helloOptions{}
-	fs := newFlagSet("hello", stderr)
+	fs := newFlagSet(name, stderr)
 	c.register(fs)
 	fs.IntVar(&o.seq, "seq", 20000, "requests of each sequential round (0 skips the mode)")
 	fs.IntVar(&o.conc, "conc", 50000, "requests of each concurrent round (0 skips the mode)")
@@ -124,7 +137,7 @@ func runHelloCmd(ctx context.Context, args, env []string, stdout, stderr io.Writ
 		fmt.Fprintf(stderr, "krad-bench: error: find own executable for the baseline: %v\n", err)
 		return exitFailed
 	}
-	rep, err := benchHello(ctx, c.bin, self, env, o, stderr)
+	rep, err := bench(ctx, c.bin, self, env, o, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "krad-bench: error: %v\n", err)
 		return exitFailed

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/krad-ade/krad/api"
+)
+
+// benchRequest is one request of `krad-bench requests`. Unlike the canonical Client Hello line,
+// which the bus recognises whole and answers at once, each goes the whole way: the envelope
+// decoded, the token and version checked, the caller admitted and, for a List, the app's facts,
+// the access table and the handler.
+type benchRequest struct {
+	label string
+	want  api.AnswerName
+	line  func(api.Token) ([]byte, error)
+}
+
+var benchRequests = []benchRequest{
+	{"List", api.AnswerAgents, func(tok api.Token) ([]byte, error) {
+		return envelopeLine(api.Envelope{APIVersion: api.Version, Token: tok, From: api.FromClient, Request: api.NewRequest(api.List, nil)})
+	}},
+	{"Hello, keys in another order", api.AnswerHello, reorderedHello},
+}
+
+// requestGoals are the issue's goals for a request that is not the canonical Hello: at least 80%
+// of the baseline's requests per second, and a median within 1.5 times the baseline's.
+var requestGoals = goals{RPS: 0.80, P50: 1.5}
+
+func envelopeLine(e api.Envelope) ([]byte, error) {
+	b, err := e.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode the envelope: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// reorderedHello is a Client's Hello with its keys in the opposite order to api.Client's, as
+// another program may write it: the same request, which the bus must decode.
+func reorderedHello(tok api.Token) ([]byte, error) {
+	token, err := json.Marshal(tok.Reveal()) // it goes on the wire only
+	if err != nil {
+		return nil, fmt.Errorf("encode the token: %w", err)
+	}
+	return []byte(`{"request":"Hello","from":"Client","token":` + string(token) + `,"api_version":1}` + "\n"), nil
+}
+
+// runBenchRequests starts the app from bin and, for each request, a baseline answering what the app
+// answered it first, and measures both.
+func runBenchRequests(ctx context.Context, bin, self string, env []string, o helloOptions, progress io.Writer) (*Report, error) {
+	progress = &lockedWriter{w: progress}
+	rep := &Report{Machine: thisMachine()}
+	fmt.Fprintf(progress, "starting %s from %s\n", appName, bin)
+	a, err := startApp(ctx, bin, env)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		a.stop()
+		rep.Notes = append(rep.Notes, a.notes...)
+	}()
+	rep.AppBuild = a.build
+	if err := api.CheckEndpoint(a.endpoint); err != nil {
+		return nil, fmt.Errorf("%s listens at %s: %w", appName, a.endpoint, err)
+	}
+	for _, r := range benchRequests {
+		line, err := r.line(a.token)
+		if err != nil {
+			return nil, err
+		}
+		appT := &target{name: appName, addr: a.endpoint, line: line, want: r.want, pid: a.proc.pid()}
+		_, answer, err := newClient(o.reqTimeout).request(ctx, appT)
+		if err != nil {
+			return nil, fmt.Errorf("the first %s to %s: %w", r.label, appName, err)
+		}
+		b, err := startBaseline(ctx, self, env, append(answer, '\n'), progress)
+		if err != nil {
+			return nil, err
+		}
+		baseT := &target{name: "baseline", addr: b.addr, line: line, want: r.want, pid: b.proc.pid()}
+		fmt.Fprintf(progress, "%s:\n", r.label)
+		h := measureHello(ctx, appT, baseT, o, requestGoals, progress)
+		b.stop()
+		h.Request = r.label
+		rep.Requests = append(rep.Requests, h)
+		if err := context.Cause(ctx); err != nil {
+			if errors.Is(err, context.DeadlineExceeded) {
+				rep.Notes = append(rep.Notes, "the global timeout ended the run early: raise --timeout")
+			}
+			break
+		}
+	}
+	return rep, nil
+}
