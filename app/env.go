@@ -52,8 +52,9 @@ type environment struct {
 	started   bool // the configured terminals were opened in this run
 	full      bool // the environment has MaxTerminals terminals, and subscribers were told
 
-	work     *windowWork // what client's window notifications left to do; nil with no client
-	warnings warnLimiter // of what the environment's tmux sent
+	work *windowWork // what client's window notifications left to do; nil with no client
+
+	warnings warnLimiter // of what the environment's tmux sent; it has its own mutex
 }
 
 func newEnvironment(a *App, name string, host Host, specs []TerminalSpec) *environment {
@@ -293,7 +294,7 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 				e.endedLocked(c, t, w.status, w.known)
 			}
 		} else if !known && e.roomLocked() {
-			t := e.register(*w.meta)
+			t := e.registerLocked(*w.meta)
 			e.attachLocked(t, w.window, w.pane)
 			a.publishLocked(api.AgentAdded, t)
 			if w.dead {
@@ -454,9 +455,9 @@ func (e *environment) collect(c *tmux.Client, t *terminal, pane tmux.PaneID) {
 	a.mu.Unlock()
 }
 
-// register records a terminal under its number; attachLocked gives it its window. app.mu must be
-// held.
-func (e *environment) register(m windowMeta) *terminal {
+// registerLocked records a terminal under its number; attachLocked gives it its window. app.mu
+// must be held.
+func (e *environment) registerLocked(m windowMeta) *terminal {
 	now := time.Now()
 	t := &terminal{
 		env:     e.name,
@@ -529,7 +530,7 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 		s.session = id.String()
 	}
 	meta := windowMeta{Terminal: n, Title: s.title, Role: s.role, Session: s.session, Group: s.group, Lead: s.lead, Runs: len(s.argv) > 0, Spec: s.spec}
-	t := e.register(meta)
+	t := e.registerLocked(meta)
 	if s.prompt {
 		t.prompt = make(chan struct{}, 1)
 		// Held until the prompt is typed (typePrompt), taken before anyone can know t, so that
@@ -539,7 +540,7 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 	a.publishLocked(api.AgentAdded, t)
 	a.mu.Unlock()
 
-	w, p, err := e.newWindow(ctx, c, id, s)
+	w, p, err := e.newWindowCreating(ctx, c, id, s)
 	if err == nil {
 		err = e.mark(ctx, c, w, id, meta)
 	}
@@ -575,8 +576,9 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 	return t, nil
 }
 
-// newWindow asks tmux for the terminal's window.
-func (e *environment) newWindow(ctx context.Context, c *tmux.Client, id api.TerminalID, s windowSpec) (tmux.WindowID, tmux.PaneID, error) {
+// newWindowCreating asks tmux for the terminal's window, at the window index of its number.
+// e.createMu must be held.
+func (e *environment) newWindowCreating(ctx context.Context, c *tmux.Client, id api.TerminalID, s windowSpec) (tmux.WindowID, tmux.PaneID, error) {
 	v := e.host.Vars()
 	// The window's index is the terminal's number: prefix-N shows terminal N. -n and -c are
 	// formats to tmux: the title and the folder go as text (tmux.FormatLiteral); the -e values
@@ -732,7 +734,7 @@ func (e *environment) numberCreating(ctx context.Context, c *tmux.Client, ws *se
 		return err
 	}
 	a.mu.Lock()
-	t := e.register(meta)
+	t := e.registerLocked(meta)
 	e.attachLocked(t, w, p)
 	a.publishLocked(api.AgentAdded, t)
 	a.mu.Unlock()
