@@ -3,17 +3,14 @@ package app
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/remote/shell"
 	"github.com/krad-ade/krad/tmux"
 )
 
@@ -23,9 +20,6 @@ const HolderName = "krad-ade-starting"
 
 // HolderCommand is what the holder window runs: nothing, for as long as it is there.
 var HolderCommand = []string{"sleep", "2147483647"}
-
-// deadSubscription is the name of the control-mode subscription that reports pane deaths.
-const deadSubscription = "krad-dead"
 
 // environment is one environment: a tmux session on a tmux server, driven in control mode.
 type environment struct {
@@ -52,8 +46,9 @@ type environment struct {
 	started   bool // the configured terminals were opened in this run
 	full      bool // the environment has MaxTerminals terminals, and subscribers were told
 
-	work     *windowWork // what client's window notifications left to do; nil with no client
-	warnings warnLimiter // of what the environment's tmux sent
+	work *windowWork // what client's window notifications left to do; nil with no client
+
+	warnings warnLimiter // of what the environment's tmux sent; it has its own mutex
 }
 
 func newEnvironment(a *App, name string, host Host, specs []TerminalSpec) *environment {
@@ -191,31 +186,10 @@ func (e *environment) session(ctx context.Context) error {
 	}
 }
 
-// setup makes the session fit for the app: exit status and last screen kept, windows never
-// renumbered, the variables every new window gets (windows a person opens included), the
-// companion as the command of those windows, and the subscription that reports pane deaths.
+// setup makes the session fit for the app (setupCommands), and keeps a dead pane's screen as its
+// process left it.
 func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
-	v := e.host.Vars()
-	cmds := [][]string{
-		{"set-option", "-gw", "remain-on-exit", "on"},
-		// Terminal N is window N: tmux must not renumber windows when one closes, whatever the
-		// user's configuration says.
-		{"set-option", "-t", e.name, "renumber-windows", "off"},
-	}
-	set, unset := v.Session()
-	for _, kv := range set {
-		name, value, _ := strings.Cut(kv, "=")
-		cmds = append(cmds, []string{"set-environment", "-t", e.name, name, value})
-	}
-	for _, name := range unset {
-		cmds = append(cmds, []string{"set-environment", "-t", e.name, "-r", name})
-	}
-	cmds = append(cmds,
-		[]string{"set-option", "-t", e.name, "default-command", shell.Quote(v.companion()) + " shell"},
-		[]string{"refresh-client", "-C", "200x50"},
-		[]string{"refresh-client", "-B", deadSubscription + ":%*:#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"},
-	)
-	for _, args := range cmds {
+	for _, args := range setupCommands(e.name, e.host.Vars()) {
 		if _, err := c.Command(ctx, args...); err != nil {
 			return fmt.Errorf("tmux %s: %w", args[0], err)
 		}
@@ -235,21 +209,6 @@ func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
 	return nil
 }
 
-// windowMeta is what the app keeps in a window's @krad option, so that a restarted app adopts
-// the window with its number, role and session.
-type windowMeta struct {
-	Terminal int    `json:"terminal"`
-	Title    string `json:"title"`
-	Role     string `json:"role"`
-	Session  string `json:"session,omitempty"`
-	Group    string `json:"group,omitempty"`
-	Lead     int    `json:"lead,omitempty"`
-	Runs     bool   `json:"runs,omitempty"`
-	// Spec is the configured terminal the window was opened for, so that a restarted app does
-	// not open it again.
-	Spec string `json:"spec,omitempty"`
-}
-
 // adopt takes over the windows the session already has: the app's own from an earlier run, with
 // their numbers, and any a person opened while the app was away, as new shells.
 func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
@@ -259,7 +218,7 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 	if err != nil {
 		return fmt.Errorf("list windows: %w", err)
 	}
-	next, _ := c.Command(ctx, "show-options", "-qv", "-t", e.name, "@krad_next")
+	next, _ := c.Command(ctx, "show-options", "-qv", "-t", e.name, nextOption)
 	a := e.app
 	var strangers []tmux.WindowID
 	seen := map[tmux.WindowID]bool{}
@@ -289,15 +248,15 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 		seen[w.window] = true
 		if t, known := e.terminals[w.meta.Terminal]; known && t.window == w.window {
 			// Kept through a broken connection: it may have ended meanwhile.
-			if w.dead {
-				e.endedLocked(c, t, w.status, w.known)
+			if w.end.dead {
+				e.endedLocked(c, t, w.end.code, w.end.known)
 			}
 		} else if !known && e.roomLocked() {
-			t := e.register(*w.meta)
+			t := e.registerLocked(*w.meta)
 			e.attachLocked(t, w.window, w.pane)
 			a.publishLocked(api.AgentAdded, t)
-			if w.dead {
-				e.endedLocked(c, t, w.status, w.known)
+			if w.end.dead {
+				e.endedLocked(c, t, w.end.code, w.end.known)
 			}
 		}
 		a.mu.Unlock()
@@ -351,50 +310,6 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 	}
 	unplaced.warn(e, "could not move windows to their terminals' numbers")
 	return nil
-}
-
-// windowLineFormat is adopt's list-windows format: one line a window, which no window's name can
-// forge. The name is not in it (a name may hold spaces, tabs, newlines, anything): the holder is
-// told by comparing names inside tmux, and a terminal's title is in its @krad. @krad comes last,
-// as the rest of the line: the app writes it, as JSON on one line, which may hold spaces.
-const windowLineFormat = "#{window_id} #{pane_id} #{pane_dead} #{pane_dead_status} #{pane_dead_signal} " + isHolder + " #{@krad}"
-
-// isHolder is a format that tmux expands to 1 for the holder window, 0 for any other.
-const isHolder = "#{==:#{window_name}," + HolderName + "}"
-
-type windowLine struct {
-	window tmux.WindowID
-	pane   tmux.PaneID
-	dead   bool
-	status int
-	known  bool // the status is known: tmux collected the pane's process
-	holder bool
-	meta   *windowMeta // nil for a window without @krad, or with one the app refuses
-	// metaErr says why the window's @krad was refused, statusErr why its exit status was.
-	metaErr, statusErr error
-}
-
-// parseWindowLine reads one line of adopt's list-windows (windowLineFormat) of environment env's
-// session. Its error is for a line it cannot read at all; a window whose @krad or exit status is
-// out of range is read without them, and says why in metaErr and statusErr.
-func parseWindowLine(line, env string) (windowLine, error) {
-	f := strings.SplitN(line, " ", 7)
-	if len(f) < 7 {
-		return windowLine{}, fmt.Errorf("%d fields, want 7", len(f))
-	}
-	var w windowLine
-	var err error
-	if w.window, err = tmux.ParseWindowID(f[0]); err != nil {
-		return w, err
-	}
-	if w.pane, err = tmux.ParsePaneID(f[1]); err != nil {
-		return w, err
-	}
-	w.dead = f[2] == "1"
-	w.status, w.known, w.statusErr = deadStatus(f[3], f[4])
-	w.holder = f[5] == "1"
-	w.meta, w.metaErr = parseMeta(f[6], env)
-	return w, nil
 }
 
 // endedLocked records that a terminal's pane died, with the exit code tmux told if it knew it
@@ -454,9 +369,9 @@ func (e *environment) collect(c *tmux.Client, t *terminal, pane tmux.PaneID) {
 	a.mu.Unlock()
 }
 
-// register records a terminal under its number; attachLocked gives it its window. app.mu must be
-// held.
-func (e *environment) register(m windowMeta) *terminal {
+// registerLocked records a terminal under its number; attachLocked gives it its window. app.mu
+// must be held.
+func (e *environment) registerLocked(m windowMeta) *terminal {
 	now := time.Now()
 	t := &terminal{
 		env:     e.name,
@@ -529,7 +444,7 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 		s.session = id.String()
 	}
 	meta := windowMeta{Terminal: n, Title: s.title, Role: s.role, Session: s.session, Group: s.group, Lead: s.lead, Runs: len(s.argv) > 0, Spec: s.spec}
-	t := e.register(meta)
+	t := e.registerLocked(meta)
 	if s.prompt {
 		t.prompt = make(chan struct{}, 1)
 		// Held until the prompt is typed (typePrompt), taken before anyone can know t, so that
@@ -539,7 +454,7 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 	a.publishLocked(api.AgentAdded, t)
 	a.mu.Unlock()
 
-	w, p, err := e.newWindow(ctx, c, id, s)
+	w, p, err := e.newWindowCreating(ctx, c, id, s)
 	if err == nil {
 		err = e.mark(ctx, c, w, id, meta)
 	}
@@ -575,26 +490,10 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 	return t, nil
 }
 
-// newWindow asks tmux for the terminal's window.
-func (e *environment) newWindow(ctx context.Context, c *tmux.Client, id api.TerminalID, s windowSpec) (tmux.WindowID, tmux.PaneID, error) {
-	v := e.host.Vars()
-	// The window's index is the terminal's number: prefix-N shows terminal N. -n and -c are
-	// formats to tmux: the title and the folder go as text (tmux.FormatLiteral); the -e values
-	// and the command are not expanded.
-	target := e.name + ":" + strconv.Itoa(id.Terminal)
-	args := []string{"new-window", "-d", "-P", "-F", "#{window_id} #{pane_id}", "-t", target, "-n", tmux.FormatLiteral(s.title)}
-	for _, kv := range v.Env(id) {
-		args = append(args, "-e", kv)
-	}
-	if dir := cmp.Or(s.dir, v.Dir); dir != "" {
-		args = append(args, "-c", tmux.FormatLiteral(dir))
-	}
-	if len(s.argv) == 0 {
-		args = append(args, "--", v.companion(), "shell")
-	} else {
-		args = append(args, "--", v.companion(), "run", "--title", s.title, "--")
-		args = append(args, s.argv...)
-	}
+// newWindowCreating asks tmux for the terminal's window, at the window index of its number.
+// e.createMu must be held.
+func (e *environment) newWindowCreating(ctx context.Context, c *tmux.Client, id api.TerminalID, s windowSpec) (tmux.WindowID, tmux.PaneID, error) {
+	args := newWindowArgs(e.name, id, s, e.host.Vars())
 	var out []string
 	var err error
 	for try := 0; ; try++ {
@@ -615,80 +514,8 @@ func (e *environment) newWindow(ctx context.Context, c *tmux.Client, id api.Term
 	if err != nil {
 		return 0, 0, fmt.Errorf("tmux new-window: %w", err)
 	}
-	if len(out) != 1 {
-		return 0, 0, fmt.Errorf("tmux new-window answered %d lines, want 1", len(out))
-	}
-	ws, ps, _ := strings.Cut(out[0], " ")
-	w, err := tmux.ParseWindowID(ws)
-	if err != nil {
-		return 0, 0, fmt.Errorf("tmux new-window: %w", err)
-	}
-	p, err := tmux.ParsePaneID(ps)
-	if err != nil {
-		return 0, 0, fmt.Errorf("tmux new-window: %w", err)
-	}
-	return w, p, nil
+	return parseNewWindow(out)
 }
-
-// paneDead asks tmux whether a pane's process has exited, and with what (known is false while
-// tmux has not collected it).
-func (e *environment) paneDead(ctx context.Context, c *tmux.Client, p tmux.PaneID) (dead bool, code int, known bool, err error) {
-	out, err := c.Command(ctx, "display-message", "-p", "-t", p.String(), "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}")
-	if err != nil {
-		return false, 0, false, fmt.Errorf("tmux display-message: %w", err)
-	}
-	if len(out) != 1 {
-		return false, 0, false, fmt.Errorf("tmux display-message answered %d lines, want 1", len(out))
-	}
-	f := strings.Split(out[0], " ")
-	if len(f) < 3 || f[0] != "1" {
-		return false, 0, false, nil
-	}
-	code, known, err = deadStatus(f[1], f[2])
-	return true, code, known, err
-}
-
-// mark stores a terminal's number and metadata in its window's options.
-func (e *environment) mark(ctx context.Context, c *tmux.Client, w tmux.WindowID, id api.TerminalID, meta windowMeta) error {
-	js, _ := json.Marshal(meta)
-	cmds := [][]string{
-		{"set-option", "-w", "-t", w.String(), "@krad", string(js)},
-		{"set-option", "-w", "-t", w.String(), "@krad_terminal", id.String()},
-		{"set-option", "-t", e.name, "@krad_next", strconv.Itoa(id.Terminal + 1)},
-	}
-	if !meta.Runs {
-		// A shell's window closes when its person types exit, as tmux's windows do; only
-		// agents' windows stay to show how they ended (remain-on-exit is on for every window
-		// from the start, so that no agent can end before it is set).
-		cmds = append(cmds, []string{"set-option", "-w", "-t", w.String(), "remain-on-exit", "off"})
-	}
-	if err := together(ctx, c, cmds); err != nil {
-		return fmt.Errorf("tmux set-option: %w", err)
-	}
-	return nil
-}
-
-// together runs commands that do not depend on one another at once: tmux gets them in one write
-// and answers them in one round trip, which counts over SSH. It returns the first error.
-func together(ctx context.Context, c *tmux.Client, cmds [][]string) error {
-	errs := make(chan error, len(cmds))
-	for _, args := range cmds {
-		go func() {
-			_, err := c.Command(ctx, args...)
-			errs <- err
-		}()
-	}
-	var first error
-	for range cmds {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-// nameFormat is a window's name with each control character made a space.
-const nameFormat = "#{s/[\x01-\x1f\x7f]/ /:window_name}"
 
 // numberCreating gives a window a person opened a number, as a shell, and moves it to the window
 // index of its number. ws is where the session's windows are; it is kept up to date. e.createMu
@@ -702,19 +529,14 @@ func (e *environment) numberCreating(ctx context.Context, c *tmux.Client, ws *se
 	if !room {
 		return errTooManyTerminals
 	}
-	// The name comes last, its control characters made spaces by tmux, so that it is one line
-	// whatever it holds; the lines are joined all the same, should tmux's regular expressions
-	// stop at bytes that are not UTF-8.
-	out, err := c.Command(ctx, "display-message", "-p", "-t", w.String(), "#{pane_id} "+isHolder+" "+nameFormat)
+	out, err := c.Command(ctx, "display-message", "-p", "-t", w.String(), strangerFormat)
 	if err != nil {
 		return err
 	}
-	ps, rest, _ := strings.Cut(strings.Join(out, "\n"), " ")
-	holder, name, _ := strings.Cut(rest, " ")
-	if holder == "1" {
+	p, holder, name, err := parseStranger(out)
+	if holder {
 		return nil
 	}
-	p, err := tmux.ParsePaneID(ps)
 	if err != nil {
 		return err
 	}
@@ -732,7 +554,7 @@ func (e *environment) numberCreating(ctx context.Context, c *tmux.Client, ws *se
 		return err
 	}
 	a.mu.Lock()
-	t := e.register(meta)
+	t := e.registerLocked(meta)
 	e.attachLocked(t, w, p)
 	a.publishLocked(api.AgentAdded, t)
 	a.mu.Unlock()
@@ -740,66 +562,6 @@ func (e *environment) numberCreating(ctx context.Context, c *tmux.Client, ws *se
 		e.warn("could not move a window to its terminal's number", "terminal", n, "err", err)
 	}
 	return nil
-}
-
-// sessionWindows is where the session's windows are: listed once by windows, then kept up to date
-// by the app's own moves, so that a pass over many windows (adopt's, numbering's) lists them once
-// rather than once a window. It is used under e.createMu, which every move of the app's is made
-// under; a window a person opens or moves meanwhile is not in it, and a move onto its index fails
-// (tmux refuses an index in use) rather than replace it.
-type sessionWindows struct {
-	order  []tmux.WindowID // as tmux listed them
-	index  map[tmux.WindowID]int
-	at     map[int]tmux.WindowID
-	holder map[tmux.WindowID]bool
-}
-
-// moved records that window w is now at index i.
-func (ws *sessionWindows) moved(w tmux.WindowID, i int) {
-	if old, ok := ws.index[w]; ok && ws.at[old] == w {
-		delete(ws.at, old)
-	}
-	ws.index[w] = i
-	ws.at[i] = w
-}
-
-// windows lists the session's windows, with their indexes. A line it cannot read is left out: one
-// warning counts them for the reply, and the windows it could read are what it returns.
-func (e *environment) windows(ctx context.Context, c *tmux.Client) (*sessionWindows, error) {
-	out, err := c.Command(ctx, "list-windows", "-t", e.name, "-F", "#{window_id} #{window_index} "+isHolder)
-	if err != nil {
-		return nil, fmt.Errorf("tmux list-windows: %w", err)
-	}
-	ws := &sessionWindows{index: make(map[tmux.WindowID]int, len(out)), at: make(map[int]tmux.WindowID, len(out)), holder: map[tmux.WindowID]bool{}}
-	var unreadable problems
-	for _, line := range out {
-		f := strings.SplitN(line, " ", 3)
-		if len(f) < 3 {
-			unreadable.add(fmt.Errorf("%d fields, want 3", len(f)))
-			continue
-		}
-		w, err := tmux.ParseWindowID(f[0])
-		if err != nil {
-			unreadable.add(err)
-			continue
-		}
-		i, err := parseIndex(f[1])
-		if err != nil {
-			unreadable.add(err)
-			continue
-		}
-		if _, dup := ws.index[w]; dup {
-			unreadable.add(fmt.Errorf("window %s listed twice", w))
-			continue
-		}
-		ws.order = append(ws.order, w)
-		ws.moved(w, i)
-		if f[2] == "1" {
-			ws.holder[w] = true
-		}
-	}
-	unreadable.warn(e, "tmux listed windows the app cannot read")
-	return ws, nil
 }
 
 // freeIndexCreating makes window index n of the session free for terminal n. A window there that
@@ -834,8 +596,8 @@ func (e *environment) freeIndexCreating(ctx context.Context, c *tmux.Client, ws 
 		}
 	}
 	a.mu.Unlock()
-	if _, err := c.Command(ctx, "move-window", "-d", "-s", w.String(), "-t", e.name+":"+strconv.Itoa(to)); err != nil {
-		return fmt.Errorf("tmux move-window: %w", err)
+	if err := e.moveWindow(ctx, c, w, to); err != nil {
+		return err
 	}
 	ws.moved(w, to)
 	return nil
@@ -850,8 +612,8 @@ func (e *environment) placeCreating(ctx context.Context, c *tmux.Client, ws *ses
 	if err := e.freeIndexCreating(ctx, c, ws, n); err != nil {
 		return err
 	}
-	if _, err := c.Command(ctx, "move-window", "-d", "-s", w.String(), "-t", e.name+":"+strconv.Itoa(n)); err != nil {
-		return fmt.Errorf("tmux move-window: %w", err)
+	if err := e.moveWindow(ctx, c, w, n); err != nil {
+		return err
 	}
 	ws.moved(w, n)
 	return nil
@@ -902,17 +664,16 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 		if n.Name != deadSubscription || n.Pane < 0 {
 			return
 		}
-		f := strings.Split(n.Value, " ")
-		if len(f) < 3 || f[0] != "1" {
+		end, err := parseDead(strings.Split(n.Value, " "))
+		if !end.dead {
 			return
 		}
-		code, known, err := deadStatus(f[1], f[2])
 		if err != nil {
 			e.warn("tmux gave a dead pane an exit status out of range: its exit code is -1", "pane", n.Pane.String(), "err", err)
 		}
 		a.mu.Lock()
 		if t := e.byPane[n.Pane]; t != nil {
-			e.endedLocked(c, t, code, known)
+			e.endedLocked(c, t, end.code, end.known)
 		}
 		a.mu.Unlock()
 	}
@@ -1004,30 +765,6 @@ func (e *environment) armQuietLocked(t *terminal) {
 	t.quietTimer = time.AfterFunc(a.cfg.Quiet, fire)
 }
 
-// capture reads a pane's screen: the visible screen, or its last lines (from history too) when
-// lines is set. Trailing blank lines are left out.
-func (e *environment) capture(ctx context.Context, pane tmux.PaneID, lines int) (string, error) {
-	c, err := e.current()
-	if err != nil {
-		return "", err
-	}
-	args := []string{"capture-pane", "-p", "-J", "-t", pane.String()}
-	if lines > 0 {
-		args = append(args, "-S", "-"+strconv.Itoa(lines))
-	}
-	out, err := c.Command(ctx, args...)
-	if err != nil {
-		return "", fmt.Errorf("tmux capture-pane: %w", err)
-	}
-	for len(out) > 0 && strings.TrimSpace(out[len(out)-1]) == "" {
-		out = out[:len(out)-1]
-	}
-	if lines > 0 && len(out) > lines {
-		out = out[len(out)-lines:]
-	}
-	return clipScreen(strings.Join(out, "\n")), nil
-}
-
 // typeText types text into terminal t as a Send does: it types the text, then, after the paste
 // delay, Enter (if enter). Around it, it looks at the terminal, so that a Wait can tell the
 // terminal's reaction from the echo of the text. t.sendMu must be held.
@@ -1053,37 +790,6 @@ func (e *environment) typeText(ctx context.Context, t *terminal, text string, en
 	a.notifyLocked()
 	a.mu.Unlock()
 	return err
-}
-
-// sendKeys types text into a pane literally, then, after the paste delay, Enter. beforeEnter, if
-// set, is called just before the Enter.
-func (e *environment) sendKeys(ctx context.Context, pane tmux.PaneID, text string, enter bool, beforeEnter func()) error {
-	c, err := e.current()
-	if err != nil {
-		return err
-	}
-	if text != "" {
-		if _, err := c.Command(ctx, "send-keys", "-t", pane.String(), "-l", "--", text); err != nil {
-			return fmt.Errorf("tmux send-keys: %w", err)
-		}
-	}
-	if !enter {
-		return nil
-	}
-	if text != "" {
-		select {
-		case <-time.After(e.app.cfg.PasteDelay):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	if beforeEnter != nil {
-		beforeEnter()
-	}
-	if _, err := c.Command(ctx, "send-keys", "-t", pane.String(), "Enter"); err != nil {
-		return fmt.Errorf("tmux send-keys Enter: %w", err)
-	}
-	return nil
 }
 
 // kill closes a terminal's window and forgets the terminal.

@@ -299,49 +299,6 @@ func TestDeadStatus(t *testing.T) {
 	}
 }
 
-// FuzzParseWindowLine: whatever a line of list-windows holds (a host's tmux writes it), what the
-// app keeps of it is in range: ids, an exit code a process can have, and a @krad whose number,
-// lead, role, session, group and spec are ones the app writes, with a title that is one line of
-// text, so that an agent made of it stays small.
-func FuzzParseWindowLine(f *testing.F) {
-	f.Add(`@1 %1 0   0 {"terminal":1,"title":"lead","role":"lead","session":"build:1","spec":"0123456789abcdef"}`)
-	f.Add(`@3 %7 1 3  0 {"terminal":2,"title":"w","role":"worker","session":"build:1","lead":1,"runs":true}`)
-	f.Add(`@3 %7 1  9 0 {"terminal":9223372036854775807,"title":"x","role":"lead"}`)
-	f.Add(`@3 %7 1 99999999999999999999  0 {"terminal":3,"title":"\u0001\u0002","role":"root","session":"main:1"}`)
-	f.Add(`@0 %0 0   1 `)
-	f.Add("")
-	f.Fuzz(func(t *testing.T, line string) {
-		w, err := parseWindowLine(line, "build")
-		if err != nil {
-			return
-		}
-		if w.window < 0 || w.pane < 0 {
-			t.Fatalf("negative ids from %q", line)
-		}
-		if w.known && (w.status < -1 || w.status > 255) || !w.known && w.status != -1 {
-			t.Fatalf("exit code %d (known %v) from %q", w.status, w.known, line)
-		}
-		m := w.meta
-		if m == nil {
-			return
-		}
-		if m.Terminal < 1 || m.Terminal > MaxTerminalNumber || m.Lead < 0 || m.Lead > MaxTerminalNumber {
-			t.Fatalf("terminal %d, lead %d from %q", m.Terminal, m.Lead, line)
-		}
-		if m.Role != api.RoleShell && m.Role != api.RoleLead && m.Role != api.RoleWorker {
-			t.Fatalf("role %q from %q", m.Role, line)
-		}
-		if m.Session != "" {
-			if id, err := api.ParseTerminalID(m.Session); err != nil || id.Environment != "build" {
-				t.Fatalf("session %q from %q", m.Session, line)
-			}
-		}
-		if api.CheckTitle(m.Title) != nil || m.Title == "" || api.CheckText("group", m.Group, maxGroup) != nil || m.Spec != "" && !isSpecKey(m.Spec) {
-			t.Fatalf("title %q, group %q, spec %q from %q", m.Title, m.Group, m.Spec, line)
-		}
-	})
-}
-
 // FuzzNumbersReadBack: the numbers the app reads back from tmux (the session's next terminal, a
 // window's index) are in range or refused, and a screen is clipped to its last MaxScreen bytes
 // from the start of a line.
