@@ -19,7 +19,9 @@ type Handler interface {
 	Facts(ctx context.Context, from api.Caller, req api.Request) (Facts, error)
 	// Handle answers a request that passed: its answer, or the error that the bus turns into
 	// one (an *api.Error as it is, api.ErrTimedOut as "TimedOut", anything else as internal,
-	// logged). ctx is cancelled at the request's deadline and when the client leaves. For
+	// logged). ctx is cancelled at the request's deadline and when the client leaves, and Handle
+	// must return soon after: the bus runs it on the connection's goroutine and answers
+	// "TimedOut" once it has returned. For
 	// SubscribeAgents, Call.Stream is set and Handle sends on it until ctx is done or the
 	// stream is dropped; what it returns then is not written.
 	Handle(ctx context.Context, c *Call) (api.Answer, error)
