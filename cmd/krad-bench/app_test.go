@@ -30,14 +30,16 @@ func runMain(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errs.String()
 }
 
-// TestHelloAgainstTheApp runs `krad-bench hello` for a tiny count against the real programs,
-// built as scripts/start builds them. It checks that nothing failed, not how fast anything was.
-func TestHelloAgainstTheApp(t *testing.T) {
+// runBriefly runs a round-trip command of krad-bench (hello or requests) briefly against the
+// app and returns its JSON report; it fails the test unless it exits 0 with a report that holds
+// nothing shaped like a token.
+func runBriefly(t *testing.T, command string) Report {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and starts krad-ade")
 	}
 	bin := testbin.Dir(t)
-	code, stdout, stderr := runMain(t, "hello", "--bin", bin, "--seq", "30", "--conc", "100",
+	code, stdout, stderr := runMain(t, command, "--bin", bin, "--seq", "30", "--conc", "100",
 		"--clients", "4", "--rounds", "2", "--warmup", "5", "--json")
 	if code != exitOK {
 		t.Fatalf("exit code %d, want 0; stderr:\n%s", code, stderr)
@@ -45,69 +47,61 @@ func TestHelloAgainstTheApp(t *testing.T) {
 	var rep Report
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("the JSON report does not parse: %v\n%s", err, stdout)
-	}
-	if rep.Hello == nil || len(rep.Hello.Modes) != 2 {
-		t.Fatalf("got %+v, want two modes", rep.Hello)
-	}
-	for _, m := range rep.Hello.Modes {
-		for _, s := range []Stats{m.App, m.Baseline} {
-			if s.Failed != 0 || s.Requests != 2*m.Requests {
-				t.Errorf("%s, %s: %d measured, %d failed (%s), want %d and 0", m.Mode, s.Server, s.Requests, s.Failed, s.Failures.String(), 2*m.Requests)
-			}
-		}
 	}
 	if strings.Contains(stderr, "DATA RACE") {
 		t.Errorf("a child reported a race:\n%s", stderr)
 	}
-	if rep.AppBuild == "" {
-		t.Error("the report names no app build")
+	if hexToken.MatchString(stdout) || hexToken.MatchString(stderr) {
+		t.Error("the output holds something shaped like a token")
 	}
 	for _, n := range rep.Notes {
 		t.Logf("note: %s", n)
 	}
-	if hexToken.MatchString(stdout) || hexToken.MatchString(stderr) {
-		t.Error("the output holds something shaped like a token")
+	return rep
+}
+
+// checkModes checks that each mode of h measured every request of its two rounds, on both
+// servers, and none failed.
+func checkModes(t *testing.T, h *HelloReport) {
+	t.Helper()
+	if h == nil || len(h.Modes) != 2 {
+		t.Fatalf("got %+v, want two modes", h)
+	}
+	for _, m := range h.Modes {
+		for _, s := range []Stats{m.App, m.Baseline} {
+			if s.Failed != 0 || s.Requests != 2*m.Requests {
+				t.Errorf("%s%s, %s: %d measured, %d failed (%s), want %d and 0", h.label(", "), m.Mode, s.Server, s.Requests, s.Failed, s.Failures.String(), 2*m.Requests)
+			}
+		}
+	}
+}
+
+// TestHelloAgainstTheApp runs `krad-bench hello` briefly: both servers answer every Hello.
+func TestHelloAgainstTheApp(t *testing.T) {
+	rep := runBriefly(t, "hello")
+	checkModes(t, rep.Hello)
+	if rep.AppBuild == "" {
+		t.Error("the report names no app build")
 	}
 }
 
 // TestRequestsAgainstTheApp runs `krad-bench requests` briefly: a List and a reordered Hello
-// each get their answer from the app, and from a baseline that answers what the app did.
+// each get their answer from the app, and from a baseline that answers what the app did, with
+// the goals of their mode.
 func TestRequestsAgainstTheApp(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and starts krad-ade")
-	}
-	bin := testbin.Dir(t)
-	code, stdout, stderr := runMain(t, "requests", "--bin", bin, "--seq", "30", "--conc", "100",
-		"--clients", "4", "--rounds", "2", "--warmup", "5", "--json")
-	if code != exitOK {
-		t.Fatalf("exit code %d, want 0; stderr:\n%s", code, stderr)
-	}
-	var rep Report
-	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("the JSON report does not parse: %v\n%s", err, stdout)
-	}
+	rep := runBriefly(t, "requests")
 	var labels []string
 	for _, h := range rep.Requests {
 		labels = append(labels, h.Request)
-		if len(h.Modes) != 2 {
-			t.Errorf("%s: got %d modes, want 2", h.Request, len(h.Modes))
-		}
+		checkModes(t, h)
 		for _, m := range h.Modes {
 			if m.Goals != requestGoals(m.Mode) {
 				t.Errorf("%s, %s: goals %+v, want %+v", h.Request, m.Mode, m.Goals, requestGoals(m.Mode))
-			}
-			for _, s := range []Stats{m.App, m.Baseline} {
-				if s.Failed != 0 || s.Requests != 2*m.Requests {
-					t.Errorf("%s, %s, %s: %d measured, %d failed (%s), want %d and 0", h.Request, m.Mode, s.Server, s.Requests, s.Failed, s.Failures.String(), 2*m.Requests)
-				}
 			}
 		}
 	}
 	if want := []string{"List", "Hello, keys in another order"}; !slices.Equal(labels, want) {
 		t.Errorf("the report measures %q, want %q", labels, want)
-	}
-	if hexToken.MatchString(stdout) || hexToken.MatchString(stderr) {
-		t.Error("the output holds something shaped like a token")
 	}
 }
 

@@ -50,31 +50,40 @@ func (o *helloOptions) check() error {
 // benchHello starts the app from bin and the baseline from self, measures both, and stops them.
 func benchHello(ctx context.Context, bin, self string, env []string, o helloOptions, progress io.Writer) (*Report, error) {
 	progress = &lockedWriter{w: progress} // the baseline's stderr goes there too
+	return withApp(ctx, bin, env, progress, func(a *app, rep *Report) error {
+		appT, err := newTarget(appName, a.endpoint, a.token)
+		if err != nil {
+			return err
+		}
+		appT.pid = a.proc.pid()
+		b, err := startBaseline(ctx, self, env, a.hello, progress)
+		if err != nil {
+			return err
+		}
+		defer b.stop()
+		// The baseline checks no token; it gets the same line so that both servers read as much.
+		baseT := &target{name: "baseline", addr: b.addr, line: appT.line, pid: b.proc.pid()}
+		rep.Hello = measureHello(ctx, appT, baseT, o, helloGoals, progress)
+		return nil
+	})
+}
+
+// withApp starts the app from bin, runs measure with it and a new report, and stops the app,
+// whose notes join the report's, with one about a global timeout that ended the run early.
+func withApp(ctx context.Context, bin string, env []string, progress io.Writer, measure func(*app, *Report) error) (*Report, error) {
 	rep := &Report{Machine: thisMachine()}
 	fmt.Fprintf(progress, "starting %s from %s\n", appName, bin)
 	a, err := startApp(ctx, bin, env)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		a.stop()
-		rep.Notes = append(rep.Notes, a.notes...)
-	}()
 	rep.AppBuild = a.build
-	appT, err := newTarget(appName, a.endpoint, a.token)
+	err = measure(a, rep)
+	a.stop()
+	rep.Notes = append(rep.Notes, a.notes...)
 	if err != nil {
 		return nil, err
 	}
-	appT.pid = a.proc.pid()
-	b, err := startBaseline(ctx, self, env, a.hello, progress)
-	if err != nil {
-		return nil, err
-	}
-	defer b.stop()
-	// The baseline checks no token; it gets the same line so that both servers read as much.
-	baseT := &target{name: "baseline", addr: b.addr, line: appT.line, pid: b.proc.pid()}
-
-	rep.Hello = measureHello(ctx, appT, baseT, o, helloGoals, progress)
 	if err := context.Cause(ctx); err != nil && errors.Is(err, context.DeadlineExceeded) {
 		rep.Notes = append(rep.Notes, "the global timeout ended the run early: raise --timeout")
 	}

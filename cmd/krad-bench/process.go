@@ -72,17 +72,15 @@ func benchProcess(ctx context.Context, bin string, env []string, o processOption
 	if err := checkShell(ctx); err != nil {
 		return nil, err
 	}
-	rep := &Report{Machine: thisMachine()}
-	fmt.Fprintf(progress, "starting %s from %s\n", appName, bin)
-	a, err := startApp(ctx, bin, env)
-	if err != nil {
-		return nil, err
-	}
-	defer func() {
-		a.stop()
-		rep.Notes = append(rep.Notes, a.notes...)
-	}()
-	rep.AppBuild = a.build
+	return withApp(ctx, bin, env, progress, func(a *app, rep *Report) error {
+		p, err := timeKradAPI(ctx, bin, env, a, o, progress)
+		rep.Process = p
+		return err
+	})
+}
+
+// timeKradAPI times `krad api` against printf | nc with the app a.
+func timeKradAPI(ctx context.Context, bin string, env []string, a *app, o processOptions, progress io.Writer) (*ProcessReport, error) {
 	host, port, err := net.SplitHostPort(a.endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("the app's endpoint: %w", err)
@@ -117,8 +115,7 @@ func benchProcess(ctx context.Context, bin string, env []string, o processOption
 		},
 		check: func(out []byte) error { return checkAnswer(bytes.TrimSuffix(out, []byte("\n")), api.AnswerHello) },
 	}
-	rep.Process = measureProcess(ctx, krad, nc, o, a, progress)
-	return rep, nil
+	return measureProcess(ctx, krad, nc, o, a, progress), nil
 }
 
 // measureProcess times runs invocations of each, after a warm-up, alternating which goes first.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
@@ -59,46 +58,44 @@ func reorderedHello(tok api.Token) ([]byte, error) {
 // answered it first, and measures both.
 func runBenchRequests(ctx context.Context, bin, self string, env []string, o helloOptions, progress io.Writer) (*Report, error) {
 	progress = &lockedWriter{w: progress}
-	rep := &Report{Machine: thisMachine()}
-	fmt.Fprintf(progress, "starting %s from %s\n", appName, bin)
-	a, err := startApp(ctx, bin, env)
+	return withApp(ctx, bin, env, progress, func(a *app, rep *Report) error {
+		if err := api.CheckEndpoint(a.endpoint); err != nil {
+			return fmt.Errorf("%s listens at %s: %w", appName, a.endpoint, err)
+		}
+		for _, r := range benchRequests {
+			h, err := measureRequest(ctx, a, self, env, r, o, progress)
+			if err != nil {
+				return err
+			}
+			rep.Requests = append(rep.Requests, h)
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		return nil
+	})
+}
+
+// measureRequest measures one request against a baseline that answers what the app answered it
+// first.
+func measureRequest(ctx context.Context, a *app, self string, env []string, r benchRequest, o helloOptions, progress io.Writer) (*HelloReport, error) {
+	line, err := r.line(a.token)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		a.stop()
-		rep.Notes = append(rep.Notes, a.notes...)
-	}()
-	rep.AppBuild = a.build
-	if err := api.CheckEndpoint(a.endpoint); err != nil {
-		return nil, fmt.Errorf("%s listens at %s: %w", appName, a.endpoint, err)
+	appT := &target{name: appName, addr: a.endpoint, line: line, want: r.want, pid: a.proc.pid()}
+	_, answer, err := newClient(o.reqTimeout).request(ctx, appT)
+	if err != nil {
+		return nil, fmt.Errorf("the first %s to %s: %w", r.label, appName, err)
 	}
-	for _, r := range benchRequests {
-		line, err := r.line(a.token)
-		if err != nil {
-			return nil, err
-		}
-		appT := &target{name: appName, addr: a.endpoint, line: line, want: r.want, pid: a.proc.pid()}
-		_, answer, err := newClient(o.reqTimeout).request(ctx, appT)
-		if err != nil {
-			return nil, fmt.Errorf("the first %s to %s: %w", r.label, appName, err)
-		}
-		b, err := startBaseline(ctx, self, env, append(answer, '\n'), progress)
-		if err != nil {
-			return nil, err
-		}
-		baseT := &target{name: "baseline", addr: b.addr, line: line, want: r.want, pid: b.proc.pid()}
-		fmt.Fprintf(progress, "%s:\n", r.label)
-		h := measureHello(ctx, appT, baseT, o, requestGoals, progress)
-		b.stop()
-		h.Request = r.label
-		rep.Requests = append(rep.Requests, h)
-		if err := context.Cause(ctx); err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				rep.Notes = append(rep.Notes, "the global timeout ended the run early: raise --timeout")
-			}
-			break
-		}
+	b, err := startBaseline(ctx, self, env, append(answer, '\n'), progress)
+	if err != nil {
+		return nil, err
 	}
-	return rep, nil
+	defer b.stop()
+	baseT := &target{name: "baseline", addr: b.addr, line: line, want: r.want, pid: b.proc.pid()}
+	fmt.Fprintf(progress, "%s:\n", r.label)
+	h := measureHello(ctx, appT, baseT, o, requestGoals, progress)
+	h.Request = r.label
+	return h, nil
 }
