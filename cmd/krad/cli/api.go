@@ -23,10 +23,7 @@ id, the endpoint, and how krad found it.`,
 			fs.BoolVar(&asJSON, "json", false, `print {"api_version","build","pid","endpoint"}`)
 		},
 		run: func(x *invocation, args []string) error {
-			if err := x.noArgs(args); err != nil {
-				return err
-			}
-			b, err := x.bus()
+			b, err := x.busNoArgs(args)
 			if err != nil {
 				return err
 			}
@@ -72,10 +69,7 @@ file is stale and krad exits with 2.`,
 			fs.BoolVar(&asJSON, "json", false, `print {"endpoint","api_version","build","discovery_file","token"}`)
 		},
 		run: func(x *invocation, args []string) error {
-			if err := x.noArgs(args); err != nil {
-				return err
-			}
-			b, err := x.bus()
+			b, err := x.busNoArgs(args)
 			if err != nil {
 				return err
 			}

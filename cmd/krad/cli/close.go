@@ -13,11 +13,7 @@ Closes terminal T, one of this lead's workers: its process ends and its terminal
 
 T is a terminal of this terminal's own environment: its number, like 2, or main:2.`,
 		run: func(x *invocation, args []string) error {
-			t, err := x.oneTarget(args)
-			if err != nil {
-				return err
-			}
-			b, err := x.bus()
+			t, b, err := x.targetOnBus(args)
 			if err != nil {
 				return err
 			}
@@ -34,10 +30,7 @@ func closeSessionCommand() *command {
 		help: `
 Closes every worker of the session this terminal leads. The lead itself stays open.`,
 		run: func(x *invocation, args []string) error {
-			if err := x.noArgs(args); err != nil {
-				return err
-			}
-			b, err := x.bus()
+			b, err := x.busNoArgs(args)
 			if err != nil {
 				return err
 			}

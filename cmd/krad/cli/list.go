@@ -29,10 +29,7 @@ the app cannot tell what they do until the environment is back, when their state
 			fs.BoolVar(&asJSON, "json", false, `print the agents as one JSON array of {"environment","terminal","title","role","state","session","group","exit_code","since"}`)
 		},
 		run: func(x *invocation, args []string) error {
-			if err := x.noArgs(args); err != nil {
-				return err
-			}
-			b, err := x.bus()
+			b, err := x.busNoArgs(args)
 			if err != nil {
 				return err
 			}

@@ -26,11 +26,7 @@ T is a terminal of this terminal's own environment: its number, like 2, or main:
 			fs.BoolVar(&asJSON, "json", false, `print {"terminal","text"}`)
 		},
 		run: func(x *invocation, args []string) error {
-			t, err := x.oneTarget(args)
-			if err != nil {
-				return err
-			}
-			b, err := x.bus()
+			t, b, err := x.targetOnBus(args)
 			if err != nil {
 				return err
 			}

@@ -124,6 +124,14 @@ func (x *invocation) noArgs(args []string) error {
 	return nil
 }
 
+// busNoArgs is noArgs and then the bus, for a command that takes no arguments.
+func (x *invocation) busNoArgs(args []string) (*bus, error) {
+	if err := x.noArgs(args); err != nil {
+		return nil, err
+	}
+	return x.bus()
+}
+
 // warn prints one warning line: something went wrong that does not stop the command.
 func (x *invocation) warn(format string, args ...any) {
 	fmt.Fprintf(x.stderr, "%s: warning: %s\n", x.prog, termsafe.Escape(fmt.Sprintf(format, args...), maxLine))

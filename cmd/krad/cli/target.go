@@ -82,6 +82,16 @@ func (x *invocation) target(s string) (api.Target, error) {
 	return 0, x.usageError("%v", err)
 }
 
+// targetOnBus is oneTarget and then the bus to ask about it, for a command of one target.
+func (x *invocation) targetOnBus(args []string) (api.Target, *bus, error) {
+	t, err := x.oneTarget(args)
+	if err != nil {
+		return 0, nil, err
+	}
+	b, err := x.bus()
+	return t, b, err
+}
+
 // oneTarget reads the one argument of a command that takes a target.
 func (x *invocation) oneTarget(args []string) (api.Target, error) {
 	switch len(args) {

@@ -37,11 +37,7 @@ krad command has.`,
 			fs.BoolVar(&asJSON, "json", false, `print the agent as one JSON object`)
 		},
 		run: func(x *invocation, args []string) error {
-			t, err := x.oneTarget(args)
-			if err != nil {
-				return err
-			}
-			b, err := x.bus()
+			t, b, err := x.targetOnBus(args)
 			if err != nil {
 				return err
 			}

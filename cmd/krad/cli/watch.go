@@ -31,10 +31,7 @@ When the app ends the stream (it stopped or restarted), krad exits with 2.`,
 			fs.BoolVar(&asJSON, "json", false, "print each message of the stream as one JSON line")
 		},
 		run: func(x *invocation, args []string) error {
-			if err := x.noArgs(args); err != nil {
-				return err
-			}
-			b, err := x.bus()
+			b, err := x.busNoArgs(args)
 			if err != nil {
 				return err
 			}
