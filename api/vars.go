@@ -29,6 +29,12 @@ const (
 	VarPrefix = "KRAD_ADE_"
 )
 
+// WindowTerminalOption is the tmux window option in which the app writes, on every window of
+// its sessions, the terminal it made of it ("E:N", as [VarTerminal]): a shell that tmux starts
+// in a window the app did not open (krad-ade-agents shell, tmux's default-command) learns its
+// terminal there.
+const WindowTerminalOption = "@krad_terminal"
+
 // TerminalVars are what the terminals of one host are given, besides each one's own
 // [VarTerminal]: where the bus is, the token or where to read it, and the app's folder first on
 // PATH. The terminals of this computer and those of SSH hosts get them alike; they differ only in

@@ -20,12 +20,10 @@ import (
 // bounds, and every parser here has a fuzz target (panes_test.go). env.go decides what to do
 // with them.
 
-// The window and session options the app writes. @krad_terminal is read by krad-ade-agents shell
-// (cmd/krad/cli) too.
+// The window and session options the app writes, besides api.WindowTerminalOption.
 const (
-	metaOption     = "@krad"          // a window's windowMeta, as JSON on one line
-	terminalOption = "@krad_terminal" // a window's terminal, "E:N"
-	nextOption     = "@krad_next"     // the session's next terminal number
+	metaOption = "@krad"      // a window's windowMeta, as JSON on one line
+	nextOption = "@krad_next" // the session's next terminal number
 )
 
 // deadFormat is what tmux says of a pane's process: "1 STATUS SIGNAL" once it has exited (STATUS
@@ -301,7 +299,7 @@ func (e *environment) mark(ctx context.Context, c *tmux.Client, w tmux.WindowID,
 	js, _ := json.Marshal(meta)
 	cmds := [][]string{
 		{"set-option", "-w", "-t", w.String(), metaOption, string(js)},
-		{"set-option", "-w", "-t", w.String(), terminalOption, id.String()},
+		{"set-option", "-w", "-t", w.String(), api.WindowTerminalOption, id.String()},
 		{"set-option", "-t", e.name, nextOption, strconv.Itoa(id.Terminal + 1)},
 	}
 	if !meta.Runs {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/local"
 )
@@ -200,7 +201,7 @@ func TestShellNumberedByTmux(t *testing.T) {
 		calls := stubExec(t)
 		go func() {
 			time.Sleep(150 * time.Millisecond)
-			_ = exec.Command(tmux, "-S", socket, "set-option", "-w", "-t", pane, windowOption, "main:5").Run()
+			_ = exec.Command(tmux, "-S", socket, "set-option", "-w", "-t", pane, api.WindowTerminalOption, "main:5").Run()
 		}()
 		_, errOut, code := runAs(t, agentsProg, env, nil, "shell")
 		if want := []string{"/bin/sh /bin/sh " + varTerminal + "=main:5"}; !slices.Equal(*calls, want) || errOut != "" || code != 0 {
@@ -210,7 +211,7 @@ func TestShellNumberedByTmux(t *testing.T) {
 	t.Run("never numbered", func(t *testing.T) {
 		defer func(d time.Duration) { shellWait = d }(shellWait)
 		shellWait = 300 * time.Millisecond
-		if err := exec.Command(tmux, "-S", socket, "set-option", "-wu", "-t", pane, windowOption).Run(); err != nil {
+		if err := exec.Command(tmux, "-S", socket, "set-option", "-wu", "-t", pane, api.WindowTerminalOption).Run(); err != nil {
 			t.Fatal(err)
 		}
 		calls := stubExec(t)

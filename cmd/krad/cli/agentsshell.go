@@ -21,10 +21,6 @@ var (
 	execShell = syscall.Exec
 )
 
-// windowOption is the tmux window option in which the app writes the number it gave a window,
-// "E:N", on every window it sees.
-const windowOption = "@krad_terminal"
-
 // agentsShellCommand is `krad-ade-agents shell`, tmux's default-command in the app's tmux.
 func agentsShellCommand() *command {
 	return &command{
@@ -78,7 +74,7 @@ func windowTerminal(ctx context.Context, env Env, wait time.Duration) (string, b
 	defer cancel()
 	deadline := time.Now().Add(wait)
 	for {
-		cmd := exec.CommandContext(ctx, tmux, "show-options", "-wqv", "-t", pane, windowOption)
+		cmd := exec.CommandContext(ctx, tmux, "show-options", "-wqv", "-t", pane, api.WindowTerminalOption)
 		cmd.Env = setEnv(os.Environ(), "TMUX", server)
 		if out, err := cmd.Output(); err == nil {
 			if id, err := api.ParseTerminalID(strings.TrimSpace(string(out))); err == nil {
