@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/tmux"
 )
 
@@ -33,8 +33,7 @@ func (e *environment) glance(ctx context.Context, c *tmux.Client, pane tmux.Pane
 		rows, err := captureRows(ctx, c, pane)
 		capture <- captured{rows, err}
 	}()
-	out, err := c.Command(ctx, "display-message", "-p", "-t", pane.String(),
-		"#{cursor_x} #{cursor_y} #{pane_height} #{pane_pid} #{pane_current_command}")
+	out, err := c.Command(ctx, "display-message", "-p", "-t", pane.String(), glanceFormat)
 	got := <-capture
 	if err != nil {
 		return screen{}, foreground{}, fmt.Errorf("tmux display-message: %w", err)
@@ -42,28 +41,15 @@ func (e *environment) glance(ctx context.Context, c *tmux.Client, pane tmux.Pane
 	if got.err != nil {
 		return screen{}, foreground{}, got.err
 	}
-	if len(out) == 0 {
-		return screen{}, foreground{}, errors.New("tmux display-message answered nothing")
+	g, err := parseGlance(out)
+	if err != nil {
+		return screen{}, foreground{}, err
 	}
-	f := strings.SplitN(out[0], " ", 5)
-	if len(f) < 4 {
-		return screen{}, foreground{}, fmt.Errorf("tmux display-message answered %s", termsafe.QuoteMax(out[0], 80))
-	}
-	x, errX := strconv.Atoi(f[0])
-	y, errY := strconv.Atoi(f[1])
-	height, errH := strconv.Atoi(f[2])
-	pid, errP := strconv.Atoi(f[3])
-	if errX != nil || errY != nil || errH != nil || errP != nil {
-		return screen{}, foreground{}, fmt.Errorf("tmux display-message answered %s", termsafe.QuoteMax(out[0], 80))
-	}
-	var fg foreground
-	if len(f) == 5 {
-		fg.name = f[4]
-	}
+	fg := foreground{name: g.command}
 	if e.local() {
-		fg.pgid = foregroundGroup(pid)
+		fg.pgid = foregroundGroup(g.pid)
 	}
-	return screen{rows: got.rows, atBottom: y >= height-1, home: x == 0 && y == 0}, fg, nil
+	return screen{rows: got.rows, atBottom: g.y >= g.height-1, home: g.x == 0 && g.y == 0}, fg, nil
 }
 
 // local reports whether the environment's tmux runs on this computer, whose processes the app
@@ -80,12 +66,18 @@ func foregroundGroup(pid int) int {
 	if err != nil {
 		return 0
 	}
+	return parseTPGID(b)
+}
+
+// parseTPGID reads the tpgid of a /proc/PID/stat: 0 when there is none, or it is not a positive
+// number.
+func parseTPGID(stat []byte) int {
 	// The command's name, in parentheses, may hold anything: the fields follow the last ')'.
-	i := strings.LastIndexByte(string(b), ')')
+	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
 		return 0
 	}
-	f := strings.Fields(string(b[i+1:]))
+	f := strings.Fields(string(stat[i+1:]))
 	// state ppid pgrp session tty_nr tpgid
 	if len(f) < 6 {
 		return 0

@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/remote/shell"
 	"github.com/krad-ade/krad/tmux"
 )
@@ -275,6 +277,53 @@ func parseNewWindow(out []string) (tmux.WindowID, tmux.PaneID, error) {
 		return 0, 0, fmt.Errorf("tmux new-window: %w", err)
 	}
 	return w, p, nil
+}
+
+// glanceFormat is what a look asks tmux of a pane: where its cursor is, its height, its process
+// and the name of the command in its foreground.
+const glanceFormat = "#{cursor_x} #{cursor_y} #{pane_height} #{pane_pid} #{pane_current_command}"
+
+// paneGlance is tmux's answer to glanceFormat.
+type paneGlance struct {
+	x, y, height int
+	pid          int
+	command      string // may be empty, or hold spaces
+}
+
+// parseGlance reads the answer to glanceFormat: the cursor and height are whole numbers from 0,
+// the process's id one from 1; the command is the rest of the line.
+func parseGlance(out []string) (paneGlance, error) {
+	bad := func() (paneGlance, error) {
+		if len(out) == 0 {
+			return paneGlance{}, errors.New("tmux display-message answered nothing")
+		}
+		return paneGlance{}, fmt.Errorf("tmux display-message answered %s", termsafe.QuoteMax(out[0], 80))
+	}
+	if len(out) == 0 {
+		return bad()
+	}
+	// A command's name may hold a newline (a host names its processes): the numbers are on
+	// the first line.
+	f := strings.SplitN(out[0], " ", 5)
+	if len(f) < 4 {
+		return bad()
+	}
+	var n [4]int
+	for i := range n {
+		v, err := strconv.Atoi(f[i])
+		if err != nil || v < 0 {
+			return bad()
+		}
+		n[i] = v
+	}
+	g := paneGlance{x: n[0], y: n[1], height: n[2], pid: n[3]}
+	if g.pid < 1 {
+		return bad()
+	}
+	if len(f) == 5 {
+		g.command = f[4]
+	}
+	return g, nil
 }
 
 // paneDead asks tmux whether a pane's process has exited, and with what (known is false while

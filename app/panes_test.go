@@ -124,3 +124,60 @@ func FuzzParsePaneAnswers(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseGlance: whatever tmux answers to a look's display-message, a glance that is read has
+// its numbers in range and the command is what follows them on the first line.
+func FuzzParseGlance(f *testing.F) {
+	for _, s := range []string{"0 0 24 4242 bash", "5 23 24 1 python3 -i", "0 0 24 1 ", "0 0 24 1", "-1 0 24 1 sh", "0 0 24 0 sh", "0 0 24 99999999999999999999 sh", "a b c d", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		g, err := parseGlance(strings.Split(s, "\n"))
+		if err != nil {
+			return
+		}
+		if g.x < 0 || g.y < 0 || g.height < 0 || g.pid < 1 {
+			t.Fatalf("glance %+v from %q", g, s)
+		}
+		if first, _, _ := strings.Cut(s, "\n"); !strings.HasSuffix(first, g.command) {
+			t.Fatalf("command %q is not the end of %q", g.command, first)
+		}
+	})
+}
+
+// FuzzParseTPGID: whatever a /proc/PID/stat holds (a command's name may hold anything, ')' and
+// spaces included), the foreground group read from it is a positive number or 0.
+func FuzzParseTPGID(f *testing.F) {
+	for _, s := range []string{
+		"4242 (bash) S 4241 4242 4242 34816 4300 4194560 0",
+		"4242 (a) b) c) S 1 2 3 4 77 0",
+		"4242 (x) S 1 2 3 4 -1 0",
+		"4242 (x) S 1 2",
+		"",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if n := parseTPGID(b); n < 0 {
+			t.Fatalf("tpgid %d from %q", n, b)
+		}
+	})
+}
+
+func TestParseGlanceAndTPGID(t *testing.T) {
+	g, err := parseGlance([]string{"3 23 24 4242 python3 -i"})
+	if err != nil || g != (paneGlance{x: 3, y: 23, height: 24, pid: 4242, command: "python3 -i"}) {
+		t.Errorf("parseGlance = %+v, %v", g, err)
+	}
+	for _, bad := range []string{"-1 0 24 1 sh", "0 0 24 0 sh", "0 0 24", ""} {
+		if _, err := parseGlance([]string{bad}); err == nil {
+			t.Errorf("parseGlance(%q) read it", bad)
+		}
+	}
+	if n := parseTPGID([]byte("4242 (a) b) S 1 2 3 4 77 0")); n != 77 {
+		t.Errorf("parseTPGID = %d, want 77: the fields follow the last ')'", n)
+	}
+	if n := parseTPGID([]byte("4242 (x) S 1 2 3 4 -1 0")); n != 0 {
+		t.Errorf("parseTPGID of a terminal with no foreground = %d, want 0", n)
+	}
+}
