@@ -54,6 +54,20 @@ func killTmux(home string) {
 	_ = cmd.Run()
 }
 
+// killUntilGone kills a tmux server, and again until none has answered for a moment (or 5 s have
+// passed): a server that a client over SSH was starting as the app stopped comes up after the
+// first kill, and would outlive the test.
+func killUntilGone(tmux func(args ...string) *exec.Cmd) {
+	for gone, deadline := 0, time.Now().Add(5*time.Second); gone < 3 && time.Now().Before(deadline); {
+		if tmux("kill-server").Run() != nil {
+			gone++
+		} else {
+			gone = 0
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func startApp(t *testing.T, home string, args ...string) *app {
 	t.Helper()
 	bin := testbin.Dir(t)
@@ -233,6 +247,7 @@ func TestNoCompanionServesNothing(t *testing.T) {
 	}
 
 	// krad-ade-agents only on PATH: the app starts, and says where its bus is.
+	t.Cleanup(func() { killTmux(home) }) // after the app stopped: cleanups run last first
 	apptest.Start(t, apptest.Options{Program: filepath.Join(lonely, "krad-ade"), Env: baseEnv(bin, home)})
 }
 

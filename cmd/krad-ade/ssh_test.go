@@ -47,9 +47,7 @@ func newSSHWorldEnv(t *testing.T, hostEnv []string, passphrase string, extra ...
 		t.Fatalf("ssh-keygen: %v: %s", err, out)
 	}
 	w.sshd = sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{w.key + ".pub"}, Env: append([]string{"TMUX_TMPDIR=" + w.tmux}, hostEnv...)})
-	t.Cleanup(func() {
-		_ = w.hostTmux("kill-server").Run()
-	})
+	t.Cleanup(func() { killUntilGone(w.hostTmux) })
 	block := fmt.Sprintf("Host buildbox\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n",
 		w.sshd.Port, w.sshd.User, w.key)
 	for _, l := range extra {
