@@ -110,8 +110,9 @@ func benchFanout(b *testing.B, subscribers int) {
 //
 //   - via=companion: the worker runs through krad-ade-agents run, which reports its end over
 //     the bus (how every spawned worker runs).
-//   - via=tmux: the worker's window runs the command itself, so the app learns of the exit from
-//     tmux's pane-death subscription alone.
+//   - via=tmux: the worker's window runs the command itself and stays after it (remain-on-exit,
+//     as for an agent's window), so the app learns of the exit from tmux's pane-death
+//     subscription alone.
 func BenchmarkWaitWakeup(b *testing.B) {
 	b.Run("via=companion", func(b *testing.B) { benchWaitWakeup(b, true) })
 	b.Run("via=tmux", func(b *testing.B) { benchWaitWakeup(b, false) })
@@ -135,6 +136,11 @@ func benchWaitWakeup(b *testing.B, companion bool) {
 			n = w.Terminal
 		} else {
 			n = h.rawWindow(b, "sh -c '"+script+"'")
+			// The app lets a window a person opened close at its end; this one stays, as an
+			// agent's does, so that its end is the pane's death, not the window's close.
+			if out, err := exec.Command("tmux", "-S", h.socket, "set-option", "-w", "-t", h.window(n), "remain-on-exit", "on").CombinedOutput(); err != nil {
+				b.Fatalf("tmux set-option: %v %s", err, out)
+			}
 			// Believed working from now on, so that only its exit settles it.
 			if _, err := h.call(h.as(n), api.Report, &api.ReportBody{State: api.StateWorking}); err != nil {
 				b.Fatal(err)
