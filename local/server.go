@@ -365,6 +365,11 @@ func (s *Server) run(ctx context.Context, conn net.Conn, call *Call) (a api.Answ
 	// the answer at the deadline is "TimedOut" on time, and a request answered at once costs no
 	// goroutine of its own.
 	a, err := s.cfg.Handler.Handle(ctx, call)
+	if err != nil && ctx.Err() != nil {
+		// The deadline passed or the client left, and the handler said so: serveCall answers
+		// "TimedOut", or nothing. It is no failure of the app's, to log.
+		return api.Answer{}, false
+	}
 	if err != nil {
 		return s.answerError(call, err), false
 	}

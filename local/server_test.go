@@ -45,9 +45,11 @@ func mustToken(t testing.TB, s string) api.Token {
 // worker is terminal 2 and terminal 3 is a plain shell, and the SSH environment "build", whose
 // terminal 1 is a plain shell. Handle answers through fn.
 type testApp struct {
-	fn      func(ctx context.Context, c *Call) api.Answer
-	fail    error // when set, Handle returns it
-	handled atomic.Int32
+	fn   func(ctx context.Context, c *Call) api.Answer
+	fail error // when set, Handle returns it
+	// failWhenDone, when set, makes Handle wait for its ctx to end and return its error.
+	failWhenDone bool
+	handled      atomic.Int32
 }
 
 func (a *testApp) Facts(_ context.Context, from api.Caller, req api.Request) (Facts, error) {
@@ -84,6 +86,10 @@ func (a *testApp) Handle(ctx context.Context, c *Call) (api.Answer, error) {
 	a.handled.Add(1)
 	if a.fail != nil {
 		return api.Answer{}, a.fail
+	}
+	if a.failWhenDone {
+		<-ctx.Done()
+		return api.Answer{}, fmt.Errorf("wait: %w", ctx.Err())
 	}
 	if a.fn != nil {
 		return a.fn(ctx, c), nil
@@ -517,6 +523,26 @@ func TestDeadline(t *testing.T) {
 	case <-cancelled:
 	case <-time.After(5 * time.Second):
 		t.Error("the handler's context was not cancelled at the deadline")
+	}
+}
+
+// TestEndedRequestIsNoFailure: a handler that returns its ctx's error once the deadline passed
+// or the client left has not failed: the deadline is answered "TimedOut", and nothing is logged
+// as a failed request either way.
+func TestEndedRequestIsNoFailure(t *testing.T) {
+	var log lockedBuffer
+	b := startBus(t, &testApp{failWhenDone: true}, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
+	got := roundTrip(t, b.Addr(), envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `{"Wait":{"target":2,"timeout_secs":0}}`))
+	if got != `"TimedOut"`+"\n" {
+		t.Errorf("at the deadline: got %q, want \"TimedOut\"", got)
+	}
+	conn := dialPath(t, b, false)
+	_, _ = io.WriteString(conn, envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `{"Wait":{"target":2,"timeout_secs":600}}`))
+	time.Sleep(200 * time.Millisecond)
+	conn.Close()
+	time.Sleep(500 * time.Millisecond) // the bus sees the close and cancels
+	if strings.Contains(log.String(), "request failed") {
+		t.Errorf("an ended request was logged as a failure:\n%s", log.String())
 	}
 }
 
