@@ -58,9 +58,38 @@ func start(t testing.TB, opts ...option) *harness {
 	h.start(bin, opts...)
 	t.Cleanup(func() {
 		h.stop()
-		_ = exec.Command("tmux", "-S", h.socket, "kill-server").Run()
+		killServer(h.socket)
 	})
 	return h
+}
+
+// killServer kills the tmux server at socket and waits up to 5 s for its panes' processes to
+// end: a shell or an interpreter that tmux hangs up on writes its history into HOME (the test's
+// folder) as it exits, and would race the folder's removal.
+func killServer(socket string) {
+	out, _ := exec.Command("tmux", "-S", socket, "list-panes", "-a", "-F", "#{pane_pid}").Output()
+	_ = exec.Command("tmux", "-S", socket, "kill-server").Run()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, f := range strings.Fields(string(out)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil || pid <= 0 {
+			continue
+		}
+		for running(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// running reports whether process pid runs: it exists and is no zombie (which writes nothing,
+// and which nothing may reap where the tmux server it belonged to was the parent).
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
 }
 
 // start starts the app and its bus, with fresh tokens each run, as krad-ade makes them, on the
