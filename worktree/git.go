@@ -160,7 +160,11 @@ func parseVersion(s string) ([2]int, bool) {
 	if !ok {
 		return [2]int{}, false
 	}
-	parts := strings.SplitN(strings.Fields(rest + " ")[0], ".", 3)
+	words := strings.Fields(rest)
+	if len(words) == 0 {
+		return [2]int{}, false
+	}
+	parts := strings.SplitN(words[0], ".", 3)
 	if len(parts) < 2 {
 		return [2]int{}, false
 	}

@@ -1,0 +1,257 @@
+package worktree
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/atomicfile"
+	"github.com/krad-ade/krad/internal/termsafe"
+)
+
+// CreateOptions are what [Repo.Create] makes a group of.
+type CreateOptions struct {
+	// Name is the group's name ([ValidName]). Required: the app picks one when a person does
+	// not.
+	Name string
+	// Base is the commit the group starts from, as git names commits (main, HEAD~2, v1.0, a
+	// hash). "": the main checkout's HEAD, or, with Branch, where Branch and that HEAD meet.
+	Base string
+	// Branch, when set, is an existing branch to continue (one kept by a retired group, say)
+	// instead of making krad/<Name>. The app never deletes a branch it did not make.
+	Branch string
+	// Root is the folder that holds every repository's groups, absolute:
+	// $XDG_DATA_HOME/krad-ade/worktrees on this computer. The group's checkout is
+	// Root/<repo-key>/<Name>.
+	Root string
+}
+
+// createStep, when set by a test, is called after each step of Create: "branch", "worktree",
+// "metadata".
+var createStep func(step string)
+
+// Create makes a group: its branch, from its base resolved once to a commit, checked out in a new
+// locked worktree at Root/<repo-key>/<Name>, and what the app must remember in the worktree's
+// admin folder.
+//
+// An existing group, branch or folder of that name is a conflict (*api.Error, wrapping
+// [ErrConflict]) that says what holds it, and nothing is touched. The main checkout is never
+// touched either: its uncommitted edits stay there and are not carried into the group. A failure
+// midway, ctx cancelled included, undoes what was done: no worktree, admin entry, branch or folder
+// is left.
+func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error) {
+	if err := ValidName(o.Name); err != nil {
+		return Group{}, err
+	}
+	if o.Base != "" {
+		if err := ValidRef("base", o.Base); err != nil {
+			return Group{}, err
+		}
+	}
+	if o.Branch != "" {
+		if err := ValidRef("branch", o.Branch); err != nil {
+			return Group{}, err
+		}
+	}
+	if !filepath.IsAbs(o.Root) {
+		return Group{}, fmt.Errorf("create group %s: the worktrees root %s is not an absolute path", o.Name, termsafe.Quote(o.Root))
+	}
+	dir := filepath.Join(o.Root, r.Key, o.Name)
+
+	// What could hold the name: a group, a worktree at the folder, the folder, the branch.
+	wts, err := r.worktrees(ctx)
+	if err != nil {
+		return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+	}
+	groups, err := r.Groups(ctx)
+	if err != nil {
+		return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+	}
+	for _, g := range groups {
+		if g.Name == o.Name {
+			return Group{}, conflict("group %s exists (branch %s, checkout %s): use it, or retire it first", o.Name, g.Branch, termsafe.Quote(g.Dir))
+		}
+	}
+	for _, wt := range wts {
+		if wt.path == dir {
+			return Group{}, conflict("folder %s is a worktree of the repository already: remove it (git worktree remove) or pick another name", termsafe.Quote(dir))
+		}
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		return Group{}, conflict("folder %s exists: move it away or pick another name", termsafe.Quote(dir))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+	}
+
+	head, err := r.resolve(ctx, "HEAD")
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Group{}, api.Errorf(api.CodeConflict,
+				"the repository %s has no commits yet, so a group has nothing to start from: commit first", termsafe.Quote(r.Top)).WithCause(ErrNoCommits)
+		}
+		return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+	}
+
+	branch, made := o.Branch, o.Branch == ""
+	if made {
+		branch = BranchPrefix + o.Name
+		if _, err := r.resolve(ctx, "refs/heads/"+branch); err == nil {
+			return Group{}, conflict("branch %s exists (kept from an earlier group?): continue it with branch %s, or delete it (git branch -D %s)", branch, branch, branch)
+		} else if !errors.Is(err, ErrNotFound) {
+			return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+		}
+	} else {
+		if _, err := git(ctx, gitRun{dir: r.Top}, "check-ref-format", "refs/heads/"+branch); err != nil {
+			return Group{}, badInput(fmt.Sprintf("branch %s: git does not take it as a branch name", termsafe.QuoteMax(branch, 60)))
+		}
+		if _, err := r.resolve(ctx, "refs/heads/"+branch); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return Group{}, api.Errorf(api.CodeNotFound, "no branch %s in the repository: see git branch", termsafe.QuoteMax(branch, 60)).WithCause(ErrNotFound)
+			}
+			return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+		}
+		for _, wt := range wts {
+			if wt.branch == "refs/heads/"+branch {
+				return Group{}, conflict("branch %s is checked out in %s: a branch can be checked out in one worktree only", termsafe.QuoteMax(branch, 60), termsafe.Quote(wt.path))
+			}
+		}
+	}
+
+	base := head
+	switch {
+	case o.Base != "":
+		if base, err = r.resolve(ctx, o.Base); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return Group{}, api.Errorf(api.CodeNotFound, "base %s is no commit of the repository", termsafe.QuoteMax(o.Base, 60)).WithCause(ErrNotFound)
+			}
+			return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+		}
+	case !made:
+		out, err := git(ctx, gitRun{dir: r.Top}, "merge-base", head, "refs/heads/"+branch)
+		if err != nil {
+			return Group{}, fmt.Errorf("create group %s: branch %s has no commit in common with HEAD: give a base: %w", o.Name, termsafe.QuoteMax(branch, 60), err)
+		}
+		base = strings.TrimSpace(string(out))
+	}
+
+	// From here on, what is made is undone if anything fails, ctx cancelled included.
+	var madeRoot, madeBranch, addedWorktree bool
+	defer func() {
+		if err == nil {
+			return
+		}
+		if rbErr := r.rollback(ctx, dir, madeRoot, madeBranch, addedWorktree, branch, base); rbErr != nil {
+			err = fmt.Errorf("%w; and undoing it failed: %v: look at %s and branch %s", err, rbErr, termsafe.Quote(dir), branch)
+		}
+		g = Group{}
+	}()
+	fail := func(err error) error { return fmt.Errorf("create group %s: %w", o.Name, err) }
+
+	keyDir := filepath.Dir(dir)
+	if _, err := os.Stat(keyDir); errors.Is(err, fs.ErrNotExist) {
+		madeRoot = true
+	}
+	if err := os.MkdirAll(keyDir, 0o700); err != nil {
+		return Group{}, fail(err)
+	}
+	if made {
+		madeBranch = true // even if update-ref fails: the delete below checks the old value
+		if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-m", "krad-ade: group "+o.Name, "refs/heads/"+branch, base, ""); err != nil {
+			if ctx.Err() == nil && strings.Contains(err.Error(), "exists") {
+				madeBranch = false
+				return Group{}, conflict("branch %s was made by someone else just now", branch)
+			}
+			return Group{}, fail(err)
+		}
+	}
+	step("branch")
+	if err := ctx.Err(); err != nil {
+		return Group{}, fail(err)
+	}
+	addedWorktree = true
+	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "add", "--lock", "--reason", "krad-ade group "+o.Name, "--", dir, branch); err != nil {
+		return Group{}, fail(err)
+	}
+	step("worktree")
+	out, err := git(ctx, gitRun{dir: dir}, "rev-parse", "--path-format=absolute", "--git-dir")
+	if err != nil {
+		return Group{}, fail(err)
+	}
+	admin := strings.TrimSpace(string(out))
+	m := meta{Name: o.Name, Branch: branch, BaseCommit: base, MadeBranch: made, Created: time.Now().UTC().Truncate(time.Second)}
+	data, _ := json.Marshal(m)
+	if err := atomicfile.WriteFile(filepath.Join(admin, metaFile), append(data, '\n'), 0o600); err != nil {
+		return Group{}, fail(err)
+	}
+	step("metadata")
+	if err := ctx.Err(); err != nil {
+		return Group{}, fail(err)
+	}
+	return Group{Name: o.Name, Dir: dir, Branch: branch, BaseCommit: base, MadeBranch: made, Head: base,
+		Locked: true, Created: m.Created, admin: admin}, nil
+}
+
+func step(s string) {
+	if createStep != nil {
+		createStep(s)
+	}
+}
+
+// rollback undoes what Create did, on a context of its own: ctx may be why it is undone.
+func (r *Repo) rollback(ctx context.Context, dir string, madeRoot, madeBranch, addedWorktree bool, branch, base string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var errs []error
+	if addedWorktree {
+		// git worktree remove would refuse a half-made worktree; its two parts are ours (the
+		// folder did not exist before), so remove them directly.
+		admins, err := r.adminDirs()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if admin, ok := admins[dir]; ok {
+			if err := os.RemoveAll(admin); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if madeBranch {
+		// Only while it still points at base: then it holds nothing of anyone's.
+		if _, err := r.resolve(ctx, "refs/heads/"+branch); err == nil {
+			if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-d", "refs/heads/"+branch, base); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if madeRoot {
+		os.Remove(filepath.Dir(dir)) // only if empty: another group may have been made there meanwhile
+	}
+	return errors.Join(errs...)
+}
+
+// resolve turns what names a commit into its hash; an error wrapping ErrNotFound when it names
+// none.
+func (r *Repo) resolve(ctx context.Context, rev string) (string, error) {
+	out, err := git(ctx, gitRun{dir: r.Top}, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	if err != nil {
+		if exitCode(err) == 1 && ctx.Err() == nil {
+			return "", fmt.Errorf("%s: %w", termsafe.QuoteMax(rev, 60), ErrNotFound)
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func conflict(format string, args ...any) error {
+	return api.Errorf(api.CodeConflict, format, args...).WithCause(ErrConflict)
+}
