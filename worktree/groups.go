@@ -21,9 +21,9 @@ type Group struct {
 	Name string `json:"name"`
 	// Dir is the group's checkout: Root/<repo-key>/<name>.
 	Dir string `json:"dir"`
-	// Branch is the branch checked out there, short (krad/fix-retry); "" when its HEAD is
-	// detached (its worker detached it).
-	Branch string `json:"branch,omitempty"`
+	// Branch is the group's branch, short (krad/fix-retry): the one it was made with, even if
+	// its worker has since checked out another or detached its HEAD (see Head).
+	Branch string `json:"branch"`
 	// BaseCommit is the commit the group started from, resolved once when it was made: every
 	// Changes compares against it.
 	BaseCommit string `json:"base_commit"`
@@ -91,7 +91,7 @@ func (r *Repo) Groups(ctx context.Context) ([]Group, error) {
 		g := Group{
 			Name: m.Name, Dir: wt.path, BaseCommit: m.BaseCommit, MadeBranch: m.MadeBranch,
 			Head: wt.head, Locked: wt.locked, Created: m.Created, admin: admin,
-			Branch: strings.TrimPrefix(wt.branch, "refs/heads/"),
+			Branch: m.Branch,
 		}
 		if _, err := os.Lstat(wt.path); wt.prunable || errors.Is(err, fs.ErrNotExist) {
 			g.Missing = true

@@ -72,3 +72,9 @@ func refs(t *testing.T, dir string) string {
 	t.Helper()
 	return run(t, dir, "for-each-ref", "--format=%(refname) %(objectname)")
 }
+
+// gitOutput runs git in dir and returns its combined output and error.
+func gitOutput(dir string, args ...string) (string, error) {
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	return string(out), err
+}
