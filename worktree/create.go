@@ -63,7 +63,8 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	if !filepath.IsAbs(o.Root) {
 		return Group{}, fmt.Errorf("create group %s: the worktrees root %s is not an absolute path", o.Name, termsafe.Quote(o.Root))
 	}
-	dir := filepath.Join(o.Root, r.Key, o.Name)
+	// git keeps a worktree's path with its symlinks resolved; so does dir, to compare with it.
+	dir := realPath(filepath.Join(o.Root, r.Key, o.Name))
 
 	// What could hold the name: a group, a worktree at the folder, the folder, the branch.
 	wts, err := r.worktrees(ctx)
@@ -142,12 +143,12 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	}
 
 	// From here on, what is made is undone if anything fails, ctx cancelled included.
-	var madeRoot, madeBranch, addedWorktree bool
+	var madeRoot, madeDir, madeBranch bool
 	defer func() {
 		if err == nil {
 			return
 		}
-		if rbErr := r.rollback(ctx, dir, madeRoot, madeBranch, addedWorktree, branch, base); rbErr != nil {
+		if rbErr := r.rollback(ctx, dir, madeRoot, madeDir, madeBranch, branch, base); rbErr != nil {
 			err = fmt.Errorf("%w; and undoing it failed: %v: look at %s and branch %s", err, rbErr, termsafe.Quote(dir), branch)
 		}
 		g = Group{}
@@ -161,6 +162,16 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	if err := os.MkdirAll(keyDir, 0o700); err != nil {
 		return Group{}, fail(err)
 	}
+	// The folder is made here, and must not exist: then it, and the admin entry git makes for
+	// it, are this call's alone, and undoing removes nothing of anyone else's (a Create of the
+	// same name running at the same time, say).
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return Group{}, conflict("folder %s was made by someone else just now", termsafe.Quote(dir))
+		}
+		return Group{}, fail(err)
+	}
+	madeDir = true
 	if made {
 		madeBranch = true // even if update-ref fails: the delete below checks the old value
 		if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-m", "krad-ade: group "+o.Name, "refs/heads/"+branch, base, ""); err != nil {
@@ -175,7 +186,6 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	if err := ctx.Err(); err != nil {
 		return Group{}, fail(err)
 	}
-	addedWorktree = true
 	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "add", "--lock", "--reason", "krad-ade group "+o.Name, "--", dir, branch); err != nil {
 		return Group{}, fail(err)
 	}
@@ -205,13 +215,13 @@ func step(s string) {
 }
 
 // rollback undoes what Create did, on a context of its own: ctx may be why it is undone.
-func (r *Repo) rollback(ctx context.Context, dir string, madeRoot, madeBranch, addedWorktree bool, branch, base string) error {
+func (r *Repo) rollback(ctx context.Context, dir string, madeRoot, madeDir, madeBranch bool, branch, base string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	var errs []error
-	if addedWorktree {
-		// git worktree remove would refuse a half-made worktree; its two parts are ours (the
-		// folder did not exist before), so remove them directly.
+	if madeDir {
+		// git worktree remove would refuse a half-made worktree; its two parts are ours (this
+		// call made the folder), so remove them directly.
 		admins, err := r.adminDirs()
 		if err != nil {
 			errs = append(errs, err)
@@ -254,4 +264,20 @@ func (r *Repo) resolve(ctx context.Context, rev string) (string, error) {
 
 func conflict(format string, args ...any) error {
 	return api.Errorf(api.CodeConflict, format, args...).WithCause(ErrConflict)
+}
+
+// realPath is p with the symlinks of its longest existing part resolved, as git resolves them.
+func realPath(p string) string {
+	rest := ""
+	for q := p; ; {
+		if real, err := filepath.EvalSymlinks(q); err == nil {
+			return filepath.Join(real, rest)
+		}
+		parent := filepath.Dir(q)
+		if parent == q {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(q), rest)
+		q = parent
+	}
 }

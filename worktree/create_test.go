@@ -302,3 +302,29 @@ func TestCreateKilledMidway(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateSymlinkedRoot: a root reached through a symlink: the group's folder is the one git
+// names, and Groups finds it.
+func TestCreateSymlinkedRoot(t *testing.T) {
+	dir := newRepo(t)
+	r := open(t, dir)
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	g, err := r.Create(context.Background(), CreateOptions{Name: "sl", Root: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(real, r.Key, "sl"); g.Dir != want {
+		t.Errorf("Dir = %s, want %s", g.Dir, want)
+	}
+	groups, err := r.Groups(context.Background())
+	if err != nil || len(groups) != 1 || groups[0].Dir != g.Dir {
+		t.Errorf("Groups = %+v, %v", groups, err)
+	}
+	if _, err := r.Create(context.Background(), CreateOptions{Name: "sl", Root: link}); !isConflict(err, "group sl exists") {
+		t.Errorf("Create again = %v, want a conflict", err)
+	}
+}
