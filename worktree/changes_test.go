@@ -250,3 +250,61 @@ func TestChangesErrors(t *testing.T) {
 		t.Errorf("Changes of a group whose folder is gone = %v, want ErrFolderGone naming the folder", err)
 	}
 }
+
+// TestChangesWhileCommitting: the agent commits in a loop while Changes runs again and again:
+// every answer is whole (each file the agent wrote is there, with its count), and none of the
+// agent's commits fails for a lock of ours.
+func TestChangesWhileCommitting(t *testing.T) {
+	r, g := newGroup(t, "loop")
+	const n = 25
+	done := make(chan error, 1)
+	go func() {
+		for i := range n {
+			name := filepath.Join(g.Dir, "f"+strings.Repeat("x", i%5)+string(rune('a'+i)))
+			if err := os.WriteFile(name, []byte("line\n"), 0o644); err != nil {
+				done <- err
+				return
+			}
+			for _, args := range [][]string{{"add", "-A"}, {"commit", "-q", "-m", "step"}} {
+				cmd := exec.Command("git", append([]string{"-C", g.Dir}, args...)...)
+				cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=A", "GIT_AUTHOR_EMAIL=a@example.com", "GIT_COMMITTER_NAME=A", "GIT_COMMITTER_EMAIL=a@example.com")
+				if out, err := cmd.CombinedOutput(); err != nil {
+					done <- errors.New("the agent's git " + args[0] + " failed: " + string(out))
+					return
+				}
+			}
+		}
+		done <- nil
+	}()
+	calls := 0
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if calls < 3 {
+				t.Logf("only %d calls of Changes ran during the commits", calls)
+			}
+			c, err := r.Changes(context.Background(), "loop", ChangesOptions{})
+			if err != nil || len(c.Files) != n || len(c.Commits) != n {
+				t.Errorf("Changes after the loop = %d files, %d commits, %v; want %d of each", len(c.Files), len(c.Commits), err, n)
+			}
+			return
+		default:
+		}
+		c, err := r.Changes(context.Background(), "loop", ChangesOptions{})
+		calls++
+		if err != nil {
+			t.Fatalf("Changes while the agent commits: %v", err)
+		}
+		for _, f := range c.Files {
+			if f.Status != "A" || f.Added != 1 || f.LeftOut != "" {
+				t.Errorf("Changes while the agent commits: %+v", f)
+			}
+		}
+		if strings.Count(c.Patch, "diff --git ") != len(c.Files) {
+			t.Errorf("the patch has %d files, the list %d", strings.Count(c.Patch, "diff --git "), len(c.Files))
+		}
+	}
+}
