@@ -186,7 +186,7 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	if err := ctx.Err(); err != nil {
 		return Group{}, fail(err)
 	}
-	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "add", "--lock", "--reason", "krad-ade group "+o.Name, "--", dir, branch); err != nil {
+	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "add", "--lock", "--reason", lockReason(o.Name), "--", dir, branch); err != nil {
 		return Group{}, fail(err)
 	}
 	step("worktree")
@@ -227,6 +227,11 @@ func (r *Repo) rollback(ctx context.Context, dir string, madeRoot, madeDir, made
 			errs = append(errs, err)
 		}
 		if admin, ok := admins[dir]; ok {
+			if err := os.RemoveAll(admin); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, admin := range r.halfMadeAdmins(filepath.Base(dir)) {
 			if err := os.RemoveAll(admin); err != nil {
 				errs = append(errs, err)
 			}
@@ -280,4 +285,34 @@ func realPath(p string) string {
 		rest = filepath.Join(filepath.Base(q), rest)
 		q = parent
 	}
+}
+
+// lockReason is the reason a group's worktree is locked with.
+func lockReason(name string) string { return "krad-ade group " + name }
+
+// halfMadeAdmins are the admin folders that a `git worktree add` of a group named name,
+// stopped before it wrote their gitdir file, left: named name or name and digits (git's names
+// for them), without gitdir, and either empty or with a lock file that is empty (git was stopped
+// while writing it) or holds our lock's reason. A Create of that
+// name cannot run at the same time (it would not have made the folder), so they are its own.
+func (r *Repo) halfMadeAdmins(name string) []string {
+	base := filepath.Join(r.CommonDir, "worktrees")
+	entries, _ := os.ReadDir(base)
+	var found []string
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), name)
+		if !ok || strings.Trim(rest, "0123456789") != "" {
+			continue
+		}
+		admin := filepath.Join(base, e.Name())
+		if _, err := os.Lstat(filepath.Join(admin, "gitdir")); err == nil {
+			continue
+		}
+		inside, _ := os.ReadDir(admin)
+		locked, err := os.ReadFile(filepath.Join(admin, "locked"))
+		if len(inside) == 0 || err == nil && (len(locked) == 0 || strings.TrimSpace(string(locked)) == lockReason(name)) {
+			found = append(found, admin)
+		}
+	}
+	return found
 }

@@ -102,7 +102,7 @@ func (r *Repo) Retire(ctx context.Context, name string) (Retired, error) {
 	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "remove", "--force", "--", g.Dir); err != nil {
 		if g.Locked {
 			relock, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockTimeout)
-			git(relock, gitRun{dir: r.Top, write: true}, "worktree", "lock", "--reason", "krad-ade group "+name, "--", g.Dir)
+			git(relock, gitRun{dir: r.Top, write: true}, "worktree", "lock", "--reason", lockReason(name), "--", g.Dir)
 			cancel()
 		}
 		return fail(err)
