@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 // state is what Create must leave alone when it refuses or fails: the refs, the worktrees, the
@@ -326,5 +328,29 @@ func TestCreateSymlinkedRoot(t *testing.T) {
 	}
 	if _, err := r.Create(context.Background(), CreateOptions{Name: "sl", Root: link}); !isConflict(err, "group sl exists") {
 		t.Errorf("Create again = %v, want a conflict", err)
+	}
+}
+
+// TestCreateDiskFull: the worktrees root on a small file system that the checkout fills: Create
+// fails with git's error, and leaves nothing, there or in the repository.
+func TestCreateDiskFull(t *testing.T) {
+	testbin.NeedRoot(t, "mounting a small tmpfs")
+	dir := newRepo(t)
+	write(t, dir, "big", strings.Repeat("0123456789abcdef", 64<<10)) // 1 MiB
+	run(t, dir, "add", "big")
+	run(t, dir, "commit", "-q", "-m", "big")
+	root := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", root).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", root).Run() })
+	r := open(t, dir)
+	before := state(t, dir, root)
+	_, err := r.Create(context.Background(), CreateOptions{Name: "full", Root: root})
+	if err == nil || !strings.Contains(err.Error(), "unable to write") {
+		t.Errorf("Create on a full disk = %v, want git's error about the write", err)
+	}
+	if after := state(t, dir, root); after != before {
+		t.Errorf("left behind:\nbefore %s\nafter %s", before, after)
 	}
 }
