@@ -101,6 +101,7 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	}
 
 	branch, made := o.Branch, o.Branch == ""
+	var tip string // the branch's commit, when it exists
 	if made {
 		branch = BranchPrefix + o.Name
 		if _, err := r.resolve(ctx, "refs/heads/"+branch); err == nil {
@@ -112,7 +113,7 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		if _, err := git(ctx, gitRun{dir: r.Top}, "check-ref-format", "refs/heads/"+branch); err != nil {
 			return Group{}, badInput(fmt.Sprintf("branch %s: git does not take it as a branch name", termsafe.QuoteMax(branch, 60)))
 		}
-		if _, err := r.resolve(ctx, "refs/heads/"+branch); err != nil {
+		if tip, err = r.resolve(ctx, "refs/heads/"+branch); err != nil {
 			if errors.Is(err, ErrNotFound) {
 				return Group{}, api.Errorf(api.CodeNotFound, "no branch %s in the repository: see git branch", termsafe.QuoteMax(branch, 60)).WithCause(ErrNotFound)
 			}
@@ -204,7 +205,10 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	if err := ctx.Err(); err != nil {
 		return Group{}, fail(err)
 	}
-	return Group{Name: o.Name, Dir: dir, Branch: branch, BaseCommit: base, MadeBranch: made, Head: base,
+	if made {
+		tip = base
+	}
+	return Group{Name: o.Name, Dir: dir, Branch: branch, BaseCommit: base, MadeBranch: made, Head: tip,
 		Locked: true, Created: m.Created, admin: admin}, nil
 }
 

@@ -151,8 +151,8 @@ func TestCreateContinuesABranch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Branch != "feature" || g.MadeBranch || g.BaseCommit != base {
-		t.Errorf("Create = %+v, want branch feature, not made, base %s (where it meets main)", g, base)
+	if g.Branch != "feature" || g.MadeBranch || g.BaseCommit != base || g.Head != tip {
+		t.Errorf("Create = %+v, want branch feature, not made, base %s (where it meets main), head %s", g, base, tip)
 	}
 	if got := run(t, g.Dir, "rev-parse", "HEAD"); got != tip {
 		t.Errorf("checkout HEAD = %s, want the branch's tip %s", got, tip)
