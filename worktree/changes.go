@@ -54,7 +54,9 @@ type Changes struct {
 	Files []File `json:"files"`
 	// Patch is the changes as `git diff` prints them, for git apply: every file's own patch
 	// that fits under the cap, whole, in Files' order. Files whose patch is not in it say why
-	// (File.LeftOut).
+	// (File.LeftOut). It holds the files' bytes as they are, UTF-8 or not: encoding/json would
+	// replace bytes that are not UTF-8, so a wire that carries it must not go through a JSON
+	// string as it is.
 	Patch string `json:"patch,omitempty"`
 }
 

@@ -114,14 +114,20 @@ func git(ctx context.Context, r gitRun, args ...string) ([]byte, error) {
 	return out.Bytes(), ge
 }
 
-// commandName is git's subcommand and its own subcommand, if any: "worktree add".
+// commandName is git's command ("diff-tree"), or, for worktree, with its subcommand ("worktree
+// add"), after git's own options (--literal-pathspecs).
 func commandName(args []string) string {
 	var words []string
 	for _, a := range args {
-		if strings.HasPrefix(a, "-") || len(words) == 2 {
+		if strings.HasPrefix(a, "-") {
+			if len(words) == 0 {
+				continue
+			}
 			break
 		}
-		words = append(words, a)
+		if words = append(words, a); len(words) == 2 || a != "worktree" {
+			break
+		}
 	}
 	return strings.Join(words, " ")
 }

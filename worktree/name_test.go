@@ -80,3 +80,20 @@ func FuzzValidName(f *testing.F) {
 		}
 	})
 }
+
+func TestCommandName(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"worktree", "add", "--lock", "x"}, "worktree add"},
+		{[]string{"--literal-pathspecs", "diff-tree", "-p", "a", "b"}, "diff-tree"},
+		{[]string{"rev-parse", "--verify", "HEAD"}, "rev-parse"},
+		{[]string{"merge-base", "abc", "refs/heads/x"}, "merge-base"},
+		{[]string{"--version"}, ""},
+	} {
+		if got := commandName(tt.args); got != tt.want {
+			t.Errorf("commandName(%q) = %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
