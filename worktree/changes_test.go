@@ -308,3 +308,25 @@ func TestChangesWhileCommitting(t *testing.T) {
 		}
 	}
 }
+
+// TestChangesLargeFile: a 50 MB file is counted in the list and left out of the patch, whose
+// other files are there.
+func TestChangesLargeFile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 50 MB")
+	}
+	r, g := newGroup(t, "large")
+	write(t, g.Dir, "big.txt", strings.Repeat("fifty megabytes of lines, this is one of them.\n", 50<<20/48))
+	write(t, g.Dir, "README", "small\n")
+	c, err := r.Changes(context.Background(), "large", ChangesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []File{{Path: "README", Status: "M", Added: 1, Deleted: 1}, {Path: "big.txt", Status: "A", Added: 50 << 20 / 48, LeftOut: "too large"}}
+	if !slices.Equal(c.Files, want) {
+		t.Errorf("Files = %+v, want %+v", c.Files, want)
+	}
+	if len(c.Patch) > DefaultMaxPatch || !strings.Contains(c.Patch, "+small") {
+		t.Errorf("the patch has %d bytes; want README's patch only", len(c.Patch))
+	}
+}

@@ -241,3 +241,48 @@ func TestGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestNothingLeftButWhatIsKept: groups made, worked in and retired leave exactly what the design
+// keeps: the snapshot refs of uncommitted work, and the branches that hold commits or a
+// snapshot. No worktree, admin folder, checkout or other ref.
+func TestNothingLeftButWhatIsKept(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	r := open(t, dir)
+	root := t.TempDir()
+	before := refs(t, dir)
+	idle, _ := r.Create(ctx, CreateOptions{Name: "idle", Root: root})
+	committed, _ := r.Create(ctx, CreateOptions{Name: "committed", Root: root})
+	dirty, err := r.Create(ctx, CreateOptions{Name: "dirty", Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, committed.Dir, "c", "c\n")
+	run(t, committed.Dir, "add", "c")
+	run(t, committed.Dir, "commit", "-q", "-m", "c")
+	write(t, dirty.Dir, "d", "d\n")
+	for _, g := range []Group{idle, committed, dirty} {
+		if _, err := r.Retire(ctx, g.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var kept []string
+	for _, line := range strings.Split(refs(t, dir), "\n") {
+		if !strings.Contains(before, line) {
+			kept = append(kept, strings.Fields(line)[0])
+		}
+	}
+	want := []string{"refs/heads/krad/committed", "refs/heads/krad/dirty", "refs/krad/snapshots/dirty"}
+	if strings.Join(kept, " ") != strings.Join(want, " ") {
+		t.Errorf("refs kept: %v, want %v", kept, want)
+	}
+	if got := run(t, dir, "worktree", "list", "--porcelain"); strings.Count(got, "worktree ") != 1 {
+		t.Errorf("worktrees left:\n%s", got)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(r.CommonDir, "worktrees")); len(entries) != 0 {
+		t.Errorf("admin folders left: %v", entries)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(root, r.Key)); len(entries) != 0 {
+		t.Errorf("checkouts left: %v", entries)
+	}
+}
