@@ -158,8 +158,9 @@ func (r *Repo) folderGone(g Group) error {
 
 // workTree writes the tree of what the checkout at dir holds now, untracked files included and
 // ignored ones not, through a temporary index: a copy of the checkout's own (so that git can
-// tell unchanged files by their stat data, without reading them), or, when it has none, one
-// read from HEAD. The checkout's own index is never written.
+// tell unchanged files by their stat data, without reading them; git add then makes it match
+// the files, whatever was staged), or, when it has none, one read from HEAD. The checkout's own
+// index is never written.
 func workTree(ctx context.Context, dir string) (string, error) {
 	out, err := git(ctx, gitRun{dir: dir}, "rev-parse", "--path-format=absolute", "--git-path", "index")
 	if err != nil {
@@ -192,6 +193,8 @@ func workTree(ctx context.Context, dir string) (string, error) {
 		if err := fresh(); err != nil {
 			return "", err
 		}
+	} else if err := noAssumeUnchanged(ctx, dir, env); err != nil {
+		return "", err
 	}
 	add := func() error {
 		_, err := git(ctx, gitRun{dir: dir, env: env, write: true}, "add", "--all", "--", ":/")
@@ -214,6 +217,29 @@ func workTree(ctx context.Context, dir string) (string, error) {
 		return "", err
 	}
 	return strings.TrimSpace(string(out)), nil
+}
+
+// noAssumeUnchanged clears, in the temporary index, the assume-unchanged bit that a person or
+// tool set on files (git update-index --assume-unchanged), with which git add would not see their
+// changes. The skip-worktree bit of sparse checkouts stays: those files are absent on purpose.
+func noAssumeUnchanged(ctx context.Context, dir string, env []string) error {
+	out, err := git(ctx, gitRun{dir: dir, env: env}, "ls-files", "-v", "-z")
+	if err != nil {
+		return err
+	}
+	var paths bytes.Buffer
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		// "h path": a lower-case tag marks an assume-unchanged file.
+		if len(rec) > 2 && rec[0] >= 'a' && rec[0] <= 'z' && rec[1] == ' ' {
+			paths.Write(rec[2:])
+			paths.WriteByte(0)
+		}
+	}
+	if paths.Len() == 0 {
+		return nil
+	}
+	_, err = git(ctx, gitRun{dir: dir, env: env, stdin: &paths, write: true}, "update-index", "--no-assume-unchanged", "-z", "--stdin")
+	return err
 }
 
 // copyFile copies the file at src into dst; false when there is no file at src.

@@ -330,3 +330,18 @@ func TestChangesLargeFile(t *testing.T) {
 		t.Errorf("the patch has %d bytes; want README's patch only", len(c.Patch))
 	}
 }
+
+// TestChangesAssumeUnchanged: a file marked assume-unchanged in the worker's index is still seen
+// when it changes (and the mark stays in the worker's index).
+func TestChangesAssumeUnchanged(t *testing.T) {
+	r, g := newGroup(t, "au")
+	run(t, g.Dir, "update-index", "--assume-unchanged", "README")
+	write(t, g.Dir, "README", "changed behind git's back\n")
+	c, err := r.Changes(context.Background(), "au", ChangesOptions{})
+	if err != nil || !slices.Equal(c.Files, []File{{Path: "README", Status: "M", Added: 1, Deleted: 1}}) {
+		t.Errorf("Changes = %+v, %v; want README modified", c.Files, err)
+	}
+	if got := run(t, g.Dir, "ls-files", "-v", "README"); got != "h README" {
+		t.Errorf("the worker's index: %q, want the mark kept", got)
+	}
+}
