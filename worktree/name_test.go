@@ -97,3 +97,24 @@ func TestCommandName(t *testing.T) {
 		}
 	}
 }
+
+func FuzzValidRef(f *testing.F) {
+	for _, s := range []string{"main", "HEAD~2", "-x", "--upload-pack=evil", "a b", "a\x00b", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ref string) {
+		err := ValidRef("base", ref)
+		if err != nil {
+			if !errors.Is(err, ErrBadName) {
+				t.Fatalf("ValidRef(%q) = %v, want it to wrap ErrBadName", ref, err)
+			}
+			if strings.ContainsAny(err.Error(), "\n\r\x00") {
+				t.Fatalf("ValidRef(%q): the message carries a control character: %q", ref, err)
+			}
+			return
+		}
+		if ref == "" || ref[0] == '-' || len(ref) > MaxRefLen || strings.ContainsAny(ref, " \t\n\r\x00\x7f") {
+			t.Fatalf("ValidRef(%q) = nil, want an error", ref)
+		}
+	})
+}
