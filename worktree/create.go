@@ -235,7 +235,7 @@ func (r *Repo) rollback(ctx context.Context, dir string, madeRoot, madeDir, made
 				errs = append(errs, err)
 			}
 		}
-		for _, admin := range r.halfMadeAdmins(filepath.Base(dir)) {
+		for _, admin := range r.halfMadeAdmins(dir) {
 			if err := os.RemoveAll(admin); err != nil {
 				errs = append(errs, err)
 			}
@@ -294,12 +294,14 @@ func realPath(p string) string {
 // lockReason is the reason a group's worktree is locked with.
 func lockReason(name string) string { return "krad-ade group " + name }
 
-// halfMadeAdmins are the admin folders that a `git worktree add` of a group named name,
-// stopped before it wrote their gitdir file, left: named name or name and digits (git's names
-// for them), without gitdir, and either empty or with a lock file that is empty (git was stopped
-// while writing it) or holds our lock's reason. A Create of that
-// name cannot run at the same time (it would not have made the folder), so they are its own.
-func (r *Repo) halfMadeAdmins(name string) []string {
+// halfMadeAdmins are the admin folders that a `git worktree add` into dir, stopped before it
+// finished writing their gitdir file, left: named like dir's last element, or that and digits
+// (git's names for them), with a gitdir file that is missing or holds the start of dir's path,
+// and either empty or with a lock file that holds our lock's reason or its start (git was stopped
+// while writing it). A Create into dir cannot run at the same time (it would not have made the
+// folder), so they are its own.
+func (r *Repo) halfMadeAdmins(dir string) []string {
+	name := filepath.Base(dir)
 	base := filepath.Join(r.CommonDir, "worktrees")
 	entries, _ := os.ReadDir(base)
 	var found []string
@@ -309,12 +311,13 @@ func (r *Repo) halfMadeAdmins(name string) []string {
 			continue
 		}
 		admin := filepath.Join(base, e.Name())
-		if _, err := os.Lstat(filepath.Join(admin, "gitdir")); err == nil {
-			continue
+		gitdir, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		if err == nil && !strings.HasPrefix(dir+"/.git\n", string(gitdir)) {
+			continue // another worktree's
 		}
 		inside, _ := os.ReadDir(admin)
 		locked, err := os.ReadFile(filepath.Join(admin, "locked"))
-		if len(inside) == 0 || err == nil && (len(locked) == 0 || strings.TrimSpace(string(locked)) == lockReason(name)) {
+		if len(inside) == 0 || err == nil && strings.HasPrefix(lockReason(name)+"\n", string(locked)) {
 			found = append(found, admin)
 		}
 	}

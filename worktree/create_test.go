@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,7 +29,12 @@ func state(t *testing.T, dir, root string) string {
 	})
 	entries, _ := os.ReadDir(filepath.Join(dir, ".git", "worktrees"))
 	for _, e := range entries {
-		b.WriteString("admin " + e.Name() + "\n")
+		// What is in it, to tell why it was left.
+		admin := filepath.Join(dir, ".git", "worktrees", e.Name())
+		inside, _ := os.ReadDir(admin)
+		gitdir, _ := os.ReadFile(filepath.Join(admin, "gitdir"))
+		locked, _ := os.ReadFile(filepath.Join(admin, "locked"))
+		fmt.Fprintf(&b, "admin %s: %d files, gitdir %q, locked %q\n", e.Name(), len(inside), gitdir, locked)
 	}
 	return b.String()
 }
