@@ -25,7 +25,9 @@ type CreateOptions struct {
 	// hash). "": the main checkout's HEAD, or, with Branch, where Branch and that HEAD meet.
 	Base string
 	// Branch, when set, is an existing branch to continue (one kept by a retired group, say)
-	// instead of making krad/<Name>. The app never deletes a branch it did not make.
+	// instead of making krad/<Name>. The app never deletes a branch it did not make. A branch
+	// krad/<old> whose retired group left a snapshot on top of it comes back with that
+	// snapshot's work as uncommitted changes.
 	Branch string
 	// Root is the folder that holds every repository's groups, absolute:
 	// $XDG_DATA_HOME/krad-ade/worktrees on this computer. The group's checkout is
@@ -191,6 +193,12 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		return Group{}, fail(err)
 	}
 	step("worktree")
+	restored := ""
+	if !made {
+		if restored, err = r.restoreSnapshot(ctx, dir, branch, tip); err != nil {
+			return Group{}, fail(err)
+		}
+	}
 	out, err := git(ctx, gitRun{dir: dir}, "rev-parse", "--path-format=absolute", "--git-dir")
 	if err != nil {
 		return Group{}, fail(err)
@@ -209,7 +217,7 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		tip = base
 	}
 	return Group{Name: o.Name, Dir: dir, Branch: branch, BaseCommit: base, MadeBranch: made, Head: tip,
-		Locked: true, Created: m.Created, admin: admin}, nil
+		Locked: true, Created: m.Created, Restored: restored, admin: admin}, nil
 }
 
 func step(s string) {
@@ -322,4 +330,35 @@ func (r *Repo) halfMadeAdmins(dir string) []string {
 		}
 	}
 	return found
+}
+
+// restoreSnapshot puts back, in the new checkout at dir of branch (at tip), the uncommitted work a
+// retired group of that branch left on refs/krad/snapshots/<old> for branch krad/<old>, as
+// uncommitted changes (new files untracked), when that snapshot was made on top of tip. It
+// returns the snapshot's commit, or "" when there is none to restore. The ref stays: a later
+// snapshot of the name keeps it as a parent.
+func (r *Repo) restoreSnapshot(ctx context.Context, dir, branch, tip string) (string, error) {
+	old, ok := strings.CutPrefix(branch, BranchPrefix)
+	if !ok || ValidName(old) != nil {
+		return "", nil
+	}
+	snap, err := r.resolve(ctx, SnapshotPrefix+old)
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	out, err := git(ctx, gitRun{dir: dir}, "rev-parse", "--verify", snap+"^1")
+	if err != nil || strings.TrimSpace(string(out)) != tip {
+		return "", nil // made on another commit: the branch moved on since
+	}
+	// Index and files to the snapshot, then the index back to HEAD: the work is uncommitted.
+	if _, err := git(ctx, gitRun{dir: dir, write: true}, "read-tree", "-m", "-u", tip, snap); err != nil {
+		return "", fmt.Errorf("restore the snapshot %s: %w", snap, err)
+	}
+	if _, err := git(ctx, gitRun{dir: dir, write: true}, "reset", "-q", "--no-refresh"); err != nil {
+		return "", fmt.Errorf("restore the snapshot %s: %w", snap, err)
+	}
+	return snap, nil
 }

@@ -9,7 +9,8 @@
 //     the app must remember sits in the worktree's own git admin folder, so that it survives
 //     restarts and goes with the worktree. An existing group, branch or folder of that name is a
 //     conflict; nothing is reused or deleted. A failure midway, a cancelled context included,
-//     leaves nothing behind.
+//     leaves nothing behind. Given an existing branch, it continues it instead; a branch kept
+//     by a retired group comes back with that group's snapshot as uncommitted changes.
 //   - [Repo.Groups] lists the groups from git's own admin data, not from a file of ours.
 //   - [Repo.Changes] is what a group changed since its base_commit, computed on a temporary
 //     index so that the worker's own index is never touched: every file with its line counts, and

@@ -38,6 +38,9 @@ type Group struct {
 	Missing bool `json:"missing,omitempty"`
 	// Created is when the group was made.
 	Created time.Time `json:"created"`
+	// Restored, in what Create returns, is the snapshot commit whose work it put back in the
+	// continued branch's checkout as uncommitted changes.
+	Restored string `json:"restored,omitempty"`
 
 	admin string // the worktree's git admin folder, where metaFile is
 }

@@ -286,3 +286,29 @@ func TestNothingLeftButWhatIsKept(t *testing.T) {
 		t.Errorf("checkouts left: %v", entries)
 	}
 }
+
+// TestContinueRestoresSnapshot: a kept branch continued comes back with its retired group's
+// uncommitted work, uncommitted.
+func TestContinueRestoresSnapshot(t *testing.T) {
+	ctx := context.Background()
+	r, g := newGroup(t, "kept")
+	write(t, g.Dir, "README", "edited\n")
+	write(t, g.Dir, "untracked", "new\n")
+	run(t, g.Dir, "rm", "-q", "old.txt")
+	ret, err := r.Retire(ctx, "kept")
+	if err != nil || ret.Snapshot == "" || ret.BranchDeleted {
+		t.Fatalf("Retire = %+v, %v", ret, err)
+	}
+	g2, err := r.Create(ctx, CreateOptions{Name: "again", Branch: "krad/kept", Root: t.TempDir()})
+	if err != nil || g2.Restored != ret.SnapshotCommit {
+		t.Fatalf("Create = %+v, %v; want the snapshot %s restored", g2, err, ret.SnapshotCommit)
+	}
+	// run trims the status's first space.
+	if got, want := run(t, g2.Dir, "status", "--porcelain"), "M README\n D old.txt\n?? untracked"; got != want {
+		t.Errorf("status after the restore:\n%s\nwant\n%s", got, want)
+	}
+	c, err := r.Changes(ctx, "again", ChangesOptions{Stat: true})
+	if err != nil || len(c.Files) != 3 {
+		t.Errorf("Changes = %+v, %v; want the 3 restored files", c.Files, err)
+	}
+}
