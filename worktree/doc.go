@@ -11,7 +11,8 @@
 //     conflict; nothing is reused or deleted. A failure midway, a cancelled context included,
 //     leaves nothing behind. Given an existing branch, it continues it instead; a branch kept
 //     by a retired group comes back with that group's snapshot as uncommitted changes.
-//   - [Repo.Groups] lists the groups from git's own admin data, not from a file of ours.
+//   - [Repo.Groups] lists the groups from git's own admin data, not from a file of ours, and
+//     [Repo.Kept] what retired groups left: their branches and snapshots.
 //   - [Repo.Changes] is what a group changed since its base_commit, computed on a temporary
 //     index so that the worker's own index is never touched: every file with its line counts, and
 //     a patch `git apply` takes, capped, cut only between files.

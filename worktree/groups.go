@@ -144,3 +144,61 @@ func (r *Repo) adminDirs() (map[string]string, error) {
 	}
 	return m, nil
 }
+
+// Kept is what a retired group left: its branch (krad/<name>) and the snapshot of its
+// uncommitted work, either or both. Create with Branch continues it.
+type Kept struct {
+	Name string `json:"name"`
+	// Branch is "" when only a snapshot is left (someone deleted the branch).
+	Branch       string `json:"branch,omitempty"`
+	BranchCommit string `json:"branch_commit,omitempty"`
+	// Snapshot is the ref of the snapshot, refs/krad/snapshots/<name>; "" when there is none.
+	Snapshot       string `json:"snapshot,omitempty"`
+	SnapshotCommit string `json:"snapshot_commit,omitempty"`
+}
+
+// Kept lists what retired groups left, by name: the branches krad/<name> and the snapshot refs
+// that no group has now. Branches of another prefix, which the app did not make, are not listed.
+func (r *Repo) Kept(ctx context.Context) ([]Kept, error) {
+	groups, err := r.Groups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]bool{}
+	for _, g := range groups {
+		live[g.Branch] = true
+		live[g.Name] = true
+	}
+	out, err := git(ctx, gitRun{dir: r.Top}, "for-each-ref", "--format=%(objectname) %(refname)",
+		"refs/heads/"+BranchPrefix, SnapshotPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("list kept branches: %w", err)
+	}
+	var kept []Kept
+	index := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		commit, ref, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		name, isBranch := strings.CutPrefix(ref, "refs/heads/"+BranchPrefix)
+		if !isBranch {
+			name = strings.TrimPrefix(ref, SnapshotPrefix)
+		}
+		if ValidName(name) != nil || live[name] || isBranch && live[BranchPrefix+name] {
+			continue
+		}
+		i, seen := index[name]
+		if !seen {
+			i = len(kept)
+			index[name] = i
+			kept = append(kept, Kept{Name: name})
+		}
+		if isBranch {
+			kept[i].Branch, kept[i].BranchCommit = BranchPrefix+name, commit
+		} else {
+			kept[i].Snapshot, kept[i].SnapshotCommit = ref, commit
+		}
+	}
+	return kept, nil
+}

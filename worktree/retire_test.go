@@ -312,3 +312,36 @@ func TestContinueRestoresSnapshot(t *testing.T) {
 		t.Errorf("Changes = %+v, %v; want the 3 restored files", c.Files, err)
 	}
 }
+
+// TestKept: what retired groups left, by name; a live group's branch is not listed.
+func TestKept(t *testing.T) {
+	ctx := context.Background()
+	r, g := newGroup(t, "live")
+	committed := mustCreate(t, r, "committed")
+	write(t, committed.Dir, "c", "c\n")
+	run(t, committed.Dir, "add", "c")
+	run(t, committed.Dir, "commit", "-q", "-m", "c")
+	dirty := mustCreate(t, r, "dirty")
+	write(t, dirty.Dir, "README", "dirty\n")
+	mustCreate(t, r, "idle")
+	for _, name := range []string{"committed", "dirty", "idle"} {
+		if _, err := r.Retire(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, r.Top, "branch", "other") // not the app's
+	kept, err := r.Kept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, k := range kept {
+		names = append(names, k.Name)
+		if k.Name == "dirty" && (k.Branch != "krad/dirty" || k.Snapshot != "refs/krad/snapshots/dirty") {
+			t.Errorf("kept dirty = %+v, want its branch and its snapshot", k)
+		}
+	}
+	if strings.Join(names, " ") != "committed dirty" {
+		t.Errorf("Kept = %+v, want committed and dirty (not %s, which lives)", kept, g.Name)
+	}
+}
