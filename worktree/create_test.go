@@ -67,6 +67,10 @@ func TestCreate(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(admin, metaFile)); err != nil {
 		t.Errorf("no metadata in the worktree's admin folder: %v", err)
 	}
+	// Opened from the group's checkout: the same repository, its main checkout on top.
+	if r2 := open(t, g.Dir); *r2 != *r {
+		t.Errorf("Open(group's checkout) = %+v, want %+v", r2, r)
+	}
 	// Found again by a new Repo, as after a restart.
 	groups, err := open(t, dir).Groups(context.Background())
 	if err != nil || len(groups) != 1 {
