@@ -1,0 +1,506 @@
+package worktree
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
+)
+
+// DefaultMaxPatch is the cap on a patch's text when ChangesOptions.MaxPatch is 0, and
+// MaxMaxPatch the largest cap that may be asked for.
+const (
+	DefaultMaxPatch = 1 << 20
+	MaxMaxPatch     = 16 << 20
+)
+
+// ChangesOptions say how much of a group's changes [Repo.Changes] returns.
+type ChangesOptions struct {
+	// Stat: the list of files only, no patch.
+	Stat bool
+	// MaxPatch caps the patch's text, in bytes: 0 means DefaultMaxPatch; more than MaxMaxPatch
+	// is MaxMaxPatch.
+	MaxPatch int
+	// Paths limits the patch to these files, or to the files under these folders, relative to
+	// the checkout's top. The list of files stays complete.
+	Paths []string
+	// Binary puts binary files in the patch, as git's binary patches (which git apply takes).
+	Binary bool
+}
+
+// Changes is what a group changed since its base_commit.
+type Changes struct {
+	Group string `json:"group"`
+	// Base is the commit compared against: the group's base_commit; for the main checkout
+	// (group ""), its HEAD, or git's empty tree in a repository with no commits.
+	Base string `json:"base"`
+	// Head is the commit checked out in the group now; "" when there is none.
+	Head string `json:"head,omitempty"`
+	// Commits are the group's commits since Base, newest first; at most MaxCommits of them.
+	Commits []Commit `json:"commits,omitempty"`
+	// MoreCommits: there are more commits than Commits holds.
+	MoreCommits bool `json:"more_commits,omitempty"`
+	// Files is every file changed, committed or not, staged or not, untracked files included
+	// (ignored ones not), with renames found.
+	Files []File `json:"files"`
+	// Patch is the changes as `git diff` prints them, for git apply: every file's own patch
+	// that fits under the cap, whole, in Files' order. Files whose patch is not in it say why
+	// (File.LeftOut). It holds the files' bytes as they are, UTF-8 or not: encoding/json would
+	// replace bytes that are not UTF-8, so a wire that carries it must not go through a JSON
+	// string as it is.
+	Patch string `json:"patch,omitempty"`
+}
+
+// MaxCommits is the most commits Changes lists.
+const MaxCommits = 1000
+
+// Commit is one commit of a group.
+type Commit struct {
+	Hash    string `json:"hash"`
+	Subject string `json:"subject"`
+}
+
+// File is one changed file.
+type File struct {
+	// Path is the file's path from the checkout's top, as git has it (any bytes but NUL).
+	Path string `json:"path"`
+	// OldPath is where a renamed file was.
+	OldPath string `json:"old_path,omitempty"`
+	// Status is git's: A added, D deleted, M modified, R renamed, T type changed (a file
+	// became a symlink, say).
+	Status string `json:"status"`
+	// Added and Deleted count lines; both 0 for a binary file.
+	Added   int  `json:"added"`
+	Deleted int  `json:"deleted"`
+	Binary  bool `json:"binary,omitempty"`
+	// LeftOut says why the file's patch is not in Changes.Patch, when a patch was asked for:
+	// "binary" (ask with Binary), "too large" (ask for it by path, or with a larger cap),
+	// "not asked for" (Paths named other files).
+	LeftOut string `json:"left_out,omitempty"`
+}
+
+// Changes computes what group changed since its base_commit: commits, staged, unstaged and
+// untracked (not ignored) files. Group "" is the main checkout against its HEAD.
+//
+// It reads the checkout through a temporary index (a copy of the checkout's own, to which git
+// adds every file), so the worker's index and files are never touched, and git runs with
+// --no-optional-locks: it does not race the agent working there. Any failure is an error,
+// never an empty answer.
+func (r *Repo) Changes(ctx context.Context, group string, o ChangesOptions) (Changes, error) {
+	c := Changes{Group: group, Files: []File{}}
+	dir := r.Top
+	if group != "" {
+		g, err := r.group(ctx, group)
+		if err != nil {
+			return Changes{}, err
+		}
+		if g.Missing {
+			return Changes{}, r.folderGone(g)
+		}
+		dir, c.Base, c.Head = g.Dir, g.BaseCommit, g.Head
+	} else {
+		head, err := resolveIn(ctx, dir, "HEAD")
+		switch {
+		case errors.Is(err, ErrNotFound):
+			// No commit yet: everything is new.
+			out, err := git(ctx, gitRun{dir: dir, stdin: strings.NewReader("")}, "hash-object", "-t", "tree", "--stdin")
+			if err != nil {
+				return Changes{}, fmt.Errorf("changes of the main checkout: %w", err)
+			}
+			c.Base = strings.TrimSpace(string(out))
+		case err != nil:
+			return Changes{}, fmt.Errorf("changes of the main checkout: %w", err)
+		default:
+			c.Base, c.Head = head, head
+		}
+	}
+	what := "changes of the main checkout"
+	if group != "" {
+		what = "changes of group " + group
+	}
+	fail := func(err error) (Changes, error) { return Changes{}, fmt.Errorf("%s: %w", what, err) }
+
+	tree, err := workTree(ctx, dir)
+	if err != nil {
+		return fail(err)
+	}
+	if c.Head != "" {
+		if c.Commits, c.MoreCommits, err = commits(ctx, dir, c.Base, c.Head); err != nil {
+			return fail(err)
+		}
+	}
+	if c.Files, err = fileList(ctx, dir, c.Base, tree); err != nil {
+		return fail(err)
+	}
+	if o.Stat {
+		return c, nil
+	}
+	if c.Patch, err = patch(ctx, dir, c.Base, tree, c.Files, o); err != nil {
+		return fail(err)
+	}
+	return c, nil
+}
+
+// folderGone is the error about a group whose folder was deleted from under git.
+func (r *Repo) folderGone(g Group) error {
+	return api.Errorf(api.CodeConflict, "group %s: its folder %s is gone (deleted from under git); its branch %s and commits are kept: retire the group",
+		g.Name, termsafe.Quote(g.Dir), g.Branch).WithCause(ErrFolderGone)
+}
+
+// workTree writes the tree of what the checkout at dir holds now, untracked files included and
+// ignored ones not, through a temporary index: a copy of the checkout's own (so that git can
+// tell unchanged files by their stat data, without reading them; git add then makes it match
+// the files, whatever was staged), or, when it has none, one read from HEAD. The checkout's own
+// index is never written.
+func workTree(ctx context.Context, dir string) (string, error) {
+	out, err := git(ctx, gitRun{dir: dir}, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	if err != nil {
+		return "", err
+	}
+	own := strings.TrimSpace(string(out))
+	tmp, err := os.CreateTemp("", "krad-index-")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name() + ".lock")
+	defer os.Remove(tmp.Name())
+	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
+	copied, err := copyFile(tmp, own)
+	tmp.Close()
+	if err != nil {
+		return "", fmt.Errorf("copy the index: %w", err)
+	}
+	fresh := func() error {
+		if err := os.Truncate(tmp.Name(), 0); err != nil {
+			return err
+		}
+		if _, err := resolveIn(ctx, dir, "HEAD"); err == nil {
+			_, err := git(ctx, gitRun{dir: dir, env: env, write: true}, "read-tree", "HEAD")
+			return err
+		}
+		return os.Remove(tmp.Name()) // no commit: start from an empty index
+	}
+	if !copied {
+		if err := fresh(); err != nil {
+			return "", err
+		}
+	} else if err := noAssumeUnchanged(ctx, dir, env); err != nil {
+		return "", err
+	}
+	add := func() error {
+		_, err := git(ctx, gitRun{dir: dir, env: env, write: true}, "add", "--all", "--", ":/")
+		return err
+	}
+	if err := add(); err != nil {
+		if !copied || ctx.Err() != nil {
+			return "", err
+		}
+		// The copy may not stand alone (a split index): start again from HEAD.
+		if err := fresh(); err != nil {
+			return "", err
+		}
+		if err := add(); err != nil {
+			return "", err
+		}
+	}
+	out, err = git(ctx, gitRun{dir: dir, env: env, write: true}, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// noAssumeUnchanged clears, in the temporary index, the assume-unchanged bit that a person or
+// tool set on files (git update-index --assume-unchanged), with which git add would not see their
+// changes. The skip-worktree bit of sparse checkouts stays: those files are absent on purpose.
+func noAssumeUnchanged(ctx context.Context, dir string, env []string) error {
+	out, err := git(ctx, gitRun{dir: dir, env: env}, "ls-files", "-v", "-z")
+	if err != nil {
+		return err
+	}
+	var paths bytes.Buffer
+	for _, rec := range bytes.Split(out, []byte{0}) {
+		// "h path": a lower-case tag marks an assume-unchanged file.
+		if len(rec) > 2 && rec[0] >= 'a' && rec[0] <= 'z' && rec[1] == ' ' {
+			paths.Write(rec[2:])
+			paths.WriteByte(0)
+		}
+	}
+	if paths.Len() == 0 {
+		return nil
+	}
+	_, err = git(ctx, gitRun{dir: dir, env: env, stdin: &paths, write: true}, "update-index", "--no-assume-unchanged", "-z", "--stdin")
+	return err
+}
+
+// copyFile copies the file at src into dst; false when there is no file at src.
+func copyFile(dst *os.File, src string) (bool, error) {
+	f, err := os.Open(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	_, err = io.Copy(dst, f)
+	return err == nil, err
+}
+
+// resolveIn is resolve in the checkout at dir.
+func resolveIn(ctx context.Context, dir, rev string) (string, error) {
+	return (&Repo{Top: dir}).resolve(ctx, rev)
+}
+
+// commits lists the commits of head not in base, newest first.
+func commits(ctx context.Context, dir, base, head string) ([]Commit, bool, error) {
+	out, err := git(ctx, gitRun{dir: dir}, "log", "-z", "--no-show-signature", "--format=%H %s",
+		"--max-count="+strconv.Itoa(MaxCommits+1), "^"+base, head, "--")
+	if err != nil {
+		return nil, false, err
+	}
+	var cs []Commit
+	for _, rec := range strings.Split(string(out), "\x00") {
+		if rec == "" {
+			continue
+		}
+		hash, subject, _ := strings.Cut(rec, " ")
+		cs = append(cs, Commit{Hash: hash, Subject: subject})
+	}
+	if len(cs) > MaxCommits {
+		return cs[:MaxCommits], true, nil
+	}
+	return cs, false, nil
+}
+
+// diffArgs are the options of every diff: renames found, no program of the repository's config
+// run, git's own prefixes.
+var diffArgs = []string{"-r", "-M", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/"}
+
+// fileList is every file that differs between the trees base and tree, with its line counts.
+func fileList(ctx context.Context, dir, base, tree string) ([]File, error) {
+	args := append([]string{"diff-tree", "-z", "--raw", "--numstat", "--no-abbrev"}, diffArgs...)
+	out, err := git(ctx, gitRun{dir: dir}, append(args, base, tree, "--")...)
+	if err != nil {
+		return nil, err
+	}
+	return parseRawNumstat(out)
+}
+
+// parseRawNumstat reads `git diff-tree -z --raw --numstat`: first a raw record per file
+// (":mode mode hash hash STATUS\0path\0", two paths for a rename), then a numstat record per file
+// in the same order ("added\tdeleted\tpath\0", or "added\tdeleted\t\0old\0new\0"; "-" counts
+// for a binary file).
+func parseRawNumstat(out []byte) ([]File, error) {
+	fields := strings.Split(string(out), "\x00")
+	if n := len(fields); n > 0 && fields[n-1] == "" {
+		fields = fields[:n-1]
+	}
+	bad := func(why string) error {
+		return fmt.Errorf("git diff-tree's output does not read: %s", why)
+	}
+	files := []File{}
+	i := 0
+	for ; i < len(fields) && strings.HasPrefix(fields[i], ":"); i++ {
+		words := strings.Fields(fields[i])
+		if len(words) != 5 || words[4] == "" {
+			return nil, bad("a raw record with other than 5 words")
+		}
+		f := File{Status: words[4][:1]}
+		switch f.Status {
+		case "R", "C":
+			if i+2 >= len(fields) {
+				return nil, bad("a rename without its two paths")
+			}
+			f.OldPath, f.Path = fields[i+1], fields[i+2]
+			i += 2
+		default:
+			if i+1 >= len(fields) {
+				return nil, bad("a raw record without its path")
+			}
+			f.Path = fields[i+1]
+			i++
+		}
+		files = append(files, f)
+	}
+	for k := range files {
+		if i >= len(fields) {
+			return nil, bad("fewer numstat records than files")
+		}
+		counts := strings.SplitN(fields[i], "\t", 3)
+		if len(counts) != 3 {
+			return nil, bad("a numstat record without two tabs")
+		}
+		f := &files[k]
+		if counts[0] == "-" && counts[1] == "-" {
+			f.Binary = true
+		} else {
+			a, err1 := strconv.Atoi(counts[0])
+			d, err2 := strconv.Atoi(counts[1])
+			if err1 != nil || err2 != nil {
+				return nil, bad("a numstat count that is not a number")
+			}
+			f.Added, f.Deleted = a, d
+		}
+		path := counts[2]
+		if path == "" { // a rename: old and new follow
+			if i+2 >= len(fields) {
+				return nil, bad("a numstat rename without its two paths")
+			}
+			path = fields[i+2]
+			i += 2
+		}
+		if path != f.Path {
+			return nil, bad("the numstat records are not in the raw records' order")
+		}
+		i++
+	}
+	if i != len(fields) {
+		return nil, bad("more numstat records than files")
+	}
+	return files, nil
+}
+
+// patch is the patch between base and tree of the files asked for, each file's whole or not at
+// all, within the cap; it marks files[i].LeftOut for the others.
+func patch(ctx context.Context, dir, base, tree string, files []File, o ChangesOptions) (string, error) {
+	max := o.MaxPatch
+	if max <= 0 {
+		max = DefaultMaxPatch
+	}
+	max = min(max, MaxMaxPatch)
+
+	// The files asked for, in git's order; git is asked for exactly those.
+	var want []int
+	var pathspecs []string
+	for i := range files {
+		f := &files[i]
+		if len(o.Paths) > 0 && !under(f.Path, o.Paths) && (f.OldPath == "" || !under(f.OldPath, o.Paths)) {
+			f.LeftOut = "not asked for"
+			continue
+		}
+		want = append(want, i)
+		pathspecs = append(pathspecs, f.Path)
+		if f.OldPath != "" {
+			pathspecs = append(pathspecs, f.OldPath)
+		}
+	}
+	if len(want) == 0 {
+		return "", nil
+	}
+	args := append([]string{"--literal-pathspecs", "diff-tree", "-p", "--full-index"}, diffArgs...)
+	if o.Binary {
+		args = append(args, "--binary")
+	}
+	args = append(args, base, tree, "--")
+	if len(o.Paths) > 0 {
+		args = append(args, pathspecs...)
+	}
+
+	// Each file's patch starts with a line "diff --git "; no line inside one can (they start
+	// with a space, +, -, @, \ or a header word, and a binary patch's lines hold no space).
+	// A type change (a file that became a symlink) is two patches: the old one deleted, the
+	// new one added.
+	var out strings.Builder
+	cur := -1 // index into want of the file whose patch is being read
+	part := 0 // which of that file's patches
+	var section bytes.Buffer
+	over := false // the current file's patch has passed the cap: it is being skipped
+	finish := func() {
+		if cur < 0 || cur >= len(want) {
+			return
+		}
+		f := &files[want[cur]]
+		switch {
+		case f.Binary && !o.Binary:
+			f.LeftOut = "binary"
+		case over || out.Len()+section.Len() > max:
+			f.LeftOut = "too large"
+		default:
+			out.Write(section.Bytes())
+		}
+		section.Reset()
+		over = false
+	}
+	sections := 0
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := git(ctx, gitRun{dir: dir, stdout: pw}, args...)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	br := bufio.NewReaderSize(pr, 64<<10)
+	lineStart := true
+	var readErr error
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if lineStart && bytes.HasPrefix(chunk, []byte("diff --git ")) {
+			sections++
+			if cur >= 0 && cur < len(want) && files[want[cur]].Status == "T" && part == 0 {
+				part = 1 // the second half of a type change
+			} else {
+				finish()
+				cur++
+				part = 0
+			}
+		}
+		if !over && cur >= 0 {
+			if out.Len()+section.Len()+len(chunk) > max {
+				over = true
+				section.Reset()
+			} else {
+				section.Write(chunk)
+			}
+		}
+		lineStart = err == nil
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err != io.EOF {
+				readErr = err
+			}
+			break
+		}
+	}
+	finish()
+	pr.Close()
+	if err := <-done; err != nil {
+		return "", err
+	}
+	if readErr != nil {
+		return "", readErr
+	}
+	expected := 0
+	for _, i := range want {
+		expected++
+		if files[i].Status == "T" {
+			expected++
+		}
+	}
+	if sections != expected || cur != len(want)-1 {
+		return "", fmt.Errorf("git's patch has %d files' patches, its list %d: they disagree", sections, expected)
+	}
+	return out.String(), nil
+}
+
+// under says whether path is one of paths or in a folder of them.
+func under(path string, paths []string) bool {
+	for _, p := range paths {
+		p = strings.TrimSuffix(p, "/")
+		if p == "" || p == "." || path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
+}

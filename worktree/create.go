@@ -1,0 +1,364 @@
+package worktree
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/atomicfile"
+	"github.com/krad-ade/krad/internal/termsafe"
+)
+
+// CreateOptions are what [Repo.Create] makes a group of.
+type CreateOptions struct {
+	// Name is the group's name ([ValidName]). Required: the app picks one when a person does
+	// not.
+	Name string
+	// Base is the commit the group starts from, as git names commits (main, HEAD~2, v1.0, a
+	// hash). "": the main checkout's HEAD, or, with Branch, where Branch and that HEAD meet.
+	Base string
+	// Branch, when set, is an existing branch to continue (one kept by a retired group, say)
+	// instead of making krad/<Name>. The app never deletes a branch it did not make. A branch
+	// krad/<old> whose retired group left a snapshot on top of it comes back with that
+	// snapshot's work as uncommitted changes.
+	Branch string
+	// Root is the folder that holds every repository's groups, absolute:
+	// $XDG_DATA_HOME/krad-ade/worktrees on this computer. The group's checkout is
+	// Root/<repo-key>/<Name>.
+	Root string
+}
+
+// createStep, when set by a test, is called after each step of Create: "branch", "worktree",
+// "metadata".
+var createStep func(step string)
+
+// Create makes a group: its branch, from its base resolved once to a commit, checked out in a new
+// locked worktree at Root/<repo-key>/<Name>, and what the app must remember in the worktree's
+// admin folder.
+//
+// An existing group, branch or folder of that name is a conflict (*api.Error, wrapping
+// [ErrConflict]) that says what holds it, and nothing is touched. The main checkout is never
+// touched either: its uncommitted edits stay there and are not carried into the group. A failure
+// midway, ctx cancelled included, undoes what was done: no worktree, admin entry, branch or folder
+// is left.
+func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error) {
+	if err := ValidName(o.Name); err != nil {
+		return Group{}, err
+	}
+	if o.Base != "" {
+		if err := ValidRef("base", o.Base); err != nil {
+			return Group{}, err
+		}
+	}
+	if o.Branch != "" {
+		if err := ValidRef("branch", o.Branch); err != nil {
+			return Group{}, err
+		}
+	}
+	if !filepath.IsAbs(o.Root) {
+		return Group{}, fmt.Errorf("create group %s: the worktrees root %s is not an absolute path", o.Name, termsafe.Quote(o.Root))
+	}
+	// git keeps a worktree's path with its symlinks resolved; so does dir, to compare with it.
+	dir := realPath(filepath.Join(o.Root, r.Key, o.Name))
+
+	// What could hold the name: a group, a worktree at the folder, the folder, the branch.
+	wts, err := r.worktrees(ctx)
+	if err != nil {
+		return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+	}
+	groups, err := r.Groups(ctx)
+	if err != nil {
+		return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+	}
+	for _, g := range groups {
+		if g.Name == o.Name {
+			return Group{}, conflict("group %s exists (branch %s, checkout %s): use it, or retire it first", o.Name, g.Branch, termsafe.Quote(g.Dir))
+		}
+	}
+	for _, wt := range wts {
+		if wt.path == dir {
+			return Group{}, conflict("folder %s is a worktree of the repository already: remove it (git worktree remove) or pick another name", termsafe.Quote(dir))
+		}
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		return Group{}, conflict("folder %s exists: move it away or pick another name", termsafe.Quote(dir))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+	}
+
+	head, err := r.resolve(ctx, "HEAD")
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Group{}, api.Errorf(api.CodeConflict,
+				"the repository %s has no commits yet, so a group has nothing to start from: commit first", termsafe.Quote(r.Top)).WithCause(ErrNoCommits)
+		}
+		return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+	}
+
+	branch, made := o.Branch, o.Branch == ""
+	var tip string // the branch's commit, when it exists
+	if made {
+		branch = BranchPrefix + o.Name
+		if _, err := r.resolve(ctx, "refs/heads/"+branch); err == nil {
+			return Group{}, conflict("branch %s exists (kept from an earlier group?): continue it with branch %s, or delete it (git branch -D %s)", branch, branch, branch)
+		} else if !errors.Is(err, ErrNotFound) {
+			return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+		}
+	} else {
+		if _, err := git(ctx, gitRun{dir: r.Top}, "check-ref-format", "refs/heads/"+branch); err != nil {
+			return Group{}, badInput(fmt.Sprintf("branch %s: git does not take it as a branch name", termsafe.QuoteMax(branch, 60)))
+		}
+		if tip, err = r.resolve(ctx, "refs/heads/"+branch); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return Group{}, api.Errorf(api.CodeNotFound, "no branch %s in the repository: see git branch", termsafe.QuoteMax(branch, 60)).WithCause(ErrNotFound)
+			}
+			return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+		}
+		for _, wt := range wts {
+			if wt.branch == "refs/heads/"+branch {
+				return Group{}, conflict("branch %s is checked out in %s: a branch can be checked out in one worktree only", termsafe.QuoteMax(branch, 60), termsafe.Quote(wt.path))
+			}
+		}
+	}
+
+	base := head
+	switch {
+	case o.Base != "":
+		if base, err = r.resolve(ctx, o.Base); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return Group{}, api.Errorf(api.CodeNotFound, "base %s is no commit of the repository", termsafe.QuoteMax(o.Base, 60)).WithCause(ErrNotFound)
+			}
+			return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+		}
+	case !made:
+		out, err := git(ctx, gitRun{dir: r.Top}, "merge-base", head, "refs/heads/"+branch)
+		if err != nil {
+			return Group{}, fmt.Errorf("create group %s: branch %s has no commit in common with HEAD: give a base: %w", o.Name, termsafe.QuoteMax(branch, 60), err)
+		}
+		base = strings.TrimSpace(string(out))
+	}
+
+	// From here on, what is made is undone if anything fails, ctx cancelled included.
+	var madeRoot, madeDir, madeBranch bool
+	defer func() {
+		if err == nil {
+			return
+		}
+		if rbErr := r.rollback(ctx, dir, madeRoot, madeDir, madeBranch, branch, base); rbErr != nil {
+			err = fmt.Errorf("%w; and undoing it failed: %v: look at %s and branch %s", err, rbErr, termsafe.Quote(dir), branch)
+		}
+		g = Group{}
+	}()
+	fail := func(err error) error { return fmt.Errorf("create group %s: %w", o.Name, err) }
+
+	keyDir := filepath.Dir(dir)
+	if _, err := os.Stat(keyDir); errors.Is(err, fs.ErrNotExist) {
+		madeRoot = true
+	}
+	if err := os.MkdirAll(keyDir, 0o700); err != nil {
+		return Group{}, fail(err)
+	}
+	// The folder is made here, and must not exist: then it, and the admin entry git makes for
+	// it, are this call's alone, and undoing removes nothing of anyone else's (a Create of the
+	// same name running at the same time, say).
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return Group{}, conflict("folder %s was made by someone else just now", termsafe.Quote(dir))
+		}
+		return Group{}, fail(err)
+	}
+	madeDir = true
+	if made {
+		madeBranch = true // even if update-ref fails: the delete below checks the old value
+		if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-m", "krad-ade: group "+o.Name, "refs/heads/"+branch, base, ""); err != nil {
+			if ctx.Err() == nil && strings.Contains(err.Error(), "exists") {
+				madeBranch = false
+				return Group{}, conflict("branch %s was made by someone else just now", branch)
+			}
+			return Group{}, fail(err)
+		}
+	}
+	step("branch")
+	if err := ctx.Err(); err != nil {
+		return Group{}, fail(err)
+	}
+	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "add", "--lock", "--reason", lockReason(o.Name), "--", dir, branch); err != nil {
+		return Group{}, fail(err)
+	}
+	step("worktree")
+	restored := ""
+	if !made {
+		if restored, err = r.restoreSnapshot(ctx, dir, branch, tip); err != nil {
+			return Group{}, fail(err)
+		}
+	}
+	out, err := git(ctx, gitRun{dir: dir}, "rev-parse", "--path-format=absolute", "--git-dir")
+	if err != nil {
+		return Group{}, fail(err)
+	}
+	admin := strings.TrimSpace(string(out))
+	m := meta{Name: o.Name, Branch: branch, BaseCommit: base, MadeBranch: made, Created: time.Now().UTC().Truncate(time.Second)}
+	data, _ := json.Marshal(m)
+	if err := atomicfile.WriteFile(filepath.Join(admin, metaFile), append(data, '\n'), 0o600); err != nil {
+		return Group{}, fail(err)
+	}
+	step("metadata")
+	if err := ctx.Err(); err != nil {
+		return Group{}, fail(err)
+	}
+	if made {
+		tip = base
+	}
+	return Group{Name: o.Name, Dir: dir, Branch: branch, BaseCommit: base, MadeBranch: made, Head: tip,
+		Locked: true, Created: m.Created, Restored: restored, admin: admin}, nil
+}
+
+func step(s string) {
+	if createStep != nil {
+		createStep(s)
+	}
+}
+
+// rollback undoes what Create did, on a context of its own: ctx may be why it is undone.
+func (r *Repo) rollback(ctx context.Context, dir string, madeRoot, madeDir, madeBranch bool, branch, base string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var errs []error
+	if madeDir {
+		// git worktree remove would refuse a half-made worktree; its two parts are ours (this
+		// call made the folder), so remove them directly.
+		admins, err := r.adminDirs()
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if admin, ok := admins[dir]; ok {
+			if err := os.RemoveAll(admin); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, admin := range r.halfMadeAdmins(dir) {
+			if err := os.RemoveAll(admin); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if madeBranch {
+		// Only while it still points at base: then it holds nothing of anyone's.
+		if _, err := r.resolve(ctx, "refs/heads/"+branch); err == nil {
+			if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-d", "refs/heads/"+branch, base); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if madeRoot {
+		os.Remove(filepath.Dir(dir)) // only if empty: another group may have been made there meanwhile
+	}
+	return errors.Join(errs...)
+}
+
+// resolve turns what names a commit into its hash; an error wrapping ErrNotFound when it names
+// none.
+func (r *Repo) resolve(ctx context.Context, rev string) (string, error) {
+	out, err := git(ctx, gitRun{dir: r.Top}, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	if err != nil {
+		if exitCode(err) == 1 && ctx.Err() == nil {
+			return "", fmt.Errorf("%s: %w", termsafe.QuoteMax(rev, 60), ErrNotFound)
+		}
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func conflict(format string, args ...any) error {
+	return api.Errorf(api.CodeConflict, format, args...).WithCause(ErrConflict)
+}
+
+// realPath is p with the symlinks of its longest existing part resolved, as git resolves them.
+func realPath(p string) string {
+	rest := ""
+	for q := p; ; {
+		if real, err := filepath.EvalSymlinks(q); err == nil {
+			return filepath.Join(real, rest)
+		}
+		parent := filepath.Dir(q)
+		if parent == q {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(q), rest)
+		q = parent
+	}
+}
+
+// lockReason is the reason a group's worktree is locked with.
+func lockReason(name string) string { return "krad-ade group " + name }
+
+// halfMadeAdmins are the admin folders that a `git worktree add` into dir, stopped before it
+// finished writing their gitdir file, left: named like dir's last element, or that and digits
+// (git's names for them), with a gitdir file that is missing or holds the start of dir's path,
+// and either empty or with a lock file that holds our lock's reason or its start (git was stopped
+// while writing it). A Create into dir cannot run at the same time (it would not have made the
+// folder), so they are its own.
+func (r *Repo) halfMadeAdmins(dir string) []string {
+	name := filepath.Base(dir)
+	base := filepath.Join(r.CommonDir, "worktrees")
+	entries, _ := os.ReadDir(base)
+	var found []string
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), name)
+		if !ok || strings.Trim(rest, "0123456789") != "" {
+			continue
+		}
+		admin := filepath.Join(base, e.Name())
+		gitdir, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		if err == nil && !strings.HasPrefix(dir+"/.git\n", string(gitdir)) {
+			continue // another worktree's
+		}
+		inside, _ := os.ReadDir(admin)
+		locked, err := os.ReadFile(filepath.Join(admin, "locked"))
+		if len(inside) == 0 || err == nil && strings.HasPrefix(lockReason(name)+"\n", string(locked)) {
+			found = append(found, admin)
+		}
+	}
+	return found
+}
+
+// restoreSnapshot puts back, in the new checkout at dir of branch (at tip), the uncommitted work a
+// retired group of that branch left on refs/krad/snapshots/<old> for branch krad/<old>, as
+// uncommitted changes (new files untracked), when that snapshot was made on top of tip. It
+// returns the snapshot's commit, or "" when there is none to restore. The ref stays: a later
+// snapshot of the name keeps it as a parent.
+func (r *Repo) restoreSnapshot(ctx context.Context, dir, branch, tip string) (string, error) {
+	old, ok := strings.CutPrefix(branch, BranchPrefix)
+	if !ok || ValidName(old) != nil {
+		return "", nil
+	}
+	snap, err := r.resolve(ctx, SnapshotPrefix+old)
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	out, err := git(ctx, gitRun{dir: dir}, "rev-parse", "--verify", snap+"^1")
+	if err != nil || strings.TrimSpace(string(out)) != tip {
+		return "", nil // made on another commit: the branch moved on since
+	}
+	// Index and files to the snapshot, then the index back to HEAD: the work is uncommitted.
+	if _, err := git(ctx, gitRun{dir: dir, write: true}, "read-tree", "-m", "-u", tip, snap); err != nil {
+		return "", fmt.Errorf("restore the snapshot %s: %w", snap, err)
+	}
+	if _, err := git(ctx, gitRun{dir: dir, write: true}, "reset", "-q", "--no-refresh"); err != nil {
+		return "", fmt.Errorf("restore the snapshot %s: %w", snap, err)
+	}
+	return snap, nil
+}

@@ -1,0 +1,366 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/testbin"
+)
+
+// state is what Create must leave alone when it refuses or fails: the refs, the worktrees, the
+// main checkout's status and the folders under root.
+func state(t *testing.T, dir, root string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(refs(t, dir) + "\n")
+	b.WriteString(run(t, dir, "worktree", "list", "--porcelain") + "\n")
+	b.WriteString(run(t, dir, "status", "--porcelain=v1", "--untracked-files=all") + "\n")
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		b.WriteString(p + "\n")
+		return nil
+	})
+	entries, _ := os.ReadDir(filepath.Join(dir, ".git", "worktrees"))
+	for _, e := range entries {
+		// What is in it, to tell why it was left.
+		admin := filepath.Join(dir, ".git", "worktrees", e.Name())
+		inside, _ := os.ReadDir(admin)
+		gitdir, _ := os.ReadFile(filepath.Join(admin, "gitdir"))
+		locked, _ := os.ReadFile(filepath.Join(admin, "locked"))
+		fmt.Fprintf(&b, "admin %s: %d files, gitdir %q, locked %q\n", e.Name(), len(inside), gitdir, locked)
+	}
+	return b.String()
+}
+
+func TestCreate(t *testing.T) {
+	dir := newRepo(t)
+	r := open(t, dir)
+	root := t.TempDir()
+	head := run(t, dir, "rev-parse", "HEAD")
+	g, err := r.Create(context.Background(), CreateOptions{Name: "fix-retry", Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Group{Name: "fix-retry", Dir: filepath.Join(root, r.Key, "fix-retry"), Branch: "krad/fix-retry",
+		BaseCommit: head, MadeBranch: true, Head: head, Locked: true}
+	g.Created, g.admin = want.Created, ""
+	if g != want {
+		t.Errorf("Create = %+v, want %+v", g, want)
+	}
+	if got := run(t, g.Dir, "symbolic-ref", "HEAD"); got != "refs/heads/krad/fix-retry" {
+		t.Errorf("the checkout's HEAD = %s, want refs/heads/krad/fix-retry", got)
+	}
+	if _, err := os.Stat(filepath.Join(g.Dir, "main.go")); err != nil {
+		t.Errorf("the checkout has no main.go: %v", err)
+	}
+	if got := run(t, dir, "worktree", "list", "--porcelain"); !strings.Contains(got, "locked krad-ade group fix-retry") {
+		t.Errorf("the worktree is not locked:\n%s", got)
+	}
+	admin := run(t, g.Dir, "rev-parse", "--path-format=absolute", "--git-dir")
+	if _, err := os.Stat(filepath.Join(admin, metaFile)); err != nil {
+		t.Errorf("no metadata in the worktree's admin folder: %v", err)
+	}
+	// Opened from the group's checkout: the same repository, its main checkout on top.
+	if r2 := open(t, g.Dir); *r2 != *r {
+		t.Errorf("Open(group's checkout) = %+v, want %+v", r2, r)
+	}
+	// Found again by a new Repo, as after a restart.
+	groups, err := open(t, dir).Groups(context.Background())
+	if err != nil || len(groups) != 1 {
+		t.Fatalf("Groups = %+v, %v; want the group", groups, err)
+	}
+	got := groups[0]
+	got.admin, got.Created = "", want.Created
+	if got != want {
+		t.Errorf("Groups()[0] = %+v, want %+v", got, want)
+	}
+}
+
+func TestCreateBadName(t *testing.T) {
+	dir := newRepo(t)
+	r := open(t, dir)
+	root := t.TempDir()
+	before := state(t, dir, root)
+	for _, name := range []string{"a/b", "..", "fix retry", "Fix", strings.Repeat("a", 41), "", "-x"} {
+		if _, err := r.Create(context.Background(), CreateOptions{Name: name, Root: root}); !errors.Is(err, ErrBadName) {
+			t.Errorf("Create(%q) = %v, want ErrBadName", name, err)
+		}
+	}
+	for _, o := range []CreateOptions{{Base: "--output=/tmp/x"}, {Branch: "-b"}, {Base: "a b"}, {Branch: "a..b"}} {
+		o.Name, o.Root = "x", root
+		if _, err := r.Create(context.Background(), o); !errors.Is(err, ErrBadName) {
+			t.Errorf("Create(%+v) = %v, want ErrBadName", o, err)
+		}
+	}
+	if after := state(t, dir, root); after != before {
+		t.Errorf("a refused Create changed the repository:\nbefore %s\nafter %s", before, after)
+	}
+}
+
+func isConflict(err error, what string) bool {
+	var e *api.Error
+	return errors.Is(err, ErrConflict) && errors.As(err, &e) && e.Code == api.CodeConflict && strings.Contains(e.Message, what)
+}
+
+func TestCreateConflicts(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	r := open(t, dir)
+	root := t.TempDir()
+	if _, err := r.Create(ctx, CreateOptions{Name: "one", Root: root}); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, "branch", "krad/two")
+	if err := os.MkdirAll(filepath.Join(root, r.Key, "three"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	run(t, dir, "worktree", "add", "-q", "--detach", filepath.Join(root, r.Key, "four"))
+	run(t, dir, "branch", "taken")
+	run(t, dir, "worktree", "add", "-q", filepath.Join(t.TempDir(), "other"), "taken")
+	before := state(t, dir, root)
+	for _, tt := range []struct {
+		o    CreateOptions
+		what string
+	}{
+		{CreateOptions{Name: "one"}, "group one exists"},
+		{CreateOptions{Name: "two"}, "branch krad/two exists"},
+		{CreateOptions{Name: "three"}, "three exists"},
+		{CreateOptions{Name: "four"}, "is a worktree"},
+		{CreateOptions{Name: "five", Branch: "taken"}, "checked out in"},
+		{CreateOptions{Name: "six", Branch: "main"}, "checked out in"},
+	} {
+		tt.o.Root = root
+		if _, err := r.Create(ctx, tt.o); !isConflict(err, tt.what) {
+			t.Errorf("Create(%+v) = %v, want a conflict saying %q", tt.o, err, tt.what)
+		}
+	}
+	if after := state(t, dir, root); after != before {
+		t.Errorf("a refused Create changed the repository:\nbefore %s\nafter %s", before, after)
+	}
+}
+
+func TestCreateContinuesABranch(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	base := run(t, dir, "rev-parse", "HEAD")
+	run(t, dir, "checkout", "-q", "-b", "feature")
+	write(t, dir, "f", "f\n")
+	run(t, dir, "add", "f")
+	run(t, dir, "commit", "-q", "-m", "f")
+	tip := run(t, dir, "rev-parse", "HEAD")
+	run(t, dir, "checkout", "-q", "main")
+	r := open(t, dir)
+	g, err := r.Create(ctx, CreateOptions{Name: "cont", Branch: "feature", Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Branch != "feature" || g.MadeBranch || g.BaseCommit != base || g.Head != tip {
+		t.Errorf("Create = %+v, want branch feature, not made, base %s (where it meets main), head %s", g, base, tip)
+	}
+	if got := run(t, g.Dir, "rev-parse", "HEAD"); got != tip {
+		t.Errorf("checkout HEAD = %s, want the branch's tip %s", got, tip)
+	}
+	if _, err := r.Create(ctx, CreateOptions{Name: "nope", Branch: "missing", Root: t.TempDir()}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Create with a missing branch = %v, want ErrNotFound", err)
+	}
+}
+
+func TestCreateBase(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	first := run(t, dir, "rev-parse", "HEAD")
+	write(t, dir, "second", "2\n")
+	run(t, dir, "add", "second")
+	run(t, dir, "commit", "-q", "-m", "second")
+	run(t, dir, "tag", "v1", first)
+	r := open(t, dir)
+	root := t.TempDir()
+	g, err := r.Create(ctx, CreateOptions{Name: "old", Base: "v1", Root: root})
+	if err != nil || g.BaseCommit != first || run(t, g.Dir, "rev-parse", "HEAD") != first {
+		t.Errorf("Create(base v1) = %+v, %v; want base and HEAD %s", g, err, first)
+	}
+	before := state(t, dir, root)
+	for _, base := range []string{"nosuch", "HEAD~5", strings.Repeat("0", 40)} {
+		var e *api.Error
+		_, err := r.Create(ctx, CreateOptions{Name: "x", Base: base, Root: root})
+		if !errors.Is(err, ErrNotFound) || !errors.As(err, &e) || e.Code != api.CodeNotFound {
+			t.Errorf("Create(base %s) = %v, want not_found", base, err)
+		}
+	}
+	if after := state(t, dir, root); after != before {
+		t.Errorf("a refused Create changed the repository:\nbefore %s\nafter %s", before, after)
+	}
+}
+
+func TestCreateNoCommits(t *testing.T) {
+	setup(t)
+	dir := filepath.Join(t.TempDir(), "empty")
+	run(t, filepath.Dir(dir), "init", "-q", "-b", "main", dir)
+	r := open(t, dir)
+	root := t.TempDir()
+	_, err := r.Create(context.Background(), CreateOptions{Name: "x", Root: root})
+	if !errors.Is(err, ErrNoCommits) || !strings.Contains(err.Error(), "commit first") {
+		t.Errorf("Create in a repository with no commits = %v, want ErrNoCommits saying to commit first", err)
+	}
+	if out := run(t, dir, "for-each-ref"); out != "" {
+		t.Errorf("refs left: %s", out)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Errorf("folders left under the root: %v", entries)
+	}
+}
+
+func TestCreateDetachedHead(t *testing.T) {
+	dir := newRepo(t)
+	head := run(t, dir, "rev-parse", "HEAD")
+	run(t, dir, "checkout", "-q", "--detach")
+	g, err := open(t, dir).Create(context.Background(), CreateOptions{Name: "d", Root: t.TempDir()})
+	if err != nil || g.BaseCommit != head || g.Branch != "krad/d" {
+		t.Errorf("Create from a detached HEAD = %+v, %v; want krad/d from %s", g, err, head)
+	}
+}
+
+func TestCreateDirtyMainCheckout(t *testing.T) {
+	dir := newRepo(t)
+	write(t, dir, "main.go", "package main // edited\n")
+	write(t, dir, "new.txt", "untracked\n")
+	write(t, dir, "staged.txt", "staged\n")
+	run(t, dir, "add", "staged.txt")
+	status := run(t, dir, "status", "--porcelain")
+	index, _ := os.ReadFile(filepath.Join(dir, ".git", "index"))
+	g, err := open(t, dir).Create(context.Background(), CreateOptions{Name: "clean", Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := run(t, g.Dir, "status", "--porcelain"); got != "" {
+		t.Errorf("the group carries the main checkout's edits: %s", got)
+	}
+	if got := run(t, dir, "status", "--porcelain"); got != status {
+		t.Errorf("the main checkout's status went from %q to %q", status, got)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, ".git", "index")); string(after) != string(index) {
+		t.Errorf("the main checkout's index changed")
+	}
+}
+
+// TestCreateRollsBack cancels Create's context after each of its steps: every time, nothing is
+// left of the group.
+func TestCreateRollsBack(t *testing.T) {
+	dir := newRepo(t)
+	r := open(t, dir)
+	root := t.TempDir()
+	before := state(t, dir, root)
+	for _, at := range []string{"branch", "worktree", "metadata"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		createStep = func(s string) {
+			if s == at {
+				cancel()
+			}
+		}
+		_, err := r.Create(ctx, CreateOptions{Name: "gone", Root: root})
+		createStep = nil
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled after %s: Create = %v, want context.Canceled", at, err)
+		}
+		if after := state(t, dir, root); after != before {
+			t.Errorf("cancelled after %s: left behind:\nbefore %s\nafter %s", at, before, after)
+		}
+	}
+	// And the name is free again.
+	if _, err := r.Create(context.Background(), CreateOptions{Name: "gone", Root: root}); err != nil {
+		t.Errorf("Create after the rollbacks: %v", err)
+	}
+}
+
+// TestCreateKilledMidway cancels Create while git is checking out a repository of some size, at
+// several moments: whatever git had done, nothing is left.
+func TestCreateKilledMidway(t *testing.T) {
+	dir := newRepo(t)
+	for i := range 2000 {
+		write(t, dir, filepath.Join("pkg", string(rune('a'+i%26)), strings.Repeat("f", 1+i%7)+string(rune('a'+i/26%26))+string(rune('a'+i/676))), strings.Repeat("line\n", 50))
+	}
+	run(t, dir, "add", "-A")
+	run(t, dir, "commit", "-q", "-m", "many files")
+	r := open(t, dir)
+	root := t.TempDir()
+	before := state(t, dir, root)
+	for _, d := range []time.Duration{0, time.Millisecond, 3 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond} {
+		ctx, cancel := context.WithCancel(context.Background())
+		createStep = func(s string) {
+			if s == "branch" {
+				time.AfterFunc(d, cancel)
+			}
+		}
+		_, err := r.Create(ctx, CreateOptions{Name: "killed", Root: root})
+		createStep = nil
+		cancel()
+		if err == nil {
+			t.Logf("cancelled %v after the branch: git was quicker", d)
+			break // the group exists now: the later moments would be conflicts
+		}
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled %v after the branch: Create = %v, want context.Canceled", d, err)
+		}
+		if after := state(t, dir, root); after != before {
+			t.Errorf("cancelled %v after the branch: left behind:\nbefore %s\nafter %s", d, before, after)
+		}
+	}
+}
+
+// TestCreateSymlinkedRoot: a root reached through a symlink: the group's folder is the one git
+// names, and Groups finds it.
+func TestCreateSymlinkedRoot(t *testing.T) {
+	dir := newRepo(t)
+	r := open(t, dir)
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	g, err := r.Create(context.Background(), CreateOptions{Name: "sl", Root: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(real, r.Key, "sl"); g.Dir != want {
+		t.Errorf("Dir = %s, want %s", g.Dir, want)
+	}
+	groups, err := r.Groups(context.Background())
+	if err != nil || len(groups) != 1 || groups[0].Dir != g.Dir {
+		t.Errorf("Groups = %+v, %v", groups, err)
+	}
+	if _, err := r.Create(context.Background(), CreateOptions{Name: "sl", Root: link}); !isConflict(err, "group sl exists") {
+		t.Errorf("Create again = %v, want a conflict", err)
+	}
+}
+
+// TestCreateDiskFull: the worktrees root on a small file system that the checkout fills: Create
+// fails with git's error, and leaves nothing, there or in the repository.
+func TestCreateDiskFull(t *testing.T) {
+	testbin.NeedRoot(t, "mounting a small tmpfs")
+	dir := newRepo(t)
+	write(t, dir, "big", strings.Repeat("0123456789abcdef", 64<<10)) // 1 MiB
+	run(t, dir, "add", "big")
+	run(t, dir, "commit", "-q", "-m", "big")
+	root := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", root).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", root).Run() })
+	r := open(t, dir)
+	before := state(t, dir, root)
+	_, err := r.Create(context.Background(), CreateOptions{Name: "full", Root: root})
+	if err == nil || !strings.Contains(err.Error(), "unable to write") {
+		t.Errorf("Create on a full disk = %v, want git's error about the write", err)
+	}
+	if after := state(t, dir, root); after != before {
+		t.Errorf("left behind:\nbefore %s\nafter %s", before, after)
+	}
+}

@@ -1,0 +1,204 @@
+package worktree
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
+)
+
+// Group is a group: a worktree of the repository that the app made, found from git's own list of
+// worktrees and what the app stored in the worktree's git admin folder.
+type Group struct {
+	Name string `json:"name"`
+	// Dir is the group's checkout: Root/<repo-key>/<name>.
+	Dir string `json:"dir"`
+	// Branch is the group's branch, short (krad/fix-retry): the one it was made with, even if
+	// its worker has since checked out another or detached its HEAD (see Head).
+	Branch string `json:"branch"`
+	// BaseCommit is the commit the group started from, resolved once when it was made: every
+	// Changes compares against it.
+	BaseCommit string `json:"base_commit"`
+	// MadeBranch says whether the app made the branch (else it continues a branch that
+	// existed): only a branch the app made may be deleted when the group retires.
+	MadeBranch bool `json:"made_branch"`
+	// Head is the commit checked out now.
+	Head string `json:"head,omitempty"`
+	// Locked: git's lock is on, so that `git worktree remove` refuses it.
+	Locked bool `json:"locked"`
+	// Missing: the folder is gone (deleted from under git); the branch and its commits are not.
+	Missing bool `json:"missing,omitempty"`
+	// Created is when the group was made.
+	Created time.Time `json:"created"`
+	// Restored, in what Create returns, is the snapshot commit whose work it put back in the
+	// continued branch's checkout as uncommitted changes.
+	Restored string `json:"restored,omitempty"`
+
+	admin string // the worktree's git admin folder, where metaFile is
+}
+
+// metaFile is the file, in a worktree's own git admin folder ($GIT_COMMON_DIR/worktrees/<id>),
+// that holds what the app remembers of a group. Git removes the folder with the worktree, so
+// the file cannot outlive its group; its presence is what makes a worktree a group.
+const metaFile = "krad-group.json"
+
+// meta is metaFile's content.
+type meta struct {
+	Name       string    `json:"name"`
+	Branch     string    `json:"branch"`
+	BaseCommit string    `json:"base_commit"`
+	MadeBranch bool      `json:"made_branch"`
+	Created    time.Time `json:"created"`
+}
+
+// Groups lists the repository's groups, in the order git lists its worktrees. A worktree that
+// the app did not make is not a group and is left out.
+func (r *Repo) Groups(ctx context.Context) ([]Group, error) {
+	wts, err := r.worktrees(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list groups: %w", err)
+	}
+	admins, err := r.adminDirs()
+	if err != nil {
+		return nil, fmt.Errorf("list groups: %w", err)
+	}
+	var groups []Group
+	for i, wt := range wts {
+		if i == 0 {
+			continue // the main checkout
+		}
+		admin, ok := admins[wt.path]
+		if !ok {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(admin, metaFile))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list groups: %w", err)
+		}
+		var m meta
+		if err := json.Unmarshal(data, &m); err != nil || ValidName(m.Name) != nil {
+			return nil, fmt.Errorf("list groups: %s is damaged: remove the worktree %s by hand (git worktree remove)",
+				filepath.Join(admin, metaFile), termsafe.Quote(wt.path))
+		}
+		g := Group{
+			Name: m.Name, Dir: wt.path, BaseCommit: m.BaseCommit, MadeBranch: m.MadeBranch,
+			Head: wt.head, Locked: wt.locked, Created: m.Created, admin: admin,
+			Branch: m.Branch,
+		}
+		if _, err := os.Lstat(wt.path); wt.prunable || errors.Is(err, fs.ErrNotExist) {
+			g.Missing = true
+		}
+		groups = append(groups, g)
+	}
+	return groups, nil
+}
+
+// group finds the group named name: not_found when there is none.
+func (r *Repo) group(ctx context.Context, name string) (Group, error) {
+	if err := ValidName(name); err != nil {
+		return Group{}, err
+	}
+	groups, err := r.Groups(ctx)
+	if err != nil {
+		return Group{}, err
+	}
+	for _, g := range groups {
+		if g.Name == name {
+			return g, nil
+		}
+	}
+	return Group{}, api.Errorf(api.CodeNotFound, "no group %s in %s: see krad groups", name, termsafe.Quote(r.Top)).WithCause(ErrNotFound)
+}
+
+// adminDirs maps each linked worktree's folder to its git admin folder, read from the gitdir
+// files git keeps there (the same files `git worktree list` reads).
+func (r *Repo) adminDirs() (map[string]string, error) {
+	base := filepath.Join(r.CommonDir, "worktrees")
+	entries, err := os.ReadDir(base)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]string, len(entries))
+	for _, e := range entries {
+		admin := filepath.Join(base, e.Name())
+		data, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		if err != nil {
+			continue // a half-made or broken entry: git lists it as prunable, if at all
+		}
+		gitfile := strings.TrimSuffix(string(data), "\n")
+		m[strings.TrimSuffix(gitfile, "/.git")] = admin
+	}
+	return m, nil
+}
+
+// Kept is what a retired group left: its branch (krad/<name>) and the snapshot of its
+// uncommitted work, either or both. Create with Branch continues it.
+type Kept struct {
+	Name string `json:"name"`
+	// Branch is "" when only a snapshot is left (someone deleted the branch).
+	Branch       string `json:"branch,omitempty"`
+	BranchCommit string `json:"branch_commit,omitempty"`
+	// Snapshot is the ref of the snapshot, refs/krad/snapshots/<name>; "" when there is none.
+	Snapshot       string `json:"snapshot,omitempty"`
+	SnapshotCommit string `json:"snapshot_commit,omitempty"`
+}
+
+// Kept lists what retired groups left, by name: the branches krad/<name> and the snapshot refs
+// that no group has now. Branches of another prefix, which the app did not make, are not listed.
+func (r *Repo) Kept(ctx context.Context) ([]Kept, error) {
+	groups, err := r.Groups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]bool{}
+	for _, g := range groups {
+		live[g.Branch] = true
+		live[g.Name] = true
+	}
+	out, err := git(ctx, gitRun{dir: r.Top}, "for-each-ref", "--format=%(objectname) %(refname)",
+		"refs/heads/"+BranchPrefix, SnapshotPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("list kept branches: %w", err)
+	}
+	var kept []Kept
+	index := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		commit, ref, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		name, isBranch := strings.CutPrefix(ref, "refs/heads/"+BranchPrefix)
+		if !isBranch {
+			name = strings.TrimPrefix(ref, SnapshotPrefix)
+		}
+		if ValidName(name) != nil || live[name] || isBranch && live[BranchPrefix+name] {
+			continue
+		}
+		i, seen := index[name]
+		if !seen {
+			i = len(kept)
+			index[name] = i
+			kept = append(kept, Kept{Name: name})
+		}
+		if isBranch {
+			kept[i].Branch, kept[i].BranchCommit = BranchPrefix+name, commit
+		} else {
+			kept[i].Snapshot, kept[i].SnapshotCommit = ref, commit
+		}
+	}
+	return kept, nil
+}

@@ -1,0 +1,135 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/krad-ade/krad/internal/termsafe"
+)
+
+// SnapshotIdentity is the author and committer of snapshot commits: fixed, so that a snapshot
+// needs no user config and says who made it.
+var SnapshotIdentity = [2]string{"krad-ade", "krad-ade@localhost"}
+
+// Retired is what [Repo.Retire] removed and what it kept.
+type Retired struct {
+	Group string `json:"group"`
+	// Dir is the checkout; Removed says whether it is gone.
+	Dir     string `json:"dir"`
+	Removed bool   `json:"removed"`
+	// Snapshot is the ref the group's uncommitted work was kept on (refs/krad/snapshots/<name>)
+	// and SnapshotCommit its commit; both "" when there was nothing uncommitted.
+	Snapshot       string `json:"snapshot,omitempty"`
+	SnapshotCommit string `json:"snapshot_commit,omitempty"`
+	// Branch is the group's branch; BranchDeleted says whether it was deleted, and BranchKept,
+	// when it was not, why.
+	Branch        string `json:"branch"`
+	BranchDeleted bool   `json:"branch_deleted"`
+	BranchKept    string `json:"branch_kept,omitempty"`
+}
+
+// Retire ends a group, losing nothing: first its uncommitted work (staged, unstaged and untracked
+// files; not ignored ones) is kept as a snapshot commit on refs/krad/snapshots/<name>, made with
+// commit-tree (no hooks, no signing, [SnapshotIdentity]) on top of the group's HEAD, and of an
+// earlier snapshot of that name if there is one; then the worktree is unlocked and removed; then
+// its branch is deleted only if the app made it and it holds no commit beyond base_commit and
+// there is no snapshot. If a step fails, the worktree stays (locked again), and the error names
+// its folder.
+func (r *Repo) Retire(ctx context.Context, name string) (Retired, error) {
+	g, err := r.group(ctx, name)
+	if err != nil {
+		return Retired{}, err
+	}
+	ret := Retired{Group: name, Dir: g.Dir, Branch: g.Branch}
+	fail := func(err error) (Retired, error) {
+		return ret, fmt.Errorf("retire group %s: %w; its worktree %s stays", name, err, termsafe.Quote(g.Dir))
+	}
+	snapRef := SnapshotPrefix + name
+	oldSnap, err := r.resolve(ctx, snapRef)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return fail(err)
+	}
+
+	// 1. Keep uncommitted work. A folder deleted from under git has none left to keep.
+	if !g.Missing {
+		tree, err := workTree(ctx, g.Dir)
+		if err != nil {
+			return fail(fmt.Errorf("read its uncommitted work: %w", err))
+		}
+		headTree := ""
+		if g.Head != "" {
+			out, err := git(ctx, gitRun{dir: g.Dir}, "rev-parse", "--verify", g.Head+"^{tree}")
+			if err != nil {
+				return fail(err)
+			}
+			headTree = strings.TrimSpace(string(out))
+		}
+		if tree != headTree {
+			args := []string{"commit-tree", "--no-gpg-sign", "-m", "krad-ade: the uncommitted work of group " + name + " when it retired"}
+			if g.Head != "" {
+				args = append(args, "-p", g.Head)
+			}
+			if oldSnap != "" {
+				args = append(args, "-p", oldSnap)
+			}
+			id := []string{
+				"GIT_AUTHOR_NAME=" + SnapshotIdentity[0], "GIT_AUTHOR_EMAIL=" + SnapshotIdentity[1],
+				"GIT_COMMITTER_NAME=" + SnapshotIdentity[0], "GIT_COMMITTER_EMAIL=" + SnapshotIdentity[1],
+			}
+			out, err := git(ctx, gitRun{dir: g.Dir, env: id, write: true}, append(args, tree)...)
+			if err != nil {
+				return fail(fmt.Errorf("keep its uncommitted work: %w", err))
+			}
+			commit := strings.TrimSpace(string(out))
+			// The old value makes it refuse if the ref moved meanwhile, instead of losing that.
+			if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-m", "krad-ade: group "+name+" retired", snapRef, commit, oldSnap); err != nil {
+				return fail(fmt.Errorf("keep its uncommitted work: %w", err))
+			}
+			ret.Snapshot, ret.SnapshotCommit = snapRef, commit
+		}
+	}
+
+	// 2. Remove the worktree: unlock it, then remove it; lock it again if removing fails.
+	if g.Locked {
+		if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "unlock", "--", g.Dir); err != nil {
+			return fail(err)
+		}
+	}
+	// --force: its uncommitted work is kept above; git refuses otherwise when there is any.
+	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "remove", "--force", "--", g.Dir); err != nil {
+		if g.Locked {
+			relock, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockTimeout)
+			git(relock, gitRun{dir: r.Top, write: true}, "worktree", "lock", "--reason", lockReason(name), "--", g.Dir)
+			cancel()
+		}
+		return fail(err)
+	}
+	ret.Removed = true
+
+	// 3. The branch: only one the app made, that holds nothing.
+	switch tip, err := r.resolve(ctx, "refs/heads/"+g.Branch); {
+	case !g.MadeBranch:
+		ret.BranchKept = "the app did not make it"
+	case errors.Is(err, ErrNotFound):
+		ret.BranchKept = "it is gone already"
+	case err != nil:
+		return ret, fmt.Errorf("retire group %s: its worktree is removed, its branch %s kept: %w", name, g.Branch, err)
+	case tip != g.BaseCommit:
+		ret.BranchKept = "it is no longer at its base commit (it holds commits, or was moved)"
+	case ret.Snapshot != "" || oldSnap != "":
+		ret.BranchKept = "a snapshot of its work is kept on " + snapRef
+	default:
+		if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-m", "krad-ade: group "+name+" retired", "-d", "refs/heads/"+g.Branch, tip); err != nil {
+			return ret, fmt.Errorf("retire group %s: its worktree is removed, its branch %s kept: %w", name, g.Branch, err)
+		}
+		ret.BranchDeleted = true
+	}
+	return ret, nil
+}
+
+// lockTimeout bounds locking a worktree again after a failed removal, which is done even when the
+// request's context has ended.
+const lockTimeout = 10 * time.Second

@@ -1,0 +1,347 @@
+package worktree
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// leftovers is what the repository holds that a test checks: refs, worktrees, admin folders.
+func leftovers(t *testing.T, r *Repo) string {
+	t.Helper()
+	s := refs(t, r.Top) + "\n" + run(t, r.Top, "worktree", "list", "--porcelain")
+	entries, _ := os.ReadDir(filepath.Join(r.CommonDir, "worktrees"))
+	for _, e := range entries {
+		s += "\nadmin " + e.Name()
+	}
+	return s
+}
+
+// TestRetireClean: a group that did nothing leaves nothing: no worktree, branch, ref, admin
+// folder or checkout.
+func TestRetireClean(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	r := open(t, dir)
+	before := leftovers(t, r)
+	g, err := r.Create(ctx, CreateOptions{Name: "idle", Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ret, err := r.Retire(ctx, "idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Retired{Group: "idle", Dir: g.Dir, Removed: true, Branch: "krad/idle", BranchDeleted: true}
+	if ret != want {
+		t.Errorf("Retire = %+v, want %+v", ret, want)
+	}
+	if after := leftovers(t, r); after != before {
+		t.Errorf("left behind:\nbefore %s\nafter %s", before, after)
+	}
+	if _, err := os.Stat(g.Dir); err == nil {
+		t.Errorf("the checkout %s is still there", g.Dir)
+	}
+	if groups, err := r.Groups(ctx); err != nil || len(groups) != 0 {
+		t.Errorf("Groups after Retire = %+v, %v", groups, err)
+	}
+}
+
+// TestRetireKeepsWork: uncommitted work goes to a snapshot, commits keep the branch, and the
+// snapshot holds every file as it was.
+func TestRetireKeepsWork(t *testing.T) {
+	ctx := context.Background()
+	r, g := newGroup(t, "busy")
+	write(t, g.Dir, "main.go", "package main // committed\n")
+	run(t, g.Dir, "commit", "-q", "-am", "work")
+	head := run(t, g.Dir, "rev-parse", "HEAD")
+	write(t, g.Dir, "README", "unstaged\n")
+	write(t, g.Dir, "staged", "staged\n")
+	run(t, g.Dir, "add", "staged")
+	write(t, g.Dir, "untracked", "untracked\n")
+	write(t, g.Dir, "x.log", "ignored\n")
+	ret, err := r.Retire(ctx, "busy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ret.Removed || ret.Snapshot != "refs/krad/snapshots/busy" || ret.BranchDeleted || ret.BranchKept != "it is no longer at its base commit (it holds commits, or was moved)" {
+		t.Errorf("Retire = %+v", ret)
+	}
+	if got := run(t, r.Top, "rev-parse", "refs/heads/krad/busy"); got != head {
+		t.Errorf("branch krad/busy = %s, want %s", got, head)
+	}
+	snap := ret.SnapshotCommit
+	if got := run(t, r.Top, "rev-parse", snap+"^1"); got != head {
+		t.Errorf("the snapshot's parent = %s, want HEAD %s", got, head)
+	}
+	if got := run(t, r.Top, "log", "-1", "--format=%an <%ae> %cn", snap); got != "krad-ade <krad-ade@localhost> krad-ade" {
+		t.Errorf("the snapshot's identity = %s", got)
+	}
+	for path, want := range map[string]string{"README": "unstaged", "staged": "staged", "untracked": "untracked", "main.go": "package main // committed"} {
+		if got := run(t, r.Top, "show", snap+":"+path); got != want {
+			t.Errorf("snapshot %s = %q, want %q", path, got, want)
+		}
+	}
+	if out := run(t, r.Top, "ls-tree", "--name-only", snap); strings.Contains(out, "x.log") {
+		t.Errorf("the snapshot holds an ignored file:\n%s", out)
+	}
+
+	// Only uncommitted work, no commits: the branch is kept for the snapshot's sake.
+	_, g2 := r, mustCreate(t, r, "dirty")
+	write(t, g2.Dir, "README", "dirty\n")
+	ret, err = r.Retire(ctx, "dirty")
+	if err != nil || !strings.Contains(ret.BranchKept, "snapshot") || ret.BranchDeleted {
+		t.Errorf("Retire(dirty) = %+v, %v; want the branch kept for the snapshot", ret, err)
+	}
+}
+
+func mustCreate(t *testing.T, r *Repo, name string) Group {
+	t.Helper()
+	g, err := r.Create(context.Background(), CreateOptions{Name: name, Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestRetireASecondSnapshot: a later group of the same name keeps the earlier snapshot too.
+func TestRetireASecondSnapshot(t *testing.T) {
+	ctx := context.Background()
+	r, g := newGroup(t, "again")
+	write(t, g.Dir, "README", "first\n")
+	first, err := r.Retire(ctx, "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err = r.Create(ctx, CreateOptions{Name: "again", Branch: "krad/again", Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, g.Dir, "README", "second\n")
+	second, err := r.Retire(ctx, "again")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := run(t, r.Top, "rev-parse", second.SnapshotCommit+"^2"); got != first.SnapshotCommit {
+		t.Errorf("the second snapshot's second parent = %s, want the first snapshot %s", got, first.SnapshotCommit)
+	}
+	if second.BranchKept != "the app did not make it" {
+		t.Errorf("a continued branch: BranchKept = %q", second.BranchKept)
+	}
+}
+
+// TestRetireFolderGone: a worker that deleted its own folder: the group retires, its branch
+// kept when it holds commits.
+func TestRetireFolderGone(t *testing.T) {
+	ctx := context.Background()
+	r, g := newGroup(t, "rm")
+	write(t, g.Dir, "f", "f\n")
+	run(t, g.Dir, "add", "f")
+	run(t, g.Dir, "commit", "-q", "-m", "f")
+	if err := os.RemoveAll(g.Dir); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := r.Groups(ctx)
+	if err != nil || len(groups) != 1 || !groups[0].Missing {
+		t.Fatalf("Groups = %+v, %v; want the group, missing", groups, err)
+	}
+	ret, err := r.Retire(ctx, "rm")
+	if err != nil || !ret.Removed || ret.Snapshot != "" || ret.BranchKept != "it is no longer at its base commit (it holds commits, or was moved)" {
+		t.Errorf("Retire = %+v, %v", ret, err)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(r.CommonDir, "worktrees")); len(entries) != 0 {
+		t.Errorf("admin folders left: %v", entries)
+	}
+}
+
+// TestRetireRebased: a worker that rebased its branch onto another base: kept.
+func TestRetireRebased(t *testing.T) {
+	ctx := context.Background()
+	r, g := newGroup(t, "reb")
+	run(t, g.Dir, "reset", "-q", "--hard", "HEAD~1")
+	ret, err := r.Retire(ctx, "reb")
+	if err != nil || ret.BranchDeleted || ret.BranchKept != "it is no longer at its base commit (it holds commits, or was moved)" {
+		t.Errorf("Retire = %+v, %v; want the branch kept", ret, err)
+	}
+}
+
+// TestWorkerCannotRemove: git worktree remove, run by the worker, is refused by the lock.
+func TestWorkerCannotRemove(t *testing.T) {
+	r, g := newGroup(t, "locked")
+	out, err := gitOutput(g.Dir, "worktree", "remove", "--force", g.Dir)
+	if err == nil || !strings.Contains(out, "locked") {
+		t.Errorf("git worktree remove = %v, %s; want it refused for the lock", err, out)
+	}
+	if groups, err := r.Groups(context.Background()); err != nil || len(groups) != 1 {
+		t.Errorf("Groups = %+v, %v; want the group still there", groups, err)
+	}
+}
+
+// failingGit puts on PATH a git that fails when its command line has word, and runs the real git
+// otherwise: a fault injected into one step.
+func failingGit(t *testing.T, word string) {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	script := "#!/bin/sh\nfor a; do if [ \"$a\" = " + word + " ]; then echo 'fatal: injected failure' >&2; exit 128; fi; done\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// TestRetireFailureKeepsTheWorktree: when a step fails, the worktree stays, locked, and the
+// error names its folder; the uncommitted work is never lost.
+func TestRetireFailureKeepsTheWorktree(t *testing.T) {
+	ctx := context.Background()
+	for _, word := range []string{"commit-tree", "remove"} {
+		t.Run(word, func(t *testing.T) {
+			r, g := newGroup(t, "stuck")
+			write(t, g.Dir, "README", "uncommitted\n")
+			failingGit(t, word)
+			ret, err := r.Retire(ctx, "stuck")
+			if err == nil || !strings.Contains(err.Error(), g.Dir) || !strings.Contains(err.Error(), "injected") || ret.Removed {
+				t.Fatalf("Retire = %+v, %v; want an error naming %s", ret, err, g.Dir)
+			}
+			groups, gerr := r.Groups(ctx)
+			if gerr != nil || len(groups) != 1 || !groups[0].Locked || groups[0].Missing {
+				t.Errorf("Groups = %+v, %v; want the group, there and locked", groups, gerr)
+			}
+			if data, _ := os.ReadFile(filepath.Join(g.Dir, "README")); string(data) != "uncommitted\n" {
+				t.Errorf("README = %q: the uncommitted work is touched", data)
+			}
+			if run(t, r.Top, "rev-parse", "--verify", "-q", "refs/heads/krad/stuck") == "" {
+				t.Errorf("the branch is gone")
+			}
+		})
+	}
+}
+
+// TestGroups: only the worktrees the app made are groups; one detached by its worker still is.
+func TestGroups(t *testing.T) {
+	ctx := context.Background()
+	r, g := newGroup(t, "one")
+	run(t, r.Top, "worktree", "add", "-q", "--detach", filepath.Join(t.TempDir(), "by-hand"))
+	two := mustCreate(t, r, "two")
+	run(t, two.Dir, "checkout", "-q", "--detach")
+	groups, err := r.Groups(ctx)
+	if err != nil || len(groups) != 2 {
+		t.Fatalf("Groups = %+v, %v; want one and two", groups, err)
+	}
+	for i, want := range []Group{g, two} {
+		got := groups[i]
+		if got.Name != want.Name || got.Dir != want.Dir || got.Branch != want.Branch || got.BaseCommit != want.BaseCommit || !got.Locked || got.Missing {
+			t.Errorf("Groups()[%d] = %+v, want %+v", i, got, want)
+		}
+	}
+}
+
+// TestNothingLeftButWhatIsKept: groups made, worked in and retired leave exactly what the design
+// keeps: the snapshot refs of uncommitted work, and the branches that hold commits or a
+// snapshot. No worktree, admin folder, checkout or other ref.
+func TestNothingLeftButWhatIsKept(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	r := open(t, dir)
+	root := t.TempDir()
+	before := refs(t, dir)
+	idle, _ := r.Create(ctx, CreateOptions{Name: "idle", Root: root})
+	committed, _ := r.Create(ctx, CreateOptions{Name: "committed", Root: root})
+	dirty, err := r.Create(ctx, CreateOptions{Name: "dirty", Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, committed.Dir, "c", "c\n")
+	run(t, committed.Dir, "add", "c")
+	run(t, committed.Dir, "commit", "-q", "-m", "c")
+	write(t, dirty.Dir, "d", "d\n")
+	for _, g := range []Group{idle, committed, dirty} {
+		if _, err := r.Retire(ctx, g.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var kept []string
+	for _, line := range strings.Split(refs(t, dir), "\n") {
+		if !strings.Contains(before, line) {
+			kept = append(kept, strings.Fields(line)[0])
+		}
+	}
+	want := []string{"refs/heads/krad/committed", "refs/heads/krad/dirty", "refs/krad/snapshots/dirty"}
+	if strings.Join(kept, " ") != strings.Join(want, " ") {
+		t.Errorf("refs kept: %v, want %v", kept, want)
+	}
+	if got := run(t, dir, "worktree", "list", "--porcelain"); strings.Count(got, "worktree ") != 1 {
+		t.Errorf("worktrees left:\n%s", got)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(r.CommonDir, "worktrees")); len(entries) != 0 {
+		t.Errorf("admin folders left: %v", entries)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(root, r.Key)); len(entries) != 0 {
+		t.Errorf("checkouts left: %v", entries)
+	}
+}
+
+// TestContinueRestoresSnapshot: a kept branch continued comes back with its retired group's
+// uncommitted work, uncommitted.
+func TestContinueRestoresSnapshot(t *testing.T) {
+	ctx := context.Background()
+	r, g := newGroup(t, "kept")
+	write(t, g.Dir, "README", "edited\n")
+	write(t, g.Dir, "untracked", "new\n")
+	run(t, g.Dir, "rm", "-q", "old.txt")
+	ret, err := r.Retire(ctx, "kept")
+	if err != nil || ret.Snapshot == "" || ret.BranchDeleted {
+		t.Fatalf("Retire = %+v, %v", ret, err)
+	}
+	g2, err := r.Create(ctx, CreateOptions{Name: "again", Branch: "krad/kept", Root: t.TempDir()})
+	if err != nil || g2.Restored != ret.SnapshotCommit {
+		t.Fatalf("Create = %+v, %v; want the snapshot %s restored", g2, err, ret.SnapshotCommit)
+	}
+	// run trims the status's first space.
+	if got, want := run(t, g2.Dir, "status", "--porcelain"), "M README\n D old.txt\n?? untracked"; got != want {
+		t.Errorf("status after the restore:\n%s\nwant\n%s", got, want)
+	}
+	c, err := r.Changes(ctx, "again", ChangesOptions{Stat: true})
+	if err != nil || len(c.Files) != 3 {
+		t.Errorf("Changes = %+v, %v; want the 3 restored files", c.Files, err)
+	}
+}
+
+// TestKept: what retired groups left, by name; a live group's branch is not listed.
+func TestKept(t *testing.T) {
+	ctx := context.Background()
+	r, g := newGroup(t, "live")
+	committed := mustCreate(t, r, "committed")
+	write(t, committed.Dir, "c", "c\n")
+	run(t, committed.Dir, "add", "c")
+	run(t, committed.Dir, "commit", "-q", "-m", "c")
+	dirty := mustCreate(t, r, "dirty")
+	write(t, dirty.Dir, "README", "dirty\n")
+	mustCreate(t, r, "idle")
+	for _, name := range []string{"committed", "dirty", "idle"} {
+		if _, err := r.Retire(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, r.Top, "branch", "other") // not the app's
+	kept, err := r.Kept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, k := range kept {
+		names = append(names, k.Name)
+		if k.Name == "dirty" && (k.Branch != "krad/dirty" || k.Snapshot != "refs/krad/snapshots/dirty") {
+			t.Errorf("kept dirty = %+v, want its branch and its snapshot", k)
+		}
+	}
+	if strings.Join(names, " ") != "committed dirty" {
+		t.Errorf("Kept = %+v, want committed and dirty (not %s, which lives)", kept, g.Name)
+	}
+}
