@@ -78,7 +78,11 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
 	}
 	for _, g := range groups {
-		if g.Name == o.Name {
+		switch {
+		case g.Name != o.Name:
+		case g.Damaged != "":
+			return Group{}, conflict("group %s exists, and %s", o.Name, g.Damaged)
+		default:
 			return Group{}, conflict("group %s exists (branch %s, checkout %s): use it, or retire it first", o.Name, g.Branch, termsafe.Quote(g.Dir))
 		}
 	}

@@ -41,6 +41,10 @@ type Group struct {
 	// Restored, in what Create returns, is the snapshot commit whose work it put back in the
 	// continued branch's checkout as uncommitted changes.
 	Restored string `json:"restored,omitempty"`
+	// Damaged says why the app's record of the group (metaFile) cannot be read, and what to do;
+	// such a group is listed with what git knows of it (its name is its folder's), and nothing
+	// but listing it and refusing its name is done with it.
+	Damaged string `json:"damaged,omitempty"`
 
 	admin string // the worktree's git admin folder, where metaFile is
 }
@@ -60,7 +64,8 @@ type meta struct {
 }
 
 // Groups lists the repository's groups, in the order git lists its worktrees. A worktree that
-// the app did not make is not a group and is left out.
+// the app did not make is not a group and is left out; one whose record is damaged is listed,
+// with Damaged saying so, and fails nothing else.
 func (r *Repo) Groups(ctx context.Context) ([]Group, error) {
 	wts, err := r.worktrees(ctx)
 	if err != nil {
@@ -83,13 +88,23 @@ func (r *Repo) Groups(ctx context.Context) ([]Group, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
-		if err != nil {
-			return nil, fmt.Errorf("list groups: %w", err)
-		}
 		var m meta
-		if err := json.Unmarshal(data, &m); err != nil || ValidName(m.Name) != nil {
-			return nil, fmt.Errorf("list groups: %s is damaged: remove the worktree %s by hand (git worktree remove)",
-				filepath.Join(admin, metaFile), termsafe.Quote(wt.path))
+		if err == nil {
+			err = json.Unmarshal(data, &m)
+		}
+		if err == nil && ValidName(m.Name) != nil {
+			err = errors.New("it names no valid group")
+		}
+		if err != nil {
+			// One damaged record spoils its own group only: the others are listed, and served.
+			d := Group{Dir: wt.path, Head: wt.head, Locked: wt.locked, admin: admin,
+				Damaged: fmt.Sprintf("the record %s cannot be read (%s): remove the worktree %s by hand (git worktree unlock, then git worktree remove)",
+					termsafe.Quote(filepath.Join(admin, metaFile)), termsafe.Shorten(err.Error(), 200), termsafe.Quote(wt.path))}
+			if name := filepath.Base(wt.path); ValidName(name) == nil {
+				d.Name = name
+			}
+			groups = append(groups, d)
+			continue
 		}
 		g := Group{
 			Name: m.Name, Dir: wt.path, BaseCommit: m.BaseCommit, MadeBranch: m.MadeBranch,
@@ -114,7 +129,11 @@ func (r *Repo) group(ctx context.Context, name string) (Group, error) {
 		return Group{}, err
 	}
 	for _, g := range groups {
-		if g.Name == name {
+		switch {
+		case g.Name != name:
+		case g.Damaged != "":
+			return Group{}, conflict("group %s: %s", name, g.Damaged)
+		default:
 			return g, nil
 		}
 	}

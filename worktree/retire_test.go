@@ -2,6 +2,7 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,6 +240,48 @@ func TestGroups(t *testing.T) {
 		if got.Name != want.Name || got.Dir != want.Dir || got.Branch != want.Branch || got.BaseCommit != want.BaseCommit || !got.Locked || got.Missing {
 			t.Errorf("Groups()[%d] = %+v, want %+v", i, got, want)
 		}
+	}
+}
+
+// TestGroupsWithADamagedRecord: a group whose record in its admin folder cannot be read is
+// listed as damaged, with what to do, and spoils nothing else: the other groups are listed and
+// served, its name is refused to Create, and Changes and Retire refuse it without touching it.
+func TestGroupsWithADamagedRecord(t *testing.T) {
+	ctx := context.Background()
+	r, bad := newGroup(t, "bad")
+	good := mustCreate(t, r, "good")
+	admin := run(t, bad.Dir, "rev-parse", "--path-format=absolute", "--git-dir")
+	if err := os.WriteFile(filepath.Join(admin, metaFile), []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := refs(t, r.Top)
+	groups, err := r.Groups(ctx)
+	if err != nil || len(groups) != 2 {
+		t.Fatalf("Groups = %+v, %v; want bad (damaged) and good", groups, err)
+	}
+	if g := groups[0]; g.Name != "bad" || g.Dir != bad.Dir || !strings.Contains(g.Damaged, "git worktree remove") {
+		t.Errorf("the damaged group is listed as %+v; want its name, its folder and what to do", g)
+	}
+	if g := groups[1]; g.Name != "good" || g.Damaged != "" || g.BaseCommit != good.BaseCommit {
+		t.Errorf("the good group is listed as %+v", g)
+	}
+	if _, err := r.Changes(ctx, "good", ChangesOptions{}); err != nil {
+		t.Errorf("Changes of the good group: %v", err)
+	}
+	for what, err := range map[string]error{
+		"Changes": func() error { _, err := r.Changes(ctx, "bad", ChangesOptions{}); return err }(),
+		"Retire":  func() error { _, err := r.Retire(ctx, "bad"); return err }(),
+		"Create":  func() error { _, err := r.Create(ctx, CreateOptions{Name: "bad", Root: t.TempDir()}); return err }(),
+	} {
+		if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "cannot be read") {
+			t.Errorf("%s of the damaged group: %v; want a conflict that says its record cannot be read", what, err)
+		}
+	}
+	if _, err := os.Stat(bad.Dir); err != nil {
+		t.Errorf("the damaged group's checkout: %v; want it left alone", err)
+	}
+	if after := refs(t, r.Top); after != before {
+		t.Errorf("refs changed:\n%s\nwant\n%s", after, before)
 	}
 }
 
