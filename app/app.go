@@ -249,8 +249,6 @@ func (a *App) Facts(_ context.Context, from api.Caller, req api.Request) (local.
 	return f, nil
 }
 
-func notFound(env string, n int) error { return api.NoTerminal(env, n) }
-
 // Handle answers one request that passed the bus's checks, with the method the dispatch table
 // names for it. Its errors are the bus's to turn into answers.
 func (a *App) Handle(ctx context.Context, c *local.Call) (api.Answer, error) {
@@ -384,7 +382,7 @@ func (a *App) check(ctx context.Context, from api.TerminalID, b *api.CheckBody) 
 	t := a.terminalLocked(from.Environment, int(b.Target))
 	if t == nil {
 		a.mu.Unlock()
-		return api.Agent{}, notFound(from.Environment, int(b.Target))
+		return api.Agent{}, api.NoTerminal(from.Environment, int(b.Target))
 	}
 	first := t.agent()
 	a.mu.Unlock()
@@ -426,7 +424,7 @@ func (a *App) waitFor(ctx context.Context, env string, n int, d time.Duration, c
 		if t == nil {
 			a.mu.Unlock()
 			if last.Terminal == 0 {
-				return api.Agent{}, notFound(env, n)
+				return api.Agent{}, api.NoTerminal(env, n)
 			}
 			last.State = api.StateClosed
 			return last, nil
@@ -479,7 +477,7 @@ func (a *App) report(from api.TerminalID, b *api.ReportBody) error {
 	defer a.mu.Unlock()
 	t := a.terminalLocked(from.Environment, from.Terminal)
 	if t == nil {
-		return notFound(from.Environment, from.Terminal)
+		return api.NoTerminal(from.Environment, from.Terminal)
 	}
 	if t.report(b, time.Now()) {
 		a.publishLocked(api.AgentChanged, t)
@@ -511,7 +509,7 @@ func (a *App) live(env string, n int, verb string) (*terminal, error) {
 	defer a.mu.Unlock()
 	t := a.terminalLocked(env, n)
 	if t == nil {
-		return nil, notFound(env, n)
+		return nil, api.NoTerminal(env, n)
 	}
 	if t.dead {
 		return nil, api.Errorf(api.CodeConflict, "cannot %s %s: its process has exited (%s)", verb, t.id(), t.state)
@@ -536,7 +534,7 @@ func (a *App) read(ctx context.Context, from api.TerminalID, b *api.ReadBody) (a
 	}
 	a.mu.Unlock()
 	if t == nil {
-		return api.Screen{}, notFound(from.Environment, int(b.Target))
+		return api.Screen{}, api.NoTerminal(from.Environment, int(b.Target))
 	}
 	if opening {
 		return api.Screen{}, api.Errorf(api.CodeConflict, "%s is still opening; try again", t.id())
@@ -580,7 +578,7 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 	lead := a.terminalLocked(from.Environment, from.Terminal)
 	if lead == nil {
 		a.mu.Unlock()
-		return api.Agent{}, notFound(from.Environment, from.Terminal)
+		return api.Agent{}, api.NoTerminal(from.Environment, from.Terminal)
 	}
 	spec := windowSpec{
 		title:   b.Title,
@@ -643,7 +641,7 @@ func (a *App) close(ctx context.Context, from api.TerminalID, b *api.CloseBody) 
 	t := a.terminalLocked(from.Environment, n)
 	a.mu.Unlock()
 	if t == nil {
-		return notFound(from.Environment, n)
+		return api.NoTerminal(from.Environment, n)
 	}
 	return e.kill(ctx, t)
 }
