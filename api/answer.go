@@ -20,6 +20,12 @@ const (
 	AnswerAgent    AnswerName = "Agent"    // an [Agent]
 	AnswerAgents   AnswerName = "Agents"   // a list of [Agent]
 	AnswerScreen   AnswerName = "Screen"   // a [Screen]
+	// The answers of the group requests. Their bodies are package worktree's types, which
+	// the app, the CLI and the static krad on SSH hosts share: Worktree a worktree.Group,
+	// Changes a worktree.Changes, Groups a worktree.List.
+	AnswerWorktree AnswerName = "Worktree"
+	AnswerChanges  AnswerName = "Changes"
+	AnswerGroups   AnswerName = "Groups"
 	// The messages of SubscribeAgents after its first, {"Agents":[…]}.
 	AnswerAgentEvent AnswerName = "AgentEvent" // an [AgentEvent]
 	AnswerAppEvent   AnswerName = "AppEvent"   // an [AppEvent]

@@ -277,12 +277,12 @@ func TestCheckEndpoint(t *testing.T) {
 // TestOpaqueRoundTrip: a body of a request designed later is written as the JSON it holds, so
 // that what a client sends the bus decodes (it was written as base64).
 func TestOpaqueRoundTrip(t *testing.T) {
-	o := Opaque(`{"name":"fix-retry"}`)
-	b, err := json.Marshal(NewRequest(CreateWorktree, &o))
+	o := Opaque(`{"title":"retry"}`)
+	b, err := json.Marshal(NewRequest(RunVariants, &o))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"CreateWorktree":{"name":"fix-retry"}}`; string(b) != want {
+	if want := `{"RunVariants":{"title":"retry"}}`; string(b) != want {
 		t.Fatalf("got %s, want %s", b, want)
 	}
 	var raw RawRequest
@@ -308,7 +308,7 @@ func TestAnswerTooLong(t *testing.T) {
 	if _, err := readAnswer(bufio.NewReader(strings.NewReader(`{"Agents":[]}`))); err == nil || errors.Is(err, ErrAnswerTooLong) {
 		t.Errorf("an answer without its newline: %v, want an error other than ErrAnswerTooLong", err)
 	}
-	if !strings.Contains(ErrAnswerTooLong.Error(), "16 MiB") {
+	if !strings.Contains(ErrAnswerTooLong.Error(), "32 MiB") {
 		t.Errorf("ErrAnswerTooLong says %q, not the limit", ErrAnswerTooLong)
 	}
 }

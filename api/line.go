@@ -14,8 +14,9 @@ import (
 const MaxRequestLine = 64 << 10
 
 // MaxAnswerLine is the longest answer line the client reads. Answers carry screens and patches, so
-// they may be longer than requests.
-const MaxAnswerLine = 16 << 20
+// they may be longer than requests: a Changes answer holds a patch of up to MaxPatch bytes, which
+// the wire carries in at most 4/3 of its size (SplitText), besides its list of files.
+const MaxAnswerLine = 32 << 20
 
 // ErrAnswerTooLong is the client's error for an answer line longer than MaxAnswerLine: the app
 // answered, and its answer is more than the client reads. It is not a sign that the endpoint is

@@ -34,12 +34,15 @@ const (
 	// Report is krad's addition to the spec's list: an agent tells the bus its own state
 	// (`krad report idle`), typically from the agent's hooks.
 	Report Name = "Report"
+	// Groups is krad's addition to the spec's list: the groups of the caller's environment and
+	// what retired groups kept (`krad groups`).
+	Groups Name = "Groups"
 )
 
 // Names lists every request of the API, in the order of the reference pages.
 var Names = []Name{
 	Hello, List, ListAll, SubscribeAgents, Check, Wait, Read, Send, Spawn, Close, CloseSession,
-	CreateWorktree, Changes, RunVariants, PickVariant, Code, ExtensionTool, Askpass, Report,
+	CreateWorktree, Changes, RunVariants, PickVariant, Code, ExtensionTool, Askpass, Report, Groups,
 }
 
 // Target is a terminal number in the caller's environment.
@@ -77,6 +80,28 @@ type (
 		Prompt  string   `json:"prompt,omitempty"`
 		Group   string   `json:"group,omitempty"`
 	}
+	// CreateWorktreeBody: a new group of the caller's environment, a git worktree of the
+	// repository that holds the environment's folder. Name "" lets the app pick one; Base ""
+	// is the main checkout's HEAD; Branch continues an existing branch instead of making
+	// krad/<name>.
+	CreateWorktreeBody struct {
+		Name   string `json:"name,omitempty"`
+		Base   string `json:"base,omitempty"`
+		Branch string `json:"branch,omitempty"`
+	}
+	// ChangesBody: what a group changed since its base commit. The group is Target's, or
+	// Group ("" is the main checkout), or, with neither, the caller's own. Stat: the files
+	// only. Paths: the patch of these files or folders only (the list of files stays whole).
+	// Binary: binary files' patches too. MaxPatch caps the patch in bytes (0: 1 MiB; at most
+	// 16 MiB).
+	ChangesBody struct {
+		Target   *Target  `json:"target,omitempty"`
+		Group    *string  `json:"group,omitempty"`
+		Stat     bool     `json:"stat,omitempty"`
+		Paths    []string `json:"paths,omitempty"`
+		Binary   bool     `json:"binary,omitempty"`
+		MaxPatch int      `json:"max_patch,omitempty"`
+	}
 	// CloseBody: close the target.
 	CloseBody struct {
 		Target Target `json:"target"`
@@ -101,6 +126,13 @@ type Opaque json.RawMessage
 // MarshalJSON writes the body as it came, as json.RawMessage does (a []byte type would be
 // written as base64).
 func (o Opaque) MarshalJSON() ([]byte, error) { return json.RawMessage(o).MarshalJSON() }
+
+// DefaultPatch is the cap on a Changes answer's patch when the request sets none, and MaxPatch the
+// largest it may set.
+const (
+	DefaultPatch = 1 << 20
+	MaxPatch     = 16 << 20
+)
 
 // MaxTitle is the longest title of a terminal.
 const MaxTitle = 200
@@ -129,8 +161,9 @@ var kinds = map[Name]requestKind{
 	Send:            {func() any { return new(SendBody) }, AnswerOk},
 	Spawn:           {func() any { return new(SpawnBody) }, AnswerAgent},
 	Close:           {func() any { return new(CloseBody) }, AnswerOk},
-	CreateWorktree:  {func() any { return new(Opaque) }, ""},
-	Changes:         {func() any { return new(Opaque) }, ""},
+	CreateWorktree:  {func() any { return new(CreateWorktreeBody) }, AnswerWorktree},
+	Changes:         {func() any { return new(ChangesBody) }, AnswerChanges},
+	Groups:          {nil, AnswerGroups},
 	RunVariants:     {func() any { return new(Opaque) }, ""},
 	PickVariant:     {func() any { return new(Opaque) }, ""},
 	Code:            {func() any { return new(Opaque) }, ""},
@@ -238,6 +271,18 @@ func validateBody(body any) error {
 		if strings.IndexByte(b.Agent, 0) >= 0 {
 			return errors.New("agent holds a NUL byte, which no program's name can hold")
 		}
+	case *ChangesBody:
+		if b.Target != nil && b.Group != nil {
+			return errors.New("name a target or a group, not both")
+		}
+		if b.MaxPatch < 0 || b.MaxPatch > MaxPatch {
+			return fmt.Errorf("max_patch must be from 0 (the default, %d MiB) to %d MiB", DefaultPatch>>20, MaxPatch>>20)
+		}
+		for i, p := range b.Paths {
+			if p == "" || strings.IndexByte(p, 0) >= 0 {
+				return fmt.Errorf("paths[%d] is empty or holds a NUL byte", i)
+			}
+		}
 	case *ReportBody:
 		switch b.State {
 		case StateWorking, StateIdle, StateNeedsInput, StateDone, StateFailed:
@@ -278,6 +323,10 @@ func targetOf(body any) (Target, bool) {
 		return b.Target, true
 	case *CloseBody:
 		return b.Target, true
+	case *ChangesBody:
+		if b.Target != nil {
+			return *b.Target, true
+		}
 	}
 	return 0, false
 }

@@ -19,8 +19,8 @@ import (
 // DefaultMaxPatch is the cap on a patch's text when ChangesOptions.MaxPatch is 0, and
 // MaxMaxPatch the largest cap that may be asked for.
 const (
-	DefaultMaxPatch = 1 << 20
-	MaxMaxPatch     = 16 << 20
+	DefaultMaxPatch = api.DefaultPatch
+	MaxMaxPatch     = api.MaxPatch
 )
 
 // ChangesOptions say how much of a group's changes [Repo.Changes] returns.

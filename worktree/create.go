@@ -208,7 +208,7 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		return Group{}, fail(err)
 	}
 	admin := strings.TrimSpace(string(out))
-	m := meta{Name: o.Name, Branch: branch, BaseCommit: base, MadeBranch: made, Created: time.Now().UTC().Truncate(time.Second)}
+	m := meta{Name: o.Name, Branch: branch, BaseCommit: base, MadeBranch: made, Port: freePorts(groups), Created: time.Now().UTC().Truncate(time.Second)}
 	data, _ := json.Marshal(m)
 	if err := atomicfile.WriteFile(filepath.Join(admin, metaFile), append(data, '\n'), 0o600); err != nil {
 		return Group{}, fail(err)
@@ -221,7 +221,30 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		tip = base
 	}
 	return Group{Name: o.Name, Dir: dir, Branch: branch, BaseCommit: base, MadeBranch: made, Head: tip,
-		Locked: true, Created: m.Created, Restored: restored, admin: admin}, nil
+		Locked: true, Port: m.Port, Created: m.Created, Restored: restored, admin: admin}, nil
+}
+
+// Each group has a block of PortBlock ports, from its Port on, that its terminals get as
+// KRAD_ADE_PORT, so that the dev servers of parallel groups do not fight over one port. The
+// blocks start at FirstPort; a new group takes the lowest block no group of its repository
+// has.
+const (
+	FirstPort = 20000
+	PortBlock = 10
+	lastPort  = 60000 - PortBlock // below Linux's default ephemeral range
+)
+
+// freePorts is the first port of the lowest block that none of groups has.
+func freePorts(groups []Group) int {
+	used := map[int]bool{}
+	for _, g := range groups {
+		used[g.Port] = true
+	}
+	p := FirstPort
+	for used[p] && p < lastPort {
+		p += PortBlock
+	}
+	return p
 }
 
 func step(s string) {

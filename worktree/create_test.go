@@ -49,7 +49,7 @@ func TestCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Group{Name: "fix-retry", Dir: filepath.Join(root, r.Key, "fix-retry"), Branch: "krad/fix-retry",
-		BaseCommit: head, MadeBranch: true, Head: head, Locked: true}
+		BaseCommit: head, MadeBranch: true, Head: head, Locked: true, Port: FirstPort}
 	g.Created, g.admin = want.Created, ""
 	if g != want {
 		t.Errorf("Create = %+v, want %+v", g, want)

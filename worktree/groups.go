@@ -36,6 +36,9 @@ type Group struct {
 	Locked bool `json:"locked"`
 	// Missing: the folder is gone (deleted from under git); the branch and its commits are not.
 	Missing bool `json:"missing,omitempty"`
+	// Port is the first of the group's PortBlock ports (KRAD_ADE_PORT in its terminals); 0 for
+	// a damaged record.
+	Port int `json:"port,omitempty"`
 	// Created is when the group was made.
 	Created time.Time `json:"created"`
 	// Restored, in what Create returns, is the snapshot commit whose work it put back in the
@@ -60,6 +63,7 @@ type meta struct {
 	Branch     string    `json:"branch"`
 	BaseCommit string    `json:"base_commit"`
 	MadeBranch bool      `json:"made_branch"`
+	Port       int       `json:"port,omitempty"`
 	Created    time.Time `json:"created"`
 }
 
@@ -108,7 +112,7 @@ func (r *Repo) Groups(ctx context.Context) ([]Group, error) {
 		}
 		g := Group{
 			Name: m.Name, Dir: wt.path, BaseCommit: m.BaseCommit, MadeBranch: m.MadeBranch,
-			Head: wt.head, Locked: wt.locked, Created: m.Created, admin: admin,
+			Head: wt.head, Locked: wt.locked, Port: m.Port, Created: m.Created, admin: admin,
 			Branch: m.Branch,
 		}
 		if _, err := os.Lstat(wt.path); wt.prunable || errors.Is(err, fs.ErrNotExist) {

@@ -1,0 +1,215 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/krad-ade/krad/api"
+)
+
+// Op is one group operation as the app asks for it: of this package directly for this computer,
+// and of the static krad it installed on an SSH host (`krad-ade-agents worktree`, the Op as JSON
+// on stdin, the Result as JSON on stdout, one SSH exec), so that a host does exactly what this
+// computer does. [Do] runs it.
+type Op struct {
+	// Op is what to do: OpCreate, OpChanges, OpGroups or OpRetire.
+	Op string `json:"op"`
+	// Dir is the environment's folder: the repository is the one that holds it.
+	Dir string `json:"dir"`
+	// Root is the worktrees root (CreateOptions.Root), absolute.
+	Root string `json:"root,omitempty"`
+	// Create is OpCreate's options. Its Name "" picks a free name from Hint.
+	Create *CreateOptions `json:"create,omitempty"`
+	// Hint is what a picked name is made from (a worker's title): "" gives "group".
+	Hint string `json:"hint,omitempty"`
+	// Join, for OpCreate with a Name: a group of that name is the answer, rather than a
+	// conflict (a Spawn into a group joins it; CreateWorktree never does).
+	Join bool `json:"join,omitempty"`
+	// Group is the group of OpChanges ("" the main checkout) and OpRetire.
+	Group string `json:"group,omitempty"`
+	// Changes is OpChanges's options.
+	Changes *ChangesOptions `json:"changes,omitempty"`
+}
+
+// The operations of an Op.
+const (
+	OpCreate  = "create"
+	OpChanges = "changes"
+	OpGroups  = "groups"
+	OpRetire  = "retire"
+)
+
+// Result is what an Op did: one of its fields, or Error.
+type Result struct {
+	Group   *Group     `json:"group,omitempty"`
+	Joined  bool       `json:"joined,omitempty"` // Group existed: a Join found it
+	List    *List      `json:"list,omitempty"`
+	Changes *Changes   `json:"changes,omitempty"`
+	Retired *Retired   `json:"retired,omitempty"`
+	Error   *api.Error `json:"error,omitempty"`
+}
+
+// List is the answer to the Groups request: the repository's groups and what retired groups kept.
+type List struct {
+	// Top is the main checkout's folder.
+	Top    string  `json:"top"`
+	Groups []Group `json:"groups"`
+	Kept   []Kept  `json:"kept"`
+}
+
+// Err is the Result's error, or nil.
+func (r Result) Err() error {
+	if r.Error != nil {
+		return r.Error
+	}
+	return nil
+}
+
+// Do runs op. Every error is in the Result, as the *api.Error the bus answers: this package's own
+// keep their code; any other (git failing in a way this package does not know) is internal,
+// with its message.
+func Do(ctx context.Context, op Op) Result {
+	res, err := do(ctx, op)
+	if err != nil {
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Error() != err.Error() {
+			code := api.CodeInternal
+			if ae != nil {
+				code = ae.Code
+			}
+			ae = api.Errorf(code, "%s", err.Error()).WithCause(err)
+		}
+		return Result{Error: ae}
+	}
+	return res
+}
+
+func do(ctx context.Context, op Op) (Result, error) {
+	switch op.Op {
+	case OpCreate, OpChanges, OpGroups, OpRetire:
+	default:
+		return Result{}, api.Errorf(api.CodeBadRequest, "unknown group operation %q", op.Op)
+	}
+	r, err := Open(ctx, op.Dir)
+	if err != nil {
+		return Result{}, err
+	}
+	switch op.Op {
+	case OpCreate:
+		var o CreateOptions
+		if op.Create != nil {
+			o = *op.Create
+		}
+		o.Root = op.Root
+		return r.create(ctx, o, op.Hint, op.Join)
+	case OpChanges:
+		var o ChangesOptions
+		if op.Changes != nil {
+			o = *op.Changes
+		}
+		c, err := r.Changes(ctx, op.Group, o)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Changes: &c}, nil
+	case OpGroups:
+		gs, err := r.Groups(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		kept, err := r.Kept(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		l := List{Top: r.Top, Groups: gs, Kept: kept}
+		if l.Groups == nil {
+			l.Groups = []Group{}
+		}
+		if l.Kept == nil {
+			l.Kept = []Kept{}
+		}
+		return Result{List: &l}, nil
+	default: // OpRetire
+		ret, err := r.Retire(ctx, op.Group)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Retired: &ret}, nil
+	}
+}
+
+// create makes the group o names, or with Name "" the first free name made from hint; with join,
+// a group of o.Name is the answer.
+func (r *Repo) create(ctx context.Context, o CreateOptions, hint string, join bool) (Result, error) {
+	if o.Name != "" {
+		if join {
+			g, err := r.group(ctx, o.Name)
+			if err == nil {
+				return Result{Group: &g, Joined: true}, nil
+			}
+			if !errors.Is(err, ErrNotFound) {
+				return Result{}, err
+			}
+		}
+		g, err := r.Create(ctx, o)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Group: &g}, nil
+	}
+	stem := NameFrom(hint)
+	for i := 1; i <= maxPicks; i++ {
+		o.Name = stem
+		if i > 1 {
+			o.Name = stem + "-" + strconv.Itoa(i)
+		}
+		g, err := r.Create(ctx, o)
+		if err == nil {
+			return Result{Group: &g}, nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			return Result{}, err
+		}
+	}
+	return Result{}, conflict("groups %s to %s-%d are all taken: name the group", stem, stem, maxPicks)
+}
+
+// maxPicks is how many names Create tries when it picks one.
+const maxPicks = 20
+
+// NameFrom makes a group name of hint (a title): lower case, a-z and 0-9 kept, every other run of
+// characters one -, at most 32 characters (room for a -NN after it); "group" when nothing is
+// left.
+func NameFrom(hint string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(hint) {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			dash = false
+			b.WriteRune(c)
+		default:
+			dash = true
+		}
+		if b.Len() >= 32 {
+			break
+		}
+	}
+	name := strings.TrimRight(b.String(), "-")
+	if len(name) > 32 {
+		name = strings.TrimRight(name[:32], "-")
+	}
+	if name == "" {
+		return "group"
+	}
+	if ValidName(name) != nil {
+		panic(fmt.Sprintf("worktree: NameFrom made the invalid name %q", name))
+	}
+	return name
+}
