@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,6 +78,12 @@ type Config struct {
 	// × TmuxTimeout for one command (tmux.Client.Watch). A quiet tmux is asked something every
 	// TmuxTimeout/4, so silence is noticed within about 1.5 × TmuxTimeout.
 	TmuxTimeout time.Duration
+	// Dir is the local environment's folder, absolute: where its groups' repository is, and
+	// where its terminals start unless told otherwise. "" is the app's working folder.
+	Dir string
+	// WorktreeRoot is where this computer's groups are checked out, absolute:
+	// $XDG_DATA_HOME/krad-ade/worktrees by default (DefaultWorktreeRoot).
+	WorktreeRoot string
 	// Terminals are opened when their environment first comes up in this run.
 	Terminals []TerminalSpec
 	// Remotes are the SSH environments, each on its Host.
@@ -134,7 +141,11 @@ func New(cfg Config) *App {
 		}
 		return specs
 	}
-	local := &localHost{tmux: cfg.Tmux, vars: HostVars{TerminalVars: api.TerminalVars{Endpoint: cfg.Endpoint, Token: cfg.Token, TokenFile: cfg.TokenFile, BinDir: cfg.BinDir, Path: cfg.Path}}}
+	if cfg.Dir == "" {
+		cfg.Dir, _ = os.Getwd()
+	}
+	local := &localHost{tmux: cfg.Tmux, dir: cfg.Dir, root: cfg.WorktreeRoot,
+		vars: HostVars{TerminalVars: api.TerminalVars{Endpoint: cfg.Endpoint, Token: cfg.Token, TokenFile: cfg.TokenFile, BinDir: cfg.BinDir, Path: cfg.Path}}}
 	a.envs[Local] = newEnvironment(a, Local, local, specsOf(Local))
 	for _, r := range cfg.Remotes {
 		a.envs[r.Name] = newEnvironment(a, r.Name, r.Host, specsOf(r.Name))

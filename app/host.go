@@ -2,9 +2,12 @@ package app
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/tmux"
+	"github.com/krad-ade/krad/worktree"
 )
 
 // Host is where an environment's tmux server runs: this computer, or an SSH host through the
@@ -20,6 +23,12 @@ type Host interface {
 	Vars() HostVars
 	// AttachHint is the command a person runs to see the session's terminals.
 	AttachHint(session string) string
+	// Worktree runs a group operation where the environment's repository is: it sets op's Dir
+	// (the environment's folder) and Root (the host's worktrees root), and runs it with
+	// worktree.Do, in this process for this computer, through the static krad for an SSH host.
+	// The error is the way there failing (the host is not connected, say); what the operation
+	// itself answers, its errors included, is the Result.
+	Worktree(ctx context.Context, op worktree.Op) (worktree.Result, error)
 }
 
 // HostVars are what the terminals on a host get: the variables of the spec, built once for the
@@ -38,11 +47,34 @@ func (v HostVars) companion() string { return v.BinDir + "/krad-ade-agents" }
 type localHost struct {
 	tmux TmuxConfig
 	vars HostVars
+	// dir is the environment's folder (where the app runs, unless configured) and root the
+	// worktrees root, absolute.
+	dir, root string
 }
 
 func (h *localHost) Attach(ctx context.Context, session string, onNote func(*tmux.Client, tmux.Notification)) (*tmux.Client, error) {
 	return h.tmux.attach(ctx, session, onNote)
 }
 
+func (h *localHost) Worktree(ctx context.Context, op worktree.Op) (worktree.Result, error) {
+	op.Dir, op.Root = h.dir, h.root
+	return worktree.Do(ctx, op), nil
+}
+
 func (h *localHost) Vars() HostVars                   { return h.vars }
 func (h *localHost) AttachHint(session string) string { return h.tmux.attachHint(session) }
+
+// DefaultWorktreeRoot is where this computer's groups are checked out when the config names no
+// folder: $XDG_DATA_HOME/krad-ade/worktrees, else ~/.local/share/krad-ade/worktrees. Not in a
+// temporary folder, which the system purges, nor in the repository, where watchers and test
+// runners would see them.
+func DefaultWorktreeRoot(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "krad-ade", "worktrees"), nil
+	}
+	home := getenv("HOME")
+	if !filepath.IsAbs(home) {
+		return "", errors.New("neither XDG_DATA_HOME nor HOME is an absolute path, so the app has no folder for groups' checkouts")
+	}
+	return filepath.Join(home, ".local", "share", "krad-ade", "worktrees"), nil
+}

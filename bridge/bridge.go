@@ -60,6 +60,7 @@ import (
 	"github.com/krad-ade/krad/remote/shell"
 	"github.com/krad-ade/krad/tmux"
 	"github.com/krad-ade/krad/tokenfile"
+	"github.com/krad-ade/krad/worktree"
 )
 
 // Config is one SSH environment's bridge.
@@ -279,6 +280,11 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 // can carry quoted (see shell.Quote): no control characters, no backslash.
 func safePath(p string) bool {
 	return strings.HasPrefix(p, "/") && !strings.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f || r == '\\' })
+}
+
+// Worktree runs a group operation on the host. Not served on SSH hosts yet.
+func (e *Environment) Worktree(ctx context.Context, op worktree.Op) (worktree.Result, error) {
+	return worktree.Result{Error: api.NotServed("groups on SSH hosts", "")}, nil
 }
 
 // Vars is what terminals on the host get, as of the last connect.
