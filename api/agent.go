@@ -84,6 +84,12 @@ const (
 	// environment went down and did not come back in time, say): Message names the terminal,
 	// which runs without its task.
 	PromptNotTyped = "prompt_not_typed"
+	// GroupRetired says that a group whose last terminal closed retired: Message says what was
+	// removed (its checkout) and what was kept (its snapshot of uncommitted work, its branch).
+	GroupRetired = "group_retired"
+	// GroupNotRetired says that a group whose last terminal closed could not retire, and why:
+	// its checkout stays, and Message names its folder.
+	GroupNotRetired = "group_not_retired"
 )
 
 // AppEvent is a change of the app itself, streamed by SubscribeAgents as {"AppEvent":…}: an

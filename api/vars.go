@@ -2,6 +2,7 @@ package api
 
 import (
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -23,6 +24,11 @@ const (
 	// VarTerminal is the terminal itself, E:N ([TerminalID.String], [ParseTerminalID]): the
 	// caller krad names in its requests.
 	VarTerminal = "KRAD_ADE_TERMINAL"
+	// VarGroup is the group the terminal works in, when it is not the main checkout: its folder
+	// is the group's checkout.
+	VarGroup = "KRAD_ADE_GROUP"
+	// VarPort is the first of the group's block of ports (10 of them), for its dev servers.
+	VarPort = "KRAD_ADE_PORT"
 	// VarPrefix begins the name of each of them. A process the app starts that is not a terminal
 	// (its tmux server, whose windows inherit its environment) must hold none that the app's own
 	// process inherited from a terminal it was started in.
@@ -81,6 +87,10 @@ func (v TerminalVars) list(terminal string) (set, unset []string) {
 	add(VarToken, v.Token.Reveal(), !v.Token.IsZero())
 	add(VarTokenFile, v.TokenFile, v.TokenFile != "")
 	add(VarTerminal, terminal, terminal != "")
+	if terminal == "" {
+		// A window opened by hand works in no group: the session holds no group's variables.
+		unset = append(unset, VarGroup, VarPort)
+	}
 	add("PATH", PathFirst(v.BinDir, v.Path), true)
 	return set, unset
 }
@@ -101,4 +111,17 @@ func PathFirst(dir, list string) string {
 		}
 	}
 	return strings.Join(keep, ":")
+}
+
+// GroupEnv is what a terminal of a group gets besides the host's variables, as NAME=value:
+// [VarGroup] and [VarPort]; nothing for the main checkout (group "").
+func GroupEnv(group string, port int) []string {
+	if group == "" {
+		return nil
+	}
+	env := []string{VarGroup + "=" + group}
+	if port > 0 {
+		env = append(env, VarPort+"="+strconv.Itoa(port))
+	}
+	return env
 }

@@ -75,19 +75,19 @@ func TestTerminalVarsSession(t *testing.T) {
 			"this computer",
 			TerminalVars{Endpoint: "127.0.0.1:52144", Token: tok, TokenFile: "/t/token", BinDir: "/opt/krad-ade", Path: "/bin"},
 			[]string{"KRAD_ADE_ENDPOINT=127.0.0.1:52144", "KRAD_ADE_TOKEN=" + secret, "KRAD_ADE_TOKEN_FILE=/t/token", "PATH=/opt/krad-ade:/bin"},
-			[]string{"KRAD_ADE_TERMINAL"},
+			[]string{"KRAD_ADE_TERMINAL", "KRAD_ADE_GROUP", "KRAD_ADE_PORT"},
 		},
 		{
 			"an SSH host",
 			TerminalVars{Endpoint: "127.0.0.1:41877", TokenFile: "/t/token", BinDir: "/b", Path: "/bin"},
 			[]string{"KRAD_ADE_ENDPOINT=127.0.0.1:41877", "KRAD_ADE_TOKEN_FILE=/t/token", "PATH=/b:/bin"},
-			[]string{"KRAD_ADE_TOKEN", "KRAD_ADE_TERMINAL"},
+			[]string{"KRAD_ADE_TOKEN", "KRAD_ADE_TERMINAL", "KRAD_ADE_GROUP", "KRAD_ADE_PORT"},
 		},
 		{
 			"no token file",
 			TerminalVars{Endpoint: "127.0.0.1:52144", Token: tok, BinDir: "/b"},
 			[]string{"KRAD_ADE_ENDPOINT=127.0.0.1:52144", "KRAD_ADE_TOKEN=" + secret, "PATH=/b"},
-			[]string{"KRAD_ADE_TOKEN_FILE", "KRAD_ADE_TERMINAL"},
+			[]string{"KRAD_ADE_TOKEN_FILE", "KRAD_ADE_TERMINAL", "KRAD_ADE_GROUP", "KRAD_ADE_PORT"},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -291,6 +291,12 @@ var handlers = map[api.Name]handler{
 	api.Read:  withBody((*App).read),
 	api.Spawn: withBody((*App).spawn),
 	api.Send:  withBody(okOnly((*App).send)),
+	// The group requests (groups.go).
+	api.CreateWorktree: withBody((*App).createWorktree),
+	api.Changes:        withBody((*App).changes),
+	api.Groups: func(a *App, ctx context.Context, c *local.Call) (any, error) {
+		return a.groups(ctx, c.From.Terminal)
+	},
 	api.Close: withBody(okOnly((*App).close)),
 	api.Report: func(a *App, _ context.Context, c *local.Call) (any, error) {
 		b, err := bodyOf[api.ReportBody](c)
@@ -581,9 +587,6 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 	if err != nil {
 		return api.Agent{}, err
 	}
-	if b.Group != "" {
-		return api.Agent{}, api.NotServed("groups (Spawn's group, which comes with worktrees)", "spawn without --group")
-	}
 	prompt := b.Prompt
 	a.mu.Lock()
 	lead := a.terminalLocked(from.Environment, from.Terminal)
@@ -595,7 +598,7 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 		title:   b.Title,
 		role:    api.RoleWorker,
 		session: lead.session,
-		group:   lead.group,
+		group:   cmp.Or(b.Group, lead.group),
 		lead:    lead.number,
 		argv:    spawnArgv(b),
 		prompt:  prompt != "",
@@ -603,6 +606,17 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 	a.mu.Unlock()
 	if spec.title == "" {
 		spec.title = cmp.Or(api.ProgramTitle(spec.argv), "shell")
+	}
+	if spec.group != "" {
+		// The worker starts in the group's checkout, made now if the group does not exist yet;
+		// the group's lock is held until its terminal is open, so that it cannot retire under
+		// the new worker.
+		g, unlock, err := e.joinGroup(ctx, spec.group, spec.title)
+		if err != nil {
+			return api.Agent{}, err
+		}
+		defer unlock()
+		spec.dir, spec.port = g.Dir, g.Port
 	}
 	opened := time.Now()
 	t, err := e.open(ctx, spec)
@@ -654,7 +668,13 @@ func (a *App) close(ctx context.Context, from api.TerminalID, b *api.CloseBody) 
 	if t == nil {
 		return api.NoTerminal(from.Environment, n)
 	}
-	return e.kill(ctx, t)
+	if err := e.kill(ctx, t); err != nil {
+		return err
+	}
+	// The last terminal of a group retires it: Close answers once that is done (an AppEvent
+	// says what was kept), within its deadline.
+	e.retiredBy(ctx, t.group)
+	return nil
 }
 
 // closeSession closes every worker of the lead's session.
@@ -676,6 +696,9 @@ func (a *App) closeSession(ctx context.Context, lead api.TerminalID) error {
 		if err := e.kill(ctx, t); err != nil {
 			errs = append(errs, fmt.Errorf("close %s: %w", t.id(), err))
 		}
+	}
+	for _, t := range workers {
+		e.retiredBy(ctx, t.group)
 	}
 	return errors.Join(errs...)
 }

@@ -49,6 +49,9 @@ type environment struct {
 	work *windowWork // what client's window notifications left to do; nil with no client
 
 	warnings warnLimiter // of what the environment's tmux sent; it has its own mutex
+
+	groupLocks groupLocks               // one lock per group in use; it has its own mutex
+	retiring   map[string]chan struct{} // groups retiring now, closed when done; under app.mu
 }
 
 func newEnvironment(a *App, name string, host Host, specs []TerminalSpec) *environment {
@@ -410,6 +413,7 @@ type windowSpec struct {
 	argv    []string // the agent's command; empty for the user's shell
 	spec    string   // TerminalSpec.key of a configured terminal
 	prompt  bool     // a Spawn's prompt is to be typed into it (typePrompt)
+	port    int      // the first of its group's ports (KRAD_ADE_PORT); 0 for none
 }
 
 // open opens a terminal: a new tmux window with the KRAD_ADE_* variables, running the command
@@ -698,6 +702,7 @@ func (e *environment) removeLocked(t *terminal) {
 		delete(e.byWindow, t.window)
 	}
 	a.publishLocked(api.AgentRemoved, t)
+	e.leftGroupLocked(t.group)
 }
 
 // down marks the environment down. When tmux ended the session (kill-server, the session

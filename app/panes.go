@@ -249,6 +249,9 @@ func newWindowArgs(session string, id api.TerminalID, s windowSpec, v HostVars) 
 	for _, kv := range v.Env(id) {
 		args = append(args, "-e", kv)
 	}
+	for _, kv := range api.GroupEnv(s.group, s.port) {
+		args = append(args, "-e", kv)
+	}
 	if dir := cmp.Or(s.dir, v.Dir); dir != "" {
 		args = append(args, "-c", tmux.FormatLiteral(dir))
 	}

@@ -214,7 +214,7 @@ func TestSilentPeer(t *testing.T) {
 // and krad read say so, with a next step, and exit 1, not 2.
 func TestAnswerTooLong(t *testing.T) {
 	t.Parallel()
-	title := strings.Repeat(`\u0001`, 3<<20) // 18 MiB of JSON, as six such windows made
+	title := strings.Repeat(`\u0001`, 6<<20) // 36 MiB of JSON, as twelve such windows made
 	huge := startPeer(t, `{"Agents":[{"environment":"build","terminal":1,"title":"`+title+`","role":"shell","state":"idle"}]}`+"\n")
 	screen := startPeer(t, `{"Screen":{"terminal":2,"text":"`+title+`"}}`+"\n")
 	d := Discovered{Path: "/home/u/.config/krad-ade/api.json", Endpoint: huge, Token: newToken(t), PID: 4321}
@@ -225,9 +225,9 @@ func TestAnswerTooLong(t *testing.T) {
 		want string
 		hint string
 	}{
-		{[]string{"list"}, map[string]string{"HOME": "/home/u"}, found(d), "List: the app at " + huge + " answered, but the answer is longer than 16 MiB, the most a client reads", "krad-ade's log warns about such a host"},
-		{[]string{"watch"}, map[string]string{"HOME": "/home/u"}, found(d), "SubscribeAgents: the app at " + huge + " answered, but the answer is longer than 16 MiB", "krad-ade's log warns about such a host"},
-		{[]string{"read", "2"}, map[string]string{varEndpoint: screen, varToken: d.Token.Reveal(), varTerminal: "build:1"}, Options{}, "Read: the app at " + screen + " answered, but the answer is longer than 16 MiB", "krad read T --lines N"},
+		{[]string{"list"}, map[string]string{"HOME": "/home/u"}, found(d), "List: the app at " + huge + " answered, but the answer is longer than 32 MiB, the most a client reads", "krad-ade's log warns about such a host"},
+		{[]string{"watch"}, map[string]string{"HOME": "/home/u"}, found(d), "SubscribeAgents: the app at " + huge + " answered, but the answer is longer than 32 MiB", "krad-ade's log warns about such a host"},
+		{[]string{"read", "2"}, map[string]string{varEndpoint: screen, varToken: d.Token.Reveal(), varTerminal: "build:1"}, Options{}, "Read: the app at " + screen + " answered, but the answer is longer than 32 MiB", "krad read T --lines N"},
 	} {
 		_, errOut, code := run(t, tt.env, tt.opts, tt.args...)
 		if !strings.HasPrefix(errOut, "krad: error: "+tt.want) || !strings.Contains(errOut, "\nkrad: hint: ") || !strings.Contains(errOut, tt.hint) || code != ExitFailed {

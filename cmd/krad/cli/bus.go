@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/krad-ade/krad/api"
@@ -269,6 +270,11 @@ func (b *bus) hello(ctx context.Context) (api.HelloAnswer, error) {
 	return h, nil
 }
 
+// groupRequest says whether req is one of the group requests, whose errors come from git.
+func groupRequest(req api.Name) bool {
+	return req == api.CreateWorktree || req == api.Changes || req == api.Groups
+}
+
 // hintFor is the next step after the app answered req with the error e.
 func (b *bus) hintFor(req api.Name, e *api.Error) string {
 	switch e.Code {
@@ -294,8 +300,14 @@ func (b *bus) hintFor(req api.Name, e *api.Error) string {
 		}
 		return ""
 	case api.CodeNotFound:
+		if groupRequest(req) && !strings.HasPrefix(e.Message, "no terminal ") {
+			return "krad groups lists this environment's groups and the branches retired ones kept"
+		}
 		return "krad list --all shows the terminals of this environment"
 	case api.CodeConflict:
+		if groupRequest(req) && !strings.Contains(e.Message, "terminals, the most") {
+			return "krad groups lists this environment's groups and the branches retired ones kept"
+		}
 		if req == api.Spawn { // the environment is at its limit of terminals, or out of numbers
 			return "krad list --all shows this environment's terminals and their states, to choose which to close"
 		}
@@ -310,6 +322,9 @@ func (b *bus) hintFor(req api.Name, e *api.Error) string {
 		}
 		if api.IsDropped(e) { // krad writes its line at once: some other program is holding the bus's connections
 			return "try again in a moment; if it keeps happening, krad-ade's log says which way in (its port, or an SSH host's forward) is flooded"
+		}
+		if (groupRequest(req) || req == api.Spawn) && !strings.HasPrefix(e.Message, "environment ") {
+			return "" // git's or the repository's state: the app's message says what to do
 		}
 		return "try again in a moment; krad watch says when the environment is back"
 	case api.CodeInternal:

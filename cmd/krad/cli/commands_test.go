@@ -163,11 +163,11 @@ func TestCommands(t *testing.T) {
 			wantReq: `{"Spawn":{"title":"sh","command":["sh"]}}`,
 			wantErr: "krad: error: Spawn: the app answered conflict: environment main has 1000 terminals, the most the app follows: close some (krad close T) first\n" +
 				"krad: hint: krad list --all shows this environment's terminals and their states, to choose which to close\n", wantCode: ExitFailed},
-		{name: "spawn --group: not served", args: []string{"spawn", "--group", "g", "--", "sh"},
-			answer:  func(*testing.T) api.Answer { return api.ErrorAnswer(api.NotServed("groups", "spawn without --group")) },
-			wantReq: `{"Spawn":{"title":"sh","command":["sh"],"group":"g"}}`,
-			wantErr: "krad: error: Spawn: the app answered unavailable: this build of krad-ade does not serve groups yet: spawn without --group\n" +
-				"krad: hint: waiting will not help: a later krad-ade serves it\n", wantCode: ExitFailed},
+		{name: "spawn --group: not a repository", args: []string{"spawn", "--group", "g", "--", "sh"},
+			answer:   errAnswer(api.CodeUnavailable, `"/home/u/notes" is in no git repository: groups are git worktrees; run `+"`git init`"+` there and commit, or give the environment a folder in a repository`),
+			wantReq:  `{"Spawn":{"title":"sh","command":["sh"],"group":"g"}}`,
+			wantErr:  "krad: error: Spawn: the app answered unavailable: \"/home/u/notes\" is in no git repository: groups are git worktrees; run `git init` there and commit, or give the environment a folder in a repository\n",
+			wantCode: ExitFailed},
 
 		{name: "wait: idle", args: []string{"wait", "2"}, answer: agentAnswer(idle),
 			wantReq: `{"Wait":{"target":2,"timeout_secs":1800}}`, wantOut: "main:2 worker 'fix flaky test' idle\n"},

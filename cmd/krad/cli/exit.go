@@ -31,7 +31,7 @@ type ExitCode struct {
 var ExitCodes = []ExitCode{
 	{ExitOK, "success", "success"},
 	{ExitFailed, "the app answered an error, or another failure",
-		"the app answered an error (`not_found`, `conflict`, `bad_request`, `unavailable`, `internal`), its answer was longer than krad reads (16 MiB: \"the answer is longer than 16 MiB\"), or another failure"},
+		"the app answered an error (`not_found`, `conflict`, `bad_request`, `unavailable`, `internal`), its answer was longer than krad reads (32 MiB: \"the answer is longer than 32 MiB\"), or another failure"},
 	{ExitNoAPI, "no live API",
 		"no live API: nothing answers, `api.json` is stale, no endpoint was found, or the listener at the endpoint is another user's (the token is not sent to it)"},
 	{ExitUnauthorized, "unauthorized or forbidden",

@@ -70,3 +70,20 @@ func (v countValue) String() string {
 }
 
 func (countValue) Type() string { return "int" }
+
+// stringPtrValue is a string flag that tells "not given" (*p nil) from "given empty" (--group ”).
+type stringPtrValue struct{ p **string }
+
+func (v stringPtrValue) Set(s string) error {
+	*v.p = &s
+	return nil
+}
+
+func (v stringPtrValue) String() string {
+	if v.p == nil || *v.p == nil {
+		return ""
+	}
+	return **v.p
+}
+
+func (stringPtrValue) Type() string { return "string" }

@@ -21,8 +21,13 @@ func TestHelpAndUsage(t *testing.T) {
 		wantCode int
 	}{
 		{"krad --help lists the commands", []string{"--help"},
-			[]string{"Usage:\n  krad <command> [flags]\n", "\n  list           list the agents", "\n  close-session  close this lead's session",
-				"\n  api            say hello", "\n  api info       print where", "\n  version        ", "Exit codes: 0 success"}, nil, ExitOK},
+			[]string{"Usage:\n  krad <command> [flags]\n", "\n  list             list the agents", "\n  close-session    close this lead's session",
+				"\n  worktree create  make a group", "\n  groups           list this environment's groups", "\n  changes          print what a group changed",
+				"\n  api              say hello", "\n  api info         print where", "\n  version          ", "Exit codes: 0 success"}, nil, ExitOK},
+		{"krad worktree create --help", []string{"worktree", "create", "--help"}, []string{"  krad worktree create [NAME] [--base REF] [--branch B] [--json]\n", "--base REF"}, nil, ExitOK},
+		{"krad changes --help", []string{"changes", "--help"}, []string{"  krad changes [T] [--group G] [--stat] [--paths P]… [--binary] [--json]\n", "git apply"}, nil, ExitOK},
+		{"krad worktree create: a bad name", []string{"worktree", "create", "Fix/Retry"}, nil, []string{"krad: error: group name Fix/Retry: it has an upper-case letter"}, ExitUsage},
+		{"krad changes: a target and a group", []string{"changes", "2", "--group", "g"}, nil, []string{"name a target or --group, not both"}, ExitUsage},
 		{"krad -h", []string{"-h"}, []string{"Commands:"}, nil, ExitOK},
 		{"krad api --help", []string{"api", "--help"},
 			[]string{"Usage:\n  krad api [--json]\n  krad api <command> [flags]\n", "\n  info  print where", "      --json  "}, nil, ExitOK},
@@ -35,7 +40,7 @@ func TestHelpAndUsage(t *testing.T) {
 		{"krad wait --help", []string{"wait", "--help"}, []string{"  krad wait T [--timeout D] [--json]\n", "Exit codes: 0 the agent is idle", "--timeout D"}, nil, ExitOK},
 		{"krad read --help", []string{"read", "--help"}, []string{"  krad read T [--lines N] [--json]\n", "--lines N"}, nil, ExitOK},
 		{"krad send --help", []string{"send", "--help"}, []string{"  krad send T TEXT… [--no-enter]\n", "--no-enter"}, nil, ExitOK},
-		{"krad spawn --help", []string{"spawn", "--help"}, []string{"  krad spawn [--title T] [--prompt P] [--json] -- CMD…\n", "--title T   the worker's title T"}, nil, ExitOK},
+		{"krad spawn --help", []string{"spawn", "--help"}, []string{"  krad spawn [--title T] [--group G] [--prompt P] [--json] -- CMD…\n", "--title T   the worker's title T"}, nil, ExitOK},
 		{"krad close --help", []string{"close", "--help"}, []string{"  krad close T\n"}, nil, ExitOK},
 		{"krad close-session --help", []string{"close-session", "--help"}, []string{"  krad close-session\n"}, nil, ExitOK},
 		{"krad report --help", []string{"report", "--help"}, []string{"  krad report STATE [--message M]\n", "working, idle, needs_input, done or failed"}, nil, ExitOK},
@@ -74,12 +79,12 @@ func TestHelpAndUsage(t *testing.T) {
 	}
 }
 
-// TestSpawnHelpOffersWhatTheAppServes: this build of krad-ade refuses a Spawn with a group, so
-// spawn's help does not offer --group (the flag is still read, and the app's answer says why).
+// TestSpawnHelpOffersWhatTheAppServes: the app serves groups, so spawn's help offers --group and
+// says what it does.
 func TestSpawnHelpOffersWhatTheAppServes(t *testing.T) {
 	out, _, code := run(t, nil, Options{}, "spawn", "--help")
-	if code != ExitOK || strings.Contains(out, "group") {
-		t.Errorf("krad spawn --help exited %d and says:\n%s\nwant no --group", code, out)
+	if code != ExitOK || !strings.Contains(out, "--group G") || !strings.Contains(out, "KRAD_ADE_GROUP") {
+		t.Errorf("krad spawn --help exited %d and says:\n%s\nwant --group and what it does", code, out)
 	}
 }
 

@@ -13,7 +13,7 @@ func spawnCommand() *command {
 	var asJSON bool
 	return &command{
 		name:    "spawn",
-		args:    "[--title T] [--prompt P] [--json] -- CMD…",
+		args:    "[--title T] [--group G] [--prompt P] [--json] -- CMD…",
 		summary: "start a worker of this lead's session",
 		help: `
 Starts CMD as a new worker of this lead's session, in a new terminal of its environment, and
@@ -30,14 +30,17 @@ shows anything: an agent's screen drawn, a shell's prompt; after 5 seconds if it
 then Enter, as krad send does. krad spawn does not wait for that, but krad wait does: it returns
 once the worker has reacted to P. P is never put on a command line, where every user of the host
 sees it (ps). For an agent that takes its prompt only as an argument (claude -p), put the prompt
-in CMD yourself, and know that ps shows it to every user of that host.`,
+in CMD yourself, and know that ps shows it to every user of that host.
+
+With --group, the worker works in group G: a git worktree of this environment's repository, on
+its own branch (krad/G), made now if it does not exist (see krad worktree create). It starts in
+the group's checkout with KRAD_ADE_GROUP=G and KRAD_ADE_PORT, the first of 10 ports of the
+group's own. When the last terminal of a group closes, the group retires: its uncommitted work
+is kept on a snapshot ref, its checkout removed, its branch kept unless it holds nothing. Without
+--group, the worker works where this lead does.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&title, "title", "", "the worker's title `T`, one line of text (by default the program's name)")
-			// Groups come with worktrees, which this build of krad-ade does not serve: it answers a
-			// Spawn with a group unavailable ("spawn without --group"). The flag goes on the wire
-			// as the spec says, and stays out of the help until the app serves it.
-			fs.StringVar(&group, "group", "", "the group `G` (worktree) it works in (by default the environment's main checkout)")
-			_ = fs.MarkHidden("group")
+			fs.StringVar(&group, "group", "", "the group `G` it works in, made if need be (by default this lead's own)")
 			fs.StringVar(&prompt, "prompt", "", "the first prompt `P`, typed into the worker once it is ready (never on a command line)")
 			fs.BoolVar(&asJSON, "json", false, `print the worker as one JSON object`)
 		},

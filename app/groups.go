@@ -1,0 +1,274 @@
+package app
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/worktree"
+)
+
+// Groups are git worktrees of the repository that holds an environment's folder (package
+// worktree does every git operation; the environment's Host runs them where the repository is).
+// The app remembers no group of its own: git's admin data holds them, so a restart finds them
+// again, and a terminal's group is in its window's options (windowMeta). What the app adds is
+// when a group retires: once its last terminal closes (Close, CloseSession, a window closed by
+// hand, its process exiting with the window), its uncommitted work is kept and its checkout
+// removed, and an AppEvent says what was removed and what was kept.
+//
+// A group's operations on one environment are serialised by name (groupLocks), so that a Spawn
+// that joins a group and the retire of that group's last terminal cannot cross: the retire
+// looks again, under the lock, for a terminal of the group, and leaves the group to the new one.
+
+// groupDeadline bounds a retire the app starts by itself: the deadline of the requests that
+// retire a group (Close).
+const groupDeadline = time.Minute
+
+// groupLocks holds one lock per group name while anyone uses it.
+type groupLocks struct {
+	mu    sync.Mutex
+	locks map[string]*groupLock
+}
+
+type groupLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock takes group name's lock, or returns ctx's error first; the func unlocks it.
+func (g *groupLocks) lock(ctx context.Context, name string) (func(), error) {
+	g.mu.Lock()
+	if g.locks == nil {
+		g.locks = map[string]*groupLock{}
+	}
+	l := g.locks[name]
+	if l == nil {
+		l = &groupLock{}
+		g.locks[name] = l
+	}
+	l.refs++
+	g.mu.Unlock()
+	release := func() {
+		g.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(g.locks, name)
+		}
+		g.mu.Unlock()
+	}
+	got := make(chan struct{})
+	go func() { l.mu.Lock(); close(got) }()
+	select {
+	case <-got:
+		return func() { l.mu.Unlock(); release() }, nil
+	case <-ctx.Done():
+		go func() { <-got; l.mu.Unlock(); release() }()
+		return nil, ctx.Err()
+	}
+}
+
+// worktree runs op on the environment's host; the answer's error is the operation's, or the
+// way to the host failing.
+func (e *environment) worktree(ctx context.Context, op worktree.Op) (worktree.Result, error) {
+	res, err := e.host.Worktree(ctx, op)
+	if err != nil {
+		return worktree.Result{}, err
+	}
+	if res.Error != nil {
+		return res, res.Error
+	}
+	return res, nil
+}
+
+// createWorktree answers CreateWorktree: a new group, never one that exists.
+func (a *App) createWorktree(ctx context.Context, from api.TerminalID, b *api.CreateWorktreeBody) (worktree.Group, error) {
+	e, err := a.env(from.Environment)
+	if err != nil {
+		return worktree.Group{}, err
+	}
+	op := worktree.Op{Op: worktree.OpCreate, Create: &worktree.CreateOptions{Name: b.Name, Base: b.Base, Branch: b.Branch},
+		Hint: strings.TrimPrefix(b.Branch, worktree.BranchPrefix)}
+	if b.Name != "" {
+		unlock, err := e.groupLocks.lock(ctx, b.Name)
+		if err != nil {
+			return worktree.Group{}, err
+		}
+		defer unlock()
+	}
+	res, err := e.worktree(ctx, op)
+	if err != nil {
+		return worktree.Group{}, err
+	}
+	a.log.Info("group created", "environment", e.name, "group", res.Group.Name, "branch", res.Group.Branch, "by", from.String())
+	return *res.Group, nil
+}
+
+// joinGroup finds group name, or makes it, for a terminal about to open in it; the func unlocks
+// the group once the terminal is open (or failed to).
+func (e *environment) joinGroup(ctx context.Context, name, hint string) (worktree.Group, func(), error) {
+	unlock, err := e.groupLocks.lock(ctx, name)
+	if err != nil {
+		return worktree.Group{}, nil, err
+	}
+	res, err := e.worktree(ctx, worktree.Op{Op: worktree.OpCreate, Create: &worktree.CreateOptions{Name: name}, Hint: hint, Join: true})
+	if err != nil {
+		unlock()
+		return worktree.Group{}, nil, err
+	}
+	if !res.Joined {
+		e.app.log.Info("group created", "environment", e.name, "group", res.Group.Name, "branch", res.Group.Branch)
+	}
+	if res.Group.Missing {
+		unlock()
+		return worktree.Group{}, nil, api.Errorf(api.CodeConflict, "group %s has no checkout any more (its folder was deleted); its branch %s is kept: retire it with krad close on its terminals, or create a new group from the branch",
+			name, res.Group.Branch)
+	}
+	return *res.Group, unlock, nil
+}
+
+// changes answers Changes: the group of the target, or the one named, or the caller's own.
+func (a *App) changes(ctx context.Context, from api.TerminalID, b *api.ChangesBody) (worktree.Changes, error) {
+	e, err := a.env(from.Environment)
+	if err != nil {
+		return worktree.Changes{}, err
+	}
+	a.mu.Lock()
+	n := from.Terminal
+	if b.Target != nil {
+		n = int(*b.Target)
+	}
+	t := a.terminalLocked(from.Environment, n)
+	a.mu.Unlock()
+	if t == nil {
+		return worktree.Changes{}, api.NoTerminal(from.Environment, n)
+	}
+	group := t.group
+	if b.Group != nil {
+		group = *b.Group
+	}
+	res, err := e.worktree(ctx, worktree.Op{Op: worktree.OpChanges, Group: group, Changes: &worktree.ChangesOptions{
+		Stat: b.Stat, Paths: b.Paths, Binary: b.Binary, MaxPatch: b.MaxPatch}})
+	if err != nil {
+		return worktree.Changes{}, err
+	}
+	return *res.Changes, nil
+}
+
+// groups answers Groups: the groups of the caller's environment, and what retired ones kept.
+func (a *App) groups(ctx context.Context, from api.TerminalID) (worktree.List, error) {
+	e, err := a.env(from.Environment)
+	if err != nil {
+		return worktree.List{}, err
+	}
+	res, err := e.worktree(ctx, worktree.Op{Op: worktree.OpGroups})
+	if err != nil {
+		return worktree.List{}, err
+	}
+	return *res.List, nil
+}
+
+// inGroupLocked says whether a terminal of the environment works in group. app.mu must be held.
+func (e *environment) inGroupLocked(group string) bool {
+	for _, t := range e.terminals {
+		if t.group == group {
+			return true
+		}
+	}
+	return false
+}
+
+// leftGroupLocked is called when a terminal of group closed: when it was the group's last, the
+// group retires, in the background. app.mu must be held.
+func (e *environment) leftGroupLocked(group string) {
+	if group == "" || e.inGroupLocked(group) {
+		return
+	}
+	if e.retiring == nil {
+		e.retiring = map[string]chan struct{}{}
+	}
+	if _, ok := e.retiring[group]; ok {
+		return
+	}
+	done := make(chan struct{})
+	e.retiring[group] = done
+	go e.retire(group, done)
+}
+
+// retiredBy waits until the retire of group, if one runs, has ended, or ctx is done.
+func (e *environment) retiredBy(ctx context.Context, group string) {
+	e.app.mu.Lock()
+	done := e.retiring[group]
+	e.app.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// retire retires group, unless a terminal joined it meanwhile, and tells subscribers what it
+// removed and kept, or why it could not.
+func (e *environment) retire(group string, done chan struct{}) {
+	a := e.app
+	defer func() {
+		a.mu.Lock()
+		delete(e.retiring, group)
+		a.mu.Unlock()
+		close(done)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), groupDeadline)
+	defer cancel()
+	unlock, err := e.groupLocks.lock(ctx, group)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	a.mu.Lock()
+	joined := e.inGroupLocked(group)
+	a.mu.Unlock()
+	if joined {
+		return
+	}
+	res, err := e.worktree(ctx, worktree.Op{Op: worktree.OpRetire, Group: group})
+	ev := api.AppEvent{Kind: api.GroupRetired, Environment: e.name}
+	if err != nil {
+		ev.Kind = api.GroupNotRetired
+		ev.Message = fmt.Sprintf("group %s: its last terminal closed, and it could not retire: %v", group, err)
+		a.log.Warn("a group whose last terminal closed could not retire", "environment", e.name, "group", group, "err", err)
+	} else {
+		ev.Message = retiredMessage(res.Retired)
+		a.log.Info("group retired", "environment", e.name, "group", group, "removed", res.Retired.Removed,
+			"snapshot", res.Retired.SnapshotCommit, "branch_deleted", res.Retired.BranchDeleted)
+	}
+	a.mu.Lock()
+	a.publishAppLocked(ev)
+	a.mu.Unlock()
+}
+
+// retiredMessage says what a retire removed and kept, in names and ids only.
+func retiredMessage(r *worktree.Retired) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "group %s retired: ", r.Group)
+	if r.Removed {
+		b.WriteString("its checkout was removed")
+	} else {
+		b.WriteString("its checkout was already gone")
+	}
+	if r.Snapshot != "" {
+		fmt.Fprintf(&b, "; its uncommitted work is kept on %s (%s)", r.Snapshot, short(r.SnapshotCommit))
+	}
+	switch {
+	case r.BranchDeleted:
+		fmt.Fprintf(&b, "; branch %s, which held nothing, was deleted", r.Branch)
+	default:
+		fmt.Fprintf(&b, "; branch %s is kept (%s)", r.Branch, cmp.Or(r.BranchKept, "it holds work"))
+	}
+	return b.String()
+}
+
+func short(hash string) string { return hash[:min(len(hash), 12)] }

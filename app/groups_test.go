@@ -1,0 +1,253 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/worktree"
+)
+
+// gitIn runs git in dir, as a person would, and returns what it printed.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// withRepo makes a git repository with one commit as the local environment's folder, and a
+// worktrees root beside it.
+func withRepo(t *testing.T) (repo, root string, o option) {
+	testbin.Need(t, "git", "git")
+	base := t.TempDir()
+	repo, root = filepath.Join(base, "app"), filepath.Join(base, "worktrees")
+	if err := os.Mkdir(repo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "init", "-q", "-b", "main")
+	if err := os.WriteFile(filepath.Join(repo, "retry.go"), []byte("package retry\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "add", ".")
+	gitIn(t, repo, "commit", "-q", "-m", "first")
+	return repo, root, func(c *app.Config) { c.Dir, c.WorktreeRoot = repo, root }
+}
+
+func (h *harness) decode(c *api.Client, name api.Name, body any, answer api.AnswerName, v any) error {
+	h.t.Helper()
+	a, err := h.call(c, name, body)
+	if err != nil {
+		return err
+	}
+	return a.Decode(answer, v)
+}
+
+// TestGroupLifecycle is the issue's walk-through, through the bus against real git and tmux: a lead
+// makes a group, spawns a worker in it, which starts in the group's checkout with its variables;
+// the worker's List is its group; Changes is a patch git applies; a Client may not read it; the
+// group retires when its last terminal closes, keeping the worker's uncommitted work, and
+// subscribers hear what was kept.
+func TestGroupLifecycle(t *testing.T) {
+	repo, root, withRepo := withRepo(t)
+	h := start(t, lead(), withRepo)
+	c := h.as(1)
+
+	var g worktree.Group
+	if err := h.decode(c, api.CreateWorktree, &api.CreateWorktreeBody{Name: "fix-retry"}, api.AnswerWorktree, &g); err != nil {
+		t.Fatalf("CreateWorktree: %v", err)
+	}
+	if g.Branch != "krad/fix-retry" || !strings.HasPrefix(g.Dir, root+"/") || g.BaseCommit != gitIn(t, repo, "rev-parse", "HEAD") || g.Port != worktree.FirstPort {
+		t.Errorf("CreateWorktree answered %+v", g)
+	}
+	// Never silent: the same name again is a conflict, and nothing is touched.
+	if _, err := h.call(c, api.CreateWorktree, &api.CreateWorktreeBody{Name: "fix-retry"}); code(err) != api.CodeConflict {
+		t.Errorf("CreateWorktree of an existing group: %v, want conflict", err)
+	}
+	// A Client may not make groups nor read a patch.
+	if _, err := h.call(h.as(0), api.Changes, &api.ChangesBody{}); code(err) != api.CodeForbidden {
+		t.Errorf("Changes as a Client: %v, want forbidden", err)
+	}
+	if _, err := h.call(h.as(0), api.CreateWorktree, &api.CreateWorktreeBody{}); code(err) != api.CodeForbidden {
+		t.Errorf("CreateWorktree as a Client: %v, want forbidden", err)
+	}
+
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "fixer", Group: "fix-retry", Command: []string{"sh", "-c",
+		`echo "DIR=$(pwd -P) G=$KRAD_ADE_GROUP P=$KRAD_ADE_PORT"; printf 'package retry\n\nfunc Retry() {}\n' > retry.go; echo new > notes.txt; krad list --json; echo listed; sleep 60`}})
+	if w.Group != "fix-retry" {
+		t.Errorf("Spawn answered %+v, want group fix-retry", w)
+	}
+	screen := h.waitScreen(c, w.Terminal, "listed")
+	if want := "DIR=" + g.Dir + " G=fix-retry P=20000"; !strings.Contains(screen, want) {
+		t.Errorf("the worker's screen lacks %q:\n%s", want, screen)
+	}
+	// The worker's List is its own group: itself, not the lead.
+	if !strings.Contains(screen, `"group":"fix-retry"`) || strings.Contains(screen, `"title":"lead"`) {
+		t.Errorf("the worker's krad list shows other than its group:\n%s", screen)
+	}
+
+	var ch worktree.Changes
+	if err := h.decode(c, api.Changes, &api.ChangesBody{Target: ptr(api.Target(w.Terminal))}, api.AnswerChanges, &ch); err != nil {
+		t.Fatalf("Changes: %v", err)
+	}
+	if ch.Group != "fix-retry" || len(ch.Files) != 2 || ch.Base != g.BaseCommit {
+		t.Errorf("Changes answered group %q base %s files %+v", ch.Group, ch.Base, ch.Files)
+	}
+	patch := filepath.Join(t.TempDir(), "p.diff")
+	if err := os.WriteFile(patch, []byte(ch.Patch), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "apply", "--check", patch)
+
+	var l worktree.List
+	if err := h.decode(c, api.Groups, nil, api.AnswerGroups, &l); err != nil {
+		t.Fatalf("Groups: %v", err)
+	}
+	if len(l.Groups) != 1 || l.Groups[0].Name != "fix-retry" || l.Top != repo {
+		t.Errorf("Groups answered %+v", l)
+	}
+
+	// The last terminal of the group closes: the group retires, and says so.
+	events := subscribe(t, h)
+	if _, err := h.call(c, api.Close, &api.CloseBody{Target: api.Target(w.Terminal)}); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := os.Stat(g.Dir); !os.IsNotExist(err) {
+		t.Errorf("after Close, the group's checkout is still there (%v)", err)
+	}
+	snap := gitIn(t, repo, "rev-parse", "--verify", worktree.SnapshotPrefix+"fix-retry")
+	if got := gitIn(t, repo, "show", snap+":notes.txt"); got != "new" {
+		t.Errorf("the snapshot holds notes.txt as %q, want the worker's new", got)
+	}
+	gitIn(t, repo, "rev-parse", "--verify", "refs/heads/krad/fix-retry") // kept: the snapshot is on it
+	ev := events.wait(t, api.GroupRetired)
+	if !strings.Contains(ev.Message, "group fix-retry retired") || !strings.Contains(ev.Message, "refs/krad/snapshots/fix-retry") {
+		t.Errorf("the AppEvent says %q", ev.Message)
+	}
+	if st := gitIn(t, repo, "status", "--porcelain"); st != "" {
+		t.Errorf("the main checkout was touched:\n%s", st)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestGroupsSurviveARestart: groups are git's own data, and a terminal's group is in its window:
+// an app restarted while a group's worker runs finds both again, and retires the group when that
+// worker closes.
+func TestGroupsSurviveARestart(t *testing.T) {
+	_, _, withRepo := withRepo(t)
+	h := start(t, lead(), withRepo)
+	c := h.as(1)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "worker", Group: "keep-me", Command: []string{"sh", "-c", "echo ready; sleep 120"}})
+	h.waitScreen(c, w.Terminal, "ready")
+	h.stop()
+	h.start(testbin.Dir(t), lead(), withRepo)
+	c = h.as(1) // the new run's token
+
+	var found bool
+	for _, a := range h.agents(h.as(0)) {
+		if a.Terminal == w.Terminal {
+			found = a.Group == "keep-me"
+		}
+	}
+	if !found {
+		t.Fatalf("after the restart, %d is not listed in group keep-me: %+v", w.Terminal, h.agents(h.as(0)))
+	}
+	var l worktree.List
+	if err := h.decode(c, api.Groups, nil, api.AnswerGroups, &l); err != nil || len(l.Groups) != 1 {
+		t.Fatalf("after the restart, Groups: %+v, %v", l, err)
+	}
+	if _, err := h.call(c, api.Close, &api.CloseBody{Target: api.Target(w.Terminal)}); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := h.decode(c, api.Groups, nil, api.AnswerGroups, &l); err != nil || len(l.Groups) != 0 || len(l.Kept) != 0 {
+		t.Errorf("after its last terminal closed, Groups: %+v, %v; want no group, and nothing kept of one that held nothing", l, err)
+	}
+}
+
+// TestGroupsNeedARepository: an environment whose folder is in no repository answers
+// unavailable, with what to do, and opens no terminal.
+func TestGroupsNeedARepository(t *testing.T) {
+	testbin.Need(t, "git", "git")
+	dir := t.TempDir()
+	h := start(t, lead(), func(c *app.Config) { c.Dir, c.WorktreeRoot = dir, filepath.Join(dir, "wt") })
+	c := h.as(1)
+	_, err := h.call(c, api.Spawn, &api.SpawnBody{Title: "x", Group: "g", Command: []string{"sleep", "60"}})
+	if code(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "git init") {
+		t.Errorf("Spawn into a group outside a repository: %v, want unavailable saying git init", err)
+	}
+	if n := len(h.agents(h.as(0))); n != 1 {
+		t.Errorf("%d terminals after the refused Spawn, want the lead alone", n)
+	}
+}
+
+// events collects a subscription's AppEvents.
+type events struct {
+	mu  sync.Mutex
+	got []api.AppEvent
+}
+
+func subscribe(t *testing.T, h *harness) *events {
+	t.Helper()
+	ev := &events{}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	go func() {
+		first := true
+		_ = h.as(0).Subscribe(ctx, api.NewRequest(api.SubscribeAgents, nil), func(a api.Answer) error {
+			if first {
+				first = false
+				close(ready)
+			}
+			if a.Name == api.AnswerAppEvent {
+				var e api.AppEvent
+				if json.Unmarshal(a.Body, &e) == nil {
+					ev.mu.Lock()
+					ev.got = append(ev.got, e)
+					ev.mu.Unlock()
+				}
+			}
+			return nil
+		})
+	}()
+	t.Cleanup(cancel)
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the subscription did not start")
+	}
+	return ev
+}
+
+// wait waits for an AppEvent of kind.
+func (ev *events) wait(t *testing.T, kind string) api.AppEvent {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		ev.mu.Lock()
+		for _, e := range ev.got {
+			if e.Kind == kind {
+				ev.mu.Unlock()
+				return e
+			}
+		}
+		ev.mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no AppEvent %s came", kind)
+	return api.AppEvent{}
+}

@@ -1,0 +1,322 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
+	"github.com/krad-ade/krad/worktree"
+)
+
+// How krad shows groups to people. Names, branches and paths came from the app (a path from git,
+// any bytes), and are escaped with termsafe; a patch is printed as its bytes, for git apply.
+
+// worktreeCommand is `krad worktree create`: CreateWorktree.
+func worktreeCommand() *command {
+	var base, branch string
+	var asJSON bool
+	create := &command{
+		name:    "create",
+		args:    "[NAME] [--base REF] [--branch B] [--json]",
+		summary: "make a group: a git worktree of this environment's repository",
+		help: `
+Makes a group: a git worktree of the repository that holds this environment's folder, on a new
+branch krad/NAME from REF (by default the main checkout's HEAD), checked out outside the
+repository. It prints the group:
+
+  main:fix-retry  krad/fix-retry  from 3f2a9c1  ~/.local/share/krad-ade/worktrees/app-1a2b3c4d/fix-retry
+
+NAME is 1 to 40 of a-z, 0-9 and -; without it the app picks one. A group, branch or folder of
+that name that exists already is an error, and nothing is touched. With --branch, the group
+continues branch B instead (a branch kept by a retired group comes back with its uncommitted
+work). Start workers in it with krad spawn --group NAME.`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&base, "base", "", "the commit `REF` the group starts from (a branch, tag or hash)")
+			fs.StringVar(&branch, "branch", "", "continue the existing branch `B` instead of making krad/NAME")
+			fs.BoolVar(&asJSON, "json", false, "print the group as one JSON object")
+		},
+		run: func(x *invocation, args []string) error {
+			if len(args) > 1 {
+				return x.usageError("%s takes one name, and %s is one too many", x.path, quote(args[1]))
+			}
+			body := &api.CreateWorktreeBody{Base: base, Branch: branch}
+			if len(args) == 1 {
+				if err := worktree.ValidName(args[0]); err != nil {
+					return x.usageError("%s", strings.TrimPrefix(err.Error(), string(api.CodeBadRequest)+": "))
+				}
+				body.Name = args[0]
+			}
+			b, err := x.bus()
+			if err != nil {
+				return err
+			}
+			var g worktree.Group
+			raw, err := b.answer(x.ctx, api.NewRequest(api.CreateWorktree, body), &g)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeRaw(x.stdout, raw)
+			}
+			line := x.groupLine(g)
+			if g.Restored != "" {
+				line += "  (uncommitted work restored from " + short(g.Restored) + ")"
+			}
+			return writeLine(x.stdout, line)
+		},
+	}
+	return &command{
+		name:    "worktree",
+		summary: "make groups (git worktrees for workers)",
+		subs:    []*command{create},
+	}
+}
+
+// groupLine is a group on one line: "main:fix-retry  krad/fix-retry  from 3f2a9c1  DIR".
+func (x *invocation) groupLine(g worktree.Group) string {
+	env := "?"
+	if id, err := api.ParseTerminalID(x.env(varTerminal)); err == nil {
+		env = id.Environment
+	}
+	return termsafe.Escape(env, api.MaxEnvironmentName) + ":" + termsafe.Escape(g.Name, worktree.MaxNameLen) + "  " +
+		termsafe.Escape(g.Branch, 200) + "  from " + short(g.BaseCommit) + "  " + termsafe.Escape(abbreviate(g.Dir, x.env("HOME")), 1000)
+}
+
+// short is a commit's hash as people read it.
+func short(hash string) string { return termsafe.Escape(hash[:min(len(hash), 7)], 7) }
+
+// groupsCommand is `krad groups`: Groups.
+func groupsCommand() *command {
+	var asJSON bool
+	return &command{
+		name:    "groups",
+		args:    "[--json]",
+		summary: "list this environment's groups and the branches retired ones kept",
+		help: `
+Lists the groups of this environment's repository: each one's name, branch, base commit, first
+port (KRAD_ADE_PORT) and checkout; then what retired groups kept: their branches, and the
+snapshots of their uncommitted work. Continue a kept branch with krad worktree create --branch.`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&asJSON, "json", false, `print {"top","groups","kept"}`)
+		},
+		run: func(x *invocation, args []string) error {
+			b, err := x.busNoArgs(args)
+			if err != nil {
+				return err
+			}
+			var l worktree.List
+			raw, err := b.answer(x.ctx, api.NewRequest(api.Groups, nil), &l)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeRaw(x.stdout, raw)
+			}
+			return writeGroups(x.stdout, l, x.env("HOME"))
+		},
+	}
+}
+
+// writeGroups writes a List as two tables.
+func writeGroups(w io.Writer, l worktree.List, home string) error {
+	var b bytes.Buffer
+	if len(l.Groups) == 0 {
+		fmt.Fprintf(&b, "no groups in %s\n", termsafe.Escape(abbreviate(l.Top, home), 1000))
+	} else {
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "GROUP\tBRANCH\tBASE\tPORT\tCHECKOUT")
+		for _, g := range l.Groups {
+			dir := termsafe.Escape(abbreviate(g.Dir, home), 1000)
+			switch {
+			case g.Damaged != "":
+				dir += "  (damaged: " + termsafe.Escape(g.Damaged, 300) + ")"
+			case g.Missing:
+				dir += "  (folder gone)"
+			}
+			port := "-"
+			if g.Port > 0 {
+				port = strconv.Itoa(g.Port)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termsafe.Escape(g.Name, worktree.MaxNameLen), termsafe.Escape(g.Branch, 200), short(g.BaseCommit), port, dir)
+		}
+		_ = tw.Flush()
+	}
+	if len(l.Kept) > 0 {
+		b.WriteString("\nkept by retired groups:\n")
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "GROUP\tBRANCH\tSNAPSHOT")
+		for _, k := range l.Kept {
+			branch, snap := "-", "-"
+			if k.Branch != "" {
+				branch = termsafe.Escape(k.Branch, 200) + " (" + short(k.BranchCommit) + ")"
+			}
+			if k.Snapshot != "" {
+				snap = termsafe.Escape(k.Snapshot, 200) + " (" + short(k.SnapshotCommit) + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", termsafe.Escape(k.Name, worktree.MaxNameLen), branch, snap)
+		}
+		_ = tw.Flush()
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// changesCommand is `krad changes [T]`: Changes.
+func changesCommand() *command {
+	var group *string
+	var stat, asJSON, binary bool
+	var paths []string
+	var maxPatch int
+	return &command{
+		name:    "changes",
+		args:    "[T] [--group G] [--stat] [--paths P]… [--binary] [--json]",
+		summary: "print what a group changed: its patch, or --stat",
+		help: `
+Prints what a group changed since its base commit (commits, staged, unstaged and untracked
+files) as git diff prints it, so that it can be piped into git apply. The group is terminal T's,
+or G (--group '' is the main checkout, against its HEAD), or this terminal's own.
+
+The patch is capped (1 MiB unless --max-patch says more, up to 16 MiB), cut only between files;
+binary files, lockfiles and generated files, and files too large for the cap are left out of it,
+and krad says which on stderr: ask for them with --paths, or --binary. The list of files (--stat,
+--json) is always complete.`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.Var(stringPtrValue{&group}, "group", "the group `G` (by default T's, or this terminal's)")
+			fs.BoolVar(&stat, "stat", false, "print the files and their line counts, as git diff --stat does")
+			fs.StringArrayVar(&paths, "paths", nil, "put only the patch of file or folder `P` in (again for more)")
+			fs.BoolVar(&binary, "binary", false, "put binary files in the patch, as git's binary patches")
+			fs.IntVar(&maxPatch, "max-patch", 0, "cap the patch at `BYTES` (at most 16 MiB)")
+			fs.BoolVar(&asJSON, "json", false, `print {"group","base","head","commits","files","patch"}`)
+		},
+		run: func(x *invocation, args []string) error {
+			body := &api.ChangesBody{Stat: stat, Paths: paths, Binary: binary, MaxPatch: maxPatch}
+			switch len(args) {
+			case 0:
+			case 1:
+				t, err := x.target(args[0])
+				if err != nil {
+					return err
+				}
+				body.Target = &t
+			default:
+				return x.usageError("%s takes one target, and %s is one too many", x.path, quote(args[1]))
+			}
+			if group != nil {
+				if body.Target != nil {
+					return x.usageError("name a target or --group, not both")
+				}
+				if *group != "" {
+					if err := worktree.ValidName(*group); err != nil {
+						return x.usageError("%s", strings.TrimPrefix(err.Error(), string(api.CodeBadRequest)+": "))
+					}
+				}
+				body.Group = group
+			}
+			if maxPatch < 0 || maxPatch > api.MaxPatch {
+				return x.usageError("--max-patch must be from 0 to %d", api.MaxPatch)
+			}
+			b, err := x.bus()
+			if err != nil {
+				return err
+			}
+			var c worktree.Changes
+			raw, err := b.answer(x.ctx, api.NewRequest(api.Changes, body), &c)
+			if err != nil {
+				return err
+			}
+			switch {
+			case asJSON:
+				return writeRaw(x.stdout, raw)
+			case stat:
+				return writeStat(x.stdout, c.Files)
+			}
+			if _, err := io.WriteString(x.stdout, c.Patch); err != nil {
+				return err
+			}
+			x.noteLeftOut(c.Files)
+			return nil
+		},
+	}
+}
+
+// noteLeftOut tells, on stderr, which files' patches are not in the patch printed, and how to
+// get them.
+func (x *invocation) noteLeftOut(files []worktree.File) {
+	var out []string
+	n := 0
+	for _, f := range files {
+		if f.LeftOut != "" && f.LeftOut != "not asked for" {
+			out = append(out, f.Path+" ("+f.LeftOut+")") // warn escapes the whole line
+		}
+	}
+	if n = len(out); n == 0 {
+		return
+	}
+	more := ""
+	if n > 10 {
+		more = fmt.Sprintf(" and %d more", n-10)
+		out = out[:10]
+	}
+	x.warn("%d %s not in the patch: %s%s; ask for them with --paths (and --binary for binary files), or see them all with --stat",
+		n, plural(n, "file is", "files are"), strings.Join(out, ", "), more)
+}
+
+// writeStat writes files as git diff --stat does: each path, its count of changed lines and a bar
+// of + and -, then the totals.
+func writeStat(w io.Writer, files []worktree.File) error {
+	if len(files) == 0 {
+		return nil
+	}
+	const barWidth = 50
+	names := make([]string, len(files))
+	width, most, added, deleted := 0, 0, 0, 0
+	for i, f := range files {
+		names[i] = termsafe.Escape(f.Path, 1000)
+		if f.OldPath != "" {
+			names[i] = termsafe.Escape(f.OldPath, 1000) + " => " + names[i]
+		}
+		width = max(width, len(names[i]))
+		most = max(most, f.Added+f.Deleted)
+		added += f.Added
+		deleted += f.Deleted
+	}
+	var b strings.Builder
+	for i, f := range files {
+		if f.Binary {
+			fmt.Fprintf(&b, " %-*s | Bin\n", width, names[i])
+			continue
+		}
+		n := f.Added + f.Deleted
+		plus, minus := f.Added, f.Deleted
+		if most > barWidth {
+			plus, minus = scale(f.Added, most, barWidth), scale(f.Deleted, most, barWidth)
+		}
+		fmt.Fprintf(&b, " %-*s | %*d %s%s\n", width, names[i], len(strconv.Itoa(most)), n, strings.Repeat("+", plus), strings.Repeat("-", minus))
+	}
+	fmt.Fprintf(&b, " %d %s changed, %d insertion%s(+), %d deletion%s(-)\n", len(files), plural(len(files), "file", "files"),
+		added, plural(added, "", "s"), deleted, plural(deleted, "", "s"))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// scale is n of most in width columns, at least one column for a non-zero n.
+func scale(n, most, width int) int {
+	if n == 0 {
+		return 0
+	}
+	return max(1, n*width/most)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
