@@ -90,6 +90,10 @@ type Config struct {
 	// Quiet is how long an agent that never reported its state prints nothing before it counts
 	// as idle. Key "quiet", a duration such as "2s"; default 2 s.
 	Quiet time.Duration
+	// Worktrees is the folder where this computer's groups are checked out (they can be large):
+	// key "worktrees", an absolute path or one that starts with ~/; "" is the app's default,
+	// $XDG_DATA_HOME/krad-ade/worktrees. Read when the app starts.
+	Worktrees string
 	// Terminals are the terminals the app opens when it starts: [[terminal]] tables.
 	Terminals []Terminal
 	// Environments are the SSH environments: [[environment]] tables.
@@ -174,6 +178,11 @@ func Parse(data []byte) (Config, error) {
 				return Config{}, d.errorAt(toml.Key{key}, fmt.Sprintf("quiet must be a duration from %v to %v, like \"2s\"", minQuiet, maxQuiet))
 			}
 			c.Quiet = q
+		case "worktrees":
+			err := md.PrimitiveDecode(top[key], &c.Worktrees)
+			if err != nil || !(strings.HasPrefix(c.Worktrees, "/") || strings.HasPrefix(c.Worktrees, "~/")) || strings.ContainsFunc(c.Worktrees, unicode.IsControl) {
+				return Config{}, d.errorAt(toml.Key{key}, `worktrees must be a folder's absolute path, or one that starts with ~/, like "~/big-disk/worktrees"`)
+			}
 		case "terminal":
 			terms, err := d.terminals(top[key])
 			if err != nil {

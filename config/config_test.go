@@ -326,6 +326,9 @@ func TestParseTerminalsAndQuiet(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
+	if got, err := Parse([]byte("worktrees = \"~/big/wt\"\n")); err != nil || got.Worktrees != "~/big/wt" {
+		t.Errorf("worktrees: got %+v, %v", got, err)
+	}
 	// A terminal may name an environment that a later table defines.
 	data = "[[terminal]]\nenvironment = \"build\"\n[[environment]]\nname = \"build\"\nssh = \"h\"\n"
 	if got, err := Parse([]byte(data)); err != nil || len(got.Terminals) != 1 || got.Terminals[0].Environment != "build" {
@@ -337,6 +340,8 @@ func TestParseTerminalsAndQuiet(t *testing.T) {
 		msg  string
 	}{
 		{"quiet = 5\n", 1, "quiet must be a duration"},
+		{"worktrees = \"relative/wt\"\n", 1, "worktrees must be a folder's absolute path"},
+		{"\nworktrees = 3\n", 2, "worktrees must be a folder's absolute path"},
 		{"\nquiet = \"1ms\"\n", 2, "quiet must be a duration"},
 		{"[[terminal]]\ntitle = \"a\"\nlead = \"yes\"\n", 3, "lead must be true or false"},
 		{"[[terminal]]\ntitle = \"a\"\n[[terminal]]\ntitle = \"b\"\n\ncolour = 1\n", 6, `unknown key "colour" in [[terminal]]`},

@@ -229,17 +229,22 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 	bridges, remotes := a.bridges(cfg.Environments, toBus, busToken, func(env, state string) {
 		model.EnvironmentState(env, state)
 	})
+	worktrees, err := a.worktreeRoot(cfg.Worktrees)
+	if err != nil {
+		return fail(stderr, exitError, err.Error(), `set worktrees = "/an/absolute/folder" in config.toml`)
+	}
 	model = app.New(app.Config{
-		Endpoint:  ln.Addr().String(),
-		Token:     busToken,
-		TokenFile: tokenFile,
-		BinDir:    filepath.Dir(a.companion),
-		Path:      a.getenv("PATH"),
-		Tmux:      tmuxConfig,
-		Quiet:     cfg.Quiet,
-		Terminals: terminalSpecs(terminals),
-		Remotes:   remotes,
-		Logger:    a.log,
+		WorktreeRoot: worktrees,
+		Endpoint:     ln.Addr().String(),
+		Token:        busToken,
+		TokenFile:    tokenFile,
+		BinDir:       filepath.Dir(a.companion),
+		Path:         a.getenv("PATH"),
+		Tmux:         tmuxConfig,
+		Quiet:        cfg.Quiet,
+		Terminals:    terminalSpecs(terminals),
+		Remotes:      remotes,
+		Logger:       a.log,
 	})
 	srv, err = local.Listen(local.Config{
 		BusToken:  busToken,
@@ -507,6 +512,22 @@ func terminalSpecs(ts []config.Terminal) []app.TerminalSpec {
 		})
 	}
 	return specs
+}
+
+// worktreeRoot is where this computer's groups are checked out: the config's folder, its ~/
+// the home folder, else app.DefaultWorktreeRoot.
+func (a *run) worktreeRoot(configured string) (string, error) {
+	if configured == "" {
+		return app.DefaultWorktreeRoot(a.getenv)
+	}
+	if rest, ok := strings.CutPrefix(configured, "~/"); ok {
+		home := a.getenv("HOME")
+		if !filepath.IsAbs(home) {
+			return "", fmt.Errorf("worktrees = %q: HOME is not an absolute path, so ~ means nothing", configured)
+		}
+		return filepath.Join(home, rest), nil
+	}
+	return filepath.Clean(configured), nil
 }
 
 // findCompanion looks for krad-ade-agents next to the running executable, then on the PATH that
