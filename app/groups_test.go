@@ -87,7 +87,7 @@ func TestGroupLifecycle(t *testing.T) {
 	}
 
 	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "fixer", Group: "fix-retry", Command: []string{"sh", "-c",
-		`echo "DIR=$(pwd -P) G=$KRAD_ADE_GROUP P=$KRAD_ADE_PORT"; printf 'package retry\n\nfunc Retry() {}\n' > retry.go; echo new > notes.txt; krad list --json; echo listed; sleep 60`}})
+		`echo "DIR=$(pwd -P) G=$KRAD_ADE_GROUP P=$KRAD_ADE_PORT"; printf 'package retry\n\nfunc Retry() {}\n' > retry.go; echo new > notes.txt; printf x > "$(printf 'caf\351.txt')"; krad list --json; echo listed; sleep 60`}})
 	if w.Group != "fix-retry" {
 		t.Errorf("Spawn answered %+v, want group fix-retry", w)
 	}
@@ -104,8 +104,16 @@ func TestGroupLifecycle(t *testing.T) {
 	if err := h.decode(c, api.Changes, &api.ChangesBody{Target: ptr(api.Target(w.Terminal))}, api.AnswerChanges, &ch); err != nil {
 		t.Fatalf("Changes: %v", err)
 	}
-	if ch.Group != "fix-retry" || len(ch.Files) != 2 || ch.Base != g.BaseCommit {
+	if ch.Group != "fix-retry" || len(ch.Files) != 3 || ch.Base != g.BaseCommit {
 		t.Errorf("Changes answered group %q base %s files %+v", ch.Group, ch.Base, ch.Files)
+	}
+	// A name that is not UTF-8 comes through the bus's JSON exact.
+	exact := false
+	for _, f := range ch.Files {
+		exact = exact || f.Path == "caf\xe9.txt"
+	}
+	if !exact {
+		t.Errorf("no file caf\\xe9.txt, byte for byte, in %+v", ch.Files)
 	}
 	patch := filepath.Join(t.TempDir(), "p.diff")
 	if err := os.WriteFile(patch, []byte(ch.Patch), 0o644); err != nil {
