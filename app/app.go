@@ -505,13 +505,26 @@ func (a *App) report(from api.TerminalID, b *api.ReportBody) error {
 	return nil
 }
 
-// env returns the environment a caller's request is about, or unavailable while it is down.
-func (a *App) env(name string) (*environment, error) {
+// env returns the environment a caller's request is about, or unavailable while it is down. An
+// environment that is coming up (attached, its configured terminals opening, whose first
+// commands may already call) is waited for, until ctx ends.
+func (a *App) env(ctx context.Context, name string) (*environment, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	e := a.envs[name]
 	if e == nil {
 		return nil, api.Errorf(api.CodeNotFound, "no environment %s", name)
+	}
+	for !e.up && e.client != nil {
+		changed := a.changed
+		a.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			a.mu.Lock()
+			return nil, api.Errorf(api.CodeUnavailable, "environment %s is still coming up; try again", name)
+		}
+		a.mu.Lock()
 	}
 	if !e.up {
 		return nil, api.Errorf(api.CodeUnavailable, "environment %s is down; the app is bringing it back", name)
@@ -538,7 +551,7 @@ func (a *App) live(env string, n int, verb string) (*terminal, error) {
 }
 
 func (a *App) read(ctx context.Context, from api.TerminalID, b *api.ReadBody) (api.Screen, error) {
-	e, err := a.env(from.Environment)
+	e, err := a.env(ctx, from.Environment)
 	if err != nil {
 		return api.Screen{}, err
 	}
@@ -569,7 +582,7 @@ func (a *App) read(ctx context.Context, from api.TerminalID, b *api.ReadBody) (a
 
 // send answers Send: it types the text, then, after the paste delay, Enter.
 func (a *App) send(ctx context.Context, from api.TerminalID, b *api.SendBody) error {
-	e, err := a.env(from.Environment)
+	e, err := a.env(ctx, from.Environment)
 	if err != nil {
 		return err
 	}
@@ -583,7 +596,7 @@ func (a *App) send(ctx context.Context, from api.TerminalID, b *api.SendBody) er
 }
 
 func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) (api.Agent, error) {
-	e, err := a.env(from.Environment)
+	e, err := a.env(ctx, from.Environment)
 	if err != nil {
 		return api.Agent{}, err
 	}
@@ -658,7 +671,7 @@ func spawnArgv(b *api.SpawnBody) []string {
 
 func (a *App) close(ctx context.Context, from api.TerminalID, b *api.CloseBody) error {
 	n := int(b.Target)
-	e, err := a.env(from.Environment)
+	e, err := a.env(ctx, from.Environment)
 	if err != nil {
 		return err
 	}
@@ -679,7 +692,7 @@ func (a *App) close(ctx context.Context, from api.TerminalID, b *api.CloseBody) 
 
 // closeSession closes every worker of the lead's session.
 func (a *App) closeSession(ctx context.Context, lead api.TerminalID) error {
-	e, err := a.env(lead.Environment)
+	e, err := a.env(ctx, lead.Environment)
 	if err != nil {
 		return err
 	}

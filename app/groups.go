@@ -85,7 +85,7 @@ func (e *environment) worktree(ctx context.Context, op worktree.Op) (worktree.Re
 
 // createWorktree answers CreateWorktree: a new group, never one that exists.
 func (a *App) createWorktree(ctx context.Context, from api.TerminalID, b *api.CreateWorktreeBody) (worktree.Group, error) {
-	e, err := a.env(from.Environment)
+	e, err := a.env(ctx, from.Environment)
 	if err != nil {
 		return worktree.Group{}, err
 	}
@@ -131,7 +131,7 @@ func (e *environment) joinGroup(ctx context.Context, name, hint string) (worktre
 
 // changes answers Changes: the group of the target, or the one named, or the caller's own.
 func (a *App) changes(ctx context.Context, from api.TerminalID, b *api.ChangesBody) (worktree.Changes, error) {
-	e, err := a.env(from.Environment)
+	e, err := a.env(ctx, from.Environment)
 	if err != nil {
 		return worktree.Changes{}, err
 	}
@@ -159,7 +159,7 @@ func (a *App) changes(ctx context.Context, from api.TerminalID, b *api.ChangesBo
 
 // groups answers Groups: the groups of the caller's environment, and what retired ones kept.
 func (a *App) groups(ctx context.Context, from api.TerminalID) (worktree.List, error) {
-	e, err := a.env(from.Environment)
+	e, err := a.env(ctx, from.Environment)
 	if err != nil {
 		return worktree.List{}, err
 	}

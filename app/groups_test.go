@@ -259,3 +259,53 @@ func (ev *events) wait(t *testing.T, kind string) api.AppEvent {
 	t.Fatalf("no AppEvent %s came", kind)
 	return api.AppEvent{}
 }
+
+// TestGroupsFromTheCLI is the issue's example typed in a lead's terminal: krad worktree create,
+// krad spawn --group, krad changes --stat, krad changes piped into git apply --check, krad groups,
+// krad close; what each printed is in a file the test reads.
+func TestGroupsFromTheCLI(t *testing.T) {
+	repo, _, withRepo := withRepo(t)
+	out := filepath.Join(t.TempDir(), "out")
+	script := `exec >` + out + ` 2>&1
+krad worktree create fix-retry; echo "create=$?"
+krad worktree create fix-retry; echo "again=$?"
+krad spawn --group fix-retry --title 'fix flaky test' -- sh -c 'printf "package retry\n// fixed\n" > retry.go; echo ok; sleep 60'; echo "spawn=$?"
+until krad read 2 | grep -q ok; do sleep 0.1; done
+krad changes 2 --stat; echo "stat=$?"
+krad changes 2 | git apply --check && echo APPLIES
+krad groups; echo "groups=$?"
+krad close 2; echo "close=$?"
+krad groups; echo "groups=$?"
+echo END; sleep 60`
+	start(t, withTerminals(app.TerminalSpec{Title: "lead", Lead: true, Command: script}), withRepo)
+	var text string
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(out)
+		if text = string(b); strings.Contains(text, "END") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range []string{
+		"main:fix-retry  krad/fix-retry  from " + gitIn(t, repo, "rev-parse", "--short=7", "HEAD") + "  ",
+		"create=0",
+		"krad: error: CreateWorktree: the app answered conflict: group fix-retry exists",
+		"again=1",
+		"main:2 worker 'fix flaky test'",
+		" retry.go | 1 +\n 1 file changed, 1 insertion(+), 0 deletions(-)\nstat=0",
+		"APPLIES",
+		"GROUP      BRANCH          BASE",
+		"fix-retry  krad/fix-retry  ",
+		"close=0",
+		"no groups in " + repo,
+		"END",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the lead's output lacks %q:\n%s", want, text)
+		}
+	}
+	if t.Failed() || testing.Verbose() {
+		t.Logf("the lead's output:\n%s", text)
+	}
+}
