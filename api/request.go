@@ -254,8 +254,8 @@ func validateBody(body any) error {
 			return err
 		}
 	case *SpawnBody:
-		if b.Title == "" && len(b.Command) == 0 {
-			return errors.New("a worker needs a title or a command")
+		if b.Title == "" && len(b.Command) == 0 && b.Agent == "" {
+			return errors.New("a worker needs a title, a command or an agent")
 		}
 		if err := CheckTitle(b.Title); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/local"
 	"github.com/krad-ade/krad/tmux"
 )
@@ -84,6 +85,8 @@ type Config struct {
 	// WorktreeRoot is where this computer's groups are checked out, absolute:
 	// $XDG_DATA_HOME/krad-ade/worktrees by default (DefaultWorktreeRoot).
 	WorktreeRoot string
+	// Agents are the agent profiles that Spawn's agent names ([[agent]] in config.toml).
+	Agents []AgentProfile
 	// Terminals are opened when their environment first comes up in this run.
 	Terminals []TerminalSpec
 	// Remotes are the SSH environments, each on its Host.
@@ -92,6 +95,17 @@ type Config struct {
 
 	// MaxTerminals is how many terminals an environment may have; 0 means DefaultMaxTerminals.
 	MaxTerminals int
+}
+
+// AgentProfile is an agent a Spawn may name instead of a command: its shell command line, and how
+// it takes a prompt.
+type AgentProfile struct {
+	Name    string
+	Command string
+	// PromptArg: the prompt goes as the command's last argument (which every user of the host
+	// sees in ps), for an agent that takes it no other way; otherwise it is typed in once the
+	// agent is ready.
+	PromptArg bool
 }
 
 // Remote is an environment on a host other than this computer.
@@ -601,6 +615,10 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 		return api.Agent{}, err
 	}
 	prompt := b.Prompt
+	argv, typed, err := a.spawnArgv(b)
+	if err != nil {
+		return api.Agent{}, err
+	}
 	a.mu.Lock()
 	lead := a.terminalLocked(from.Environment, from.Terminal)
 	if lead == nil {
@@ -613,12 +631,12 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 		session: lead.session,
 		group:   cmp.Or(b.Group, lead.group),
 		lead:    lead.number,
-		argv:    spawnArgv(b),
-		prompt:  prompt != "",
+		argv:    argv,
+		prompt:  typed,
 	}
 	a.mu.Unlock()
 	if spec.title == "" {
-		spec.title = cmp.Or(api.ProgramTitle(spec.argv), "shell")
+		spec.title = cmp.Or(b.Agent, api.ProgramTitle(spec.argv), "shell")
 	}
 	if spec.group != "" {
 		// The worker starts in the group's checkout, made now if the group does not exist yet;
@@ -658,16 +676,40 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 // spawnSettle is how long Spawn waits for its worker to leave starting.
 const spawnSettle = time.Second
 
-// spawnArgv is the worker's command: its command, or its agent. Empty means the user's shell.
-// The prompt is never in it: every user of the host reads a process's arguments (ps,
-// /proc/PID/cmdline), so the prompt is typed into the worker instead (typePrompt).
-func spawnArgv(b *api.SpawnBody) []string {
-	argv := append([]string(nil), b.Command...)
-	if len(argv) == 0 && b.Agent != "" {
-		argv = []string{b.Agent}
+// spawnArgv is the worker's command: its command, or its agent's profile; empty means the user's
+// shell. typed says whether the prompt is to be typed in: it is, unless the profile takes it as an
+// argument. Otherwise the prompt is never in the command: every user of the host reads a
+// process's arguments (ps, /proc/PID/cmdline), so it is typed into the worker (typePrompt).
+func (a *App) spawnArgv(b *api.SpawnBody) (argv []string, typed bool, err error) {
+	if b.Agent == "" {
+		return append([]string(nil), b.Command...), b.Prompt != "", nil
 	}
-	return argv
+	if len(b.Command) > 0 {
+		return nil, false, api.Errorf(api.CodeBadRequest, "Spawn: give a command or an agent, not both")
+	}
+	for _, p := range a.cfg.Agents {
+		if p.Name != b.Agent {
+			continue
+		}
+		if p.PromptArg && b.Prompt != "" {
+			// "$@" after the command line: the prompt is one argument, never parsed by the shell.
+			return []string{"sh", "-c", p.Command + ` "$@"`, "sh", b.Prompt}, false, nil
+		}
+		return []string{"sh", "-c", p.Command}, b.Prompt != "", nil
+	}
+	names := make([]string, 0, len(a.cfg.Agents))
+	for _, p := range a.cfg.Agents {
+		names = append(names, p.Name)
+	}
+	if len(names) == 0 {
+		return nil, false, api.Errorf(api.CodeBadRequest, "no agent %s: config.toml names no agents; add an [[agent]] table with its name and command, or give the command itself",
+			termsafeName(b.Agent))
+	}
+	return nil, false, api.Errorf(api.CodeBadRequest, "no agent %s: the agents are %s ([[agent]] in config.toml)", termsafeName(b.Agent), strings.Join(names, ", "))
 }
+
+// termsafeName is a name from a client, quoted and cut for a message.
+func termsafeName(s string) string { return termsafe.QuoteMax(s, 60) }
 
 func (a *App) close(ctx context.Context, from api.TerminalID, b *api.CloseBody) error {
 	n := int(b.Target)

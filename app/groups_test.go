@@ -309,3 +309,30 @@ echo END; sleep 60`
 		t.Logf("the lead's output:\n%s", text)
 	}
 }
+
+// TestAgentProfiles: Spawn {agent} runs the profile's command, with the prompt typed in or, for
+// a profile that takes it so, as one argument the shell never parses; an unknown name is
+// bad_request with the names there are.
+func TestAgentProfiles(t *testing.T) {
+	h := start(t, lead(), func(c *app.Config) {
+		c.Agents = []app.AgentProfile{
+			{Name: "typist", Command: `echo typist-ready; read -r p; echo "typed:$p"; sleep 60`},
+			{Name: "arger", Command: `printf 'arg:%s|\n'`, PromptArg: true},
+		}
+	})
+	c := h.as(1)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Agent: "typist", Prompt: "fix it"})
+	if w.Title != "typist" {
+		t.Errorf("an agent's worker is titled %q, want its name", w.Title)
+	}
+	h.waitScreen(c, w.Terminal, "typed:fix it")
+	// $(…) in the prompt stays text: it is an argument, not shell code.
+	w = h.agent(c, api.Spawn, &api.SpawnBody{Agent: "arger", Prompt: "a b; $(echo pwned)"})
+	if screen := h.waitScreen(c, w.Terminal, "arg:"); !strings.Contains(screen, "arg:a b; $(echo pwned)|") {
+		t.Errorf("the prompt did not arrive as one argument, as it was:\n%s", screen)
+	}
+	_, err := h.call(c, api.Spawn, &api.SpawnBody{Agent: "nope"})
+	if code(err) != api.CodeBadRequest || !strings.Contains(err.Error(), "the agents are typist, arger") {
+		t.Errorf("Spawn of an unknown agent: %v, want bad_request naming the agents", err)
+	}
+}

@@ -98,6 +98,8 @@ type Config struct {
 	Terminals []Terminal
 	// Environments are the SSH environments: [[environment]] tables.
 	Environments []Environment
+	// Agents are the agent profiles: [[agent]] tables, by the order of the file.
+	Agents []Agent
 }
 
 // Environment is one [[environment]] table: terminals on an SSH host.
@@ -110,6 +112,20 @@ type Environment struct {
 	Name string
 	SSH  string
 	Dir  string
+}
+
+// Agent is one [[agent]] table: an agent profile, which Spawn's agent and RunVariants name.
+//
+//	[[agent]]
+//	name = "claude"            # what Spawn {agent} names: 1 to 40 of a-z, 0-9, - and _
+//	command = "claude"         # a shell command line
+//	prompt = "typed"           # how it takes a prompt: "typed" in once it is ready (default), or
+//	                           # as its last "argument" (which ps shows to every user of the host)
+type Agent struct {
+	Name    string
+	Command string
+	// PromptArg: the prompt is the command's last argument, rather than typed in.
+	PromptArg bool
 }
 
 // Terminal is one [[terminal]] table: a terminal the app opens when it starts.
@@ -190,6 +206,12 @@ func Parse(data []byte) (Config, error) {
 			}
 			c.Terminals = terms
 			terminals = top[key]
+		case "agent":
+			agents, err := d.agents(top[key])
+			if err != nil {
+				return Config{}, err
+			}
+			c.Agents = agents
 		case "environment":
 			envs, err := d.environments(top[key])
 			if err != nil {
@@ -412,6 +434,69 @@ func (d *document) terminals(p toml.Primitive) ([]Terminal, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// agents decodes the [[agent]] tables.
+func (d *document) agents(p toml.Primitive) ([]Agent, error) {
+	var tables []map[string]toml.Primitive
+	if err := d.md.PrimitiveDecode(p, &tables); err != nil {
+		return nil, d.errorAt(toml.Key{"agent"}, "agent must be [[agent]] tables")
+	}
+	var out []Agent
+	seen := map[string]bool{}
+	for _, table := range tables {
+		var a Agent
+		keys := make([]string, 0, len(table))
+		for k := range table {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b string) int { return d.valueLine(table[a]) - d.valueLine(table[b]) })
+		line := 0
+		for _, k := range keys {
+			v := table[k]
+			line = max(line, d.valueLine(v))
+			switch k {
+			case "name":
+				if d.md.PrimitiveDecode(v, &a.Name) != nil || !agentName(a.Name) {
+					return nil, &Error{Line: d.valueLine(v), Msg: "agent name must be 1 to 40 of a-z, 0-9, - and _, like \"claude\""}
+				}
+				if seen[a.Name] {
+					return nil, &Error{Line: d.valueLine(v), Msg: "a second [[agent]] named " + quote(a.Name)}
+				}
+				seen[a.Name] = true
+			case "command":
+				if d.md.PrimitiveDecode(v, &a.Command) != nil || strings.TrimSpace(a.Command) == "" || strings.IndexByte(a.Command, 0) >= 0 {
+					return nil, &Error{Line: d.valueLine(v), Msg: "agent command must be a shell command line, like \"claude\""}
+				}
+			case "prompt":
+				var how string
+				if d.md.PrimitiveDecode(v, &how) != nil || how != "typed" && how != "argument" {
+					return nil, &Error{Line: d.valueLine(v), Msg: `agent prompt must be "typed" or "argument"`}
+				}
+				a.PromptArg = how == "argument"
+			default:
+				return nil, &Error{Line: d.valueLine(v), Msg: "unknown key " + quote(k) + " in [[agent]]; the keys are name, command and prompt"}
+			}
+		}
+		if a.Name == "" || a.Command == "" {
+			return nil, &Error{Line: line, Msg: "an [[agent]] needs a name and a command"}
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// agentName says whether s may name an agent profile.
+func agentName(s string) bool {
+	if s == "" || len(s) > 40 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // environments decodes the [[environment]] tables.

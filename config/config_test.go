@@ -326,6 +326,10 @@ func TestParseTerminalsAndQuiet(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
+	agents := "[[agent]]\nname = \"claude\"\ncommand = \"claude --verbose\"\n[[agent]]\nname = \"codex\"\ncommand = \"codex exec\"\nprompt = \"argument\"\n"
+	if got, err := Parse([]byte(agents)); err != nil || !reflect.DeepEqual(got.Agents, []Agent{{Name: "claude", Command: "claude --verbose"}, {Name: "codex", Command: "codex exec", PromptArg: true}}) {
+		t.Errorf("agents: got %+v, %v", got.Agents, err)
+	}
 	if got, err := Parse([]byte("worktrees = \"~/big/wt\"\n")); err != nil || got.Worktrees != "~/big/wt" {
 		t.Errorf("worktrees: got %+v, %v", got, err)
 	}
@@ -340,6 +344,11 @@ func TestParseTerminalsAndQuiet(t *testing.T) {
 		msg  string
 	}{
 		{"quiet = 5\n", 1, "quiet must be a duration"},
+		{"[[agent]]\nname = \"Claude\"\ncommand = \"claude\"\n", 2, "agent name must be"},
+		{"[[agent]]\nname = \"c\"\ncommand = \"c\"\n[[agent]]\nname = \"c\"\ncommand = \"d\"\n", 5, `a second [[agent]] named "c"`},
+		{"[[agent]]\nname = \"c\"\n", 2, "an [[agent]] needs a name and a command"},
+		{"[[agent]]\nname = \"c\"\ncommand = \"c\"\nprompt = \"stdin\"\n", 4, `agent prompt must be "typed" or "argument"`},
+		{"[[agent]]\nname = \"c\"\ncmd = \"c\"\n", 3, `unknown key "cmd" in [[agent]]`},
 		{"worktrees = \"relative/wt\"\n", 1, "worktrees must be a folder's absolute path"},
 		{"\nworktrees = 3\n", 2, "worktrees must be a folder's absolute path"},
 		{"\nquiet = \"1ms\"\n", 2, "quiet must be a duration"},

@@ -235,6 +235,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 	}
 	model = app.New(app.Config{
 		WorktreeRoot: worktrees,
+		Agents:       agentProfiles(cfg.Agents),
 		Endpoint:     ln.Addr().String(),
 		Token:        busToken,
 		TokenFile:    tokenFile,
@@ -498,6 +499,14 @@ func tmuxEnv(environ []string) []string {
 		}
 	}
 	return env
+}
+
+func agentProfiles(as []config.Agent) []app.AgentProfile {
+	out := make([]app.AgentProfile, 0, len(as))
+	for _, a := range as {
+		out = append(out, app.AgentProfile{Name: a.Name, Command: a.Command, PromptArg: a.PromptArg})
+	}
+	return out
 }
 
 func terminalSpecs(ts []config.Terminal) []app.TerminalSpec {

@@ -163,6 +163,10 @@ func TestCommands(t *testing.T) {
 			wantReq: `{"Spawn":{"title":"sh","command":["sh"]}}`,
 			wantErr: "krad: error: Spawn: the app answered conflict: environment main has 1000 terminals, the most the app follows: close some (krad close T) first\n" +
 				"krad: hint: krad list --all shows this environment's terminals and their states, to choose which to close\n", wantCode: ExitFailed},
+		{name: "spawn --agent", args: []string{"spawn", "--agent", "claude", "--prompt", "fix it"}, answer: agentAnswer(agent(2, "worker", "working", "claude")),
+			wantReq: `{"Spawn":{"title":"claude","agent":"claude","prompt":"fix it"}}`, wantOut: "main:2 worker 'claude' working\n"},
+		{name: "spawn --agent and a command", args: []string{"spawn", "--agent", "claude", "--", "sh"},
+			wantErr: "krad: error: krad spawn takes --agent or a command after --, not both\nkrad: hint: run 'krad spawn --help'\n", wantCode: ExitUsage},
 		{name: "spawn --group: not a repository", args: []string{"spawn", "--group", "g", "--", "sh"},
 			answer:   errAnswer(api.CodeUnavailable, `"/home/u/notes" is in no git repository: groups are git worktrees; run `+"`git init`"+` there and commit, or give the environment a folder in a repository`),
 			wantReq:  `{"Spawn":{"title":"sh","command":["sh"],"group":"g"}}`,
@@ -229,7 +233,7 @@ func TestCommands(t *testing.T) {
 		{name: "spawn: the default title is the program's name", args: []string{"spawn", "--", "/opt/bin/my\ntool"}, answer: agentAnswer(agent(3, "worker", "starting", "my tool")),
 			wantReq: `{"Spawn":{"title":"my tool","command":["/opt/bin/my\ntool"]}}`, wantOut: "main:3 worker 'my tool' starting\n"},
 		{name: "spawn: no command", args: []string{"spawn", "--title", "x"},
-			wantErr: "krad: error: krad spawn needs a command after --, like: krad spawn -- claude\nkrad: hint: run 'krad spawn --help'\n", wantCode: ExitUsage},
+			wantErr: "krad: error: krad spawn needs a command after --, like: krad spawn -- claude, or an agent profile: --agent claude\nkrad: hint: run 'krad spawn --help'\n", wantCode: ExitUsage},
 
 		{name: "close", args: []string{"close", "2"}, wantReq: `{"Close":{"target":2}}`},
 		{name: "close-session", args: []string{"close-session"}, wantReq: `"CloseSession"`},

@@ -40,7 +40,7 @@ func TestHelpAndUsage(t *testing.T) {
 		{"krad wait --help", []string{"wait", "--help"}, []string{"  krad wait T [--timeout D] [--json]\n", "Exit codes: 0 the agent is idle", "--timeout D"}, nil, ExitOK},
 		{"krad read --help", []string{"read", "--help"}, []string{"  krad read T [--lines N] [--json]\n", "--lines N"}, nil, ExitOK},
 		{"krad send --help", []string{"send", "--help"}, []string{"  krad send T TEXT… [--no-enter]\n", "--no-enter"}, nil, ExitOK},
-		{"krad spawn --help", []string{"spawn", "--help"}, []string{"  krad spawn [--title T] [--group G] [--prompt P] [--json] -- CMD…\n", "--title T   the worker's title T"}, nil, ExitOK},
+		{"krad spawn --help", []string{"spawn", "--help"}, []string{"  krad spawn [--title T] [--group G] [--prompt P] [--json] (--agent A | -- CMD…)\n", "--title T   the worker's title T"}, nil, ExitOK},
 		{"krad close --help", []string{"close", "--help"}, []string{"  krad close T\n"}, nil, ExitOK},
 		{"krad close-session --help", []string{"close-session", "--help"}, []string{"  krad close-session\n"}, nil, ExitOK},
 		{"krad report --help", []string{"report", "--help"}, []string{"  krad report STATE [--message M]\n", "working, idle, needs_input, done or failed"}, nil, ExitOK},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/krad-ade/krad/api"
@@ -9,11 +10,11 @@ import (
 
 // spawnCommand is `krad spawn -- CMD…`: Spawn.
 func spawnCommand() *command {
-	var title, group, prompt string
+	var title, group, prompt, agent string
 	var asJSON bool
 	return &command{
 		name:    "spawn",
-		args:    "[--title T] [--group G] [--prompt P] [--json] -- CMD…",
+		args:    "[--title T] [--group G] [--prompt P] [--json] (--agent A | -- CMD…)",
 		summary: "start a worker of this lead's session",
 		help: `
 Starts CMD as a new worker of this lead's session, in a new terminal of its environment, and
@@ -37,19 +38,26 @@ its own branch (krad/G), made now if it does not exist (see krad worktree create
 the group's checkout with KRAD_ADE_GROUP=G and KRAD_ADE_PORT, the first of 10 ports of the
 group's own. When the last terminal of a group closes, the group retires: its uncommitted work
 is kept on a snapshot ref, its checkout removed, its branch kept unless it holds nothing. Without
---group, the worker works where this lead does.`,
+--group, the worker works where this lead does.
+
+With --agent A, the worker runs the agent profile A that config.toml names ([[agent]]: its
+command, and whether it takes the prompt typed in or as its last argument).`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&title, "title", "", "the worker's title `T`, one line of text (by default the program's name)")
 			fs.StringVar(&group, "group", "", "the group `G` it works in, made if need be (by default this lead's own)")
+			fs.StringVar(&agent, "agent", "", "run the agent profile `A` of config.toml ([[agent]]) instead of a CMD")
 			fs.StringVar(&prompt, "prompt", "", "the first prompt `P`, typed into the worker once it is ready (never on a command line)")
 			fs.BoolVar(&asJSON, "json", false, `print the worker as one JSON object`)
 		},
 		run: func(x *invocation, args []string) error {
-			if len(args) == 0 {
-				return x.usageError("%s needs a command after --, like: %s -- claude", x.path, x.path)
+			switch {
+			case agent != "" && len(args) > 0:
+				return x.usageError("%s takes --agent or a command after --, not both", x.path)
+			case agent == "" && len(args) == 0:
+				return x.usageError("%s needs a command after --, like: %s -- claude, or an agent profile: --agent claude", x.path, x.path)
 			}
 			if title == "" {
-				title = api.ProgramTitle(args)
+				title = cmp.Or(agent, api.ProgramTitle(args))
 			}
 			if err := api.CheckTitle(title); err != nil {
 				return x.usageError("%v", err)
@@ -58,7 +66,7 @@ is kept on a snapshot ref, its checkout removed, its branch kept unless it holds
 			if err != nil {
 				return err
 			}
-			body := &api.SpawnBody{Title: title, Command: args, Prompt: prompt, Group: group}
+			body := &api.SpawnBody{Title: title, Command: args, Agent: agent, Prompt: prompt, Group: group}
 			var a api.Agent
 			raw, err := b.answer(x.ctx, api.NewRequest(api.Spawn, body), &a)
 			if err != nil {
