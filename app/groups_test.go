@@ -336,3 +336,41 @@ func TestAgentProfiles(t *testing.T) {
 		t.Errorf("Spawn of an unknown agent: %v, want bad_request naming the agents", err)
 	}
 }
+
+// TestWaitSeveral: krad wait on several workers, typed in a lead's terminal: --all prints each as
+// it settles and exits 1 when one failed; --any returns at the first; one that keeps working
+// past the timeout is exit 4. The workers print all the time, so that they are working, never
+// idle, until they exit.
+func TestWaitSeveral(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	script := `exec >` + out + ` 2>&1
+busy='i=0; while [ $i -lt $1 ]; do echo $i; i=$((i+1)); sleep 0.1; done; exit $2'
+krad spawn --title quick -- sh -c "$busy" sh 10 0 >/dev/null
+krad spawn --title slow -- sh -c "$busy" sh 30 3 >/dev/null
+krad spawn --title long -- sh -c "$busy" sh 600 0 >/dev/null
+krad wait 2 3; echo "all=$?"
+krad wait 2 4 --any --timeout 5s; echo "any=$?"
+krad wait 4 2 --timeout 2s; echo "timeout=$?"
+echo END; sleep 60`
+	start(t, withTerminals(app.TerminalSpec{Title: "lead", Lead: true, Command: script}))
+	var text string
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(out)
+		if text = string(b); strings.Contains(text, "END") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range []string{
+		"main:2 worker 'quick' done (0)\nmain:3 worker 'slow' failed (3)\nkrad: error: main:3 failed (exit code 3)\n",
+		"all=1",
+		"main:2 worker 'quick' done (0)\nany=0",
+		"main:2 worker 'quick' done (0)\nkrad: error: terminal 4 did not settle within 2s",
+		"timeout=4",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the lead's output lacks %q:\n%s", want, text)
+		}
+	}
+}

@@ -37,7 +37,7 @@ func TestHelpAndUsage(t *testing.T) {
 		{"krad list --help", []string{"list", "--help"}, []string{"  krad list [--all] [--json]\n", "main:2    worker  idle     fix flaky test", "      --all   "}, nil, ExitOK},
 		{"krad watch --help", []string{"watch", "--help"}, []string{"  krad watch [--json]\n", "exits with 2"}, nil, ExitOK},
 		{"krad check --help", []string{"check", "--help"}, []string{"  krad check T [--wait D] [--json]\n", "      --wait D  answer after"}, nil, ExitOK},
-		{"krad wait --help", []string{"wait", "--help"}, []string{"  krad wait T [--timeout D] [--json]\n", "Exit codes: 0 the agent is idle", "--timeout D"}, nil, ExitOK},
+		{"krad wait --help", []string{"wait", "--help"}, []string{"  krad wait T… [--any | --all] [--timeout D] [--json]\n", "Exit codes: 0 every agent waited for is idle", "--timeout D"}, nil, ExitOK},
 		{"krad read --help", []string{"read", "--help"}, []string{"  krad read T [--lines N] [--json]\n", "--lines N"}, nil, ExitOK},
 		{"krad send --help", []string{"send", "--help"}, []string{"  krad send T TEXT… [--no-enter]\n", "--no-enter"}, nil, ExitOK},
 		{"krad spawn --help", []string{"spawn", "--help"}, []string{"  krad spawn [--title T] [--group G] [--prompt P] [--json] (--agent A | -- CMD…)\n", "--title T   the worker's title T"}, nil, ExitOK},
