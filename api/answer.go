@@ -26,6 +26,8 @@ const (
 	AnswerWorktree AnswerName = "Worktree"
 	AnswerChanges  AnswerName = "Changes"
 	AnswerGroups   AnswerName = "Groups"
+	AnswerVariants AnswerName = "Variants" // a [Variants]
+	AnswerPicked   AnswerName = "Picked"   // a [Picked]
 	// The messages of SubscribeAgents after its first, {"Agents":[…]}.
 	AnswerAgentEvent AnswerName = "AgentEvent" // an [AgentEvent]
 	AnswerAppEvent   AnswerName = "AppEvent"   // an [AppEvent]

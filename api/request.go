@@ -164,8 +164,8 @@ var kinds = map[Name]requestKind{
 	CreateWorktree:  {func() any { return new(CreateWorktreeBody) }, AnswerWorktree},
 	Changes:         {func() any { return new(ChangesBody) }, AnswerChanges},
 	Groups:          {nil, AnswerGroups},
-	RunVariants:     {func() any { return new(Opaque) }, ""},
-	PickVariant:     {func() any { return new(Opaque) }, ""},
+	RunVariants:     {func() any { return new(RunVariantsBody) }, AnswerVariants},
+	PickVariant:     {func() any { return new(PickVariantBody) }, AnswerPicked},
 	Code:            {func() any { return new(Opaque) }, ""},
 	ExtensionTool:   {func() any { return new(Opaque) }, ""},
 	Askpass:         {func() any { return new(Opaque) }, ""},
@@ -283,6 +283,10 @@ func validateBody(body any) error {
 				return fmt.Errorf("paths[%d] is empty or holds a NUL byte", i)
 			}
 		}
+	case *RunVariantsBody:
+		return validateVariants(b)
+	case *PickVariantBody:
+		return validatePick(b)
 	case *ReportBody:
 		switch b.State {
 		case StateWorking, StateIdle, StateNeedsInput, StateDone, StateFailed:

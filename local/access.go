@@ -55,19 +55,23 @@ type Decision struct {
 	Why     string
 }
 
-// directsWorkers are the requests that direct Workers: only leads may make them.
+// directsWorkers are the requests that direct Workers: only leads may make them. RunVariants
+// starts workers as Spawn does, and PickVariant closes them: the spec's rule "leads are the only
+// callers allowed to direct Workers" decides both.
 func directsWorkers(n api.Name) bool {
 	switch n {
-	case api.Spawn, api.Send, api.Close, api.CloseSession, api.PickVariant:
+	case api.Spawn, api.Send, api.Close, api.CloseSession, api.RunVariants, api.PickVariant:
 		return true
 	}
 	return false
 }
 
 // targetsWorker are the directing requests whose target must be one of the lead's own workers.
+// PickVariant names a group, not a terminal: that the group is of one of the lead's own sets is
+// a fact of the app's, which its handler checks.
 func targetsWorker(n api.Name) bool {
 	switch n {
-	case api.Send, api.Close, api.PickVariant:
+	case api.Send, api.Close:
 		return true
 	}
 	return false
@@ -80,9 +84,10 @@ func targetsWorker(n api.Name) bool {
 //   - Client: Hello, List, ListAll and SubscribeAgents, across every open environment. Nothing else.
 //   - Git: the askpass request only.
 //   - Terminal: every request of its own environment except Askpass and those that direct
-//     Workers (Spawn, Send, Close, CloseSession, PickVariant).
-//   - Lead: what a Terminal may, and also Spawn and CloseSession for its session, and Send,
-//     Close and PickVariant on its own workers.
+//     Workers (Spawn, Send, Close, CloseSession, RunVariants, PickVariant).
+//   - Lead: what a Terminal may, and also Spawn, CloseSession and RunVariants for its session,
+//     Send and Close on its own workers, and PickVariant on its own sets (the handler checks
+//     the set).
 func Decide(role Role, req api.Name) Decision {
 	switch role {
 	case RoleClient:

@@ -30,12 +30,13 @@ func TestDecide(t *testing.T) {
 		api.CloseSession:    {F, F, A, F},
 		api.CreateWorktree:  {F, A, A, F},
 		api.Changes:         {F, A, A, F},
-		api.RunVariants:     {F, A, A, F},
-		api.PickVariant:     {F, F, W, F},
+		api.RunVariants:     {F, F, A, F},
+		api.PickVariant:     {F, F, A, F},
 		api.Code:            {F, A, A, F},
 		api.ExtensionTool:   {F, A, A, F},
 		api.Askpass:         {F, F, F, A},
 		api.Report:          {F, A, A, F},
+		api.Groups:          {F, A, A, F},
 	}
 	if len(table) != len(api.Names) {
 		t.Fatalf("the table covers %d requests, the API has %d", len(table), len(api.Names))

@@ -10,8 +10,9 @@ import (
 )
 
 // Requests is one valid request of every name of the API, in the order of api.Names; those that
-// name a terminal name target. None of them would harm a real app that obeyed it: Spawn starts
-// `true`, Send types a comment, Close and the others name target.
+// name a terminal name target. None of them would harm a real app that obeyed it: Spawn and
+// RunVariants start `true`, Send types a comment, CreateWorktree makes a group apitest, PickVariant
+// picks with how=branch (which touches nothing), Close and the others name target.
 func Requests(target api.Target) []api.Request {
 	var reqs []api.Request
 	one := uint32(1)
@@ -19,7 +20,7 @@ func Requests(target api.Target) []api.Request {
 	for _, name := range api.Names {
 		var body any
 		switch name {
-		case api.Hello, api.List, api.ListAll, api.SubscribeAgents, api.CloseSession:
+		case api.Hello, api.List, api.ListAll, api.SubscribeAgents, api.CloseSession, api.Groups:
 		case api.Check:
 			body = &api.CheckBody{Target: target}
 		case api.Wait:
@@ -34,7 +35,15 @@ func Requests(target api.Target) []api.Request {
 			body = &api.CloseBody{Target: target}
 		case api.Report:
 			body = &api.ReportBody{State: api.StateIdle}
-		case api.CreateWorktree, api.Changes, api.RunVariants, api.PickVariant, api.Code, api.ExtensionTool, api.Askpass:
+		case api.CreateWorktree:
+			body = &api.CreateWorktreeBody{Name: "apitest"}
+		case api.Changes:
+			body = &api.ChangesBody{Target: &target, Stat: true}
+		case api.RunVariants:
+			body = &api.RunVariantsBody{Title: "apitest", Agents: []api.VariantAgent{{Command: []string{"true"}, Count: 1}}}
+		case api.PickVariant:
+			body = &api.PickVariantBody{Group: "apitest", How: api.PickBranch}
+		case api.Code, api.ExtensionTool, api.Askpass:
 			o := api.Opaque(fmt.Sprintf(`{"target":%d}`, target))
 			body = &o
 		default:
