@@ -236,7 +236,13 @@ func onPath(first bool, addr string, err error) error {
 // keepalive sends keepalive@openssh.com every interval and waits for the reply. When a request
 // has gone unanswered for max intervals the link is dead: it is ended whole. So a dead path is
 // noticed within interval × (max+1). onReply is called after each reply: the path works.
+//
+// An interval of 0 (ServerAliveInterval 0) sends none, as in ssh: a dead path is then noticed
+// only when TCP gives up on it.
 func (l *link) keepalive(interval time.Duration, max int, onReply func(), logger *slog.Logger) {
+	if interval <= 0 {
+		return
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var (

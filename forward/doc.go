@@ -58,29 +58,40 @@
 //
 // # ssh_config
 //
-// HostName (with %h), Port, User, IdentityFile (repeated, with %d %h %i %k %L %l %n %p %r %u %%
-// and ~), IdentitiesOnly, IdentityAgent, ProxyJump (a,b, each as [user@]host[:port] or
-// ssh://…, each hop resolved through its own Host block, the first with its own ProxyJump, as
-// ssh -J does), ProxyCommand (with %h %n %p %r %%), UserKnownHostsFile and GlobalKnownHostsFile
-// (with tokens), HostKeyAlias,
-// StrictHostKeyChecking, HashKnownHosts, ConnectTimeout, ServerAliveInterval and
-// ServerAliveCountMax (15 s × 3 by default; 0 keeps the default, since keepalives are how a dead
-// path is noticed). The first value found wins, as in ssh.
+// ssh_config is read as OpenSSH's ssh (9.x) reads it, and held against ssh -G by a differential
+// test: lines split as ssh splits them (white space or '=', quotes, backslashes, comments);
+// Host patterns (* ? and !) matched against the host as given; Match with host (the HostName
+// given so far), originalhost, user, localuser, exec, all, canonical and final, each negated by
+// '!'; Include with globs, relative paths from ~/.ssh (/etc/ssh for the system's file), taken in
+// place and conditional inside a block; the first value of each keyword wins, IdentityFile's add
+// up; and a second reading when a Match asks for "final" or CanonicalizeHostname is on. The
+// host name ends up lower-case (addresses aside), as ssh makes it.
 //
-// A line the parser cannot read (Match exec, Match user, …) is left out and reported as a
-// [Warning] naming the file and line, through [Config.OnWarning]; the rest of the file counts.
-// A Host or Match line left out takes its block with it, rather than lend its lines to the block
-// above. Relative Include paths are taken from the real home's .ssh folder, as the ssh_config
-// library does.
+// The keywords used: HostName (with %h), Port, User, IdentityFile (repeated, with %d %h %i %k
+// %L %l %n %p %r %u %% and ~), IdentitiesOnly, IdentityAgent, ProxyJump (a,b, each as
+// [user@]host[:port] or ssh://…, each hop resolved through its own Host block, the first with
+// its own ProxyJump, as ssh -J does), ProxyCommand (with %h %n %p %r %%), UserKnownHostsFile and
+// GlobalKnownHostsFile (with tokens), HostKeyAlias, StrictHostKeyChecking, HashKnownHosts,
+// ConnectTimeout, ServerAliveInterval and ServerAliveCountMax (15 s × 3 when the files say
+// nothing; ServerAliveInterval 0 turns keepalives off, as in ssh).
+//
+// Match exec runs its command as ssh does, /bin/sh -c with its tokens expanded, and its exit
+// status decides; it runs in a process group of its own, which is ended when the command runs
+// past 10 s (the attempt then fails and is retried). A token whose value holds characters the
+// shell acts on is refused rather than put in the command.
+//
+// A line ssh would refuse (an unclosed quote, an unknown Match criterion, extra arguments) is
+// left out and reported as a [Warning] naming the file and line, through [Config.OnWarning];
+// the rest of the file counts. A Host or Match line left out takes its block with it, rather
+// than lend its lines to the block above. Keywords the package does not use are ignored.
 //
 // # ProxyCommand
 //
 // A host with a ProxyCommand is reached as ssh reaches it: the command runs as /bin/sh -c "exec
 // COMMAND", with the app's environment, and its stdin and stdout are the connection. Only the
 // first host of a chain uses its own: ssh ignores the ProxyCommand of the hops it reaches
-// through another (ssh -J a,b runs a's, not b's). A host that sets both ProxyJump and
-// ProxyCommand is refused (a [*ConfigError]): ssh uses whichever it reads first, an order the
-// ssh_config library does not keep, so a guess could run the wrong one; keep only one. %r puts
+// through another (ssh -J a,b runs a's, not b's). Of ProxyJump and ProxyCommand the one read
+// first wins, as in ssh (ProxyJump none leaves room for a later ProxyCommand). %r puts
 // the user name in a command the shell reads, so a user name with characters the shell acts on
 // ('$', ';', quotes, …) is refused there, as ssh refuses it on its command line.
 //

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,7 +73,7 @@ func joinHostPort(host string, port int) string {
 }
 
 // configFiles are the ssh_config files c names, in the order they are read, "~" expanded.
-// (Files they Include are read by the ssh_config library, and not listed here.)
+// (Files they Include are read too, and not listed here.)
 func (c Config) configFiles() []string {
 	var out []string
 	for _, f := range []struct{ path, def string }{
@@ -95,40 +94,44 @@ func (c Config) configFiles() []string {
 // maxJumps bounds ProxyJump chains, which may loop through their own Host blocks.
 const maxJumps = 8
 
-// defaultIdentities are OpenSSH's identity files, tried when ssh_config names none. Security keys
-// (id_*_sk) need hardware this package does not drive.
-var defaultIdentities = []string{"~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa"}
+// defaultIdentities are OpenSSH's identity files, in ssh's order, tried when ssh_config names
+// none. ssh also lists security keys (id_*_sk), which need hardware this package does not
+// drive, id_xmss, which ssh is not built with by default, and id_dsa, whose signatures ssh no
+// longer offers by default.
+var defaultIdentities = []string{"~/.ssh/id_rsa", "~/.ssh/id_ecdsa", "~/.ssh/id_ed25519"}
 
 // Resolve reads the ssh_config files c names and resolves c.Host through them, as ssh would,
 // with c's overrides applied. It returns the lines of the files it could not read as warnings;
 // they are left out, and the rest counts. Errors are [*ConfigError] when a value is wrong.
 func (c Config) Resolve() (*Host, []Warning, error) {
-	home := c.home()
-	var (
-		cfgs     sshConfigs
-		warnings []Warning
-	)
-	for _, path := range c.configFiles() {
-		cfg, w, err := loadSSHConfig(path)
-		if err != nil {
-			return nil, nil, err
-		}
-		warnings = append(warnings, w...)
-		cfgs = append(cfgs, cfg)
-	}
-	r := resolver{cfgs: cfgs, c: c, home: home, localUser: localUser()}
+	r := &resolver{files: c.configFiles(), c: c, home: c.home(), localUser: localUser()}
 	h, err := r.resolve(c.Host, 0, true)
-	if err != nil {
-		return nil, warnings, err
-	}
-	return h, warnings, nil
+	return h, r.warnings, err
 }
 
 type resolver struct {
-	cfgs      sshConfigs
+	files     []string // the ssh_config files, the user's first
 	c         Config
 	home      string
 	localUser string
+	// runExec runs a Match exec command; nil is runMatchExec.
+	runExec func(command string, limit time.Duration) (int, error)
+
+	warnings []Warning
+	warned   map[Warning]bool
+}
+
+// addWarnings keeps the warnings not kept yet: the hops of a chain read the same files.
+func (r *resolver) addWarnings(ws []Warning) {
+	if r.warned == nil {
+		r.warned = map[Warning]bool{}
+	}
+	for _, w := range ws {
+		if !r.warned[w] {
+			r.warned[w] = true
+			r.warnings = append(r.warnings, w)
+		}
+	}
 }
 
 // resolve resolves one host. withJumps is false for the hops after the first of a ProxyJump
@@ -143,38 +146,30 @@ func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error
 	bad := func(key, format string, args ...any) error {
 		return &ConfigError{Host: alias, Key: key, Reason: fmt.Sprintf(format, args...)}
 	}
-	get := func(key string) string { return r.cfgs.get(alias, key) }
+	o, hostName, warnings, err := r.evaluate(alias, hs.User, hs.Port, !withJumps)
+	r.addWarnings(warnings)
+	if err != nil {
+		return nil, err
+	}
+	get := o.get
 
-	h := &Host{Alias: alias, HostName: alias, Port: hs.Port, User: hs.User}
-	if v := get("HostName"); v != "" {
-		name, err := expandTokens(v, map[byte]string{'h': alias})
+	h := &Host{Alias: alias, HostName: hostName}
+	if !validHostName(h.HostName) {
+		return nil, bad("HostName", "%s is not a host name", termsafe.Quote(h.HostName))
+	}
+	h.Port = 22
+	if v := get("port"); v != "" {
+		p, err := parsePort(v)
 		if err != nil {
-			return nil, bad("HostName", "%v", err)
+			return nil, bad("Port", "%v", err)
 		}
-		if !validHostName(name) {
-			return nil, bad("HostName", "%s is not a host name", termsafe.Quote(name))
-		}
-		h.HostName = name
+		h.Port = p
 	}
-	if h.Port == 0 {
-		h.Port = 22
-		if v := get("Port"); v != "" {
-			p, err := parsePort(v)
-			if err != nil {
-				return nil, bad("Port", "%v", err)
-			}
-			h.Port = p
-		}
-	}
-	if h.User == "" {
-		h.User = get("User")
-	}
+	h.User = get("user")
 	if h.User == "" {
 		h.User = r.localUser
 	}
-	if v := get("HostKeyAlias"); v != "" && !strings.EqualFold(v, None) {
-		h.HostKeyAlias = v
-	}
+	h.HostKeyAlias = get("hostkeyalias")
 
 	tokens := r.tokens(h)
 	expandPath := func(key, v string) (string, error) {
@@ -192,7 +187,7 @@ func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error
 	}
 
 	// Identities.
-	ids := r.cfgs.getAll(alias, "IdentityFile")
+	ids := o.identityFiles
 	if len(ids) == 0 {
 		ids = defaultIdentities
 	}
@@ -204,14 +199,12 @@ func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error
 		if err != nil {
 			return nil, err
 		}
-		if !slices.Contains(h.IdentityFiles, p) {
-			h.IdentityFiles = append(h.IdentityFiles, p)
-		}
+		h.IdentityFiles = append(h.IdentityFiles, p)
 	}
-	if h.IdentitiesOnly, err = yesNo(get("IdentitiesOnly"), false); err != nil {
+	if h.IdentitiesOnly, err = yesNo(get("identitiesonly"), false); err != nil {
 		return nil, bad("IdentitiesOnly", "%v", err)
 	}
-	if v := get("IdentityAgent"); v != "" {
+	if v := get("identityagent"); v != "" {
 		switch {
 		case strings.EqualFold(v, None):
 			h.IdentityAgent = None
@@ -230,10 +223,10 @@ func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error
 	}
 
 	// Host keys.
-	user := get("UserKnownHostsFile")
+	user, userSet := o.vals["userknownhostsfile"]
 	switch {
-	case user != "":
-		for _, f := range strings.Fields(user) {
+	case userSet:
+		for _, f := range user {
 			if strings.EqualFold(f, None) {
 				continue
 			}
@@ -248,11 +241,11 @@ func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error
 	case r.c.KnownHosts == "":
 		h.KnownHostsFiles = []string{filepath.Join(r.home, ".ssh", "known_hosts"), filepath.Join(r.home, ".ssh", "known_hosts2")}
 	}
-	global := get("GlobalKnownHostsFile")
-	if global == "" {
-		global = "/etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2"
+	global, globalSet := o.vals["globalknownhostsfile"]
+	if !globalSet {
+		global = []string{"/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"}
 	}
-	for _, f := range strings.Fields(global) {
+	for _, f := range global {
 		if strings.EqualFold(f, None) {
 			continue
 		}
@@ -262,72 +255,70 @@ func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error
 		}
 		h.GlobalKnownHostsFiles = append(h.GlobalKnownHostsFiles, p)
 	}
-	switch v := strings.ToLower(get("StrictHostKeyChecking")); v {
+	switch v := strings.ToLower(get("stricthostkeychecking")); v {
 	case "", "ask":
 		h.StrictHostKeyChecking = "ask"
 	case "yes", "accept-new", "no":
 		h.StrictHostKeyChecking = v
-	case "off":
+	case "true":
+		h.StrictHostKeyChecking = "yes"
+	case "off", "false":
 		h.StrictHostKeyChecking = "no"
 	default:
 		return nil, bad("StrictHostKeyChecking", "%s is not yes, accept-new, no, off or ask", termsafe.Quote(v))
 	}
-	if h.HashKnownHosts, err = yesNo(get("HashKnownHosts"), false); err != nil {
+	if h.HashKnownHosts, err = yesNo(get("hashknownhosts"), false); err != nil {
 		return nil, bad("HashKnownHosts", "%v", err)
 	}
 
-	// Timers: Config wins, then ssh_config, then the defaults.
-	if h.ConnectTimeout, err = seconds(get("ConnectTimeout")); err != nil {
+	// Timers: Config wins, then ssh_config, then the defaults. ConnectTimeout 0 (no time limit
+	// for ssh) keeps the default: the app always has one.
+	if h.ConnectTimeout, err = seconds(get("connecttimeout")); err != nil {
 		return nil, bad("ConnectTimeout", "%v", err)
 	}
 	h.ConnectTimeout = firstPositive(r.c.ConnectTimeout, h.ConnectTimeout, DefaultConnectTimeout)
-	if h.ServerAliveInterval, err = seconds(get("ServerAliveInterval")); err != nil {
-		return nil, bad("ServerAliveInterval", "%v", err)
+	h.ServerAliveInterval = DefaultServerAliveInterval
+	if v := get("serveraliveinterval"); v != "" {
+		// 0 turns keepalives off, as in ssh.
+		if h.ServerAliveInterval, err = seconds(v); err != nil {
+			return nil, bad("ServerAliveInterval", "%v", err)
+		}
 	}
-	// ServerAliveInterval 0 turns ssh's keepalives off; the forward cannot do without them,
-	// since they are how it notices a dead path, so 0 means the default here.
-	h.ServerAliveInterval = firstPositive(r.c.ServerAliveInterval, h.ServerAliveInterval, DefaultServerAliveInterval)
-	if v := get("ServerAliveCountMax"); v != "" {
+	if r.c.ServerAliveInterval > 0 {
+		h.ServerAliveInterval = r.c.ServerAliveInterval
+	}
+	h.ServerAliveCountMax = DefaultServerAliveCountMax
+	if v := get("serveralivecountmax"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			return nil, bad("ServerAliveCountMax", "%s is not a count", termsafe.Quote(v))
 		}
 		h.ServerAliveCountMax = n
 	}
-	h.ServerAliveCountMax = int(firstPositive(time.Duration(r.c.ServerAliveCountMax), time.Duration(h.ServerAliveCountMax), DefaultServerAliveCountMax))
+	if r.c.ServerAliveCountMax > 0 {
+		h.ServerAliveCountMax = r.c.ServerAliveCountMax
+	}
 
-	// Hops.
+	// Hops: ProxyJump or ProxyCommand, whichever the files gave first.
 	if !withJumps {
 		return h, nil
 	}
-	jump, proxy := get("ProxyJump"), get("ProxyCommand")
-	if strings.EqualFold(jump, None) {
-		jump = ""
-	}
-	if strings.EqualFold(proxy, None) {
-		proxy = ""
-	}
-	if jump != "" && proxy != "" {
-		// ssh uses whichever comes first, in the order it reads the files; the ssh_config
-		// library does not say where a value came from, so a guess could run the wrong one.
-		return nil, bad("ProxyCommand", "set together with ProxyJump: keep only one of them")
-	}
-	if proxy != "" {
-		if h.ProxyCommand, err = r.proxyCommand(h, proxy); err != nil {
+	if o.proxySet && !strings.EqualFold(o.proxyCommand, None) {
+		if h.ProxyCommand, err = r.proxyCommand(h, o.proxyCommand); err != nil {
 			return nil, bad("ProxyCommand", "%v", err)
 		}
 		return h, nil
 	}
-	if jump == "" {
+	if !o.jumpSet || strings.EqualFold(o.jump, None) {
 		return h, nil
 	}
 	if depth >= maxJumps {
 		return nil, bad("ProxyJump", "more than %d hops (a loop?)", maxJumps)
 	}
-	for i, hop := range strings.Split(jump, ",") {
+	for i, hop := range strings.Split(o.jump, ",") {
 		// The first hop is dialed as ssh would dial it, with its own ProxyJump; the next ones
 		// through the hop before them.
-		j, err := r.resolve(hop, depth+1, i == 0)
+		j, err := r.resolve(strings.TrimSpace(hop), depth+1, i == 0)
 		if err != nil {
 			return nil, err
 		}

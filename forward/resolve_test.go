@@ -41,7 +41,7 @@ func TestResolveDefaults(t *testing.T) {
 	}
 	want := &Host{
 		Alias: "buildbox", HostName: "buildbox", Port: 22, User: localUser(),
-		IdentityFiles:         []string{home + "/.ssh/id_ed25519", home + "/.ssh/id_ecdsa", home + "/.ssh/id_rsa"},
+		IdentityFiles:         []string{home + "/.ssh/id_rsa", home + "/.ssh/id_ecdsa", home + "/.ssh/id_ed25519"},
 		KnownHostsFiles:       []string{home + "/.ssh/known_hosts", home + "/.ssh/known_hosts2"},
 		GlobalKnownHostsFiles: []string{"/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"},
 		StrictHostKeyChecking: "ask",
@@ -104,8 +104,8 @@ Host pcnone
   ProxyCommand none
 
 Host pcjump
-  ProxyJump bastion
   ProxyCommand nc %h %p
+  ProxyJump bastion
 
 Host pcjumpnone
   ProxyJump none
@@ -275,9 +275,15 @@ Host sys
 				t.Errorf("StrictHostKeyChecking = %q, want no", h.StrictHostKeyChecking)
 			}
 		}},
-		{name: "ServerAliveInterval 0 keeps the default", cfg: Config{Host: "zero"}, check: func(t *testing.T, h *Host, _ string) {
-			if h.ServerAliveInterval != DefaultServerAliveInterval {
-				t.Errorf("ServerAliveInterval = %s", h.ServerAliveInterval)
+		{name: "ServerAliveInterval 0 turns keepalives off", cfg: Config{Host: "zero"}, check: func(t *testing.T, h *Host, _ string) {
+			if h.ServerAliveInterval != 0 {
+				t.Errorf("ServerAliveInterval = %s, want 0", h.ServerAliveInterval)
+			}
+		}},
+		{name: "ProxyCommand before ProxyJump", cfg: Config{Host: "pcjump"}, check: func(t *testing.T, h *Host, _ string) {
+			// ssh takes whichever comes first.
+			if h.ProxyCommand != "nc pcjump 22" || len(h.Jump) != 0 {
+				t.Errorf("ProxyCommand = %q, hops %v; want nc pcjump 22 and no hop", h.ProxyCommand, h.Jump)
 			}
 		}},
 		{name: "Config.KnownHosts", cfg: Config{Host: "other", KnownHosts: "~/kh"}, check: func(t *testing.T, h *Host, home string) {
@@ -286,7 +292,6 @@ Host sys
 			}
 		}},
 		{name: "ProxyJump loop", cfg: Config{Host: "loop1"}, err: "more than 8 hops"},
-		{name: "ProxyCommand and ProxyJump", cfg: Config{Host: "pcjump"}, err: "ProxyCommand: set together with ProxyJump: keep only one"},
 		{name: "ProxyCommand bad token", cfg: Config{Host: "pcbadtoken"}, err: `ProxyCommand: unknown token "%d"`},
 		{name: "ProxyCommand user the shell would read", cfg: Config{Host: "x;reboot@pc"}, err: `ProxyCommand: user x;reboot has characters the shell would act on`},
 		{name: "bad StrictHostKeyChecking", cfg: Config{Host: "badstrict"}, err: "maybe is not"},
@@ -320,11 +325,12 @@ Host sys
 func TestResolveSkipsUnreadableLines(t *testing.T) {
 	const user = `Host build
   User deploy
-Match exec "test -f /etc/foo"
-  User matched-exec
+Match nosuch criterion
+  User matched-nosuch
   Port 1
-Match user root
+Host "unclosed
   Port 2
+  IdentityFile a b
 Host build
   Port 2200
   HostName build.example.com
@@ -334,14 +340,17 @@ Host build
 		t.Fatal(err)
 	}
 	if h.User != "deploy" || h.Port != 2200 || h.HostName != "build.example.com" {
-		t.Errorf("got %s, want deploy@build.example.com:2200 (the Match blocks left out, the rest read)", h)
+		t.Errorf("got %s, want deploy@build.example.com:2200 (the bad blocks left out, the rest read)", h)
 	}
 	file := filepath.Join(home, "config")
-	if len(w) != 2 || w[0].File != file || w[0].Line != 3 || w[1].Line != 6 {
-		t.Fatalf("warnings = %+v, want lines 3 and 6 of %s", w, file)
+	if len(w) != 3 || w[0].File != file || w[0].Line != 3 || w[1].Line != 6 || w[2].Line != 8 {
+		t.Fatalf("warnings = %+v, want lines 3, 6 and 8 of %s", w, file)
 	}
-	if !strings.Contains(w[0].Reason, "Match Exec is not supported") || !strings.Contains(w[0].Reason, "apply to no host") {
+	if !strings.Contains(w[0].Reason, "unsupported criterion nosuch") || !strings.Contains(w[0].Reason, "apply to no host") {
 		t.Errorf("warning = %q", w[0].Reason)
+	}
+	if !strings.Contains(w[1].Reason, "quote is not closed") || !strings.Contains(w[2].Reason, "extra arguments") {
+		t.Errorf("warnings = %q, %q", w[1].Reason, w[2].Reason)
 	}
 	if got, want := w[0].String(), file+":3: skipped: "; !strings.HasPrefix(got, want) {
 		t.Errorf("Warning.String() = %q, want it to start with %q", got, want)
@@ -369,5 +378,19 @@ func TestSeconds(t *testing.T) {
 		if (err != nil) != tc.err || got != tc.want {
 			t.Errorf("seconds(%q) = %s, %v; want %s (error %v)", tc.in, got, err, tc.want, tc.err)
 		}
+	}
+}
+
+// TestKeepaliveOff: ServerAliveInterval 0 sends no keepalives, as in ssh, rather than failing.
+func TestKeepaliveOff(t *testing.T) {
+	done := make(chan struct{})
+	go func() {
+		(&link{}).keepalive(0, 3, func() { t.Error("a reply without a request") }, nil)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("keepalive(0) did not return")
 	}
 }
