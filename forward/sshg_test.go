@@ -128,8 +128,8 @@ func (e *sshgEnv) runSSH(t testing.TB, file string, args ...string) (sshOut, str
 		return o, ""
 	}
 	o, complaint := run(file)
-	if o == nil {
-		return nil, complaint
+	if o == nil || o.get("serveraliveinterval") != "0" {
+		return o, complaint
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
