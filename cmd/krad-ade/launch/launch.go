@@ -47,6 +47,7 @@ import (
 	"github.com/krad-ade/krad/discovery"
 	"github.com/krad-ade/krad/forward"
 	"github.com/krad-ade/krad/internal/atomicfile"
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/local"
 	"github.com/krad-ade/krad/tokenfile"
@@ -73,6 +74,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	configDir := fs.String("config-dir", "", "the folder of config.toml and api.json (default: $XDG_CONFIG_HOME/krad-ade, else ~/.config/krad-ade)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	leads := fs.StringArray("lead", nil, "open a terminal running `CMD` as the lead of a new session (repeatable)")
+	sshConfig := fs.String("ssh-config", "", "print what the app resolved for SSH environment `NAME` from your ssh config, in ssh -G's format, and exit")
 	showVersion := fs.Bool("version", false, "print the build and exit")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
@@ -94,6 +96,9 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fail(stderr, exitUsage, "--log-level must be debug, info, warn or error", "run krad-ade --help")
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if fs.Changed("ssh-config") {
+		return printSSHConfig(*sshConfig, *configDir, getenv, stdout, stderr)
+	}
 
 	companion, err := findCompanion(getenv)
 	if err != nil {
@@ -585,6 +590,50 @@ func makeConfigFolder(dir string) error {
 		}
 	}
 	return config.CheckFolder(dir)
+}
+
+// printSSHConfig prints what the app resolves for the SSH environment name, in ssh -G's format,
+// for a person to compare with ssh -G HOST. It reads config.toml as the app does, once the
+// folder has passed the same checks, and needs no lock: the app may be running.
+func printSSHConfig(name, configDir string, getenv func(string) string, stdout, stderr io.Writer) int {
+	dir := configDir
+	if dir == "" {
+		var err error
+		if dir, err = discovery.Dir(getenv); err != nil {
+			return fail(stderr, exitError, err.Error(), "set XDG_CONFIG_HOME or HOME to an absolute path, or pass --config-dir")
+		}
+	}
+	configPath := filepath.Join(dir, config.FileName)
+	if err := config.CheckFolder(dir); err != nil {
+		return failConfig(stderr, configPath, err)
+	}
+	cfg, err := config.Load(configPath)
+	if err != nil {
+		return failConfig(stderr, configPath, err)
+	}
+	var names []string
+	for _, env := range cfg.Environments {
+		if env.SSH == "" {
+			continue
+		}
+		if env.Name == name {
+			h, warnings, err := forward.Config{Host: env.SSH}.Resolve()
+			for _, w := range warnings {
+				fmt.Fprintf(stderr, "krad-ade: warning: %s\n", w)
+			}
+			if err != nil {
+				return fail(stderr, exitError, err.Error(), "fix your ssh config, then run krad-ade --ssh-config "+name+" again")
+			}
+			io.WriteString(stdout, h.DumpConfig())
+			return exitOK
+		}
+		names = append(names, env.Name)
+	}
+	hint := "config.toml has no SSH environment"
+	if len(names) > 0 {
+		hint = "the SSH environments of config.toml: " + strings.Join(names, ", ")
+	}
+	return fail(stderr, exitUsage, fmt.Sprintf("no SSH environment %s in %s", termsafe.Quote(name), configPath), hint)
 }
 
 // failConfig says why the config folder or config.toml at path stops the app from starting.
