@@ -169,7 +169,8 @@ func (r *resolver) resolve(spec string, depth int, withJumps bool) (*Host, error
 	if h.User == "" {
 		h.User = r.localUser
 	}
-	h.HostKeyAlias = get("hostkeyalias")
+	// ssh looks the alias up in lower case, as it does the host name.
+	h.HostKeyAlias = strings.ToLower(get("hostkeyalias"))
 
 	tokens := r.tokens(h)
 	expandPath := func(key, v string) (string, error) {

@@ -68,13 +68,13 @@ var (
 		key    string
 		values []string
 	}{
-		{"HostName", []string{"%h.example", "x.example", "A.Example", "b", "10.0.0.1"}},
+		{"HostName", []string{"%h.example", "x.example", "A.Example", "b", "10.0.0.1", "FE80::1"}},
 		{"Port", []string{"2200", "22", "7"}},
 		{"User", []string{"u", "deploy", `"quoted"`}},
 		{"IdentityFile", []string{"~/.ssh/id_%h", "%d/k_%r_%p", "none", `"~/.ssh/with space"`, "rel/key_%n", "~/.ssh/id_%u_%k"}},
 		{"UserKnownHostsFile", []string{"~/.ssh/kh1 ~/.ssh/kh_%h", "none", `"~/.ssh/kh one" %d/kh2`}},
 		{"GlobalKnownHostsFile", []string{"/etc/g1", "none", `'/etc/g 2' /etc/g3`}},
-		{"HostKeyAlias", []string{"alias1", "none"}},
+		{"HostKeyAlias", []string{"alias1", "none", "Alias2"}},
 		{"StrictHostKeyChecking", []string{"yes", "no", "ask", "accept-new", "off", "true", "false"}},
 		{"HashKnownHosts", []string{"yes", "no"}},
 		{"IdentitiesOnly", []string{"yes", "no"}},

@@ -622,9 +622,13 @@ Host noknown
   GlobalKnownHostsFile none
   HostKeyAlias none
 Host alias
-  HostKeyAlias build-alias
+  HostKeyAlias Build-Alias
   IdentityFile ~/.ssh/k_%k
   IdentityAgent none
+Host v6
+  HostName FE80::1
+Host v4
+  HostName 10.0.0.1
 Host noids
   IdentityFile none
 Host dup
@@ -632,7 +636,7 @@ Host dup
   IdentityFile ~/.ssh/same
   IdentityFile ~/.ssh/other
 `,
-		dests: []string{"zero", "units", "ct0", "strictx", "strictyes", "noknown", "alias", "noids", "dup"},
+		dests: []string{"zero", "units", "ct0", "strictx", "strictyes", "noknown", "alias", "v6", "v4", "noids", "dup"},
 	},
 	{
 		name: "final pass",
