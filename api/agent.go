@@ -90,6 +90,9 @@ const (
 	// GroupNotRetired says that a group whose last terminal closed could not retire, and why:
 	// its checkout stays, and Message names its folder.
 	GroupNotRetired = "group_not_retired"
+	// VariantPicked says that a lead picked a variant: Message says which, how, the commit made,
+	// and how many of the others' terminals closed.
+	VariantPicked = "variant_picked"
 )
 
 // AppEvent is a change of the app itself, streamed by SubscribeAgents as {"AppEvent":…}: an

@@ -308,6 +308,8 @@ var handlers = map[api.Name]handler{
 	// The group requests (groups.go).
 	api.CreateWorktree: withBody((*App).createWorktree),
 	api.Changes:        withBody((*App).changes),
+	api.RunVariants:    withBody((*App).runVariants),
+	api.PickVariant:    withBody((*App).pickVariant),
 	api.Groups: func(a *App, ctx context.Context, c *local.Call) (any, error) {
 		return a.groups(ctx, c.From.Terminal)
 	},

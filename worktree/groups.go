@@ -41,6 +41,12 @@ type Group struct {
 	Port int `json:"port,omitempty"`
 	// Created is when the group was made.
 	Created time.Time `json:"created"`
+	// Set is the variant set the group is a variant of, and Lead the lead that ran the set
+	// ("main:1"); both "" for a group of its own.
+	Set  string `json:"set,omitempty"`
+	Lead string `json:"lead,omitempty"`
+	// Picked says that a lead picked the group's work, and how: "squash 9c01d2e…", "apply", ….
+	Picked string `json:"picked,omitempty"`
 	// Restored, in what Create returns, is the snapshot commit whose work it put back in the
 	// continued branch's checkout as uncommitted changes.
 	Restored string `json:"restored,omitempty"`
@@ -65,6 +71,9 @@ type meta struct {
 	MadeBranch bool      `json:"made_branch"`
 	Port       int       `json:"port,omitempty"`
 	Created    time.Time `json:"created"`
+	Set        string    `json:"set,omitempty"`
+	Lead       string    `json:"lead,omitempty"`
+	Picked     string    `json:"picked,omitempty"`
 }
 
 // Groups lists the repository's groups, in the order git lists its worktrees. A worktree that
@@ -113,6 +122,7 @@ func (r *Repo) Groups(ctx context.Context) ([]Group, error) {
 		g := Group{
 			Name: m.Name, Dir: wt.path, BaseCommit: m.BaseCommit, MadeBranch: m.MadeBranch,
 			Head: wt.head, Locked: wt.locked, Port: m.Port, Created: m.Created, admin: admin,
+			Set: m.Set, Lead: m.Lead, Picked: m.Picked,
 			Branch: m.Branch,
 		}
 		if _, err := os.Lstat(wt.path); wt.prunable || errors.Is(err, fs.ErrNotExist) {

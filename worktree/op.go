@@ -32,6 +32,10 @@ type Op struct {
 	Group string `json:"group,omitempty"`
 	// Changes is OpChanges's options.
 	Changes *ChangesOptions `json:"changes,omitempty"`
+	// Set is OpCreateSet's options (its name is made from Hint).
+	Set *SetOptions `json:"set,omitempty"`
+	// Pick is OpPick's options.
+	Pick *PickOptions `json:"pick,omitempty"`
 }
 
 // The operations of an Op.
@@ -40,6 +44,10 @@ const (
 	OpChanges = "changes"
 	OpGroups  = "groups"
 	OpRetire  = "retire"
+	// OpCreateSet makes a variant set's groups, all or nothing.
+	OpCreateSet = "create-set"
+	// OpPick takes a variant's work into the main checkout.
+	OpPick = "pick"
 )
 
 // Result is what an Op did: one of its fields, or Error.
@@ -49,6 +57,8 @@ type Result struct {
 	List    *List      `json:"list,omitempty"`
 	Changes *Changes   `json:"changes,omitempty"`
 	Retired *Retired   `json:"retired,omitempty"`
+	Set     *Set       `json:"set,omitempty"`
+	Picked  *Pick      `json:"picked,omitempty"`
 	Error   *api.Error `json:"error,omitempty"`
 }
 
@@ -89,7 +99,7 @@ func Do(ctx context.Context, op Op) Result {
 
 func do(ctx context.Context, op Op) (Result, error) {
 	switch op.Op {
-	case OpCreate, OpChanges, OpGroups, OpRetire:
+	case OpCreate, OpChanges, OpGroups, OpRetire, OpCreateSet, OpPick:
 	default:
 		return Result{}, api.Errorf(api.CodeBadRequest, "unknown group operation %q", op.Op)
 	}
@@ -132,6 +142,24 @@ func do(ctx context.Context, op Op) (Result, error) {
 			l.Kept = []Kept{}
 		}
 		return Result{List: &l}, nil
+	case OpCreateSet:
+		if op.Set == nil {
+			return Result{}, api.Errorf(api.CodeBadRequest, "a create-set operation needs its set")
+		}
+		set, err := r.CreateSet(ctx, op.Hint, op.Root, *op.Set)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Set: &set}, nil
+	case OpPick:
+		if op.Pick == nil {
+			return Result{}, api.Errorf(api.CodeBadRequest, "a pick operation needs its pick")
+		}
+		p, err := r.Pick(ctx, *op.Pick)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Picked: &p}, nil
 	default: // OpRetire
 		ret, err := r.Retire(ctx, op.Group)
 		if err != nil {

@@ -1,0 +1,374 @@
+package worktree
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/atomicfile"
+	"github.com/krad-ade/krad/internal/termsafe"
+)
+
+// A variant set is one task run several ways: groups <set>-1 … <set>-N, all from one base
+// commit, each record naming the set and the lead that ran it (Group.Set, Group.Lead), so that
+// the set survives restarts with its groups. Pick takes one variant's work into the main
+// checkout computed off every checkout, and touches nothing when it cannot.
+
+// SetOptions are what OpCreateSet makes: Count groups (at most api.MaxVariants) from Base (""
+// the main checkout's HEAD), for the lead named Lead ("main:1").
+type SetOptions struct {
+	Count int    `json:"count"`
+	Base  string `json:"base,omitempty"`
+	Lead  string `json:"lead"`
+}
+
+// Set is a variant set that OpCreateSet made.
+type Set struct {
+	Name       string  `json:"name"`
+	BaseCommit string  `json:"base_commit"`
+	Groups     []Group `json:"groups"`
+}
+
+// PickOptions are what OpPick takes: the winner, how (api.PickSquash, …), and the commit's
+// message for squash and merge ("" makes one).
+type PickOptions struct {
+	Group   string `json:"group"`
+	How     string `json:"how"`
+	Message string `json:"message,omitempty"`
+}
+
+// Pick is what OpPick did.
+type Pick struct {
+	// Commit is the commit made on Branch (squash, merge); "" for apply and branch.
+	Commit string `json:"commit,omitempty"`
+	// Branch is the main checkout's branch (squash, merge), or the winner's (branch).
+	Branch string `json:"branch,omitempty"`
+	// Snapshot is the commit of the winner's whole state, on refs/krad/snapshots/<group>.
+	Snapshot string `json:"snapshot"`
+}
+
+// MergeTreeGitVersion is the oldest git that computes a merge off every checkout (git merge-tree
+// --write-tree), which picks need.
+var MergeTreeGitVersion = [2]int{2, 38}
+
+// CreateSet makes a variant set: its name from hint, then its groups, all from one base commit,
+// all or nothing: a failure (ctx ended included) retires those made, which held nothing.
+func (r *Repo) CreateSet(ctx context.Context, hint, root string, o SetOptions) (Set, error) {
+	if o.Count < 1 || o.Count > api.MaxVariants {
+		return Set{}, api.Errorf(api.CodeBadRequest, "%d variants: a set has 1 to %d", o.Count, api.MaxVariants)
+	}
+	base := o.Base
+	if base == "" {
+		base = "HEAD"
+	} else if err := ValidRef("base", base); err != nil {
+		return Set{}, err
+	}
+	commit, err := r.resolve(ctx, base)
+	if errors.Is(err, ErrNotFound) {
+		if o.Base == "" {
+			return Set{}, api.Errorf(api.CodeConflict, "the repository %s has no commits yet, so a set has nothing to start from: commit first", termsafe.Quote(r.Top)).WithCause(ErrNoCommits)
+		}
+		return Set{}, api.Errorf(api.CodeNotFound, "base %s is no commit of the repository", termsafe.QuoteMax(o.Base, 60)).WithCause(ErrNotFound)
+	} else if err != nil {
+		return Set{}, fmt.Errorf("make a variant set: %w", err)
+	}
+	stem := NameFrom(hint)
+	if len(stem) > MaxNameLen-4 { // room for -N and a -NN of the set's own
+		stem = strings.TrimRight(stem[:MaxNameLen-4], "-")
+	}
+	groups, err := r.Groups(ctx)
+	if err != nil {
+		return Set{}, fmt.Errorf("make a variant set: %w", err)
+	}
+	for i := 1; i <= maxPicks; i++ {
+		name := stem
+		if i > 1 {
+			name = stem + "-" + strconv.Itoa(i)
+		}
+		if len(name)+2 > MaxNameLen || setTaken(groups, name) {
+			continue
+		}
+		set, err := r.createSet(ctx, name, commit, root, o)
+		if errors.Is(err, ErrConflict) && set.Name == "" {
+			continue // a branch or folder of that set's is there: the next name
+		}
+		return set, err
+	}
+	return Set{}, conflict("variant sets %s to %s-%d are all taken: give the task another title", stem, stem, maxPicks)
+}
+
+// setTaken says whether a group of groups is of set name, or is named as one of its variants.
+func setTaken(groups []Group, name string) bool {
+	for _, g := range groups {
+		if g.Set == name || strings.HasPrefix(g.Name, name+"-") {
+			return true
+		}
+	}
+	return false
+}
+
+// createSet makes set name's groups; on a conflict with the first (a kept branch of that name,
+// say) it answers the conflict with an empty Set, for CreateSet to try the next name.
+func (r *Repo) createSet(ctx context.Context, name, commit, root string, o SetOptions) (set Set, err error) {
+	set = Set{Name: name, BaseCommit: commit}
+	defer func() {
+		if err == nil {
+			return
+		}
+		undo, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockTimeout*3)
+		defer cancel()
+		for _, g := range set.Groups {
+			if _, rerr := r.Retire(undo, g.Name); rerr != nil {
+				err = fmt.Errorf("%w; and undoing group %s failed: %v", err, g.Name, rerr)
+			}
+		}
+		if len(set.Groups) == 0 {
+			set.Name = ""
+		}
+		set.Groups = nil
+	}()
+	for i := 1; i <= o.Count; i++ {
+		g, err := r.Create(ctx, CreateOptions{Name: name + "-" + strconv.Itoa(i), Base: commit, Root: root})
+		if err != nil {
+			return set, err
+		}
+		g.Set, g.Lead = name, o.Lead
+		if err := r.writeMeta(g); err != nil {
+			set.Groups = append(set.Groups, g)
+			return set, fmt.Errorf("make variant %s: %w", g.Name, err)
+		}
+		set.Groups = append(set.Groups, g)
+	}
+	return set, nil
+}
+
+// writeMeta writes g's record again, with what changed in it since Create (its set, its pick).
+func (r *Repo) writeMeta(g Group) error {
+	if g.admin == "" {
+		return fmt.Errorf("group %s has no admin folder known", g.Name)
+	}
+	m := meta{Name: g.Name, Branch: g.Branch, BaseCommit: g.BaseCommit, MadeBranch: g.MadeBranch, Port: g.Port,
+		Created: g.Created, Set: g.Set, Lead: g.Lead, Picked: g.Picked}
+	data, _ := json.Marshal(m)
+	return atomicfile.WriteFile(filepath.Join(g.admin, metaFile), append(data, '\n'), 0o600)
+}
+
+// Pick takes the winner's work as o.How says, computed off every checkout (git merge-tree, a
+// temporary index): first its whole state is kept as a snapshot commit; a merge that conflicts
+// changes nothing and names the files; staged changes in the main checkout refuse the pick
+// (no autostash), and so do unstaged ones the pick would overwrite.
+func (r *Repo) Pick(ctx context.Context, o PickOptions) (Pick, error) {
+	g, err := r.group(ctx, o.Group)
+	if err != nil {
+		return Pick{}, err
+	}
+	if g.Missing {
+		return Pick{}, r.folderGone(g)
+	}
+	how := o.How
+	if how == "" {
+		how = api.PickSquash
+	}
+	fail := func(err error) (Pick, error) { return Pick{}, fmt.Errorf("pick %s: %w", o.Group, err) }
+
+	// 1. Keep the winner's whole state: the snapshot is what is picked.
+	state, err := r.keepWork(ctx, g, "krad-ade: the work of variant "+g.Name+" when it was picked")
+	if err != nil {
+		return fail(err)
+	}
+	p := Pick{Snapshot: state}
+	if how == api.PickBranch {
+		p.Branch = g.Branch
+		return p, r.markPicked(g, how, "")
+	}
+
+	// 2. The main checkout: on a branch (squash, merge), nothing staged.
+	if v, _, err := gitVersion(ctx); err != nil || !atLeast(v, MergeTreeGitVersion) {
+		return Pick{}, api.Errorf(api.CodeUnavailable, "picking %s needs git %d.%d or later (git merge-tree --write-tree): install a newer git, or pick with how=branch",
+			how, MergeTreeGitVersion[0], MergeTreeGitVersion[1]).WithCause(ErrGit)
+	}
+	head, err := r.resolve(ctx, "HEAD")
+	if err != nil {
+		return fail(err)
+	}
+	branch := ""
+	if out, err := git(ctx, gitRun{dir: r.Top}, "symbolic-ref", "-q", "HEAD"); err == nil {
+		branch = strings.TrimSpace(string(out))
+	} else if exitCode(err) != 1 {
+		return fail(err)
+	}
+	if branch == "" && how != api.PickApply {
+		return Pick{}, api.Errorf(api.CodeConflict, "the main checkout %s is on a detached HEAD, where a %s has no branch to go on: check out a branch there first, or pick with how=apply or branch",
+			termsafe.Quote(r.Top), how)
+	}
+	if _, err := git(ctx, gitRun{dir: r.Top}, "diff-index", "--cached", "--quiet", "HEAD", "--"); err != nil {
+		if exitCode(err) == 1 {
+			return Pick{}, api.Errorf(api.CodeConflict, "the main checkout %s has staged changes: commit or unstage them first (a pick never stashes)", termsafe.Quote(r.Top))
+		}
+		return fail(err)
+	}
+
+	// 3. The result, off every checkout.
+	out, err := git(ctx, gitRun{dir: r.Top}, "merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", head, state)
+	if err != nil && exitCode(err) != 1 {
+		return fail(err)
+	}
+	fields := strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
+	tree := fields[0]
+	if err != nil { // exit 1: conflicts
+		files := fields[1:]
+		shown := make([]string, 0, min(len(files), 20))
+		for _, f := range files[:min(len(files), 20)] {
+			shown = append(shown, termsafe.Quote(f))
+		}
+		more := ""
+		if len(files) > 20 {
+			more = fmt.Sprintf(" and %d more", len(files)-20)
+		}
+		noun := "files"
+		if len(files) == 1 {
+			noun = "file"
+		}
+		return Pick{}, api.Errorf(api.CodeConflict, "variant %s conflicts with %s in %d %s: %s%s; nothing was changed. Ask its worker to rebase onto it, or take its work by hand (its branch %s, its snapshot %s)",
+			o.Group, shortBranch(branch, "HEAD"), len(files), noun, strings.Join(shown, ", "), more, g.Branch, SnapshotPrefix+g.Name).WithCause(ErrConflict)
+	}
+
+	// 4. Into the main checkout.
+	if how == api.PickApply {
+		if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "read-tree", "-m", "-u", "HEAD", tree); err != nil {
+			return fail(wouldOverwrite(err, r.Top))
+		}
+		return p, r.markPicked(g, how, "")
+	}
+	msg := o.Message
+	if msg == "" {
+		msg = fmt.Sprintf("%s: variant %s", g.Set, g.Name)
+		if g.Set == "" {
+			msg = "group " + g.Name
+		}
+	}
+	args := []string{"commit-tree", "-m", msg, "-p", head}
+	if how == api.PickMerge {
+		args = append(args, "-p", state)
+	}
+	cout, err := git(ctx, gitRun{dir: r.Top, write: true}, append(args, tree)...)
+	if err != nil {
+		return fail(err)
+	}
+	commit := strings.TrimSpace(string(cout))
+	// The files first (refused if they would overwrite unstaged changes), then the branch, with
+	// its old value so that it refuses if the branch moved meanwhile; undone if that fails.
+	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "read-tree", "-m", "-u", "HEAD", commit); err != nil {
+		return fail(wouldOverwrite(err, r.Top))
+	}
+	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-m", "krad-ade: pick "+g.Name, branch, commit, head); err != nil {
+		undo, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockTimeout)
+		_, uerr := git(undo, gitRun{dir: r.Top, write: true}, "read-tree", "-m", "-u", commit, "HEAD")
+		cancel()
+		if uerr != nil {
+			return fail(fmt.Errorf("%w; and putting the checkout's files back failed: %v: look at %s", err, uerr, termsafe.Quote(r.Top)))
+		}
+		return fail(err)
+	}
+	p.Commit, p.Branch = commit, strings.TrimPrefix(branch, "refs/heads/")
+	return p, r.markPicked(g, how, commit)
+}
+
+// markPicked records in the winner's record that it was picked, and into what: squash-picked
+// work is known as picked from this, never judged by ancestry.
+func (r *Repo) markPicked(g Group, how, commit string) error {
+	g.Picked = how
+	if commit != "" {
+		g.Picked += " " + commit
+	}
+	if err := r.writeMeta(g); err != nil {
+		return fmt.Errorf("the pick is done, but recording it in group %s failed: %w", g.Name, err)
+	}
+	return nil
+}
+
+// wouldOverwrite explains read-tree refusing to overwrite the main checkout's own changes.
+func wouldOverwrite(err error, top string) error {
+	if strings.Contains(err.Error(), "overwritten") || strings.Contains(err.Error(), "not uptodate") {
+		return api.Errorf(api.CodeConflict, "the pick would overwrite changes in the main checkout %s that are not committed: commit or move them first; nothing was changed",
+			termsafe.Quote(top)).WithCause(ErrConflict)
+	}
+	return err
+}
+
+func shortBranch(ref, otherwise string) string {
+	if ref == "" {
+		return otherwise
+	}
+	return strings.TrimPrefix(ref, "refs/heads/")
+}
+
+// atLeast says whether version v is at least min.
+func atLeast(v, min [2]int) bool { return v[0] > min[0] || v[0] == min[0] && v[1] >= min[1] }
+
+// keepWork keeps g's whole state, uncommitted files included (not ignored ones), as a commit: a
+// snapshot commit on refs/krad/snapshots/<name> when there is uncommitted work (made with
+// commit-tree: no hooks, no signing, SnapshotIdentity; on top of g's HEAD, and of an earlier
+// snapshot of that name), else g's HEAD itself. It returns that commit.
+func (r *Repo) keepWork(ctx context.Context, g Group, message string) (string, error) {
+	commit, _, err := r.snapshot(ctx, g, message)
+	if err != nil || commit != "" {
+		return commit, err
+	}
+	if g.Head == "" {
+		return "", fmt.Errorf("group %s has no commit checked out and nothing uncommitted", g.Name)
+	}
+	return g.Head, nil
+}
+
+// snapshot makes the snapshot commit of g's uncommitted work, when there is any, and moves
+// refs/krad/snapshots/<name> to it (refusing if the ref moved meanwhile, rather than losing
+// that); commit is "" when there was nothing uncommitted. old is the snapshot ref's commit before,
+// "" for none.
+func (r *Repo) snapshot(ctx context.Context, g Group, message string) (commit, old string, err error) {
+	ref := SnapshotPrefix + g.Name
+	old, err = r.resolve(ctx, ref)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return "", "", err
+	}
+	tree, err := workTree(ctx, g.Dir)
+	if err != nil {
+		return "", old, fmt.Errorf("read its uncommitted work: %w", err)
+	}
+	headTree := ""
+	if g.Head != "" {
+		out, err := git(ctx, gitRun{dir: g.Dir}, "rev-parse", "--verify", g.Head+"^{tree}")
+		if err != nil {
+			return "", old, err
+		}
+		headTree = strings.TrimSpace(string(out))
+	}
+	if tree == headTree {
+		return "", old, nil
+	}
+	args := []string{"commit-tree", "--no-gpg-sign", "-m", message}
+	if g.Head != "" {
+		args = append(args, "-p", g.Head)
+	}
+	if old != "" {
+		args = append(args, "-p", old)
+	}
+	id := []string{
+		"GIT_AUTHOR_NAME=" + SnapshotIdentity[0], "GIT_AUTHOR_EMAIL=" + SnapshotIdentity[1],
+		"GIT_COMMITTER_NAME=" + SnapshotIdentity[0], "GIT_COMMITTER_EMAIL=" + SnapshotIdentity[1],
+	}
+	out, err := git(ctx, gitRun{dir: g.Dir, env: id, write: true}, append(args, tree)...)
+	if err != nil {
+		return "", old, fmt.Errorf("keep its uncommitted work: %w", err)
+	}
+	commit = strings.TrimSpace(string(out))
+	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-m", message, ref, commit, old); err != nil {
+		return "", old, fmt.Errorf("keep its uncommitted work: %w", err)
+	}
+	return commit, old, nil
+}
