@@ -374,3 +374,63 @@ echo END; sleep 60`
 		}
 	}
 }
+
+// TestVariantsFromTheCLI: a lead runs a task three ways, waits for them, compares them, and
+// picks one, typed in its terminal against a real repository: the winner's work is one commit on
+// main, the others are closed and their groups retired with their work kept.
+func TestVariantsFromTheCLI(t *testing.T) {
+	repo, _, withRepo := withRepo(t)
+	gitIn(t, repo, "config", "user.name", "Pat")
+	gitIn(t, repo, "config", "user.email", "pat@example.com")
+	base := gitIn(t, repo, "rev-parse", "--short=7", "HEAD")
+	out := filepath.Join(t.TempDir(), "out")
+	script := `exec >` + out + ` 2>&1
+krad variants run --title 'Retry backoff' --prompt 'make it pass' --count 3 -- sh -c 'read -r task; echo "$task by $KRAD_ADE_GROUP" > "$KRAD_ADE_GROUP.txt"; echo wrote'; echo "run=$?"
+krad wait 2 3 4 >/dev/null; echo "wait=$?"
+krad variants pick retry-backoff-1 --how bogus; echo "bad=$?"
+krad variants show retry-backoff; echo "show=$?"
+krad variants pick retry-backoff-2 --message 'retry: backoff'; echo "pick=$?"
+krad variants pick retry-backoff-2; echo "again=$?"
+echo END; sleep 60`
+	start(t, withTerminals(app.TerminalSpec{Title: "lead", Lead: true, Command: script}), withRepo)
+	var text string
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(out)
+		if text = string(b); strings.Contains(text, "END") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, want := range []string{
+		"set retry-backoff: 3 workers from " + base + " (main:2..main:4)\nrun=0",
+		"wait=0",
+		"bad=5",
+		"retry-backoff-1  main:2",
+		"retry-backoff-2  main:3",
+		"show=0",
+		"picked retry-backoff-2 (squash → ",
+		"closed 2 other terminals",
+		"pick=0",
+		"again=1",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the lead's output lacks %q", want)
+		}
+	}
+	if got := gitIn(t, repo, "log", "-1", "--format=%s"); got != "retry: backoff" {
+		t.Errorf("main's last commit is %q", got)
+	}
+	if got := gitIn(t, repo, "show", "HEAD:retry-backoff-2.txt"); got != "make it pass by retry-backoff-2" {
+		t.Errorf("the picked file holds %q", got)
+	}
+	for _, loser := range []string{"retry-backoff-1", "retry-backoff-3"} {
+		snap := gitIn(t, repo, "rev-parse", worktree.SnapshotPrefix+loser)
+		if got := gitIn(t, repo, "show", snap+":"+loser+".txt"); !strings.HasSuffix(got, loser) {
+			t.Errorf("the loser %s's work is not kept: %q", loser, got)
+		}
+	}
+	if t.Failed() {
+		t.Logf("the lead's output:\n%s", text)
+	}
+}

@@ -28,6 +28,7 @@ api.json in the app's config folder (not in the static build for SSH hosts).
 			worktreeCommand(),
 			groupsCommand(),
 			changesCommand(),
+			variantsCommand(),
 			reportCommand(),
 			apiCommand(),
 			versionCommand(),

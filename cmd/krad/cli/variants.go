@@ -1,0 +1,220 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
+	"github.com/krad-ade/krad/worktree"
+)
+
+// variantsCommand is `krad variants run|show|pick`: RunVariants, a look at a set, PickVariant.
+func variantsCommand() *command {
+	return &command{
+		name:    "variants",
+		summary: "run one task several ways at once, and pick the best",
+		subs:    []*command{variantsRunCommand(), variantsShowCommand(), variantsPickCommand()},
+	}
+}
+
+func variantsRunCommand() *command {
+	var title, prompt, agents, base string
+	var count int
+	var asJSON bool
+	return &command{
+		name:    "run",
+		args:    "--title T --prompt P (--agents A:N,… | --count N -- CMD…) [--base REF] [--json]",
+		summary: "start a variant set: one task to several workers, each in a group of its own",
+		help: `
+Starts one task several ways at once: each worker in a group of its own (a git worktree on a
+branch of its own), all from one base commit, so that their patches compare. --agents names agent
+profiles of config.toml with how many of each (claude:3,codex:2); or --count N runs N of the
+command after --. At most 8 in all. The prompt P is given to each worker as its profile says
+(typed in once it is ready, by default).
+
+  set retry-backoff: 5 workers from 3f2a9c1 (main:2..main:6)
+
+Then wait for them (krad wait 2 3 4 5 6), compare them (krad variants show SET, krad changes T
+--stat) and pick the best (krad variants pick GROUP). Only a session's lead runs variants.`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&title, "title", "", "the task's title `T`: the set's name is made of it")
+			fs.StringVar(&prompt, "prompt", "", "the task `P`, given to every worker")
+			fs.StringVar(&agents, "agents", "", "agent profiles and how many of each, like `claude:3,codex:2`")
+			fs.IntVar(&count, "count", 0, "run `N` workers of the command after --")
+			fs.StringVar(&base, "base", "", "the commit `REF` every variant starts from (by default the main checkout's HEAD)")
+			fs.BoolVar(&asJSON, "json", false, "print the set as one JSON object")
+		},
+		run: func(x *invocation, args []string) error {
+			body := &api.RunVariantsBody{Title: title, Prompt: prompt, Base: base}
+			switch {
+			case title == "":
+				return x.usageError("%s needs --title", x.path)
+			case agents != "" && (count > 0 || len(args) > 0):
+				return x.usageError("give --agents, or --count with a command after --, not both")
+			case agents != "":
+				for _, part := range strings.Split(agents, ",") {
+					name, n, ok := strings.Cut(part, ":")
+					k, err := strconv.Atoi(n)
+					if !ok || err != nil || name == "" || k < 1 {
+						return x.usageError("--agents takes profiles and counts like claude:3,codex:2, not %s", quote(part))
+					}
+					body.Agents = append(body.Agents, api.VariantAgent{Agent: name, Count: k})
+				}
+			case count > 0 && len(args) > 0:
+				body.Agents = []api.VariantAgent{{Command: args, Count: count}}
+			default:
+				return x.usageError("%s needs --agents A:N,…, or --count N and a command after --", x.path)
+			}
+			b, err := x.bus()
+			if err != nil {
+				return err
+			}
+			var v api.Variants
+			raw, err := b.answer(x.ctx, api.NewRequest(api.RunVariants, body), &v)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeRaw(x.stdout, raw)
+			}
+			ids := ""
+			if n := len(v.Variants); n > 0 {
+				ids = " (" + agentID(v.Variants[0].Agent)
+				if n > 1 {
+					ids += ".." + agentID(v.Variants[n-1].Agent)
+				}
+				ids += ")"
+			}
+			return writeLine(x.stdout, fmt.Sprintf("set %s: %d workers from %s%s", termsafe.Escape(v.Set, worktree.MaxNameLen),
+				len(v.Variants), short(v.BaseCommit), ids))
+		},
+	}
+}
+
+func variantsShowCommand() *command {
+	return &command{
+		name:    "show",
+		args:    "SET",
+		summary: "compare a set's variants: state, exit code, files, lines",
+		help: `
+Shows each variant of set SET: its group, its worker's terminal and state (with its exit code),
+and what it changed: how many files, lines added and deleted.`,
+		run: func(x *invocation, args []string) error {
+			if len(args) != 1 {
+				return x.usageError("%s takes one set's name", x.path)
+			}
+			set := args[0]
+			b, err := x.bus()
+			if err != nil {
+				return err
+			}
+			var l worktree.List
+			if _, err := b.answer(x.ctx, api.NewRequest(api.Groups, nil), &l); err != nil {
+				return err
+			}
+			var agents []api.Agent
+			if _, err := b.answer(x.ctx, api.NewRequest(api.ListAll, nil), &agents); err != nil {
+				return err
+			}
+			var out bytes.Buffer
+			tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "VARIANT\tTERMINAL\tSTATE\tFILES\t+\t-\tPICKED")
+			found := 0
+			for _, g := range l.Groups {
+				if g.Set != set {
+					continue
+				}
+				found++
+				term, state := "-", "retired"
+				for _, a := range agents {
+					if a.Group == g.Name {
+						term, state = agentID(a), agentState(a)
+					}
+				}
+				name := g.Name
+				var c worktree.Changes
+				files, added, deleted := "?", "?", "?"
+				if _, err := b.answer(x.ctx, api.NewRequest(api.Changes, &api.ChangesBody{Group: &name, Stat: true}), &c); err == nil {
+					files = strconv.Itoa(len(c.Files))
+					a, d := 0, 0
+					for _, f := range c.Files {
+						a, d = a+f.Added, d+f.Deleted
+					}
+					added, deleted = strconv.Itoa(a), strconv.Itoa(d)
+				}
+				picked := "-"
+				if g.Picked != "" {
+					picked = termsafe.Escape(g.Picked, 60)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Escape(g.Name, worktree.MaxNameLen), term, state, files, added, deleted, picked)
+			}
+			_ = tw.Flush()
+			if found == 0 {
+				return &problem{err: fmt.Errorf("no variant set %s in this environment", quote(set)), hint: "krad groups lists the groups, with their sets"}
+			}
+			_, err = x.stdout.Write(out.Bytes())
+			return err
+		},
+	}
+}
+
+func variantsPickCommand() *command {
+	var how, message string
+	var asJSON bool
+	return &command{
+		name:    "pick",
+		args:    "GROUP [--how squash|apply|merge|branch] [--message M] [--json]",
+		summary: "take a variant's work, close the others",
+		help: `
+Takes the work of variant GROUP, which must have settled (krad wait it first): its whole state,
+uncommitted files included, is kept as a snapshot first; then, computed off every checkout:
+
+  squash  one commit on the main checkout's branch (the default), with message M
+  apply   the changes staged in the main checkout, not committed
+  merge   a merge commit on the main checkout's branch
+  branch  nothing touched: the variant's branch is the result
+
+A pick that conflicts with the main branch changes nothing and names the files; staged changes in
+the main checkout refuse it (nothing is stashed). The other variants' workers are closed, and their
+groups retire with their work kept. Only the lead that ran the set picks.`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.StringVar(&how, "how", "", "squash (default), apply, merge or branch")
+			fs.StringVar(&message, "message", "", "the commit's message `M` (squash, merge)")
+			fs.BoolVar(&asJSON, "json", false, "print what was done as one JSON object")
+		},
+		run: func(x *invocation, args []string) error {
+			if len(args) != 1 {
+				return x.usageError("%s takes one variant's group", x.path)
+			}
+			switch how {
+			case "", api.PickSquash, api.PickApply, api.PickMerge, api.PickBranch:
+			default:
+				return x.usageError("--how is squash, apply, merge or branch, not %s", quote(how))
+			}
+			b, err := x.bus()
+			if err != nil {
+				return err
+			}
+			var p api.Picked
+			raw, err := b.answer(x.ctx, api.NewRequest(api.PickVariant, &api.PickVariantBody{Group: args[0], How: how, Message: message}), &p)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeRaw(x.stdout, raw)
+			}
+			what := termsafe.Escape(p.How, 10)
+			if p.Commit != "" {
+				what += " → " + short(p.Commit) + " on " + termsafe.Escape(p.Branch, 200)
+			}
+			return writeLine(x.stdout, fmt.Sprintf("picked %s (%s); closed %d other terminals; their groups retired with their work kept",
+				termsafe.Escape(p.Group, worktree.MaxNameLen), what, len(p.Closed)))
+		},
+	}
+}
