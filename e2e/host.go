@@ -91,6 +91,8 @@ type HostOptions struct {
 	SSHDConfig []string
 	// WithoutTmux removes tmux from the host as it starts.
 	WithoutTmux bool
+	// WithoutGit removes git from the host as it starts.
+	WithoutGit bool
 	// HomeOnTmpfs puts the homes of krad and other on tmpfs: Restart empties them, as a reboot
 	// would on a host that does not keep them (what was installed there and token files are
 	// gone; the users' authorized keys are kept elsewhere and stay).
@@ -179,6 +181,9 @@ func (h *Host) create(ctx context.Context, image string) error {
 	}
 	if h.opts.WithoutTmux {
 		files = append(files, hostFile{"/etc/krad-e2e/without-tmux", nil, 0o644, 0})
+	}
+	if h.opts.WithoutGit {
+		files = append(files, hostFile{"/etc/krad-e2e/without-git", nil, 0o644, 0})
 	}
 	if err := h.put(ctx, files); err != nil {
 		return err

@@ -19,9 +19,9 @@ import (
 )
 
 // The hosts' image is Debian's essential set plus these packages, from the machine's own apt
-// sources, with the merged-usr hook (without it the usrmerge package would pull in perl), and
-// without documentation.
-var hostPackages = []string{"openssh-server", "iproute2", "procps", "tmux"}
+// sources, with the merged-usr hook (without it the usrmerge package would be pulled in), and
+// without documentation. git is there because groups run git on the host (it brings perl).
+var hostPackages = []string{"openssh-server", "iproute2", "procps", "tmux", "git"}
 
 var hostDpkgOptions = []string{
 	"path-exclude=/usr/share/doc/*",
@@ -74,8 +74,8 @@ done
 cat >"$root"/usr/local/sbin/krad-e2e-entrypoint <<'EOF'
 #!/bin/sh
 # The hosts' command: host keys made by each new container, sshd's /run/sshd (the image's /run
-# is empty), homes owned by their users (they may be tmpfs), tmux removed where the harness
-# asked, then sshd as pid 1.
+# is empty), homes owned by their users (they may be tmpfs), tmux or git removed where the
+# harness asked, then sshd as pid 1.
 set -eu
 mkdir -p /run/sshd
 ssh-keygen -A >/dev/null
@@ -84,6 +84,7 @@ for user in krad:1000 other:1001; do
 	chmod 0700 /home/${user%:*}
 done
 if [ -e /etc/krad-e2e/without-tmux ]; then rm -f /usr/bin/tmux; fi
+if [ -e /etc/krad-e2e/without-git ]; then rm -f /usr/bin/git; fi
 exec /usr/sbin/sshd -D -e
 EOF
 chmod 0755 "$root"/usr/local/sbin/krad-e2e-entrypoint

@@ -13,8 +13,8 @@ import (
 )
 
 // TestHostImage checks the recipe's fixes are in the image: no host keys baked in (each container
-// makes its own), pam_loginuid optional, no perl package (the merged-usr hook), the users, and
-// sshd's settings.
+// makes its own), pam_loginuid optional, no usrmerge package (the merged-usr hook; perl is there,
+// for git), git for groups, the users, and sshd's settings.
 func TestHostImage(t *testing.T) {
 	t.Parallel()
 	image := e2e.HostImage(t)
@@ -22,10 +22,10 @@ func TestHostImage(t *testing.T) {
 if ls /etc/ssh/ssh_host_* >/dev/null 2>&1; then echo "host keys baked in"; fi
 grep -Eq '^session[[:space:]]+optional[[:space:]]+pam_loginuid\.so' /etc/pam.d/sshd || echo "pam_loginuid not optional"
 grep -Eq '^session[[:space:]]+required[[:space:]]+pam_loginuid\.so' /etc/pam.d/sshd && echo "pam_loginuid required"
-for pkg in perl usrmerge; do
+for pkg in usrmerge; do
 	if [ "$(dpkg-query -W -f '${Status}' $pkg 2>/dev/null)" = "install ok installed" ]; then echo "$pkg installed"; fi
 done
-for cmd in sshd tmux ss ps pgrep bash timeout; do command -v $cmd >/dev/null || echo "no $cmd"; done
+for cmd in sshd tmux git ss ps pgrep bash timeout; do command -v $cmd >/dev/null || echo "no $cmd"; done
 test "$(id -u krad):$(id -u other)" = "1000:1001" || echo "users: $(id krad) $(id other)"
 test "$(stat -c %a:%u /home/krad)" = "700:1000" || echo "home of krad: $(stat -c %a:%u /home/krad)"
 ssh-keygen -A >/dev/null
