@@ -32,13 +32,41 @@ const (
 	MaxStderr = 4 << 10
 )
 
-// ErrStdoutTooLong says that a command printed more than [MaxStdout] bytes on stdout.
+// ErrStdoutTooLong says that a command printed more than [MaxStdout] bytes on stdout. A [Host]
+// made with a larger [Options.MaxStdout] returns an error that wraps it: test with errors.Is.
 var ErrStdoutTooLong = errors.New("the command printed more than 1 MiB")
 
-// SSH is the [Host] that runs each command in a new session of client.
-func SSH(client *ssh.Client) Host { return sshHost{client} }
+// stdoutTooLong is ErrStdoutTooLong for a limit other than MaxStdout.
+type stdoutTooLong struct{ max int }
 
-type sshHost struct{ c *ssh.Client }
+func (e stdoutTooLong) Error() string {
+	return fmt.Sprintf("the command printed more than %d bytes", e.max)
+}
+
+func (e stdoutTooLong) Is(target error) bool { return target == ErrStdoutTooLong }
+
+// SSH is the [Host] that runs each command in a new session of client.
+func SSH(client *ssh.Client) Host { return sshHost{c: client} }
+
+// Options change what a Host made by [SSHWith] allows and does. The zero value is [SSH]'s.
+type Options struct {
+	// MaxStdout is the most a command may print on stdout: past it the command is cut off and
+	// Run fails with an error that wraps ErrStdoutTooLong. 0 is [MaxStdout]. For a command whose
+	// answer is large by design (a group's patch); what is kept is held in memory.
+	MaxStdout int
+	// Stop is the signal the host is asked to send the command's processes when ctx ends first;
+	// "" is ssh.SIGKILL. ssh.SIGTERM lets a command that undoes its work on SIGTERM do so.
+	Stop ssh.Signal
+}
+
+// SSHWith is the [Host] that runs each command in a new session of client, as [SSH] does, with
+// opts.
+func SSHWith(client *ssh.Client, opts Options) Host { return sshHost{c: client, opts: opts} }
+
+type sshHost struct {
+	c    *ssh.Client
+	opts Options
+}
 
 func (h sshHost) Run(ctx context.Context, command string, stdin io.Reader) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
@@ -49,8 +77,15 @@ func (h sshHost) Run(ctx context.Context, command string, stdin io.Reader) ([]by
 		return nil, fmt.Errorf("open an ssh session: %w", err)
 	}
 	defer s.Close()
+	max, stop := h.opts.MaxStdout, h.opts.Stop
+	if max <= 0 {
+		max = MaxStdout
+	}
+	if stop == "" {
+		stop = ssh.SIGKILL
+	}
 	// A command that prints without end is cut off: the session is closed, as on a cancel.
-	stdout := capped.First(MaxStdout).OnCut(func() { s.Close() })
+	stdout := capped.First(max).OnCut(func() { s.Close() })
 	stderr := capped.First(MaxStderr)
 	s.Stdin, s.Stdout, s.Stderr = stdin, stdout, stderr
 	done := make(chan error, 1)
@@ -58,15 +93,18 @@ func (h sshHost) Run(ctx context.Context, command string, stdin io.Reader) ([]by
 	select {
 	case err = <-done:
 	case <-ctx.Done():
-		// Ask the host to kill the command, and close our end of the session. The host may
+		// Ask the host to stop the command, and close our end of the session. The host may
 		// keep the session open until the command's last process ends; Run does not wait for
 		// that, and the goroutine above ends with the session.
-		s.Signal(ssh.SIGKILL)
+		s.Signal(stop)
 		s.Close()
 		return stdout.Bytes(), fmt.Errorf("run on the host: %w", context.Cause(ctx))
 	}
 	out := stdout.Bytes()
 	if stdout.Cut() {
+		if max != MaxStdout {
+			return out, stdoutTooLong{max}
+		}
 		return out, ErrStdoutTooLong
 	}
 	var exit *ssh.ExitError
