@@ -17,6 +17,7 @@ the command is not found, 126 when it cannot run) · 5 usage.`,
 		subs: []*command{
 			agentsRunCommand(),
 			agentsShellCommand(),
+			agentsWorktreeCommand(),
 		},
 	}
 }

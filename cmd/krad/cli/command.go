@@ -24,6 +24,9 @@ type command struct {
 	// sub-command.
 	run  func(x *invocation, args []string) error
 	subs []*command
+	// hidden leaves the command out of its parent's list: it is for programs, not people
+	// (krad-ade-agents worktree, which the app runs on SSH hosts).
+	hidden bool
 }
 
 func (c *command) sub(name string) *command {
@@ -89,6 +92,9 @@ func writeHelp(w io.Writer, cmd *command, path string, fs *pflag.FlagSet) error 
 		var walk func(prefix string, c *command)
 		walk = func(prefix string, c *command) {
 			for _, s := range c.subs {
+				if s.hidden {
+					continue
+				}
 				rows = append(rows, [2]string{prefix + s.name, s.summary})
 				walk(prefix+s.name+" ", s)
 			}
