@@ -39,7 +39,9 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +50,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/crypto/ssh"
 
@@ -99,6 +102,7 @@ type Environment struct {
 
 	mu        sync.Mutex
 	vars      app.HostVars
+	home      string        // the user's home folder on the host, as of the last connect
 	socket    string        // the tmux server's socket on the host, ~/.krad-ade/tmux/krad-ade
 	legacy    bool          // attach to an earlier version's server, tmux -L krad-ade, instead
 	connected chan struct{} // closed while connected; replaced when the connection goes
@@ -167,16 +171,24 @@ func isClosed(ch chan struct{}) bool {
 // which another user of the host can create first and so keep tmux from starting.
 const TmuxDir = "~/.krad-ade/tmux"
 
+// WorktreesDir is the folder under the host's home that holds the checkouts of its groups (the
+// worktrees root of package worktree), made and checked like the other folders under ~/.krad-ade:
+// a group's checkout is where its worker runs, so no other user may choose it.
+const WorktreesDir = "~/.krad-ade/worktrees"
+
 // hostScript ($1 the session, $2 the socket's name) learns what the terminals need to know of the
-// host: its home, its PATH, and whether tmux is there; it makes the socket folder, ~/.krad-ade/tmux,
-// and reports the socket's path, and "legacy" when an earlier version's tmux server (tmux -L
-// krad-ade, in tmux's default folder) has the session and ours does not.
+// host: its home, its PATH, and whether tmux is there; it makes the worktrees root,
+// ~/.krad-ade/worktrees, and the socket folder, ~/.krad-ade/tmux, and reports the socket's path,
+// and "legacy" when an earlier version's tmux server (tmux -L krad-ade, in tmux's default folder)
+// has the session and ours does not.
 var hostScript = shell.Script{Name: "HOST", Body: `
 umask 077;
 krad_home;
 t=$(command -v tmux || true);
 h=$HOME; p=$PATH;
 krad_enter .krad-ade "~/.krad-ade";
+krad_enter worktrees "~/.krad-ade/worktrees";
+cd .. || krad_fail "enter ~/.krad-ade";
 krad_enter tmux "~/.krad-ade/tmux";
 s="$(pwd -P)/$2";
 if [ ${#s} -gt 107 ]; then krad_fail "use the tmux socket $s: its path is longer than the 107 bytes a Unix socket's may have; the home folder's path must be shorter"; fi;
@@ -265,6 +277,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path},
 		Dir:          dir,
 	}
+	e.home = home
 	e.socket = socket
 	if legacy && !e.legacy {
 		e.log.Info("the host's tmux server of an earlier version (tmux -L krad-ade) has this environment's session: "+
@@ -282,10 +295,78 @@ func safePath(p string) bool {
 	return strings.HasPrefix(p, "/") && !strings.ContainsFunc(p, func(r rune) bool { return r < ' ' || r == 0x7f || r == '\\' })
 }
 
-// Worktree runs a group operation on the host. Not served on SSH hosts yet.
+// Worktree runs a group operation on the host, where the environment's repository is: one SSH
+// exec of the static krad installed there, `krad-ade-agents worktree`, with op on its stdin (its
+// Dir the environment's folder, "" the home; its Root ~/.krad-ade/worktrees) and the Result as one
+// line of JSON on its stdout. It does not wait for a connection: while the host is not connected
+// it answers unavailable, with the connection's status. ctx is the request's deadline: when it
+// ends, the host is asked to send the command SIGTERM and the session is closed, either of which
+// makes the command cancel the operation (a group half made is undone, git is stopped).
 func (e *Environment) Worktree(ctx context.Context, op worktree.Op) (worktree.Result, error) {
-	return worktree.Result{Error: api.NotServed("groups on SSH hosts", "")}, nil
+	e.mu.Lock()
+	connected, vars, home := e.connected, e.vars, e.home
+	e.mu.Unlock()
+	client := e.conn.Client()
+	if !isClosed(connected) || client == nil {
+		return worktree.Result{}, api.Errorf(api.CodeUnavailable, "environment %s is not connected, so its groups cannot be reached: %s",
+			e.cfg.Name, e.conn.Status())
+	}
+	op.Dir = vars.Dir
+	if !strings.HasPrefix(op.Dir, "/") {
+		op.Dir = strings.TrimSuffix(home+"/"+op.Dir, "/")
+	}
+	op.Root = home + strings.TrimPrefix(WorktreesDir, "~")
+	if !utf8.ValidString(op.Dir) || !utf8.ValidString(op.Root) {
+		// JSON carries only UTF-8 strings: the host would be given another folder.
+		return worktree.Result{}, api.Errorf(api.CodeUnavailable, "the folder of environment %s on the host, %s, is not UTF-8, "+
+			"and groups need its path passed on as it is: give the environment a folder whose path is UTF-8",
+			e.cfg.Name, termsafe.Quote(op.Dir))
+	}
+	in, err := json.Marshal(op)
+	if err != nil {
+		return worktree.Result{}, fmt.Errorf("the group operation: %w", err)
+	}
+	// The answer holds a patch of up to api.MaxPatch bytes, in base64 on the wire, and the list
+	// of files: the bus's own bound on an answer's line, not the 1 MiB of the host's other
+	// commands.
+	h := remote.SSHWith(client, remote.Options{MaxStdout: api.MaxAnswerLine, Stop: ssh.SIGTERM})
+	out, err := h.Run(ctx, "exec "+shell.Quote(vars.BinDir+"/krad-ade-agents")+" worktree", bytes.NewReader(in))
+	if err != nil {
+		if ctx.Err() != nil {
+			return worktree.Result{}, fmt.Errorf("the group operation on the host: %w", context.Cause(ctx))
+		}
+		return worktree.Result{}, fmt.Errorf("krad-ade-agents worktree on the host: %w", err)
+	}
+	return readResult(out)
 }
+
+// readResult reads the Result krad-ade-agents worktree printed: the last line of out. What the
+// host's shell start-up files print comes before it, and may end without a newline, so that
+// the line starts with it: the Result is then found at one of the first few '{' of the line.
+func readResult(out []byte) (worktree.Result, error) {
+	line := bytes.TrimSuffix(out, []byte("\n"))
+	if i := bytes.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	var res worktree.Result
+	err := errors.New("no '{'")
+	for try, rest := 0, line; try < maxNoiseTries; try++ {
+		i := bytes.IndexByte(rest, '{')
+		if i < 0 {
+			break
+		}
+		res = worktree.Result{}
+		if err = json.Unmarshal(rest[i:], &res); err == nil {
+			return res, nil
+		}
+		rest = rest[i+1:]
+	}
+	return worktree.Result{}, fmt.Errorf("krad-ade-agents worktree on the host printed no result (%v): %s", err, termsafe.QuoteMax(string(line), 200))
+}
+
+// maxNoiseTries is how many '{' of the result's line readResult tries: noise before the result
+// has few, if any.
+const maxNoiseTries = 8
 
 // Vars is what terminals on the host get, as of the last connect.
 func (e *Environment) Vars() app.HostVars {
