@@ -56,6 +56,8 @@ type worldOptions struct {
 	host func(w *world)
 	// hostEnv holds more variables for the host's sessions.
 	hostEnv []string
+	// dir is the environment's folder on the host (Config.Dir).
+	dir string
 	// log is the app's logger.
 	log *slog.Logger
 	// noWait starts the world without waiting for the environments to come up.
@@ -95,6 +97,7 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", localSock, "kill-server").Run() })
 	w.bridge = bridge.New(bridge.Config{
 		Name:     "build",
+		Dir:      o.dir,
 		Token:    w.token,
 		Instance: "test-instance",
 		BinDir:   bin,
