@@ -361,7 +361,8 @@ func readResult(out []byte) (worktree.Result, error) {
 		}
 		rest = rest[i+1:]
 	}
-	return worktree.Result{}, fmt.Errorf("krad-ade-agents worktree on the host printed no result (%v): %s", err, termsafe.QuoteMax(string(line), 200))
+	return worktree.Result{}, fmt.Errorf("krad-ade-agents worktree on the host printed no result (%s): %s",
+		termsafe.Escape(err.Error(), 150), termsafe.Escape(string(line), 200))
 }
 
 // maxNoiseTries is how many '{' of the result's line readResult tries: noise before the result
