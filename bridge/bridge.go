@@ -3,7 +3,9 @@
 // loopback, and after every (re)connect it gets the host ready: the static krad installed for the
 // host's platform (package remote), the bus token written to an owner-only file (package
 // tokenfile), tmux found and its socket folder made. It then serves the app as an app.Host: the
-// host's tmux, driven in control mode over an SSH session, and the variables its terminals get.
+// host's tmux, driven in control mode over an SSH session, and the variables its terminals get;
+// and the environment's groups, whose git operations run on the host, in the static krad installed
+// there ([Environment.Worktree]), checked out under ~/.krad-ade/worktrees ([WorktreesDir]).
 //
 // Every command it runs on the host, and tmux's attach, has a deadline (the Forward's
 // CommandTimeout, 30 s): a host whose shell start-up files loop, or whose tmux does not answer,

@@ -19,9 +19,10 @@ type Host interface {
 	// Run runs command (a command line for the user's login shell) with stdin as its standard
 	// input (nil is empty), and returns what it printed on stdout. When the command ran and did
 	// not exit 0, err is an *ExitError and stdout is still what it printed. When ctx ends first,
-	// Run returns at once with an error that wraps ctx's: the host is asked to kill the command
-	// (OpenSSH's sshd does so only with privilege separation, not for root), and the session is
-	// closed, so the command reads end of file and gets a broken pipe when it next writes.
+	// Run returns at once with an error that wraps ctx's: the host is asked to kill the command,
+	// or to send it [Options.Stop] (OpenSSH's sshd does so only with privilege separation, not
+	// for root), and the session is closed, so the command reads end of file and gets a broken
+	// pipe when it next writes.
 	Run(ctx context.Context, command string, stdin io.Reader) (stdout []byte, err error)
 }
 
