@@ -140,6 +140,7 @@ type singleOptions struct {
 	noLead bool            // no lead on a, and no wait for one
 	watch  bool            // start krad watch --json before a is connected
 	before func(*e2e.Host) // runs on host a before the app starts
+	dir    string          // environment a's folder on the host (dir = …); "" is the home
 }
 
 // oneHost sets up single on the network 172.29.subnet.0/24 (see main_test.go for who uses which).
@@ -152,6 +153,9 @@ func oneHost(t *testing.T, subnet int, o singleOptions) *single {
 	}
 	s.u = newUser(t, e2e.SSHEntry{Alias: "a", Host: s.a, Options: o.ssh})
 	config := environments("a")
+	if o.dir != "" {
+		config = strings.TrimSuffix(config, "\n") + fmt.Sprintf("dir = %q\n\n", o.dir)
+	}
 	if !o.noLead {
 		config += leadOn("a")
 	}

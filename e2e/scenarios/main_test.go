@@ -29,5 +29,6 @@ import (
 //	43      TestOtherUsersListenersBesideTheForward
 //	44      TestHostCannotActOnThisComputer
 //	45      TestAnotherHostUserTakesTmuxsFolder
+//	48      TestGroupsAndVariantsOnTheHost
 
 func TestMain(m *testing.M) { e2e.Main(m, testbin.Cleanup, removeProbe) }
