@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -432,5 +433,68 @@ echo END; sleep 60`
 	}
 	if t.Failed() {
 		t.Logf("the lead's output:\n%s", text)
+	}
+}
+
+// TestVariantFaults: a pick while the winner works is a conflict; another lead's pick is
+// forbidden; 9 variants are refused; an unknown agent is refused before any group is made; the
+// app restarted between run and pick finds the set again.
+func TestVariantFaults(t *testing.T) {
+	repo, _, withRepo := withRepo(t)
+	gitIn(t, repo, "config", "user.name", "Pat")
+	gitIn(t, repo, "config", "user.email", "pat@example.com")
+	leads := withTerminals(app.TerminalSpec{Title: "lead", Lead: true}, app.TerminalSpec{Title: "other", Lead: true})
+	h := start(t, leads, withRepo)
+	c, other := h.as(1), h.as(2)
+
+	nine := &api.RunVariantsBody{Title: "x", Agents: []api.VariantAgent{{Command: []string{"true"}, Count: 9}}}
+	if _, err := h.call(c, api.RunVariants, nine); code(err) != api.CodeBadRequest {
+		t.Errorf("9 variants: %v, want bad_request", err)
+	}
+	unknown := &api.RunVariantsBody{Title: "x", Agents: []api.VariantAgent{{Agent: "nope", Count: 2}}}
+	if _, err := h.call(c, api.RunVariants, unknown); code(err) != api.CodeBadRequest {
+		t.Errorf("an unknown agent: %v, want bad_request", err)
+	}
+	if refs := gitIn(t, repo, "for-each-ref", "refs/heads/krad/"); refs != "" {
+		t.Errorf("refused sets left branches: %s", refs)
+	}
+
+	// Workers that write a file, then keep printing until told to stop (a line typed in).
+	busy := []string{"bash", "-c", `echo "$KRAD_ADE_GROUP" > "$KRAD_ADE_GROUP.txt"; while ! read -t 0.1 -r x; do echo tick; done; echo stopped`}
+	run := &api.RunVariantsBody{Title: "race", Agents: []api.VariantAgent{{Command: busy, Count: 2}}}
+	var v api.Variants
+	if err := h.decode(c, api.RunVariants, run, api.AnswerVariants, &v); err != nil {
+		t.Fatalf("RunVariants: %v", err)
+	}
+	if len(v.Variants) != 2 || v.Set != "race" {
+		t.Fatalf("RunVariants answered %+v", v)
+	}
+	win := v.Variants[1]
+	if _, err := h.call(c, api.PickVariant, &api.PickVariantBody{Group: win.Group}); code(err) != api.CodeConflict || !strings.Contains(err.Error(), "wait for it first") {
+		t.Errorf("a pick while the winner works: %v, want conflict", err)
+	}
+	if _, err := h.call(other, api.PickVariant, &api.PickVariantBody{Group: win.Group}); code(err) != api.CodeForbidden {
+		t.Errorf("another lead's pick: %v, want forbidden", err)
+	}
+
+	// The app restarts between run and pick; the set and its workers are found again.
+	h.stop()
+	h.start(testbin.Dir(t), leads, withRepo)
+	c = h.as(1)
+	if _, err := h.call(c, api.Send, &api.SendBody{Target: api.Target(win.Agent.Terminal), Text: "stop"}); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	if got := h.agent(c, api.Wait, &api.WaitBody{Target: api.Target(win.Agent.Terminal), TimeoutSecs: secs(30)}); !api.Settled(got.State) {
+		t.Fatalf("the winner is %s after it was stopped", got.State)
+	}
+	var p api.Picked
+	if err := h.decode(c, api.PickVariant, &api.PickVariantBody{Group: win.Group, How: api.PickSquash}, api.AnswerPicked, &p); err != nil {
+		t.Fatalf("PickVariant after a restart: %v", err)
+	}
+	if len(p.Closed) != 1 || p.Closed[0] != fmt.Sprintf("main:%d", v.Variants[0].Agent.Terminal) {
+		t.Errorf("the pick closed %v, want the other variant's terminal", p.Closed)
+	}
+	if got := gitIn(t, repo, "show", "HEAD:"+win.Group+".txt"); got != win.Group {
+		t.Errorf("main holds %q of the winner's file", got)
 	}
 }
