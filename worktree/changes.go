@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/termsafe"
@@ -174,10 +175,20 @@ func workTree(ctx context.Context, dir string) (string, error) {
 	defer os.Remove(tmp.Name() + ".lock")
 	defer os.Remove(tmp.Name())
 	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
-	copied, err := copyFile(tmp, own)
+	copied, mtime, err := copyFile(tmp, own)
 	tmp.Close()
 	if err != nil {
 		return "", fmt.Errorf("copy the index: %w", err)
+	}
+	if copied {
+		// The copy keeps the index's time. Git takes a file whose recorded time is not older
+		// than the index's own for "racily clean": its stat data may match although its content
+		// changed (rewritten, same size, in the instant the index was written), so git reads
+		// it. A copy with a newer time would make git trust the stat data, and miss the edit,
+		// from Changes and from the snapshot Retire keeps.
+		if err := os.Chtimes(tmp.Name(), mtime, mtime); err != nil {
+			return "", fmt.Errorf("copy the index: %w", err)
+		}
 	}
 	fresh := func() error {
 		if err := os.Truncate(tmp.Name(), 0); err != nil {
@@ -242,18 +253,26 @@ func noAssumeUnchanged(ctx context.Context, dir string, env []string) error {
 	return err
 }
 
-// copyFile copies the file at src into dst; false when there is no file at src.
-func copyFile(dst *os.File, src string) (bool, error) {
+// copyFile copies the file at src into dst and returns src's modification time; false when there
+// is no file at src. The time is that of the file copied (git replaces an index by renaming a
+// new one over it, so the open file does not change under the copy).
+func copyFile(dst *os.File, src string) (bool, time.Time, error) {
 	f, err := os.Open(src)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return false, time.Time{}, nil
 	}
 	if err != nil {
-		return false, err
+		return false, time.Time{}, err
 	}
 	defer f.Close()
-	_, err = io.Copy(dst, f)
-	return err == nil, err
+	fi, err := f.Stat()
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	if _, err = io.Copy(dst, f); err != nil {
+		return false, time.Time{}, err
+	}
+	return true, fi.ModTime(), nil
 }
 
 // resolveIn is resolve in the checkout at dir.

@@ -345,3 +345,41 @@ func TestChangesAssumeUnchanged(t *testing.T) {
 		t.Errorf("the worker's index: %q, want the mark kept", got)
 	}
 }
+
+// TestChangesRacilyCleanFile: a file rewritten, same size, in the same instant as the worker's
+// index was written (as an agent does right after its checkout) is seen as changed. Git can tell
+// such a file from an unchanged one only by its content, and knows to look because the file is
+// not older than the index; a copy of the index with a newer time of its own would hide it, from
+// Changes and from the snapshot Retire keeps.
+func TestChangesRacilyCleanFile(t *testing.T) {
+	r, g := newGroup(t, "racy")
+	// The inode, size and times then match the index's record; the content alone differs.
+	run(t, g.Dir, "config", "core.trustctime", "false")
+	then := time.Now().Add(-time.Hour).Truncate(time.Second)
+	readme := filepath.Join(g.Dir, "README")
+	if err := os.Chtimes(readme, then, then); err != nil {
+		t.Fatal(err)
+	}
+	run(t, g.Dir, "update-index", "--refresh") // the index records README's new time
+	index := run(t, g.Dir, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	write(t, g.Dir, "README", "hallo\n") // the same size as "hello\n"
+	for _, p := range []string{readme, index} {
+		if err := os.Chtimes(p, then, then); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := run(t, g.Dir, "--no-optional-locks", "status", "--porcelain"); got != "M README" {
+		t.Fatalf("git status = %q, want README modified: the test did not make the case it means to", got)
+	}
+	c, err := r.Changes(context.Background(), "racy", ChangesOptions{Stat: true})
+	if err != nil || !slices.Equal(c.Files, []File{{Path: "README", Status: "M", Added: 1, Deleted: 1}}) {
+		t.Errorf("Changes = %+v, %v; want README modified", c.Files, err)
+	}
+	ret, err := r.Retire(context.Background(), "racy")
+	if err != nil || ret.Snapshot == "" {
+		t.Fatalf("Retire = %+v, %v; want the edit kept in a snapshot", ret, err)
+	}
+	if got := run(t, r.Top, "show", ret.SnapshotCommit+":README"); got != "hallo" {
+		t.Errorf("the snapshot's README = %q, want the edit", got)
+	}
+}
