@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,27 @@ const (
 	MaxMaxPatch     = api.MaxPatch
 )
 
+// DefaultMaxFilePatch is the cap on one file's own patch when ChangesOptions.MaxFilePatch is 0:
+// 256 KiB, a quarter of the default total. A patch that large is rarely one a person or an agent
+// reads line by line (it is a data file, a minified bundle, a vendored library, a fixture); left
+// in, four of them fill the whole answer and push out the small files that hold the real work.
+// Left out, it is still listed with its line counts, and can be asked for by path.
+const DefaultMaxFilePatch = 256 << 10
+
+// The reasons a file's patch is left out of Changes.Patch (File.LeftOut).
+const (
+	// LeftOutBinary: a binary file, and ChangesOptions.Binary was not set.
+	LeftOutBinary = "binary"
+	// LeftOutTooLarge: the file's own patch is larger than the per-file cap, or it does not
+	// fit in what the total cap leaves. Ask for it by path, or with a larger cap.
+	LeftOutTooLarge = "too large"
+	// LeftOutGenerated: a lockfile or a file the repository marks generated (with the attribute linguist-generated). Ask
+	// for it by path.
+	LeftOutGenerated = "generated"
+	// LeftOutNotAsked: ChangesOptions.Paths named other files.
+	LeftOutNotAsked = "not asked for"
+)
+
 // ChangesOptions say how much of a group's changes [Repo.Changes] returns.
 type ChangesOptions struct {
 	// Stat: the list of files only, no patch.
@@ -31,8 +53,14 @@ type ChangesOptions struct {
 	// MaxPatch caps the patch's text, in bytes: 0 means DefaultMaxPatch; more than MaxMaxPatch
 	// is MaxMaxPatch.
 	MaxPatch int
+	// MaxFilePatch caps one file's own patch, in bytes: a file whose patch is larger is left
+	// out ("too large") even when the total cap has room. 0 means DefaultMaxFilePatch. A file
+	// named in Paths has no cap of its own: it gets its whole patch if the total cap has room.
+	MaxFilePatch int
 	// Paths limits the patch to these files, or to the files under these folders, relative to
-	// the checkout's top. The list of files stays complete.
+	// the checkout's top. The list of files stays complete. A file named here itself (not a
+	// folder that holds it) is asked for by path: its patch comes even when it is generated or
+	// larger than MaxFilePatch.
 	Paths []string
 	// Binary puts binary files in the patch, as git's binary patches (which git apply takes).
 	Binary bool
@@ -85,7 +113,8 @@ type File struct {
 	Binary  bool `json:"binary,omitempty"`
 	// LeftOut says why the file's patch is not in Changes.Patch, when a patch was asked for:
 	// "binary" (ask with Binary), "too large" (ask for it by path, or with a larger cap),
-	// "not asked for" (Paths named other files).
+	// "generated" (a lockfile or generated file: ask for it by path), "not asked for" (Paths
+	// named other files). The LeftOut… constants.
 	LeftOut string `json:"left_out,omitempty"`
 }
 
@@ -390,13 +419,17 @@ func parseRawNumstat(out []byte) ([]File, error) {
 }
 
 // patch is the patch between base and tree of the files asked for, each file's whole or not at
-// all, within the cap; it marks files[i].LeftOut for the others.
+// all, within the caps; it marks files[i].LeftOut for the others.
 func patch(ctx context.Context, dir, base, tree string, files []File, o ChangesOptions) (string, error) {
 	max := o.MaxPatch
 	if max <= 0 {
 		max = DefaultMaxPatch
 	}
 	max = min(max, MaxMaxPatch)
+	fileMax := o.MaxFilePatch
+	if fileMax <= 0 {
+		fileMax = DefaultMaxFilePatch
+	}
 
 	// The files asked for, in git's order; git is asked for exactly those.
 	var want []int
@@ -404,7 +437,7 @@ func patch(ctx context.Context, dir, base, tree string, files []File, o ChangesO
 	for i := range files {
 		f := &files[i]
 		if len(o.Paths) > 0 && !under(f.Path, o.Paths) && (f.OldPath == "" || !under(f.OldPath, o.Paths)) {
-			f.LeftOut = "not asked for"
+			f.LeftOut = LeftOutNotAsked
 			continue
 		}
 		want = append(want, i)
@@ -415,6 +448,10 @@ func patch(ctx context.Context, dir, base, tree string, files []File, o ChangesO
 	}
 	if len(want) == 0 {
 		return "", nil
+	}
+	generated, err := generatedFiles(ctx, dir, files, want)
+	if err != nil {
+		return "", err
 	}
 	args := append([]string{"--literal-pathspecs", "diff-tree", "-p", "--full-index"}, diffArgs...)
 	if o.Binary {
@@ -433,22 +470,35 @@ func patch(ctx context.Context, dir, base, tree string, files []File, o ChangesO
 	cur := -1 // index into want of the file whose patch is being read
 	part := 0 // which of that file's patches
 	var section bytes.Buffer
-	over := false // the current file's patch has passed the cap: it is being skipped
+	leftOut := "" // why the current file's patch is left out, once known: it is being skipped
+	limit := 0    // the most bytes the current file's patch may have
+	begin := func() {
+		if cur >= len(want) {
+			return // more patches than files: counted, and an error below
+		}
+		f := &files[want[cur]]
+		asked := named(f, o.Paths)
+		switch {
+		case f.Binary && !o.Binary:
+			leftOut = LeftOutBinary
+		case generated[cur] && !asked:
+			leftOut = LeftOutGenerated
+		}
+		limit = max - out.Len()
+		if !asked {
+			limit = min(limit, fileMax)
+		}
+	}
 	finish := func() {
 		if cur < 0 || cur >= len(want) {
 			return
 		}
-		f := &files[want[cur]]
-		switch {
-		case f.Binary && !o.Binary:
-			f.LeftOut = "binary"
-		case over || out.Len()+section.Len() > max:
-			f.LeftOut = "too large"
-		default:
+		if leftOut == "" {
 			out.Write(section.Bytes())
 		}
+		files[want[cur]].LeftOut = leftOut
 		section.Reset()
-		over = false
+		leftOut = ""
 	}
 	sections := 0
 	pr, pw := io.Pipe()
@@ -471,11 +521,12 @@ func patch(ctx context.Context, dir, base, tree string, files []File, o ChangesO
 				finish()
 				cur++
 				part = 0
+				begin()
 			}
 		}
-		if !over && cur >= 0 {
-			if out.Len()+section.Len()+len(chunk) > max {
-				over = true
+		if leftOut == "" && cur >= 0 {
+			if section.Len()+len(chunk) > limit {
+				leftOut = LeftOutTooLarge
 				section.Reset()
 			} else {
 				section.Write(chunk)
@@ -511,6 +562,13 @@ func patch(ctx context.Context, dir, base, tree string, files []File, o ChangesO
 		return "", fmt.Errorf("git's patch has %d files' patches, its list %d: they disagree", sections, expected)
 	}
 	return out.String(), nil
+}
+
+// named says whether paths names f itself (its path, or the one it was renamed from), rather than
+// a folder that holds it: such a file is asked for by path, and gets its patch even when it is
+// generated or larger than the per-file cap.
+func named(f *File, paths []string) bool {
+	return slices.Contains(paths, f.Path) || f.OldPath != "" && slices.Contains(paths, f.OldPath)
 }
 
 // under says whether path is one of paths or in a folder of them.

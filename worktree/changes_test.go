@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -381,5 +383,148 @@ func TestChangesRacilyCleanFile(t *testing.T) {
 	}
 	if got := run(t, r.Top, "show", ret.SnapshotCommit+":README"); got != "hallo" {
 		t.Errorf("the snapshot's README = %q, want the edit", got)
+	}
+}
+
+// leftOut maps each file's path to why its patch is left out ("" when it is in the patch), and
+// checks that the patch holds exactly the files that are not left out.
+func leftOut(t *testing.T, c Changes) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	in := 0
+	for _, f := range c.Files {
+		m[f.Path] = f.LeftOut
+		if f.LeftOut == "" {
+			in++
+		}
+		if strconv.Quote(f.Path) != `"`+f.Path+`"` {
+			continue // git quotes the name in the patch
+		}
+		if found := strings.Contains(c.Patch, "diff --git a/"+f.Path+" "); found != (f.LeftOut == "") {
+			t.Errorf("%q: LeftOut %q, but in the patch: %v", f.Path, f.LeftOut, found)
+		}
+	}
+	if n := strings.Count(c.Patch, "diff --git "); n != in {
+		t.Errorf("the patch has %d files' patches, and %d files are not left out", n, in)
+	}
+	return m
+}
+
+// TestChangesFileCap: a file whose own patch passes the per-file cap is left out even when the
+// total has room; named in Paths, it comes whole, up to the total cap; a folder that holds it
+// does not name it.
+func TestChangesFileCap(t *testing.T) {
+	ctx := context.Background()
+	r, g := newGroup(t, "cap")
+	write(t, g.Dir, "small.txt", "small\n")
+	write(t, g.Dir, "data/big.txt", strings.Repeat("a line of data\n", 1000)) // about 16 KB of patch
+	write(t, g.Dir, "data/tiny.txt", "tiny\n")
+	for _, tt := range []struct {
+		o    ChangesOptions
+		want map[string]string
+	}{
+		{ChangesOptions{MaxFilePatch: 4096},
+			map[string]string{"small.txt": "", "data/big.txt": "too large", "data/tiny.txt": ""}},
+		{ChangesOptions{MaxFilePatch: 4096, Paths: []string{"data/big.txt"}},
+			map[string]string{"small.txt": "not asked for", "data/big.txt": "", "data/tiny.txt": "not asked for"}},
+		{ChangesOptions{MaxFilePatch: 4096, Paths: []string{"data"}},
+			map[string]string{"small.txt": "not asked for", "data/big.txt": "too large", "data/tiny.txt": ""}},
+		{ChangesOptions{MaxFilePatch: 4096, MaxPatch: 8192, Paths: []string{"data/big.txt", "small.txt"}},
+			map[string]string{"small.txt": "", "data/big.txt": "too large", "data/tiny.txt": "not asked for"}},
+		{ChangesOptions{MaxFilePatch: 20000},
+			map[string]string{"small.txt": "", "data/big.txt": "", "data/tiny.txt": ""}},
+	} {
+		c, err := r.Changes(ctx, "cap", tt.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := leftOut(t, c); !maps.Equal(got, tt.want) {
+			t.Errorf("Changes(%+v): left out %v, want %v", tt.o, got, tt.want)
+		}
+		for _, f := range c.Files {
+			if f.Path == "data/big.txt" && f.Added != 1000 {
+				t.Errorf("Changes(%+v): big.txt counts %d added lines, want 1000 whether its patch is there or not", tt.o, f.Added)
+			}
+		}
+		applyAt(t, r.Top, c.Base, c.Patch) // cut between files only
+	}
+
+	// The default per-file cap: a file whose patch is past it is left out, with the total far
+	// from full.
+	write(t, g.Dir, "data/big.txt", strings.Repeat("x", DefaultMaxFilePatch)+"\n")
+	c, err := r.Changes(ctx, "cap", ChangesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"small.txt": "", "data/big.txt": "too large", "data/tiny.txt": ""}
+	if got := leftOut(t, c); !maps.Equal(got, want) {
+		t.Errorf("Changes with the default caps: left out %v, want %v", got, want)
+	}
+}
+
+// TestChangesGenerated: lockfiles at any depth and the files the repository's gitattributes mark
+// linguist-generated are listed with their counts, their patch left out unless named in Paths;
+// the attribute unset makes a lockfile an ordinary file again.
+func TestChangesGenerated(t *testing.T) {
+	ctx := context.Background()
+	r, g := newGroup(t, "gen")
+	write(t, g.Dir, ".gitattributes", "*.pb.go linguist-generated\nvendored/** linguist-generated=true\nreviewed/go.sum -linguist-generated\n")
+	files := map[string]string{
+		"package-lock.json":       "",
+		"web/app/yarn.lock":       "",
+		"go.sum":                  "",
+		"svc/Cargo.lock":          "",
+		"api/v1/api.pb.go":        "",
+		"api/v1/two\nlines.pb.go": "", // git's -z output keeps the newline
+		"api/v1/caf\xe9.pb.go":    "",
+		"vendored/lib/x.js":       "",
+		"reviewed/go.sum":         "",
+		"my-package-lock.json":    "", // not a lockfile's name
+		"main.go":                 "",
+	}
+	for p := range files {
+		write(t, g.Dir, p, "content of "+p+"\n")
+	}
+	c, err := r.Changes(ctx, "gen", ChangesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{".gitattributes": ""}
+	for p := range files {
+		want[p] = "generated"
+	}
+	for _, p := range []string{"reviewed/go.sum", "my-package-lock.json", "main.go"} {
+		want[p] = ""
+	}
+	if got := leftOut(t, c); !maps.Equal(got, want) {
+		t.Errorf("left out:\n%v\nwant\n%v", got, want)
+	}
+	for _, f := range c.Files {
+		if f.Added < 1 {
+			t.Errorf("%q: %d lines added; the counts of a generated file stay", f.Path, f.Added)
+		}
+	}
+	applyAt(t, r.Top, c.Base, c.Patch)
+
+	// Named by path, a generated file's patch comes; a folder that holds one does not name it.
+	c, err = r.Changes(ctx, "gen", ChangesOptions{Paths: []string{"go.sum", "api/v1/caf\xe9.pb.go", "web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := leftOut(t, c)
+	for p, want := range map[string]string{"go.sum": "", "api/v1/caf\xe9.pb.go": "", "web/app/yarn.lock": "generated", "main.go": "not asked for"} {
+		if got[p] != want {
+			t.Errorf("Changes(Paths): %q left out %q, want %q", p, got[p], want)
+		}
+	}
+	// Stat: the list only, no attribute asked for.
+	c, err = r.Changes(ctx, "gen", ChangesOptions{Stat: true})
+	if err != nil || len(c.Files) != len(want) {
+		t.Errorf("Changes(Stat) = %d files, %v; want %d", len(c.Files), err, len(want))
+	}
+	for _, f := range c.Files {
+		if f.LeftOut != "" {
+			t.Errorf("Changes(Stat): %q left out %q; with no patch asked for, nothing is", f.Path, f.LeftOut)
+		}
 	}
 }

@@ -15,7 +15,9 @@
 //     [Repo.Kept] what retired groups left: their branches and snapshots.
 //   - [Repo.Changes] is what a group changed since its base_commit, computed on a temporary
 //     index so that the worker's own index is never touched: every file with its line counts, and
-//     a patch `git apply` takes, capped, cut only between files.
+//     a patch `git apply` takes, cut only between files, within a total cap and a per-file cap;
+//     binary files, lockfiles and generated files are listed, their patch left out unless asked
+//     for.
 //   - [Repo.Retire] keeps uncommitted work as a snapshot commit on refs/krad/snapshots/<name>,
 //     then removes the worktree, then deletes the branch only when the app made it and it holds
 //     nothing.

@@ -1,6 +1,9 @@
 package worktree
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The parsers of git's output: whatever git prints, they return an error or records, never
 // panic.
@@ -32,6 +35,32 @@ func FuzzParseWorktreeList(f *testing.F) {
 		wts, err := parseWorktreeList(out)
 		if err != nil && wts != nil {
 			t.Fatalf("parseWorktreeList: an error and %d worktrees", len(wts))
+		}
+	})
+}
+
+func FuzzParseCheckAttr(f *testing.F) {
+	for _, s := range []string{
+		"go.sum\x00linguist-generated\x00unspecified\x00a/x.pb.go\x00linguist-generated\x00set\x00",
+		"two\nlines\x00linguist-generated\x00true\x00", "", "\x00", "a\x00b\x00", "a\x00b\x00c",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		attrs, err := parseCheckAttr(out)
+		if err != nil {
+			if attrs != nil {
+				t.Fatalf("parseCheckAttr: an error and %d answers", len(attrs))
+			}
+			return
+		}
+		// What reads writes the same bytes back.
+		var b strings.Builder
+		for _, a := range attrs {
+			b.WriteString(a.path + "\x00" + a.attr + "\x00" + a.value + "\x00")
+		}
+		if b.String() != string(out) {
+			t.Fatalf("parseCheckAttr(%q) = %q, which reads back as %q", out, attrs, b.String())
 		}
 	})
 }
