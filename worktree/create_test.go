@@ -15,30 +15,6 @@ import (
 	"github.com/krad-ade/krad/internal/testbin"
 )
 
-// state is what Create must leave alone when it refuses or fails: the refs, the worktrees, the
-// main checkout's status and the folders under root.
-func state(t *testing.T, dir, root string) string {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString(refs(t, dir) + "\n")
-	b.WriteString(run(t, dir, "worktree", "list", "--porcelain") + "\n")
-	b.WriteString(run(t, dir, "status", "--porcelain=v1", "--untracked-files=all") + "\n")
-	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		b.WriteString(p + "\n")
-		return nil
-	})
-	entries, _ := os.ReadDir(filepath.Join(dir, ".git", "worktrees"))
-	for _, e := range entries {
-		// What is in it, to tell why it was left.
-		admin := filepath.Join(dir, ".git", "worktrees", e.Name())
-		inside, _ := os.ReadDir(admin)
-		gitdir, _ := os.ReadFile(filepath.Join(admin, "gitdir"))
-		locked, _ := os.ReadFile(filepath.Join(admin, "locked"))
-		fmt.Fprintf(&b, "admin %s: %d files, gitdir %q, locked %q\n", e.Name(), len(inside), gitdir, locked)
-	}
-	return b.String()
-}
-
 func TestCreate(t *testing.T) {
 	dir := newRepo(t)
 	r := open(t, dir)
@@ -87,7 +63,7 @@ func TestCreateBadName(t *testing.T) {
 	dir := newRepo(t)
 	r := open(t, dir)
 	root := t.TempDir()
-	before := state(t, dir, root)
+	before := look(t, r, root)
 	for _, name := range []string{"a/b", "..", "fix retry", "Fix", strings.Repeat("a", 41), "", "-x"} {
 		if _, err := r.Create(context.Background(), CreateOptions{Name: name, Root: root}); !errors.Is(err, ErrBadName) {
 			t.Errorf("Create(%q) = %v, want ErrBadName", name, err)
@@ -99,9 +75,7 @@ func TestCreateBadName(t *testing.T) {
 			t.Errorf("Create(%+v) = %v, want ErrBadName", o, err)
 		}
 	}
-	if after := state(t, dir, root); after != before {
-		t.Errorf("a refused Create changed the repository:\nbefore %s\nafter %s", before, after)
-	}
+	noLeftovers(t, "a refused Create", before, look(t, r, root))
 }
 
 func isConflict(err error, what string) bool {
@@ -124,7 +98,7 @@ func TestCreateConflicts(t *testing.T) {
 	run(t, dir, "worktree", "add", "-q", "--detach", filepath.Join(root, r.Key, "four"))
 	run(t, dir, "branch", "taken")
 	run(t, dir, "worktree", "add", "-q", filepath.Join(t.TempDir(), "other"), "taken")
-	before := state(t, dir, root)
+	before := look(t, r, root)
 	for _, tt := range []struct {
 		o    CreateOptions
 		what string
@@ -141,9 +115,7 @@ func TestCreateConflicts(t *testing.T) {
 			t.Errorf("Create(%+v) = %v, want a conflict saying %q", tt.o, err, tt.what)
 		}
 	}
-	if after := state(t, dir, root); after != before {
-		t.Errorf("a refused Create changed the repository:\nbefore %s\nafter %s", before, after)
-	}
+	noLeftovers(t, "a refused Create", before, look(t, r, root))
 }
 
 func TestCreateContinuesABranch(t *testing.T) {
@@ -186,7 +158,7 @@ func TestCreateBase(t *testing.T) {
 	if err != nil || g.BaseCommit != first || run(t, g.Dir, "rev-parse", "HEAD") != first {
 		t.Errorf("Create(base v1) = %+v, %v; want base and HEAD %s", g, err, first)
 	}
-	before := state(t, dir, root)
+	before := look(t, r, root)
 	for _, base := range []string{"nosuch", "HEAD~5", strings.Repeat("0", 40)} {
 		var e *api.Error
 		_, err := r.Create(ctx, CreateOptions{Name: "x", Base: base, Root: root})
@@ -194,9 +166,7 @@ func TestCreateBase(t *testing.T) {
 			t.Errorf("Create(base %s) = %v, want not_found", base, err)
 		}
 	}
-	if after := state(t, dir, root); after != before {
-		t.Errorf("a refused Create changed the repository:\nbefore %s\nafter %s", before, after)
-	}
+	noLeftovers(t, "a refused Create", before, look(t, r, root))
 }
 
 func TestCreateNoCommits(t *testing.T) {
@@ -256,7 +226,7 @@ func TestCreateRollsBack(t *testing.T) {
 	dir := newRepo(t)
 	r := open(t, dir)
 	root := t.TempDir()
-	before := state(t, dir, root)
+	before := look(t, r, root)
 	for _, at := range []string{"branch", "worktree", "metadata"} {
 		ctx, cancel := context.WithCancel(context.Background())
 		createStep = func(s string) {
@@ -270,9 +240,7 @@ func TestCreateRollsBack(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled after %s: Create = %v, want context.Canceled", at, err)
 		}
-		if after := state(t, dir, root); after != before {
-			t.Errorf("cancelled after %s: left behind:\nbefore %s\nafter %s", at, before, after)
-		}
+		noLeftovers(t, "cancelled after "+at, before, look(t, r, root))
 	}
 	// And the name is free again.
 	if _, err := r.Create(context.Background(), CreateOptions{Name: "gone", Root: root}); err != nil {
@@ -291,7 +259,7 @@ func TestCreateKilledMidway(t *testing.T) {
 	run(t, dir, "commit", "-q", "-m", "many files")
 	r := open(t, dir)
 	root := t.TempDir()
-	before := state(t, dir, root)
+	before := look(t, r, root)
 	for _, d := range []time.Duration{0, time.Millisecond, 3 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond, 100 * time.Millisecond} {
 		ctx, cancel := context.WithCancel(context.Background())
 		createStep = func(s string) {
@@ -309,9 +277,7 @@ func TestCreateKilledMidway(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("cancelled %v after the branch: Create = %v, want context.Canceled", d, err)
 		}
-		if after := state(t, dir, root); after != before {
-			t.Errorf("cancelled %v after the branch: left behind:\nbefore %s\nafter %s", d, before, after)
-		}
+		noLeftovers(t, fmt.Sprintf("cancelled %v after the branch", d), before, look(t, r, root))
 	}
 }
 
@@ -355,12 +321,10 @@ func TestCreateDiskFull(t *testing.T) {
 	}
 	t.Cleanup(func() { exec.Command("umount", root).Run() })
 	r := open(t, dir)
-	before := state(t, dir, root)
+	before := look(t, r, root)
 	_, err := r.Create(context.Background(), CreateOptions{Name: "full", Root: root})
 	if err == nil || !strings.Contains(err.Error(), "unable to write") {
 		t.Errorf("Create on a full disk = %v, want git's error about the write", err)
 	}
-	if after := state(t, dir, root); after != before {
-		t.Errorf("left behind:\nbefore %s\nafter %s", before, after)
-	}
+	noLeftovers(t, "Create on a full disk", before, look(t, r, root))
 }

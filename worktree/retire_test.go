@@ -10,25 +10,15 @@ import (
 	"testing"
 )
 
-// leftovers is what the repository holds that a test checks: refs, worktrees, admin folders.
-func leftovers(t *testing.T, r *Repo) string {
-	t.Helper()
-	s := refs(t, r.Top) + "\n" + run(t, r.Top, "worktree", "list", "--porcelain")
-	entries, _ := os.ReadDir(filepath.Join(r.CommonDir, "worktrees"))
-	for _, e := range entries {
-		s += "\nadmin " + e.Name()
-	}
-	return s
-}
-
 // TestRetireClean: a group that did nothing leaves nothing: no worktree, branch, ref, admin
 // folder or checkout.
 func TestRetireClean(t *testing.T) {
 	ctx := context.Background()
 	dir := newRepo(t)
 	r := open(t, dir)
-	before := leftovers(t, r)
-	g, err := r.Create(ctx, CreateOptions{Name: "idle", Root: t.TempDir()})
+	root := t.TempDir()
+	before := look(t, r, root)
+	g, err := r.Create(ctx, CreateOptions{Name: "idle", Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,9 +30,7 @@ func TestRetireClean(t *testing.T) {
 	if ret != want {
 		t.Errorf("Retire = %+v, want %+v", ret, want)
 	}
-	if after := leftovers(t, r); after != before {
-		t.Errorf("left behind:\nbefore %s\nafter %s", before, after)
-	}
+	noLeftovers(t, "a group that did nothing retired", before, look(t, r, root))
 	if _, err := os.Stat(g.Dir); err == nil {
 		t.Errorf("the checkout %s is still there", g.Dir)
 	}
@@ -293,7 +281,7 @@ func TestNothingLeftButWhatIsKept(t *testing.T) {
 	dir := newRepo(t)
 	r := open(t, dir)
 	root := t.TempDir()
-	before := refs(t, dir)
+	before := look(t, r, root)
 	idle, _ := r.Create(ctx, CreateOptions{Name: "idle", Root: root})
 	committed, _ := r.Create(ctx, CreateOptions{Name: "committed", Root: root})
 	dirty, err := r.Create(ctx, CreateOptions{Name: "dirty", Root: root})
@@ -309,25 +297,8 @@ func TestNothingLeftButWhatIsKept(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var kept []string
-	for _, line := range strings.Split(refs(t, dir), "\n") {
-		if !strings.Contains(before, line) {
-			kept = append(kept, strings.Fields(line)[0])
-		}
-	}
-	want := []string{"refs/heads/krad/committed", "refs/heads/krad/dirty", "refs/krad/snapshots/dirty"}
-	if strings.Join(kept, " ") != strings.Join(want, " ") {
-		t.Errorf("refs kept: %v, want %v", kept, want)
-	}
-	if got := run(t, dir, "worktree", "list", "--porcelain"); strings.Count(got, "worktree ") != 1 {
-		t.Errorf("worktrees left:\n%s", got)
-	}
-	if entries, _ := os.ReadDir(filepath.Join(r.CommonDir, "worktrees")); len(entries) != 0 {
-		t.Errorf("admin folders left: %v", entries)
-	}
-	if entries, _ := os.ReadDir(filepath.Join(root, r.Key)); len(entries) != 0 {
-		t.Errorf("checkouts left: %v", entries)
-	}
+	noLeftovers(t, "three groups retired", before, look(t, r, root),
+		"refs/heads/krad/committed", "refs/heads/krad/dirty", "refs/krad/snapshots/dirty")
 }
 
 // TestContinueRestoresSnapshot: a kept branch continued comes back with its retired group's
