@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/krad-ade/krad/api"
@@ -160,7 +161,14 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		}
 		g = Group{}
 	}()
-	fail := func(err error) error { return fmt.Errorf("create group %s: %w", o.Name, err) }
+	fail := func(err error) error {
+		if diskFull(err) {
+			return api.Errorf(api.CodeUnavailable,
+				"create group %s: a disk is full (%s): free space on the disk that holds the worktrees root %s or the repository %s, or move the worktrees root to a disk with room for a whole checkout; then try again",
+				o.Name, termsafe.Shorten(err.Error(), 400), termsafe.Quote(o.Root), termsafe.Quote(r.CommonDir)).WithCause(errors.Join(ErrDiskFull, err))
+		}
+		return fmt.Errorf("create group %s: %w", o.Name, err)
+	}
 
 	keyDir := filepath.Dir(dir)
 	if _, err := os.Stat(keyDir); errors.Is(err, fs.ErrNotExist) {
@@ -193,7 +201,12 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	if err := ctx.Err(); err != nil {
 		return Group{}, fail(err)
 	}
-	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "add", "--lock", "--reason", lockReason(o.Name), "--", dir, branch); err != nil {
+	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "add", "--quiet", "--lock", "--reason", lockReason(o.Name), "--", dir, branch); err != nil {
+		if !diskFull(err) && ctx.Err() == nil {
+			if full := r.noRoomFor(ctx, "refs/heads/"+branch, keyDir); full != nil {
+				err = fmt.Errorf("%w (%w)", err, full)
+			}
+		}
 		return Group{}, fail(err)
 	}
 	step("worktree")
@@ -308,6 +321,23 @@ func (r *Repo) resolve(ctx context.Context, rev string) (string, error) {
 
 func conflict(format string, args ...any) error {
 	return api.Errorf(api.CodeConflict, format, args...).WithCause(ErrConflict)
+}
+
+// diskFull says whether err is a write that failed for want of room: ErrDiskFull (noRoomFor's
+// finding), the system's error (ENOSPC, or EDQUOT for a quota), or git's words for it, which it
+// prints in place of the system's error in some places ("Out of diskspace"). git runs with
+// LC_ALL=C, so its words are these.
+func diskFull(err error) bool {
+	if errors.Is(err, ErrDiskFull) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	msg := err.Error()
+	for _, words := range []string{"No space left on device", "Out of diskspace", "Disk quota exceeded"} {
+		if strings.Contains(msg, words) {
+			return true
+		}
+	}
+	return false
 }
 
 // realPath is p with the symlinks of its longest existing part resolved, as git resolves them.

@@ -307,24 +307,86 @@ func TestCreateSymlinkedRoot(t *testing.T) {
 	}
 }
 
-// TestCreateDiskFull: the worktrees root on a small file system that the checkout fills: Create
-// fails with git's error, and leaves nothing, there or in the repository.
+// TestCreateDiskFull: a disk that fills while Create writes to it, the worktrees root's (git
+// stops midway through the checkout) or the repository's (git stops writing the new worktree's
+// index in the repository's admin folder): Create says a disk is full and what to do, and leaves
+// nothing, there or in the repository.
 func TestCreateDiskFull(t *testing.T) {
 	testbin.NeedRoot(t, "mounting a small tmpfs")
-	dir := newRepo(t)
-	write(t, dir, "big", strings.Repeat("0123456789abcdef", 64<<10)) // 1 MiB
-	run(t, dir, "add", "big")
-	run(t, dir, "commit", "-q", "-m", "big")
-	root := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", root).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", root).Run() })
-	r := open(t, dir)
+	t.Run("worktrees root", func(t *testing.T) {
+		dir := newRepo(t)
+		write(t, dir, "big", strings.Repeat("0123456789abcdef", 64<<10)) // 1 MiB
+		run(t, dir, "add", "big")
+		run(t, dir, "commit", "-q", "-m", "big")
+		root := smallDisk(t, "256k")
+		createOnFullDisk(t, open(t, dir), root)
+	})
+	t.Run("repository", func(t *testing.T) {
+		setup(t)
+		// 3,000 files of one content: a small repository, an index of 300 KB.
+		dir := filepath.Join(smallDisk(t, "24m"), "app")
+		run(t, filepath.Dir(dir), "init", "-q", "-b", "main", dir)
+		for i := range 3000 {
+			write(t, dir, fmt.Sprintf("pkg%02d/a-file-with-a-longer-name-%04d.txt", i/100, i), "same\n")
+		}
+		run(t, dir, "add", "-A")
+		run(t, dir, "commit", "-q", "-m", "many files")
+		fill(t, filepath.Join(filepath.Dir(dir), "filler"), 32<<10)
+		createOnFullDisk(t, open(t, dir), t.TempDir())
+	})
+}
+
+// createOnFullDisk runs Create where a disk fills, and checks what it says and that it leaves
+// nothing.
+func createOnFullDisk(t *testing.T, r *Repo, root string) {
+	t.Helper()
 	before := look(t, r, root)
 	_, err := r.Create(context.Background(), CreateOptions{Name: "full", Root: root})
-	if err == nil || !strings.Contains(err.Error(), "unable to write") {
-		t.Errorf("Create on a full disk = %v, want git's error about the write", err)
+	var e *api.Error
+	if !errors.Is(err, ErrDiskFull) || !errors.As(err, &e) || e.Code != api.CodeUnavailable ||
+		!strings.Contains(err.Error(), "a disk is full") || !strings.Contains(err.Error(), "free space") {
+		t.Errorf("Create on a full disk = %v; want ErrDiskFull, unavailable, saying a disk is full and to free space", err)
+	} else {
+		t.Logf("Create on a full disk: %v", err)
 	}
 	noLeftovers(t, "Create on a full disk", before, look(t, r, root))
+}
+
+// smallDisk mounts a tmpfs of size (as mount takes it: 256k, 24m) on a new folder, unmounted when
+// the test ends, and returns the folder.
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (a container without CAP_SYS_ADMIN?): %v: %s", err, out)
+	}
+	// Registered after t.TempDir's removal, so it runs first.
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fill writes the file at name until its disk is full, then gives back room bytes.
+func fill(t *testing.T, name string, room int64) {
+	t.Helper()
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 64<<10)
+	var n int64
+	for {
+		k, err := f.Write(chunk)
+		n += int64(k)
+		if err != nil {
+			break
+		}
+	}
+	if err := f.Truncate(max(n-room, 0)); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -26,6 +26,10 @@ var (
 	// ErrNotFound: no such group, base or branch.
 	ErrNotFound = errors.New("not found")
 
+	// ErrDiskFull: a disk that Create writes to (the worktrees root's, or the repository's)
+	// is full. What Create had made is undone.
+	ErrDiskFull = errors.New("a disk is full")
+
 	// ErrFolderGone: the group's worktree folder was deleted from under git (by its worker,
 	// say). Its branch and commits are still in the repository.
 	ErrFolderGone = errors.New("the group's folder is gone")

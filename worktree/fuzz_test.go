@@ -1,6 +1,7 @@
 package worktree
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -61,6 +62,21 @@ func FuzzParseCheckAttr(f *testing.F) {
 		}
 		if b.String() != string(out) {
 			t.Fatalf("parseCheckAttr(%q) = %q, which reads back as %q", out, attrs, b.String())
+		}
+	})
+}
+
+func FuzzParseSizes(f *testing.F) {
+	for _, s := range []string{"133\x0013\x00-\x0026833\x00", "", "\x00", "x\x00", "1", "-1\x00", "18446744073709551616\x00"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		sizes, err := parseSizes(out)
+		if err != nil && sizes != nil {
+			t.Fatalf("parseSizes: an error and %d sizes", len(sizes))
+		}
+		if err == nil && len(sizes) > bytes.Count(out, []byte{0}) {
+			t.Fatalf("parseSizes(%q): %d sizes from %d entries", out, len(sizes), bytes.Count(out, []byte{0}))
 		}
 	})
 }

@@ -96,7 +96,9 @@ func git(ctx context.Context, r gitRun, args ...string) ([]byte, error) {
 	} else {
 		cmd.Stdout = &out
 	}
-	stderr := capped.First(4096)
+	// The end of git's stderr says why it failed (its "fatal:" line comes last); what comes
+	// before it (progress, hints, warnings) is what a long stderr loses.
+	stderr := capped.Last(8192)
 	cmd.Stderr = stderr
 	err := cmd.Run()
 	if err == nil {
@@ -110,8 +112,21 @@ func git(ctx context.Context, r gitRun, args ...string) ([]byte, error) {
 	if errors.As(err, &ee) {
 		ge.ExitCode = ee.ExitCode()
 	}
-	ge.Stderr = termsafe.Escape(strings.TrimSpace(stderr.String()), 600)
+	ge.Stderr = termsafe.Escape(lastLines(strings.TrimSpace(stderr.String()), 600), 800)
 	return out.Bytes(), ge
+}
+
+// lastLines is the end of s, about max bytes of it, from the start of a line when one starts
+// there, marked with "…" when it is cut.
+func lastLines(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	s = s[len(s)-max:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 && i < len(s)-1 {
+		s = s[i+1:]
+	}
+	return "…" + s
 }
 
 // commandName is git's command ("diff-tree"), or, for worktree, with its subcommand ("worktree

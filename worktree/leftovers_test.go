@@ -39,7 +39,7 @@ func look(t *testing.T, r *Repo, root string) world {
 		}
 	}
 	w.worktrees = run(t, r.Top, "worktree", "list", "--porcelain")
-	w.status = run(t, r.Top, "status", "--porcelain=v1", "--untracked-files=all")
+	w.status = run(t, r.Top, "--no-optional-locks", "status", "--porcelain=v1", "--untracked-files=all")
 	entries, _ := os.ReadDir(filepath.Join(r.CommonDir, "worktrees"))
 	for _, e := range entries {
 		admin := filepath.Join(r.CommonDir, "worktrees", e.Name())
