@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,13 +129,17 @@ type File struct {
 func (r *Repo) Changes(ctx context.Context, group string, o ChangesOptions) (Changes, error) {
 	c := Changes{Group: group, Files: []File{}}
 	dir := r.Top
+	var g Group
 	if group != "" {
-		g, err := r.group(ctx, group)
-		if err != nil {
+		var err error
+		if g, err = r.group(ctx, group); err != nil {
 			return Changes{}, err
 		}
 		if g.Missing {
 			return Changes{}, r.folderGone(g)
+		}
+		if err := retiring(g); err != nil {
+			return Changes{}, err
 		}
 		dir, c.Base, c.Head = g.Dir, g.BaseCommit, g.Head
 	} else {
@@ -171,13 +176,36 @@ func (r *Repo) Changes(ctx context.Context, group string, o ChangesOptions) (Cha
 	if c.Files, err = fileList(ctx, dir, c.Base, tree); err != nil {
 		return fail(err)
 	}
-	if o.Stat {
-		return c, nil
+	if !o.Stat {
+		if c.Patch, err = patch(ctx, dir, c.Base, tree, c.Files, o); err != nil {
+			return fail(err)
+		}
 	}
-	if c.Patch, err = patch(ctx, dir, c.Base, tree, c.Files, o); err != nil {
-		return fail(err)
+	// The checkout was read whole only if its removal had not begun when the reading ended.
+	if group != "" {
+		if err := retiring(g); err != nil {
+			return Changes{}, err
+		}
 	}
 	return c, nil
+}
+
+// retiring is the error about group g when Retire is removing it, or has removed it: its
+// checkout's files may be going one by one, so that what is read of them is not the group's
+// work. nil when it is not retiring.
+//
+// Retire marks the group (retiringFile) before its removal begins, and the mark goes only with the
+// whole admin folder: looked at after the reading, the mark and then the record (metaFile) tell
+// whether the removal began before the reading ended.
+func retiring(g Group) error {
+	if _, err := os.Lstat(filepath.Join(g.admin, retiringFile)); err == nil {
+		return api.Errorf(api.CodeConflict, "group %s is retiring: its checkout is being removed (if no retire is running, one stopped midway: retire the group again)",
+			g.Name).WithCause(ErrRetiring)
+	}
+	if _, err := os.Lstat(filepath.Join(g.admin, metaFile)); err != nil {
+		return api.Errorf(api.CodeNotFound, "group %s retired while its changes were read: see krad groups", g.Name).WithCause(ErrNotFound)
+	}
+	return nil
 }
 
 // folderGone is the error about a group whose folder was deleted from under git.

@@ -30,6 +30,9 @@ var (
 	// is full. What Create had made is undone.
 	ErrDiskFull = errors.New("a disk is full")
 
+	// ErrRetiring: the group is being retired, so its changes cannot be read whole.
+	ErrRetiring = errors.New("the group is retiring")
+
 	// ErrFolderGone: the group's worktree folder was deleted from under git (by its worker,
 	// say). Its branch and commits are still in the repository.
 	ErrFolderGone = errors.New("the group's folder is gone")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -92,9 +94,17 @@ func (r *Repo) Retire(ctx context.Context, name string) (Retired, error) {
 		}
 	}
 
-	// 2. Remove the worktree: unlock it, then remove it; lock it again if removing fails.
+	// 2. Remove the worktree. First a mark in its admin folder that it is going (retiringFile):
+	// git deletes the checkout's files one by one, and a Changes reading them meanwhile would
+	// take the half not yet deleted for the group's work; with the mark, it answers an error.
+	// Then unlock it, then remove it; if removing fails, lock it again and take the mark away.
+	mark := filepath.Join(g.admin, retiringFile)
+	if err := os.WriteFile(mark, nil, 0o600); err != nil {
+		return fail(err)
+	}
 	if g.Locked {
 		if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "unlock", "--", g.Dir); err != nil {
+			os.Remove(mark)
 			return fail(err)
 		}
 	}
@@ -105,6 +115,7 @@ func (r *Repo) Retire(ctx context.Context, name string) (Retired, error) {
 			git(relock, gitRun{dir: r.Top, write: true}, "worktree", "lock", "--reason", lockReason(name), "--", g.Dir)
 			cancel()
 		}
+		os.Remove(mark)
 		return fail(err)
 	}
 	ret.Removed = true
@@ -129,6 +140,11 @@ func (r *Repo) Retire(ctx context.Context, name string) (Retired, error) {
 	}
 	return ret, nil
 }
+
+// retiringFile, in a group's admin folder, marks a group whose worktree Retire is removing.
+// git removes it with the folder; Retire removes it when the removal fails. Left by a Retire that
+// was killed midway, it says so to Changes until the group is retired again.
+const retiringFile = "krad-retiring"
 
 // lockTimeout bounds locking a worktree again after a failed removal, which is done even when the
 // request's context has ended.

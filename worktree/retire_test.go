@@ -3,11 +3,17 @@ package worktree
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/krad-ade/krad/api"
 )
 
 // TestRetireClean: a group that did nothing leaves nothing: no worktree, branch, ref, admin
@@ -358,4 +364,156 @@ func TestKept(t *testing.T) {
 	if strings.Join(names, " ") != "committed dirty" {
 		t.Errorf("Kept = %+v, want committed and dirty (not %s, which lives)", kept, g.Name)
 	}
+}
+
+// TestChangesRacingRetire: Changes asked again and again, from two callers, while the group
+// retires: every answer is the group's whole changes, the same each time, or an error; never
+// "no changes", never a part of them (git worktree remove deletes the checkout's files one by
+// one, and a Changes reading them then would see them deleted). Afterwards only what the design
+// keeps is left: the branch, which holds a commit, and the snapshot of the uncommitted work.
+func TestChangesRacingRetire(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	for i := range 600 {
+		write(t, dir, fmt.Sprintf("pkg/%02d/file%03d.go", i%20, i), "package pkg\n")
+	}
+	run(t, dir, "add", "-A")
+	run(t, dir, "commit", "-q", "-m", "more files, for a removal that takes a while")
+	r := open(t, dir)
+	root := t.TempDir()
+	before := look(t, r, root)
+	for round := range 4 {
+		name := fmt.Sprintf("race%d", round)
+		g, err := r.Create(ctx, CreateOptions{Name: name, Root: root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, g.Dir, "main.go", "package main // committed\n")
+		run(t, g.Dir, "commit", "-q", "-am", "work")
+		write(t, g.Dir, "README", "uncommitted\n")
+		write(t, g.Dir, "pkg/00/file000.go", "package pkg // uncommitted\n")
+		want, err := r.Changes(ctx, name, ChangesOptions{})
+		if err != nil || len(want.Files) != 3 || len(want.Commits) != 1 {
+			t.Fatalf("Changes before the race = %+v, %v; want 3 files and a commit", want, err)
+		}
+
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		answers, errs := 0, 0
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					c, err := r.Changes(ctx, name, ChangesOptions{})
+					mu.Lock()
+					if err != nil {
+						errs++
+					} else {
+						answers++
+						if !reflect.DeepEqual(c, want) {
+							t.Errorf("round %d: Changes while the group retires = %d files %+v, %d commits; want the whole %d files %+v",
+								round, len(c.Files), c.Files, len(c.Commits), len(want.Files), want.Files)
+						}
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		time.Sleep(time.Duration(round) * 20 * time.Millisecond) // meet Retire at its different steps
+		ret, err := r.Retire(ctx, name)
+		time.Sleep(50 * time.Millisecond) // and a while after
+		close(stop)
+		wg.Wait()
+		if err != nil || !ret.Removed || ret.Snapshot == "" {
+			t.Fatalf("round %d: Retire = %+v, %v", round, ret, err)
+		}
+		t.Logf("round %d: %d whole answers, %d errors", round, answers, errs)
+		if errs == 0 {
+			t.Errorf("round %d: no Changes answered after the group retired", round)
+		}
+		if _, err := r.Changes(ctx, name, ChangesOptions{}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("round %d: Changes after Retire = %v, want not found", round, err)
+		}
+	}
+	var keep []string
+	for round := range 4 {
+		keep = append(keep, fmt.Sprintf("refs/heads/krad/race%d", round), fmt.Sprintf("refs/krad/snapshots/race%d", round))
+	}
+	noLeftovers(t, "Changes racing Retire", before, look(t, r, root), keep...)
+}
+
+// gitHook puts on PATH a git that runs the shell code hook, with the variables of env, before it
+// runs the real git for a command line that has word: a step of another process, made to happen
+// at a known moment.
+func gitHook(t *testing.T, word, hook string, env map[string]string) {
+	t.Helper()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	t.Setenv("HOOK_REAL_GIT", real)
+	bin := t.TempDir()
+	script := "#!/bin/sh\nfor a; do if [ \"$a\" = " + word + " ]; then\n" + hook + "\nfi; done\nexec \"$HOOK_REAL_GIT\" \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// TestChangesWhileRemoved: the two moments TestChangesRacingRetire meets by chance, made to
+// happen: a Changes asked while git worktree remove has deleted part of the checkout, and one
+// whose reading had begun before Retire began removing. Both answer an error, not the files
+// left.
+func TestChangesWhileRemoved(t *testing.T) {
+	ctx := context.Background()
+	t.Run("asked during the removal", func(t *testing.T) {
+		r, g := newGroup(t, "going")
+		write(t, g.Dir, "README", "uncommitted\n")
+		meet := t.TempDir()
+		gitHook(t, "remove", `rm -f "$HOOK_DIR/main.go" "$HOOK_DIR/old.txt"; : > "$HOOK_MEET/started"
+i=0; while [ ! -e "$HOOK_MEET/go" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done`,
+			map[string]string{"HOOK_DIR": g.Dir, "HOOK_MEET": meet})
+		done := make(chan error, 1)
+		go func() { _, err := r.Retire(ctx, "going"); done <- err }()
+		for i := 0; ; i++ {
+			if _, err := os.Stat(filepath.Join(meet, "started")); err == nil {
+				break
+			}
+			if i == 1000 {
+				t.Fatal("git worktree remove did not start")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		c, err := r.Changes(ctx, "going", ChangesOptions{})
+		var e *api.Error
+		if !errors.Is(err, ErrRetiring) || !errors.As(err, &e) || e.Code != api.CodeConflict || !strings.Contains(e.Message, "retiring") {
+			t.Errorf("Changes during the removal = %d files %+v, %v; want a conflict, ErrRetiring", len(c.Files), c.Files, err)
+		}
+		os.WriteFile(filepath.Join(meet, "go"), nil, 0o600)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("removal begun during the reading", func(t *testing.T) {
+		r, g := newGroup(t, "going")
+		write(t, g.Dir, "README", "uncommitted\n")
+		admin := run(t, g.Dir, "rev-parse", "--path-format=absolute", "--git-dir")
+		// Retire's first mark, made while Changes reads the checkout (check-attr is its last
+		// step).
+		gitHook(t, "check-attr", `: > "$HOOK_ADMIN/`+retiringFile+`"`, map[string]string{"HOOK_ADMIN": admin})
+		c, err := r.Changes(ctx, "going", ChangesOptions{})
+		if !errors.Is(err, ErrRetiring) {
+			t.Errorf("Changes whose reading met the removal = %d files, %v; want ErrRetiring", len(c.Files), err)
+		}
+	})
 }
