@@ -36,8 +36,9 @@ type CreateOptions struct {
 	Root string
 }
 
-// createStep, when set by a test, is called after each step of Create: "branch", "worktree",
-// "metadata".
+// createStep, when set by a test, is called after each step of Create: "branch" (made, or
+// checked when continued), "worktree", "restored" (a continued branch's snapshot looked for and
+// put back), "metadata".
 var createStep func(step string)
 
 // Create makes a group: its branch, from its base resolved once to a commit, checked out in a new
@@ -215,6 +216,7 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		if restored, err = r.restoreSnapshot(ctx, dir, branch, tip); err != nil {
 			return Group{}, fail(err)
 		}
+		step("restored")
 	}
 	out, err := git(ctx, gitRun{dir: dir}, "rev-parse", "--path-format=absolute", "--git-dir")
 	if err != nil {

@@ -220,31 +220,54 @@ func TestCreateDirtyMainCheckout(t *testing.T) {
 	}
 }
 
-// TestCreateRollsBack cancels Create's context after each of its steps: every time, nothing is
-// left of the group.
+// TestCreateRollsBack cancels Create's context after each of its steps, as a client that leaves
+// mid-create does, for a new branch and for a kept branch continued (whose snapshot Create puts
+// back): every time, nothing is left of the group, and the kept branch and its snapshot are as
+// they were.
 func TestCreateRollsBack(t *testing.T) {
-	dir := newRepo(t)
-	r := open(t, dir)
-	root := t.TempDir()
-	before := look(t, r, root)
-	for _, at := range []string{"branch", "worktree", "metadata"} {
-		ctx, cancel := context.WithCancel(context.Background())
-		createStep = func(s string) {
-			if s == at {
-				cancel()
+	for _, tt := range []struct {
+		what  string
+		o     CreateOptions
+		steps []string
+	}{
+		{"a new branch", CreateOptions{Name: "gone"}, []string{"branch", "worktree", "metadata"}},
+		{"a kept branch continued", CreateOptions{Name: "again", Branch: "krad/kept"}, []string{"branch", "worktree", "restored", "metadata"}},
+	} {
+		t.Run(tt.what, func(t *testing.T) {
+			r, g := newGroup(t, "kept")
+			write(t, g.Dir, "README", "work kept in a snapshot\n")
+			if ret, err := r.Retire(context.Background(), "kept"); err != nil || ret.Snapshot == "" || ret.BranchDeleted {
+				t.Fatalf("Retire = %+v, %v; want the branch and a snapshot kept", ret, err)
 			}
-		}
-		_, err := r.Create(ctx, CreateOptions{Name: "gone", Root: root})
-		createStep = nil
-		cancel()
-		if !errors.Is(err, context.Canceled) {
-			t.Errorf("cancelled after %s: Create = %v, want context.Canceled", at, err)
-		}
-		noLeftovers(t, "cancelled after "+at, before, look(t, r, root))
-	}
-	// And the name is free again.
-	if _, err := r.Create(context.Background(), CreateOptions{Name: "gone", Root: root}); err != nil {
-		t.Errorf("Create after the rollbacks: %v", err)
+			root := t.TempDir()
+			tt.o.Root = root
+			before := look(t, r, root)
+			for _, at := range tt.steps {
+				ctx, cancel := context.WithCancel(context.Background())
+				reached := false
+				createStep = func(s string) {
+					if s == at {
+						reached = true
+						cancel()
+					}
+				}
+				_, err := r.Create(ctx, tt.o)
+				createStep = nil
+				cancel()
+				if !reached || !errors.Is(err, context.Canceled) {
+					t.Errorf("cancelled after %s (reached: %v): Create = %v, want context.Canceled", at, reached, err)
+				}
+				noLeftovers(t, "cancelled after "+at, before, look(t, r, root))
+			}
+			// And the name is free again, the kept work there to continue.
+			g, err := r.Create(context.Background(), tt.o)
+			if err != nil {
+				t.Fatalf("Create after the rollbacks: %v", err)
+			}
+			if tt.o.Branch != "" && g.Restored == "" {
+				t.Errorf("Create after the rollbacks = %+v; want the snapshot restored", g)
+			}
+		})
 	}
 }
 
