@@ -95,7 +95,8 @@ const MaxCommits = 1000
 
 // Commit is one commit of a group.
 type Commit struct {
-	Hash    string `json:"hash"`
+	Hash string `json:"hash"`
+	// Subject is the commit message's first line, in UTF-8: bytes in no encoding are U+FFFD.
 	Subject string `json:"subject"`
 }
 
@@ -350,7 +351,9 @@ func commits(ctx context.Context, dir, base, head string) ([]Commit, bool, error
 			continue
 		}
 		hash, subject, _ := strings.Cut(rec, " ")
-		cs = append(cs, Commit{Hash: hash, Subject: subject})
+		// A subject is for people, and travels as a JSON string: one in no encoding (a commit
+		// that declares none) is made UTF-8 here, so that Changes's JSON reads back the same.
+		cs = append(cs, Commit{Hash: hash, Subject: strings.ToValidUTF8(subject, "\uFFFD")})
 	}
 	if len(cs) > MaxCommits {
 		return cs[:MaxCommits], true, nil

@@ -3,16 +3,19 @@ package worktree
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/krad-ade/krad/api"
 )
@@ -526,5 +529,34 @@ func TestChangesGenerated(t *testing.T) {
 		if f.LeftOut != "" {
 			t.Errorf("Changes(Stat): %q left out %q; with no patch asked for, nothing is", f.Path, f.LeftOut)
 		}
+	}
+}
+
+// TestChangesJSONOfAGroup: a real group's changes, with a path and a commit subject in no
+// encoding and a patch of such bytes, go through JSON and come back the same, and the JSON reads
+// back to the same bytes.
+func TestChangesJSONOfAGroup(t *testing.T) {
+	r, g := newGroup(t, "json")
+	write(t, g.Dir, "caf\xe9", "caf\xe9\n")
+	run(t, g.Dir, "add", "-A")
+	run(t, g.Dir, "commit", "-q", "-m", "caf\xe9 au lait")
+	c, err := r.Changes(context.Background(), "json", ChangesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// git itself may take the bytes for Latin-1 ("café"); either way the subject is UTF-8.
+	if len(c.Commits) != 1 || !utf8.ValidString(c.Commits[0].Subject) || !strings.HasSuffix(c.Commits[0].Subject, " au lait") {
+		t.Errorf("Commits = %+v, want the subject in UTF-8", c.Commits)
+	}
+	data, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Changes
+	if err := json.Unmarshal(data, &back); err != nil || !reflect.DeepEqual(back, c) {
+		t.Fatalf("Changes %+v came back from JSON as %+v, %v", c, back, err)
+	}
+	if again, _ := json.Marshal(back); !bytes.Equal(again, data) {
+		t.Errorf("the JSON %s came back as %s", data, again)
 	}
 }

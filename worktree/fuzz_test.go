@@ -2,8 +2,10 @@ package worktree
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // The parsers of git's output: whatever git prints, they return an error or records, never
@@ -77,6 +79,95 @@ func FuzzParseSizes(f *testing.F) {
 		}
 		if err == nil && len(sizes) > bytes.Count(out, []byte{0}) {
 			t.Fatalf("parseSizes(%q): %d sizes from %d entries", out, len(sizes), bytes.Count(out, []byte{0}))
+		}
+	})
+}
+
+// The JSON of File and Changes carries paths and patches as bytes: for any of them, Marshal then
+// Unmarshal gives the same bytes, the JSON is valid (and UTF-8), and marshalling what came back
+// gives the same JSON.
+
+func FuzzFileJSON(f *testing.F) {
+	for _, s := range []string{"README", "caf\xe9", "two\nlines", "", "\xff\xfe", "a\u2028b", `"<>&\`, "\x01"} {
+		f.Add(s, "old/"+s, 3)
+	}
+	f.Fuzz(func(t *testing.T, path, old string, added int) {
+		in := File{Path: path, OldPath: old, Status: "R", Added: added, Deleted: 1, LeftOut: LeftOutGenerated}
+		data, err := json.Marshal(in)
+		if err != nil {
+			t.Fatalf("Marshal(%+v): %v", in, err)
+		}
+		if !json.Valid(data) || !utf8.Valid(data) {
+			t.Fatalf("Marshal(%+v) = %q: not valid JSON in UTF-8", in, data)
+		}
+		var out File
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatalf("Unmarshal(%q): %v", data, err)
+		}
+		if out != in {
+			t.Fatalf("File %+v came back as %+v from %q", in, out, data)
+		}
+		if again, _ := json.Marshal(out); !bytes.Equal(again, data) {
+			t.Fatalf("File's JSON %q came back as %q", data, again)
+		}
+	})
+}
+
+func FuzzChangesJSON(f *testing.F) {
+	for _, s := range []string{"README", "caf\xe9", "two\nlines", "", "\xff\xfe", "a\u2028b", `"<>&\`, "\x00\x01"} {
+		f.Add(s, "diff --git a/"+s+" b/"+s+"\n+\tx\n", "subject "+s)
+	}
+	f.Fuzz(func(t *testing.T, path, patch, subject string) {
+		subject = strings.ToValidUTF8(subject, "\uFFFD") // as commits makes it
+		in := Changes{Group: "g", Base: "b", Head: "h", Commits: []Commit{{Hash: "h", Subject: subject}},
+			Files: []File{{Path: path, Status: "A", Added: 1}}, Patch: patch}
+		data, err := json.Marshal(in)
+		if err != nil {
+			t.Fatalf("Marshal: %v", err)
+		}
+		if !json.Valid(data) || !utf8.Valid(data) {
+			t.Fatalf("Marshal = %q: not valid JSON in UTF-8", data)
+		}
+		var out Changes
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatalf("Unmarshal(%q): %v", data, err)
+		}
+		if out.Patch != in.Patch || len(out.Files) != 1 || out.Files[0] != in.Files[0] {
+			t.Fatalf("patch %q, path %q came back as %q, %+v from %q", in.Patch, path, out.Patch, out.Files, data)
+		}
+		if len(out.Commits) != 1 || out.Commits[0] != in.Commits[0] {
+			t.Fatalf("commits %+v came back as %+v", in.Commits, out.Commits)
+		}
+		if again, _ := json.Marshal(out); !bytes.Equal(again, data) {
+			t.Fatalf("Changes's JSON %q came back as %q", data, again)
+		}
+	})
+}
+
+// FuzzChangesUnmarshal: whatever JSON a host sends, reading it never panics, and what reads
+// writes JSON that reads back to the same JSON.
+func FuzzChangesUnmarshal(f *testing.F) {
+	for _, s := range []string{
+		`{"group":"g","base":"b","files":[{"path":"caf\ufffd","path_base64":"Y2Fm6Q==","status":"A","added":1,"deleted":0}],"patch_base64":"eA=="}`,
+		`{"files":null}`, `{"patch":"x","patch_base64":"!"}`, `{"files":[{"old_path_base64":"%%"}]}`, `[]`, `null`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c Changes
+		if json.Unmarshal(data, &c) != nil {
+			return
+		}
+		out, err := json.Marshal(c)
+		if err != nil {
+			t.Fatalf("Marshal of what %q read: %v", data, err)
+		}
+		var again Changes
+		if err := json.Unmarshal(out, &again); err != nil {
+			t.Fatalf("Unmarshal(%q), written from %q: %v", out, data, err)
+		}
+		if twice, _ := json.Marshal(again); !bytes.Equal(twice, out) {
+			t.Fatalf("%q read and written is %q, then %q", data, out, twice)
 		}
 	})
 }
