@@ -40,8 +40,8 @@ const (
 	// LeftOutTooLarge: the file's own patch is larger than the per-file cap, or it does not
 	// fit in what the total cap leaves. Ask for it by path, or with a larger cap.
 	LeftOutTooLarge = "too large"
-	// LeftOutGenerated: a lockfile or a file the repository marks generated (with the attribute linguist-generated). Ask
-	// for it by path.
+	// LeftOutGenerated: a lockfile, or a file the repository's gitattributes mark
+	// linguist-generated. Ask for it by path.
 	LeftOutGenerated = "generated"
 	// LeftOutNotAsked: ChangesOptions.Paths named other files.
 	LeftOutNotAsked = "not asked for"
@@ -136,11 +136,11 @@ func (r *Repo) Changes(ctx context.Context, group string, o ChangesOptions) (Cha
 		if g, err = r.group(ctx, group); err != nil {
 			return Changes{}, err
 		}
-		if g.Missing {
-			return Changes{}, r.folderGone(g)
-		}
 		if err := retiring(g); err != nil {
 			return Changes{}, err
+		}
+		if g.Missing {
+			return Changes{}, r.folderGone(g)
 		}
 		dir, c.Base, c.Head = g.Dir, g.BaseCommit, g.Head
 	} else {
@@ -163,7 +163,15 @@ func (r *Repo) Changes(ctx context.Context, group string, o ChangesOptions) (Cha
 	if group != "" {
 		what = "changes of group " + group
 	}
-	fail := func(err error) (Changes, error) { return Changes{}, fmt.Errorf("%s: %w", what, err) }
+	fail := func(err error) (Changes, error) {
+		if group != "" {
+			// git failing because the checkout went from under it says less than this.
+			if rerr := removed(g); rerr != nil {
+				return Changes{}, rerr
+			}
+		}
+		return Changes{}, fmt.Errorf("%s: %w", what, err)
+	}
 
 	tree, err := workTree(ctx, dir)
 	if err != nil {
@@ -184,27 +192,41 @@ func (r *Repo) Changes(ctx context.Context, group string, o ChangesOptions) (Cha
 	}
 	// The checkout was read whole only if its removal had not begun when the reading ended.
 	if group != "" {
-		if err := retiring(g); err != nil {
+		if err := removed(g); err != nil {
 			return Changes{}, err
 		}
 	}
 	return c, nil
 }
 
-// retiring is the error about group g when Retire is removing it, or has removed it: its
-// checkout's files may be going one by one, so that what is read of them is not the group's
-// work. nil when it is not retiring.
-//
-// Retire marks the group (retiringFile) before its removal begins, and the mark goes only with the
-// whole admin folder: looked at after the reading, the mark and then the record (metaFile) tell
-// whether the removal began before the reading ended.
+// retiring is the error about group g when Retire is removing it (or a Retire stopped while it
+// was): its checkout's files may be going one by one, so that what is read of them is not the
+// group's work. nil when it is not marked so.
 func retiring(g Group) error {
 	if _, err := os.Lstat(filepath.Join(g.admin, retiringFile)); err == nil {
 		return api.Errorf(api.CodeConflict, "group %s is retiring: its checkout is being removed (if no retire is running, one stopped midway: retire the group again)",
 			g.Name).WithCause(ErrRetiring)
 	}
-	if _, err := os.Lstat(filepath.Join(g.admin, metaFile)); err != nil {
-		return api.Errorf(api.CodeNotFound, "group %s retired while its changes were read: see krad groups", g.Name).WithCause(ErrNotFound)
+	return nil
+}
+
+// removed is the error about group g, which was there when Changes began, when its removal has
+// begun since: nil when what was read of its checkout was whole.
+//
+// git worktree remove deletes the checkout first, then the admin folder, each a file at a time in
+// no set order. Retire marks the admin folder (retiringFile) before the removal begins, so the
+// mark is there while the checkout goes; it may go before the rest of the admin folder, but by
+// then the checkout, its .git file with it, is gone. So the mark, then the .git file and the
+// record (metaFile), looked at in that order after the reading, tell whether the removal had begun
+// before it ended.
+func removed(g Group) error {
+	if err := retiring(g); err != nil {
+		return err
+	}
+	for _, p := range []string{filepath.Join(g.Dir, ".git"), filepath.Join(g.admin, metaFile)} {
+		if _, err := os.Lstat(p); err != nil {
+			return api.Errorf(api.CodeNotFound, "group %s retired while its changes were read: see krad groups", g.Name).WithCause(ErrNotFound)
+		}
 	}
 	return nil
 }

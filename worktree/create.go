@@ -165,7 +165,7 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	fail := func(err error) error {
 		if diskFull(err) {
 			return api.Errorf(api.CodeUnavailable,
-				"create group %s: a disk is full (%s): free space on the disk that holds the worktrees root %s or the repository %s, or move the worktrees root to a disk with room for a whole checkout; then try again",
+				"create group %s: a disk is full (%s): free space on the disk that holds the worktrees root %s or the repository %s, or move the worktrees root to a disk with room for a whole checkout (on this computer, config.toml's key worktrees); then try again",
 				o.Name, termsafe.Shorten(err.Error(), 400), termsafe.Quote(o.Root), termsafe.Quote(r.CommonDir)).WithCause(errors.Join(ErrDiskFull, err))
 		}
 		return fmt.Errorf("create group %s: %w", o.Name, err)

@@ -346,10 +346,10 @@ func TestCreateDiskFull(t *testing.T) {
 	})
 	t.Run("repository", func(t *testing.T) {
 		setup(t)
-		// 3,000 files of one content: a small repository, an index of 300 KB.
-		dir := filepath.Join(smallDisk(t, "24m"), "app")
+		// 2,000 files of one content: a small repository, an index of 200 KB.
+		dir := filepath.Join(smallDisk(t, "16m"), "app")
 		run(t, filepath.Dir(dir), "init", "-q", "-b", "main", dir)
-		for i := range 3000 {
+		for i := range 2000 {
 			write(t, dir, fmt.Sprintf("pkg%02d/a-file-with-a-longer-name-%04d.txt", i/100, i), "same\n")
 		}
 		run(t, dir, "add", "-A")

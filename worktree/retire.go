@@ -96,8 +96,9 @@ func (r *Repo) Retire(ctx context.Context, name string) (Retired, error) {
 
 	// 2. Remove the worktree. First a mark in its admin folder that it is going (retiringFile):
 	// git deletes the checkout's files one by one, and a Changes reading them meanwhile would
-	// take the half not yet deleted for the group's work; with the mark, it answers an error.
-	// Then unlock it, then remove it; if removing fails, lock it again and take the mark away.
+	// take the half not yet deleted for the group's work; with the mark, it answers an error
+	// (see removed). Then unlock it, then remove it; if removing fails, lock it again and take
+	// the mark away.
 	mark := filepath.Join(g.admin, retiringFile)
 	if err := os.WriteFile(mark, nil, 0o600); err != nil {
 		return fail(err)
