@@ -93,14 +93,16 @@ type (
 	// Group ("" is the main checkout), or, with neither, the caller's own. Stat: the files
 	// only. Paths: the patch of these files or folders only (the list of files stays whole).
 	// Binary: binary files' patches too. MaxPatch caps the patch in bytes (0: 1 MiB; at most
-	// 16 MiB).
+	// 16 MiB), MaxFilePatch one file's own patch (0: 256 KiB; a file named in Paths gets its
+	// whole patch, up to MaxPatch).
 	ChangesBody struct {
-		Target   *Target  `json:"target,omitempty"`
-		Group    *string  `json:"group,omitempty"`
-		Stat     bool     `json:"stat,omitempty"`
-		Paths    []string `json:"paths,omitempty"`
-		Binary   bool     `json:"binary,omitempty"`
-		MaxPatch int      `json:"max_patch,omitempty"`
+		Target       *Target  `json:"target,omitempty"`
+		Group        *string  `json:"group,omitempty"`
+		Stat         bool     `json:"stat,omitempty"`
+		Paths        []string `json:"paths,omitempty"`
+		Binary       bool     `json:"binary,omitempty"`
+		MaxPatch     int      `json:"max_patch,omitempty"`
+		MaxFilePatch int      `json:"max_file_patch,omitempty"`
 	}
 	// CloseBody: close the target.
 	CloseBody struct {
@@ -277,6 +279,9 @@ func validateBody(body any) error {
 		}
 		if b.MaxPatch < 0 || b.MaxPatch > MaxPatch {
 			return fmt.Errorf("max_patch must be from 0 (the default, %d MiB) to %d MiB", DefaultPatch>>20, MaxPatch>>20)
+		}
+		if b.MaxFilePatch < 0 || b.MaxFilePatch > MaxPatch {
+			return fmt.Errorf("max_file_patch must be from 0 (the default, 256 KiB) to %d MiB", MaxPatch>>20)
 		}
 		for i, p := range b.Paths {
 			if p == "" || strings.IndexByte(p, 0) >= 0 {

@@ -150,7 +150,7 @@ func (a *App) changes(ctx context.Context, from api.TerminalID, b *api.ChangesBo
 		group = *b.Group
 	}
 	res, err := e.worktree(ctx, worktree.Op{Op: worktree.OpChanges, Group: group, Changes: &worktree.ChangesOptions{
-		Stat: b.Stat, Paths: b.Paths, Binary: b.Binary, MaxPatch: b.MaxPatch}})
+		Stat: b.Stat, Paths: b.Paths, Binary: b.Binary, MaxPatch: b.MaxPatch, MaxFilePatch: b.MaxFilePatch}})
 	if err != nil {
 		return worktree.Changes{}, err
 	}

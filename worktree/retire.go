@@ -50,46 +50,20 @@ func (r *Repo) Retire(ctx context.Context, name string) (Retired, error) {
 		return ret, fmt.Errorf("retire group %s: %w; its worktree %s stays", name, err, termsafe.Quote(g.Dir))
 	}
 	snapRef := SnapshotPrefix + name
-	oldSnap, err := r.resolve(ctx, snapRef)
-	if err != nil && !errors.Is(err, ErrNotFound) {
-		return fail(err)
-	}
+	var oldSnap string
 
 	// 1. Keep uncommitted work. A folder deleted from under git has none left to keep.
-	if !g.Missing {
-		tree, err := workTree(ctx, g.Dir)
+	if g.Missing {
+		if oldSnap, err = r.resolve(ctx, snapRef); err != nil && !errors.Is(err, ErrNotFound) {
+			return fail(err)
+		}
+	} else {
+		commit, old, err := r.snapshot(ctx, g, "krad-ade: the uncommitted work of group "+name+" when it retired")
 		if err != nil {
-			return fail(fmt.Errorf("read its uncommitted work: %w", err))
+			return fail(err)
 		}
-		headTree := ""
-		if g.Head != "" {
-			out, err := git(ctx, gitRun{dir: g.Dir}, "rev-parse", "--verify", g.Head+"^{tree}")
-			if err != nil {
-				return fail(err)
-			}
-			headTree = strings.TrimSpace(string(out))
-		}
-		if tree != headTree {
-			args := []string{"commit-tree", "--no-gpg-sign", "-m", "krad-ade: the uncommitted work of group " + name + " when it retired"}
-			if g.Head != "" {
-				args = append(args, "-p", g.Head)
-			}
-			if oldSnap != "" {
-				args = append(args, "-p", oldSnap)
-			}
-			id := []string{
-				"GIT_AUTHOR_NAME=" + SnapshotIdentity[0], "GIT_AUTHOR_EMAIL=" + SnapshotIdentity[1],
-				"GIT_COMMITTER_NAME=" + SnapshotIdentity[0], "GIT_COMMITTER_EMAIL=" + SnapshotIdentity[1],
-			}
-			out, err := git(ctx, gitRun{dir: g.Dir, env: id, write: true}, append(args, tree)...)
-			if err != nil {
-				return fail(fmt.Errorf("keep its uncommitted work: %w", err))
-			}
-			commit := strings.TrimSpace(string(out))
-			// The old value makes it refuse if the ref moved meanwhile, instead of losing that.
-			if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-m", "krad-ade: group "+name+" retired", snapRef, commit, oldSnap); err != nil {
-				return fail(fmt.Errorf("keep its uncommitted work: %w", err))
-			}
+		oldSnap = old
+		if commit != "" {
 			ret.Snapshot, ret.SnapshotCommit = snapRef, commit
 		}
 	}
@@ -150,3 +124,65 @@ const retiringFile = "krad-retiring"
 // lockTimeout bounds locking a worktree again after a failed removal, which is done even when the
 // request's context has ended.
 const lockTimeout = 10 * time.Second
+
+// keepWork keeps g's whole state, uncommitted files included (not ignored ones), as a commit: a
+// snapshot commit on refs/krad/snapshots/<name> when there is uncommitted work (made with
+// commit-tree: no hooks, no signing, SnapshotIdentity; on top of g's HEAD, and of an earlier
+// snapshot of that name), else g's HEAD itself. It returns that commit.
+func (r *Repo) keepWork(ctx context.Context, g Group, message string) (string, error) {
+	commit, _, err := r.snapshot(ctx, g, message)
+	if err != nil || commit != "" {
+		return commit, err
+	}
+	if g.Head == "" {
+		return "", fmt.Errorf("group %s has no commit checked out and nothing uncommitted", g.Name)
+	}
+	return g.Head, nil
+}
+
+// snapshot makes the snapshot commit of g's uncommitted work, when there is any, and moves
+// refs/krad/snapshots/<name> to it (refusing if the ref moved meanwhile, rather than losing
+// that); commit is "" when there was nothing uncommitted. old is the snapshot ref's commit before,
+// "" for none.
+func (r *Repo) snapshot(ctx context.Context, g Group, message string) (commit, old string, err error) {
+	ref := SnapshotPrefix + g.Name
+	old, err = r.resolve(ctx, ref)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return "", "", err
+	}
+	tree, err := workTree(ctx, g.Dir)
+	if err != nil {
+		return "", old, fmt.Errorf("read its uncommitted work: %w", err)
+	}
+	headTree := ""
+	if g.Head != "" {
+		out, err := git(ctx, gitRun{dir: g.Dir}, "rev-parse", "--verify", g.Head+"^{tree}")
+		if err != nil {
+			return "", old, err
+		}
+		headTree = strings.TrimSpace(string(out))
+	}
+	if tree == headTree {
+		return "", old, nil
+	}
+	args := []string{"commit-tree", "--no-gpg-sign", "-m", message}
+	if g.Head != "" {
+		args = append(args, "-p", g.Head)
+	}
+	if old != "" {
+		args = append(args, "-p", old)
+	}
+	id := []string{
+		"GIT_AUTHOR_NAME=" + SnapshotIdentity[0], "GIT_AUTHOR_EMAIL=" + SnapshotIdentity[1],
+		"GIT_COMMITTER_NAME=" + SnapshotIdentity[0], "GIT_COMMITTER_EMAIL=" + SnapshotIdentity[1],
+	}
+	out, err := git(ctx, gitRun{dir: g.Dir, env: id, write: true}, append(args, tree)...)
+	if err != nil {
+		return "", old, fmt.Errorf("keep its uncommitted work: %w", err)
+	}
+	commit = strings.TrimSpace(string(out))
+	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-m", message, ref, commit, old); err != nil {
+		return "", old, fmt.Errorf("keep its uncommitted work: %w", err)
+	}
+	return commit, old, nil
+}

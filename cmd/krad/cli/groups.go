@@ -173,7 +173,7 @@ func changesCommand() *command {
 	var group *string
 	var stat, asJSON, binary bool
 	var paths []string
-	var maxPatch int
+	var maxPatch, maxFilePatch int
 	return &command{
 		name:    "changes",
 		args:    "[T] [--group G] [--stat] [--paths P]… [--binary] [--json]",
@@ -183,9 +183,10 @@ Prints what a group changed since its base commit (commits, staged, unstaged and
 files) as git diff prints it, so that it can be piped into git apply. The group is terminal T's,
 or G (--group '' is the main checkout, against its HEAD), or this terminal's own.
 
-The patch is capped (1 MiB unless --max-patch says more, up to 16 MiB), cut only between files;
-binary files, lockfiles and generated files, and files too large for the cap are left out of it,
-and krad says which on stderr: ask for them with --paths, or --binary. The list of files (--stat,
+The patch is capped (1 MiB unless --max-patch says more, up to 16 MiB; one file's own patch 256
+KiB unless --max-file-patch says more), cut only between files; binary files, lockfiles and
+generated files (linguist-generated in .gitattributes), and files too large for the caps are left
+out of it, and krad says which on stderr: ask for them with --paths, or --binary. The list of files (--stat,
 --json) is always complete.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.Var(stringPtrValue{&group}, "group", "the group `G` (by default T's, or this terminal's)")
@@ -193,10 +194,11 @@ and krad says which on stderr: ask for them with --paths, or --binary. The list 
 			fs.StringArrayVar(&paths, "paths", nil, "put only the patch of file or folder `P` in (again for more)")
 			fs.BoolVar(&binary, "binary", false, "put binary files in the patch, as git's binary patches")
 			fs.IntVar(&maxPatch, "max-patch", 0, "cap the patch at `BYTES` (at most 16 MiB)")
+			fs.IntVar(&maxFilePatch, "max-file-patch", 0, "cap one file's patch at `BYTES` (256 KiB by default)")
 			fs.BoolVar(&asJSON, "json", false, `print {"group","base","head","commits","files","patch"}`)
 		},
 		run: func(x *invocation, args []string) error {
-			body := &api.ChangesBody{Stat: stat, Paths: paths, Binary: binary, MaxPatch: maxPatch}
+			body := &api.ChangesBody{Stat: stat, Paths: paths, Binary: binary, MaxPatch: maxPatch, MaxFilePatch: maxFilePatch}
 			switch len(args) {
 			case 0:
 			case 1:
@@ -219,8 +221,8 @@ and krad says which on stderr: ask for them with --paths, or --binary. The list 
 				}
 				body.Group = group
 			}
-			if maxPatch < 0 || maxPatch > api.MaxPatch {
-				return x.usageError("--max-patch must be from 0 to %d", api.MaxPatch)
+			if maxPatch < 0 || maxPatch > api.MaxPatch || maxFilePatch < 0 || maxFilePatch > api.MaxPatch {
+				return x.usageError("--max-patch and --max-file-patch must be from 0 to %d", api.MaxPatch)
 			}
 			b, err := x.bus()
 			if err != nil {
