@@ -3,6 +3,7 @@
 package scenarios_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -53,19 +54,55 @@ printf 'package retry\n' > retry.go; git add .; git commit -q -m first`)
 		t.Errorf("%s checkouts left after the close", left)
 	}
 
-	// Variants: two scripted workers, each writing a file of its own; the second is picked.
-	out = lead.mustRun(t, `krad variants run --title flaky --prompt go --count 2 -- sh -c 'read -r p; echo "$p $KRAD_ADE_GROUP" > "$KRAD_ADE_GROUP.txt"; echo wrote'`)
-	if !strings.HasPrefix(out, "set flaky: 2 workers from "+base) {
-		t.Errorf("krad variants run printed %q", out)
-	}
-	lead.mustRun(t, "krad wait 3 4")
-	if out = lead.mustRun(t, "krad variants pick flaky-2 --message 'flaky: fixed'"); !strings.Contains(out, "picked flaky-2 (squash → ") {
-		t.Errorf("krad variants pick printed %q", out)
-	}
-	if got := strings.TrimSpace(s.a.ExecAs(t, "krad", "git", "-C", "/home/krad/app", "log", "-1", "--format=%s %an")); got != "flaky: fixed Pat" {
-		t.Errorf("the host's main branch ends with %q", got)
-	}
-	if got := strings.TrimSpace(s.a.ExecAs(t, "krad", "cat", "/home/krad/app/flaky-2.txt")); got != "go flaky-2" {
-		t.Errorf("the picked file in the host's checkout holds %q", got)
+	// Variants: three scripted workers a set, each writing a file of its own; the second of each
+	// set is picked, one set for each way of picking.
+	term := 3
+	for _, how := range []string{"squash", "apply", "merge", "branch"} {
+		set := "flaky-" + how
+		out = lead.mustRun(t, `krad variants run --title `+set+` --prompt go --count 3 -- sh -c 'read -r p; echo "$p $KRAD_ADE_GROUP" > "$KRAD_ADE_GROUP.txt"; echo wrote'`)
+		if !strings.HasPrefix(out, "set "+set+": 3 workers from ") {
+			t.Fatalf("krad variants run printed %q", out)
+		}
+		lead.mustRun(t, fmt.Sprintf("krad wait %d %d %d", term, term+1, term+2))
+		term += 3
+		head := strings.TrimSpace(s.a.ExecAs(t, "krad", "git", "-C", "/home/krad/app", "rev-parse", "HEAD"))
+		winner := set + "-2"
+		if out = lead.mustRun(t, "krad variants pick "+winner+" --how "+how+" --message '"+set+": fixed'"); !strings.Contains(out, "picked "+winner+" ("+how) || !strings.Contains(out, "closed 2 other terminals") {
+			t.Errorf("krad variants pick --how %s printed %q", how, out)
+		}
+		git := func(args ...string) string {
+			return strings.TrimSpace(s.a.ExecAs(t, "krad", append([]string{"git", "-C", "/home/krad/app"}, args...)...))
+		}
+		switch how {
+		case "squash", "merge":
+			if got := git("log", "-1", "--format=%s %an"); got != set+": fixed Pat" {
+				t.Errorf("%s: the host's main branch ends with %q", how, got)
+			}
+			if got := git("show", "HEAD:"+winner+".txt"); got != "go "+winner {
+				t.Errorf("%s: the picked file holds %q", how, got)
+			}
+			parents := len(strings.Fields(git("rev-list", "--parents", "-n1", "HEAD"))) - 1
+			if want := map[string]int{"squash": 1, "merge": 2}[how]; parents != want {
+				t.Errorf("%s: the commit has %d parents, want %d", how, parents, want)
+			}
+		case "apply":
+			if got := git("status", "--porcelain"); got != "A  "+winner+".txt" || git("rev-parse", "HEAD") != head {
+				t.Errorf("apply: the host's checkout is %q at %s, want the file staged on %s", got, git("rev-parse", "HEAD"), head)
+			}
+			git("commit", "-q", "-m", "applied")
+		case "branch":
+			if git("rev-parse", "HEAD") != head || git("status", "--porcelain") != "" {
+				t.Error("branch: the host's main checkout was touched")
+			}
+			if got := git("show", "refs/krad/snapshots/"+winner+":"+winner+".txt"); got != "go "+winner {
+				t.Errorf("branch: the winner's snapshot holds %q", got)
+			}
+		}
+		// The losers' work is kept on the host, their checkouts gone.
+		for _, loser := range []string{set + "-1", set + "-3"} {
+			if got := git("show", "refs/krad/snapshots/"+loser+":"+loser+".txt"); got != "go "+loser {
+				t.Errorf("%s: the loser %s's snapshot holds %q", how, loser, got)
+			}
+		}
 	}
 }
