@@ -498,3 +498,53 @@ func TestVariantFaults(t *testing.T) {
 		t.Errorf("main holds %q of the winner's file", got)
 	}
 }
+
+// TestVariantRunFaults: a variant whose agent's command does not exist shows failed while the
+// others run; of two picks of one set at once, one wins and the other is a conflict.
+func TestVariantRunFaults(t *testing.T) {
+	repo, _, withRepo := withRepo(t)
+	gitIn(t, repo, "config", "user.name", "Pat")
+	gitIn(t, repo, "config", "user.email", "pat@example.com")
+	h := start(t, lead(), withRepo, func(c *app.Config) {
+		c.Agents = []app.AgentProfile{
+			{Name: "ghost", Command: "no-such-agent-krad-test"},
+			{Name: "real", Command: `echo "$KRAD_ADE_GROUP" > "$KRAD_ADE_GROUP.txt"; echo ok`},
+		}
+	})
+	c := h.as(1)
+	var v api.Variants
+	body := &api.RunVariantsBody{Title: "mixed", Agents: []api.VariantAgent{{Agent: "ghost", Count: 1}, {Agent: "real", Count: 2}}}
+	if err := h.decode(c, api.RunVariants, body, api.AnswerVariants, &v); err != nil {
+		t.Fatalf("RunVariants: %v", err)
+	}
+	states := map[string]string{}
+	for _, x := range v.Variants {
+		got := h.agent(c, api.Wait, &api.WaitBody{Target: api.Target(x.Agent.Terminal), TimeoutSecs: secs(30)})
+		states[x.Group] = got.State + "/" + exitOf(got)
+	}
+	if states["mixed-1"] != "failed/127" || states["mixed-2"] != "done/0" || states["mixed-3"] != "done/0" {
+		t.Errorf("the variants ended %v; want the ghost failed (127), the others done", states)
+	}
+
+	errs := make(chan error, 2)
+	for _, g := range []string{"mixed-2", "mixed-3"} {
+		go func() {
+			_, err := h.call(c, api.PickVariant, &api.PickVariantBody{Group: g})
+			errs <- err
+		}()
+	}
+	var ok, conflicts int
+	for range 2 {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case code(err) == api.CodeConflict:
+			conflicts++
+		default:
+			t.Errorf("a pick: %v", err)
+		}
+	}
+	if ok != 1 || conflicts != 1 {
+		t.Errorf("two picks at once: %d won, %d conflicts; want one of each", ok, conflicts)
+	}
+}

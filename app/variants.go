@@ -135,7 +135,10 @@ func (a *App) pickVariant(ctx context.Context, from api.TerminalID, b *api.PickV
 		return api.Picked{}, err
 	}
 	defer unlock()
-	if winner, groups, err = e.variant(ctx, b.Group, from); err != nil {
+	set := winner.Set
+	if winner, groups, err = e.variant(ctx, b.Group, from); code(err) == api.CodeNotFound {
+		return api.Picked{}, api.Errorf(api.CodeConflict, "another pick of set %s went first: variant %s was closed and retired, its work kept (krad groups lists it)", set, b.Group)
+	} else if err != nil {
 		return api.Picked{}, err
 	}
 	if winner.Picked != "" {
