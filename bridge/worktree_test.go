@@ -92,7 +92,7 @@ func TestGroupsOnTheHost(t *testing.T) {
 		}
 	}
 
-	res = w.worktreeOp(worktree.Op{Op: worktree.OpChanges, Group: "fix-1", Changes: &worktree.ChangesOptions{MaxPatch: api.MaxPatch}})
+	res = w.worktreeOp(worktree.Op{Op: worktree.OpChanges, Group: "fix-1", Changes: &worktree.ChangesOptions{MaxPatch: api.MaxPatch, MaxFilePatch: api.MaxPatch}})
 	if res.Error != nil || res.Changes == nil {
 		t.Fatalf("changes: %+v", res)
 	}
