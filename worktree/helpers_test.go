@@ -12,7 +12,7 @@ import (
 )
 
 // setup needs git, and keeps the user's and the system's git config out of the test.
-func setup(t *testing.T) {
+func setup(t testing.TB) {
 	t.Helper()
 	testbin.Need(t, "git", "git")
 	t.Setenv("GIT_CONFIG_GLOBAL", "/dev/null")
