@@ -173,20 +173,21 @@ func (r *Repo) Changes(ctx context.Context, group string, o ChangesOptions) (Cha
 		return Changes{}, fmt.Errorf("%s: %w", what, err)
 	}
 
-	tree, err := workTree(ctx, dir)
+	env, done, err := tempIndex(ctx, dir)
 	if err != nil {
 		return fail(err)
 	}
-	if c.Head != "" {
+	defer done()
+	if c.Head != "" && c.Head != c.Base {
 		if c.Commits, c.MoreCommits, err = commits(ctx, dir, c.Base, c.Head); err != nil {
 			return fail(err)
 		}
 	}
-	if c.Files, err = fileList(ctx, dir, c.Base, tree); err != nil {
+	if c.Files, err = fileList(ctx, dir, c.Base, env); err != nil {
 		return fail(err)
 	}
 	if !o.Stat {
-		if c.Patch, err = patch(ctx, dir, c.Base, tree, c.Files, o); err != nil {
+		if c.Patch, err = patch(ctx, dir, c.Base, env, c.Files, o); err != nil {
 			return fail(err)
 		}
 	}
@@ -238,27 +239,50 @@ func (r *Repo) folderGone(g Group) error {
 }
 
 // workTree writes the tree of what the checkout at dir holds now, untracked files included and
-// ignored ones not, through a temporary index: a copy of the checkout's own (so that git can
-// tell unchanged files by their stat data, without reading them; git add then makes it match
-// the files, whatever was staged), or, when it has none, one read from HEAD. The checkout's own
-// index is never written.
+// ignored ones not, from a temporary index (tempIndex).
 func workTree(ctx context.Context, dir string) (string, error) {
-	out, err := git(ctx, gitRun{dir: dir}, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	env, done, err := tempIndex(ctx, dir)
 	if err != nil {
 		return "", err
+	}
+	defer done()
+	out, err := git(ctx, gitRun{dir: dir, env: env, write: true}, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// tempIndex makes a temporary index that holds what the checkout at dir holds now, untracked
+// files included and ignored ones not: a copy of the checkout's own (so that git can tell
+// unchanged files by their stat data, without reading them; git add then makes it match the
+// files, whatever was staged), or, when it has none, one read from HEAD. The checkout's own
+// index is never written. env names the temporary index for git (GIT_INDEX_FILE); done removes
+// it.
+func tempIndex(ctx context.Context, dir string) (env []string, done func(), err error) {
+	out, err := git(ctx, gitRun{dir: dir}, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	if err != nil {
+		return nil, nil, err
 	}
 	own := strings.TrimSpace(string(out))
 	tmp, err := os.CreateTemp("", "krad-index-")
 	if err != nil {
-		return "", err
+		return nil, nil, err
 	}
-	defer os.Remove(tmp.Name() + ".lock")
-	defer os.Remove(tmp.Name())
-	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
+	remove := func() {
+		os.Remove(tmp.Name() + ".lock")
+		os.Remove(tmp.Name())
+	}
+	defer func() {
+		if err != nil {
+			remove()
+		}
+	}()
+	env = []string{"GIT_INDEX_FILE=" + tmp.Name()}
 	copied, mtime, err := copyFile(tmp, own)
 	tmp.Close()
 	if err != nil {
-		return "", fmt.Errorf("copy the index: %w", err)
+		return nil, nil, fmt.Errorf("copy the index: %w", err)
 	}
 	if copied {
 		// The copy keeps the index's time. Git takes a file whose recorded time is not older
@@ -267,7 +291,7 @@ func workTree(ctx context.Context, dir string) (string, error) {
 		// it. A copy with a newer time would make git trust the stat data, and miss the edit,
 		// from Changes and from the snapshot Retire keeps.
 		if err := os.Chtimes(tmp.Name(), mtime, mtime); err != nil {
-			return "", fmt.Errorf("copy the index: %w", err)
+			return nil, nil, fmt.Errorf("copy the index: %w", err)
 		}
 	}
 	fresh := func() error {
@@ -282,10 +306,10 @@ func workTree(ctx context.Context, dir string) (string, error) {
 	}
 	if !copied {
 		if err := fresh(); err != nil {
-			return "", err
+			return nil, nil, err
 		}
 	} else if err := noAssumeUnchanged(ctx, dir, env); err != nil {
-		return "", err
+		return nil, nil, err
 	}
 	add := func() error {
 		_, err := git(ctx, gitRun{dir: dir, env: env, write: true}, "add", "--all", "--", ":/")
@@ -293,21 +317,17 @@ func workTree(ctx context.Context, dir string) (string, error) {
 	}
 	if err := add(); err != nil {
 		if !copied || ctx.Err() != nil {
-			return "", err
+			return nil, nil, err
 		}
 		// The copy may not stand alone (a split index): start again from HEAD.
 		if err := fresh(); err != nil {
-			return "", err
+			return nil, nil, err
 		}
 		if err := add(); err != nil {
-			return "", err
+			return nil, nil, err
 		}
 	}
-	out, err = git(ctx, gitRun{dir: dir, env: env, write: true}, "write-tree")
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(out)), nil
+	return env, remove, nil
 }
 
 // noAssumeUnchanged clears, in the temporary index, the assume-unchanged bit that a person or
@@ -387,27 +407,31 @@ func commits(ctx context.Context, dir, base, head string) ([]Commit, bool, error
 // run, git's own prefixes.
 var diffArgs = []string{"-r", "-M", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/"}
 
-// fileList is every file that differs between the trees base and tree, with its line counts.
-func fileList(ctx context.Context, dir, base, tree string) ([]File, error) {
-	args := append([]string{"diff-tree", "-z", "--raw", "--numstat", "--no-abbrev"}, diffArgs...)
-	out, err := git(ctx, gitRun{dir: dir}, append(args, base, tree, "--")...)
+// fileList is every file that differs between the tree base and the index that env names (a
+// temporary one: tempIndex), with its line counts. git diff-index --cached reads the index as
+// it is, never the files, and compares it with base as diff-tree would compare the index's own
+// tree; it spares writing that tree (git write-tree), a tenth or more of a Changes of a large
+// repository (BENCHMARKS.md).
+func fileList(ctx context.Context, dir, base string, env []string) ([]File, error) {
+	args := append([]string{"diff-index", "--cached", "-z", "--raw", "--numstat", "--no-abbrev"}, diffArgs...)
+	out, err := git(ctx, gitRun{dir: dir, env: env}, append(args, base, "--")...)
 	if err != nil {
 		return nil, err
 	}
 	return parseRawNumstat(out)
 }
 
-// parseRawNumstat reads `git diff-tree -z --raw --numstat`: first a raw record per file
-// (":mode mode hash hash STATUS\0path\0", two paths for a rename), then a numstat record per file
-// in the same order ("added\tdeleted\tpath\0", or "added\tdeleted\t\0old\0new\0"; "-" counts
-// for a binary file).
+// parseRawNumstat reads `git diff-index -z --raw --numstat` (diff-tree's is the same): first a
+// raw record per file (":mode mode hash hash STATUS\0path\0", two paths for a rename), then a
+// numstat record per file in the same order ("added\tdeleted\tpath\0", or
+// "added\tdeleted\t\0old\0new\0"; "-" counts for a binary file).
 func parseRawNumstat(out []byte) ([]File, error) {
 	fields := strings.Split(string(out), "\x00")
 	if n := len(fields); n > 0 && fields[n-1] == "" {
 		fields = fields[:n-1]
 	}
 	bad := func(why string) error {
-		return fmt.Errorf("git diff-tree's output does not read: %s", why)
+		return fmt.Errorf("git diff-index's output does not read: %s", why)
 	}
 	files := []File{}
 	i := 0
@@ -471,9 +495,9 @@ func parseRawNumstat(out []byte) ([]File, error) {
 	return files, nil
 }
 
-// patch is the patch between base and tree of the files asked for, each file's whole or not at
-// all, within the caps; it marks files[i].LeftOut for the others.
-func patch(ctx context.Context, dir, base, tree string, files []File, o ChangesOptions) (string, error) {
+// patch is the patch between base and the index env names of the files asked for, each file's
+// whole or not at all, within the caps; it marks files[i].LeftOut for the others.
+func patch(ctx context.Context, dir, base string, env []string, files []File, o ChangesOptions) (string, error) {
 	max := o.MaxPatch
 	if max <= 0 {
 		max = DefaultMaxPatch
@@ -506,11 +530,11 @@ func patch(ctx context.Context, dir, base, tree string, files []File, o ChangesO
 	if err != nil {
 		return "", err
 	}
-	args := append([]string{"--literal-pathspecs", "diff-tree", "-p", "--full-index"}, diffArgs...)
+	args := append([]string{"--literal-pathspecs", "diff-index", "--cached", "-p", "--full-index"}, diffArgs...)
 	if o.Binary {
 		args = append(args, "--binary")
 	}
-	args = append(args, base, tree, "--")
+	args = append(args, base, "--")
 	if len(o.Paths) > 0 {
 		args = append(args, pathspecs...)
 	}
@@ -557,7 +581,7 @@ func patch(ctx context.Context, dir, base, tree string, files []File, o ChangesO
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		_, err := git(ctx, gitRun{dir: dir, stdout: pw}, args...)
+		_, err := git(ctx, gitRun{dir: dir, env: env, stdout: pw}, args...)
 		pw.CloseWithError(err)
 		done <- err
 	}()
