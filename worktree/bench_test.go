@@ -276,29 +276,35 @@ func BenchmarkCreateWorktree(b *testing.B) {
 		}
 		return func() { removeGroup(b, r.Top, res.Group.Dir, res.Group.Branch) }
 	}
-	alone := func(makeOne func(*testing.B) func()) func(*testing.B) {
-		return func(b *testing.B) {
-			for range b.N {
-				remove := makeOne(b)
-				b.StopTimer()
-				remove()
-				b.StartTimer()
-			}
-		}
-	}
 	b.Run("baseline=git-worktree-add", alone(baseline))
 	b.Run("krad=Do", alone(krad))
-	b.Run("paired", func(b *testing.B) {
-		var removes []func()
-		keep := func(makeOne func(*testing.B) func()) func(*testing.B) {
-			return func(b *testing.B) { removes = append(removes, makeOne(b)) }
+	b.Run("paired", func(b *testing.B) { pairedMakes(b, baseline, krad) })
+}
+
+// alone is a benchmark of makeOne, which makes groups and returns what removes them: the
+// removing is not timed.
+func alone(makeOne func(*testing.B) func()) func(*testing.B) {
+	return func(b *testing.B) {
+		for range b.N {
+			remove := makeOne(b)
+			b.StopTimer()
+			remove()
+			b.StartTimer()
 		}
-		paired(b, keep(baseline), keep(krad), func() {
-			for _, remove := range removes {
-				remove()
-			}
-			removes = nil
-		})
+	}
+}
+
+// pairedMakes is paired for two such makers, the groups of each pair removed after it.
+func pairedMakes(b *testing.B, baseline, krad func(*testing.B) func()) {
+	var removes []func()
+	keep := func(makeOne func(*testing.B) func()) func(*testing.B) {
+		return func(b *testing.B) { removes = append(removes, makeOne(b)) }
+	}
+	paired(b, keep(baseline), keep(krad), func() {
+		for _, remove := range removes {
+			remove()
+		}
+		removes = nil
 	})
 }
 
@@ -310,47 +316,47 @@ func BenchmarkCreate8(b *testing.B) {
 	r := benchRepo(b)
 	s := &benchState
 	ctx := context.Background()
-	b.Run("baseline=git-worktree-add-x8-one-after-another", func(b *testing.B) {
-		for range b.N {
-			var dirs, names []string
-			for range n {
-				name := nextName("hand8")
-				dir := filepath.Join(s.root, r.Key, name)
-				if _, err := byHand(r.Top, nil, nil, "worktree", "add", "-q", "--lock", "-b", BranchPrefix+name, "--", dir, "HEAD"); err != nil {
-					b.Fatal(err)
-				}
-				dirs, names = append(dirs, dir), append(names, name)
+	// Each makes 8 groups, and returns what removes them (outside the time measured).
+	oneAfterAnother := func(b *testing.B) func() {
+		var dirs, names []string
+		for range n {
+			name := nextName("hand8")
+			dir := filepath.Join(s.root, r.Key, name)
+			if _, err := byHand(r.Top, nil, nil, "worktree", "add", "-q", "--lock", "-b", BranchPrefix+name, "--", dir, "HEAD"); err != nil {
+				b.Fatal(err)
 			}
-			b.StopTimer()
+			dirs, names = append(dirs, dir), append(names, name)
+		}
+		return func() {
 			for i := range dirs {
 				removeGroup(b, r.Top, dirs[i], BranchPrefix+names[i])
 			}
-			b.StartTimer()
 		}
-	})
-	b.Run("krad=Do-x8-at-once", func(b *testing.B) {
-		for range b.N {
-			results := make([]Result, n)
-			var wg sync.WaitGroup
-			for i := range n {
-				name := nextName("krad8")
-				wg.Go(func() {
-					results[i] = Do(ctx, Op{Op: OpCreate, Dir: r.Top, Root: s.root, Create: &CreateOptions{Name: name}})
-				})
+	}
+	atOnce := func(b *testing.B) func() {
+		results := make([]Result, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			name := nextName("krad8")
+			wg.Go(func() {
+				results[i] = Do(ctx, Op{Op: OpCreate, Dir: r.Top, Root: s.root, Create: &CreateOptions{Name: name}})
+			})
+		}
+		wg.Wait()
+		for _, res := range results {
+			if err := res.Err(); err != nil {
+				b.Fatal(err)
 			}
-			wg.Wait()
-			b.StopTimer()
-			for _, res := range results {
-				if err := res.Err(); err != nil {
-					b.Fatal(err)
-				}
-			}
+		}
+		return func() {
 			for _, res := range results {
 				removeGroup(b, r.Top, res.Group.Dir, res.Group.Branch)
 			}
-			b.StartTimer()
 		}
-	})
+	}
+	b.Run("baseline=git-worktree-add-x8-one-after-another", alone(oneAfterAnother))
+	b.Run("krad=Do-x8-at-once", alone(atOnce))
+	b.Run("paired", func(b *testing.B) { pairedMakes(b, oneAfterAnother, atOnce) })
 }
 
 // BenchmarkChanges is a Changes of the group whose checkout holds the 1,000-file change, as the
