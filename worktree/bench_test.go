@@ -367,8 +367,8 @@ func BenchmarkCreate8(b *testing.B) {
 
 // BenchmarkChanges is a Changes of the group whose checkout holds the 1,000-file change, as the
 // app asks for it (Do with an OpChanges), stat and full patch, against the same answer from git
-// commands run by hand on a temporary index: the group's index copied (in Go, as Changes
-// copies it), `git add -A` into the copy, then `git diff --cached -M --numstat -z BASE` for the
+// commands run by hand on a temporary index: the group's index copied with its time (in Go, as
+// Changes copies it), `git add -A` into the copy, then `git diff --cached -M --numstat -z BASE` for the
 // stat and, for the patch, that and `git diff --cached -M BASE` (Changes answers both the
 // complete list with line counts and the patch). patch/reference=git-diff-only leaves the list
 // out: the patch alone, for comparison.
@@ -388,10 +388,15 @@ func BenchmarkChanges(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer os.Remove(tmp.Name())
-		if _, err := copyFile(tmp, s.index); err != nil {
+		_, mtime, err := copyFile(tmp, s.index)
+		if err != nil {
 			b.Fatal(err)
 		}
 		tmp.Close()
+		// With the index's own time, as Changes copies it (cp -p).
+		if err := os.Chtimes(tmp.Name(), mtime, mtime); err != nil {
+			b.Fatal(err)
+		}
 		env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
 		if _, err := byHand(s.group.Dir, env, nil, "add", "-A"); err != nil {
 			b.Fatal(err)
