@@ -223,9 +223,22 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		return Group{}, fail(err)
 	}
 	admin := strings.TrimSpace(string(out))
-	m := meta{Name: o.Name, Branch: branch, BaseCommit: base, MadeBranch: made, Port: freePorts(groups), Created: time.Now().UTC().Truncate(time.Second)}
+	// The port block is chosen, and the record written, under the repository's port lock: Creates
+	// running at once list each other's records, and take different blocks.
+	unlock, err := r.lockPorts()
+	if err != nil {
+		return Group{}, fail(fmt.Errorf("lock the choice of ports: %w", err))
+	}
+	now, err := r.Groups(ctx)
+	if err != nil {
+		unlock()
+		return Group{}, fail(err)
+	}
+	m := meta{Name: o.Name, Branch: branch, BaseCommit: base, MadeBranch: made, Port: freePorts(now), Created: time.Now().UTC().Truncate(time.Second)}
 	data, _ := json.Marshal(m)
-	if err := atomicfile.WriteFile(filepath.Join(admin, metaFile), append(data, '\n'), 0o600); err != nil {
+	err = atomicfile.WriteFile(filepath.Join(admin, metaFile), append(data, '\n'), 0o600)
+	unlock()
+	if err != nil {
 		return Group{}, fail(err)
 	}
 	step("metadata")

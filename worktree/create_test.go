@@ -413,3 +413,32 @@ func fill(t *testing.T, name string, room int64) {
 		t.Fatal(err)
 	}
 }
+
+// TestCreateAtOnceGetsDistinctPorts: groups made at the same time each get a block of ports of
+// their own.
+func TestCreateAtOnceGetsDistinctPorts(t *testing.T) {
+	dir := newRepo(t)
+	r := open(t, dir)
+	root := t.TempDir()
+	const n = 6
+	ports := make(chan int, n)
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			g, err := r.Create(context.Background(), CreateOptions{Name: fmt.Sprintf("at-once-%d", i), Root: root})
+			ports <- g.Port
+			errs <- err
+		}()
+	}
+	seen := map[int]bool{}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		p := <-ports
+		if seen[p] {
+			t.Errorf("two groups made at once got the ports from %d", p)
+		}
+		seen[p] = true
+	}
+}
