@@ -136,10 +136,14 @@ func (r *Repo) Changes(ctx context.Context, group string, o ChangesOptions) (Cha
 		if g, err = r.group(ctx, group); err != nil {
 			return Changes{}, err
 		}
-		if err := retiring(g); err != nil {
+		if err := r.retiring(g); err != nil {
 			return Changes{}, err
 		}
 		if g.Missing {
+			if _, err := os.Lstat(g.admin); err != nil {
+				// Listed with its folder gone, and no mark: a Retire ended meanwhile.
+				return Changes{}, api.Errorf(api.CodeNotFound, "group %s retired as its changes were asked for: see krad groups", g.Name).WithCause(ErrNotFound)
+			}
 			return Changes{}, r.folderGone(g)
 		}
 		dir, c.Base, c.Head = g.Dir, g.BaseCommit, g.Head
@@ -166,7 +170,7 @@ func (r *Repo) Changes(ctx context.Context, group string, o ChangesOptions) (Cha
 	fail := func(err error) (Changes, error) {
 		if group != "" {
 			// git failing because the checkout went from under it says less than this.
-			if rerr := removed(g); rerr != nil {
+			if rerr := r.removed(g); rerr != nil {
 				return Changes{}, rerr
 			}
 		}
@@ -193,7 +197,7 @@ func (r *Repo) Changes(ctx context.Context, group string, o ChangesOptions) (Cha
 	}
 	// The checkout was read whole only if its removal had not begun when the reading ended.
 	if group != "" {
-		if err := removed(g); err != nil {
+		if err := r.removed(g); err != nil {
 			return Changes{}, err
 		}
 	}
@@ -203,8 +207,8 @@ func (r *Repo) Changes(ctx context.Context, group string, o ChangesOptions) (Cha
 // retiring is the error about group g when Retire is removing it (or a Retire stopped while it
 // was): its checkout's files may be going one by one, so that what is read of them is not the
 // group's work. nil when it is not marked so.
-func retiring(g Group) error {
-	if _, err := os.Lstat(filepath.Join(g.admin, retiringFile)); err == nil {
+func (r *Repo) retiring(g Group) error {
+	if _, err := os.Lstat(r.retiringMark(g.Name)); err == nil {
 		return api.Errorf(api.CodeConflict, "group %s is retiring: its checkout is being removed (if no retire is running, one stopped midway: retire the group again)",
 			g.Name).WithCause(ErrRetiring)
 	}
@@ -215,13 +219,11 @@ func retiring(g Group) error {
 // begun since: nil when what was read of its checkout was whole.
 //
 // git worktree remove deletes the checkout first, then the admin folder, each a file at a time in
-// no set order. Retire marks the admin folder (retiringFile) before the removal begins, so the
-// mark is there while the checkout goes; it may go before the rest of the admin folder, but by
-// then the checkout, its .git file with it, is gone. So the mark, then the .git file and the
-// record (metaFile), looked at in that order after the reading, tell whether the removal had begun
-// before it ended.
-func removed(g Group) error {
-	if err := retiring(g); err != nil {
+// no set order. Retire's mark (retiringMark) is there from before the removal begins until it has
+// ended, so the mark, then the .git file and the record (metaFile), looked at in that order after
+// the reading, tell whether the removal had begun before it ended.
+func (r *Repo) removed(g Group) error {
+	if err := r.retiring(g); err != nil {
 		return err
 	}
 	for _, p := range []string{filepath.Join(g.Dir, ".git"), filepath.Join(g.admin, metaFile)} {

@@ -202,7 +202,13 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	if err := ctx.Err(); err != nil {
 		return Group{}, fail(err)
 	}
-	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "add", "--quiet", "--lock", "--reason", lockReason(o.Name), "--", dir, branch); err != nil {
+	unlock, err := r.lockAdmin()
+	if err != nil {
+		return Group{}, fail(fmt.Errorf("lock the repository's worktrees: %w", err))
+	}
+	_, err = git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "add", "--quiet", "--lock", "--reason", lockReason(o.Name), "--", dir, branch)
+	unlock()
+	if err != nil {
 		if !diskFull(err) && ctx.Err() == nil {
 			if full := r.noRoomFor(ctx, "refs/heads/"+branch, keyDir); full != nil {
 				err = fmt.Errorf("%w (%w)", err, full)
@@ -223,11 +229,15 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		return Group{}, fail(err)
 	}
 	admin := strings.TrimSpace(string(out))
-	// The port block is chosen, and the record written, under the repository's port lock: Creates
+	// A mark that a Retire of an earlier group of this name was killed midway is no one's now.
+	if err := os.Remove(r.retiringMark(o.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Group{}, fail(err)
+	}
+	// The port block is chosen, and the record written, under the repository's admin lock: Creates
 	// running at once list each other's records, and take different blocks.
-	unlock, err := r.lockPorts()
+	unlock, err = r.lockAdmin()
 	if err != nil {
-		return Group{}, fail(fmt.Errorf("lock the choice of ports: %w", err))
+		return Group{}, fail(fmt.Errorf("lock the repository's worktrees: %w", err))
 	}
 	now, err := r.Groups(ctx)
 	if err != nil {

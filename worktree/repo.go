@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/termsafe"
@@ -109,11 +110,18 @@ type worktree struct {
 
 // worktrees lists the repository's worktrees, the main one first.
 func (r *Repo) worktrees(ctx context.Context) ([]worktree, error) {
-	out, err := git(ctx, gitRun{dir: r.CommonDir}, "worktree", "list", "--porcelain", "-z")
-	if err != nil {
-		return nil, err
+	// git fails a list that meets a worktree another git is adding or removing ("failed to
+	// read …"): those hold the admin lock, and are soon done; try again, a few times.
+	for try := 0; ; try++ {
+		out, err := git(ctx, gitRun{dir: r.CommonDir}, "worktree", "list", "--porcelain", "-z")
+		if err == nil {
+			return parseWorktreeList(out)
+		}
+		if try == 4 || ctx.Err() != nil || !strings.Contains(err.Error(), "failed to read") {
+			return nil, err
+		}
+		time.Sleep(time.Duration(try+1) * 20 * time.Millisecond)
 	}
-	return parseWorktreeList(out)
 }
 
 // parseWorktreeList reads `git worktree list --porcelain -z`: NUL-ended "key value" fields,

@@ -68,12 +68,12 @@ func (r *Repo) Retire(ctx context.Context, name string) (Retired, error) {
 		}
 	}
 
-	// 2. Remove the worktree. First a mark in its admin folder that it is going (retiringFile):
-	// git deletes the checkout's files one by one, and a Changes reading them meanwhile would
-	// take the half not yet deleted for the group's work; with the mark, it answers an error
-	// (see removed). Then unlock it, then remove it; if removing fails, lock it again and take
-	// the mark away.
-	mark := filepath.Join(g.admin, retiringFile)
+	// 2. Remove the worktree. First a mark that it is going (retiringMark): git deletes the
+	// checkout's files one by one, and a Changes reading them meanwhile would take the half not
+	// yet deleted for the group's work; with the mark, it answers an error (see removed). Then
+	// unlock it, then remove it; if removing fails, lock it again. The mark goes once git is
+	// done, whether it removed the worktree or not.
+	mark := r.retiringMark(name)
 	if err := os.WriteFile(mark, nil, 0o600); err != nil {
 		return fail(err)
 	}
@@ -84,7 +84,14 @@ func (r *Repo) Retire(ctx context.Context, name string) (Retired, error) {
 		}
 	}
 	// --force: its uncommitted work is kept above; git refuses otherwise when there is any.
-	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "remove", "--force", "--", g.Dir); err != nil {
+	unlock, err := r.lockAdmin()
+	if err != nil {
+		os.Remove(mark)
+		return fail(fmt.Errorf("lock the repository's worktrees: %w", err))
+	}
+	_, err = git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "remove", "--force", "--", g.Dir)
+	unlock()
+	if err != nil {
 		if g.Locked {
 			relock, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockTimeout)
 			git(relock, gitRun{dir: r.Top, write: true}, "worktree", "lock", "--reason", lockReason(name), "--", g.Dir)
@@ -93,6 +100,7 @@ func (r *Repo) Retire(ctx context.Context, name string) (Retired, error) {
 		os.Remove(mark)
 		return fail(err)
 	}
+	os.Remove(mark)
 	ret.Removed = true
 
 	// 3. The branch: only one the app made, that holds nothing.
@@ -116,10 +124,14 @@ func (r *Repo) Retire(ctx context.Context, name string) (Retired, error) {
 	return ret, nil
 }
 
-// retiringFile, in a group's admin folder, marks a group whose worktree Retire is removing.
-// git removes it with the folder; Retire removes it when the removal fails. Left by a Retire that
-// was killed midway, it says so to Changes until the group is retired again.
-const retiringFile = "krad-retiring"
+// retiringMark is the file, in the repository's git folder, that marks group name's worktree as
+// being removed by Retire, from before git begins until it is done: not in the worktree's admin
+// folder, which git deletes a file at a time in no set order while the checkout may still be
+// half there. Left by a Retire that was killed midway, it says so to Changes until the group is
+// retired again; a group made later under that name clears it.
+func (r *Repo) retiringMark(name string) string {
+	return filepath.Join(r.CommonDir, "krad-retiring-"+name)
+}
 
 // lockTimeout bounds locking a worktree again after a failed removal, which is done even when the
 // request's context has ended.

@@ -517,10 +517,9 @@ i=0; while [ ! -e "$HOOK_MEET/go" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1));
 	t.Run("removal begun during the reading", func(t *testing.T) {
 		r, g := newGroup(t, "going")
 		write(t, g.Dir, "README", "uncommitted\n")
-		admin := run(t, g.Dir, "rev-parse", "--path-format=absolute", "--git-dir")
 		// Retire's first mark, made while Changes reads the checkout (check-attr is its last
 		// step).
-		gitHook(t, "check-attr", `: > "$HOOK_ADMIN/`+retiringFile+`"`, map[string]string{"HOOK_ADMIN": admin})
+		gitHook(t, "check-attr", `: > "$HOOK_MARK"`, map[string]string{"HOOK_MARK": r.retiringMark("going")})
 		c, err := r.Changes(ctx, "going", ChangesOptions{})
 		if !errors.Is(err, ErrRetiring) {
 			t.Errorf("Changes whose reading met the removal = %d files, %v; want ErrRetiring", len(c.Files), err)

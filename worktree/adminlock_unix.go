@@ -9,11 +9,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockPorts takes the repository's lock on choosing port blocks (a POSIX flock on a file in its
+// lockAdmin takes the repository's lock on choosing port blocks (a POSIX flock on a file in its
 // git folder, dropped by the kernel however the process ends), so that groups made at the same
 // time, by this process or another, never get the same block. The func releases it.
-func (r *Repo) lockPorts() (func(), error) {
-	f, err := os.OpenFile(filepath.Join(r.CommonDir, "krad-ports.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+func (r *Repo) lockAdmin() (func(), error) {
+	f, err := os.OpenFile(filepath.Join(r.CommonDir, "krad-worktrees.lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
