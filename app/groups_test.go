@@ -279,15 +279,7 @@ krad close 2; echo "close=$?"
 krad groups; echo "groups=$?"
 echo END; sleep 60`
 	start(t, withTerminals(app.TerminalSpec{Title: "lead", Lead: true, Command: script}), withRepo)
-	var text string
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile(out)
-		if text = string(b); strings.Contains(text, "END") {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	text := scriptOutput(out, 60*time.Second)
 	for _, want := range []string{
 		"main:fix-retry  krad/fix-retry  from " + gitIn(t, repo, "rev-parse", "--short=7", "HEAD") + "  ",
 		"create=0",
@@ -354,15 +346,7 @@ krad wait 2 4 --any --timeout 5s; echo "any=$?"
 krad wait 4 2 --timeout 2s; echo "timeout=$?"
 echo END; sleep 60`
 	start(t, withTerminals(app.TerminalSpec{Title: "lead", Lead: true, Command: script}))
-	var text string
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile(out)
-		if text = string(b); strings.Contains(text, "END") {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	text := scriptOutput(out, 60*time.Second)
 	for _, want := range []string{
 		"main:2 worker 'quick' done (0)\nmain:3 worker 'slow' failed (3)\nkrad: error: main:3 failed (exit code 3)\n",
 		"all=1",
@@ -394,15 +378,7 @@ krad variants pick retry-backoff-2 --message 'retry: backoff'; echo "pick=$?"
 krad variants pick retry-backoff-2; echo "again=$?"
 echo END; sleep 60`
 	start(t, withTerminals(app.TerminalSpec{Title: "lead", Lead: true, Command: script}), withRepo)
-	var text string
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile(out)
-		if text = string(b); strings.Contains(text, "END") {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	text := scriptOutput(out, 90*time.Second)
 	for _, want := range []string{
 		"set retry-backoff: 3 workers from " + base + " (main:2..main:4)\nrun=0",
 		"wait=0",
@@ -547,4 +523,19 @@ func TestVariantRunFaults(t *testing.T) {
 	if ok != 1 || conflicts != 1 {
 		t.Errorf("two picks at once: %d won, %d conflicts; want one of each", ok, conflicts)
 	}
+}
+
+// scriptOutput is what a lead's script wrote to the file out, once it has written END, or all it
+// wrote within d.
+func scriptOutput(out string, d time.Duration) string {
+	var text string
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(out)
+		if text = string(b); strings.Contains(text, "END") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return text
 }
