@@ -184,3 +184,23 @@ func TestPickRefuses(t *testing.T) {
 		t.Errorf("a squash on a detached HEAD: %v", err)
 	}
 }
+
+// TestPickOfADeletedVariant: a variant whose worker deleted its own checkout cannot be picked:
+// the pick says so, changes nothing, and its branch is still there.
+func TestPickOfADeletedVariant(t *testing.T) {
+	dir, r, set := newSet(t, 2)
+	win := set.Groups[0]
+	work(t, win)
+	if err := os.RemoveAll(win.Dir); err != nil {
+		t.Fatal(err)
+	}
+	head := run(t, dir, "rev-parse", "HEAD")
+	_, err := r.Pick(context.Background(), PickOptions{Group: win.Name, How: api.PickSquash})
+	if !errors.Is(err, ErrFolderGone) || !strings.Contains(err.Error(), "krad/"+win.Name) {
+		t.Errorf("a pick of a deleted variant: %v, want the folder-gone error naming its branch", err)
+	}
+	if run(t, dir, "rev-parse", "HEAD") != head || run(t, dir, "status", "--porcelain") != "" {
+		t.Error("the pick touched the main checkout")
+	}
+	run(t, dir, "rev-parse", "--verify", "refs/heads/krad/"+win.Name)
+}
