@@ -149,7 +149,7 @@ func TestGroupsOnTheHost(t *testing.T) {
 // host, the answer comes at once, and the host stops git and undoes the group: as the session
 // closes, since sshd (run as root here) does not pass on the SIGTERM the bridge asks for.
 func TestGroupOnTheHostCancelled(t *testing.T) {
-	git := slowGit(t)
+	git := testbin.SlowGit(t)
 	w := startWorld(t, worldOptions{dir: "~/src", hostEnv: []string{"PATH=" + git + ":/usr/local/bin:/usr/bin:/bin"},
 		host: func(w *world) { hostRepo(t, w.sshd.Home) }})
 	repo := filepath.Join(w.sshd.Home, "src")
@@ -189,22 +189,6 @@ func TestGroupOnTheHostCancelled(t *testing.T) {
 			t.Fatalf("10 s after the cancel the group is left: worktrees %q, branch %q, folders %v", out, branch, left)
 		}
 	}
-}
-
-// slowGit is a folder holding a git that is the real one, except that `git worktree add` waits
-// until it is killed (a minute at most, then fails), after making the file "waiting" beside
-// itself: a Create that hangs in git after it made its folder, for a cancel to interrupt.
-func slowGit(t *testing.T) string {
-	t.Helper()
-	real := testbin.Need(t, "git", "git")
-	dir := t.TempDir()
-	script := "#!/bin/sh\n" +
-		"case \" $* \" in *\" worktree add \"*) : >\"$(dirname \"$0\")/waiting\"; i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; exit 1;; esac\n" +
-		"exec '" + real + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(dir, "git"), []byte(script), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	return dir
 }
 
 // processesWith lists the pids of this machine's processes (the host's, in these tests) whose

@@ -17,22 +17,6 @@ import (
 	"github.com/krad-ade/krad/worktree"
 )
 
-// slowGit is a folder holding a git that is the real one, except that `git worktree add` waits
-// until it is killed (a minute at most, then fails), after making the file "waiting" beside
-// itself: a Create that hangs in git after it made its folder, for a cancel to interrupt.
-func slowGit(t *testing.T) string {
-	t.Helper()
-	real := testbin.Need(t, "git", "git")
-	dir := t.TempDir()
-	script := "#!/bin/sh\n" +
-		"case \" $* \" in *\" worktree add \"*) : >\"$(dirname \"$0\")/waiting\"; i=0; while [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; exit 1;; esac\n" +
-		"exec '" + real + "' \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(dir, "git"), []byte(script), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // TestWorktreeCancelled: krad-ade-agents worktree, stopped while Create runs git, by SIGTERM,
 // by SIGHUP, or by the reader of its stdout going away (an SSH session closed), stops git and
 // leaves nothing of the group: no worktree, no branch, no folder.
@@ -40,7 +24,7 @@ func TestWorktreeCancelled(t *testing.T) {
 	agents := buildAgents(t)
 	for _, how := range []string{"SIGTERM", "SIGHUP", "reader gone"} {
 		t.Run(how, func(t *testing.T) {
-			git := slowGit(t)
+			git := testbin.SlowGit(t)
 			repo := t.TempDir()
 			for _, args := range [][]string{{"init", "-q"}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "first"}} {
 				if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
