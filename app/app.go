@@ -644,7 +644,7 @@ func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) 
 		// The worker starts in the group's checkout, made now if the group does not exist yet;
 		// the group's lock is held until its terminal is open, so that it cannot retire under
 		// the new worker.
-		g, unlock, err := e.joinGroup(ctx, spec.group, spec.title)
+		g, unlock, err := e.joinGroup(ctx, spec.group)
 		if err != nil {
 			return api.Agent{}, err
 		}

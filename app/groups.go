@@ -108,12 +108,12 @@ func (a *App) createWorktree(ctx context.Context, from api.TerminalID, b *api.Cr
 
 // joinGroup finds group name, or makes it, for a terminal about to open in it; the func unlocks
 // the group once the terminal is open (or failed to).
-func (e *environment) joinGroup(ctx context.Context, name, hint string) (worktree.Group, func(), error) {
+func (e *environment) joinGroup(ctx context.Context, name string) (worktree.Group, func(), error) {
 	unlock, err := e.groupLocks.lock(ctx, name)
 	if err != nil {
 		return worktree.Group{}, nil, err
 	}
-	res, err := e.worktree(ctx, worktree.Op{Op: worktree.OpCreate, Create: &worktree.CreateOptions{Name: name}, Hint: hint, Join: true})
+	res, err := e.worktree(ctx, worktree.Op{Op: worktree.OpCreate, Create: &worktree.CreateOptions{Name: name}, Join: true})
 	if err != nil {
 		unlock()
 		return worktree.Group{}, nil, err
