@@ -399,7 +399,7 @@ func BenchmarkChanges(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer os.Remove(tmp.Name())
-		_, mtime, err := copyFile(tmp, s.index)
+		_, mtime, _, err := copyFile(tmp, s.index)
 		if err != nil {
 			b.Fatal(err)
 		}
