@@ -210,15 +210,21 @@ func (h *Host) create(ctx context.Context, image string) error {
 }
 
 // waitForSSHD waits until sshd listens on port 22 in the container, then reads its host keys.
+// An emulated host has longer: there ssh-keygen -A alone takes 10 s or more (its RSA key).
 func (h *Host) waitForSSHD(ctx context.Context) error {
-	deadline := time.Now().Add(30 * time.Second)
+	wait := 30 * time.Second
+	if h.opts.Arch != "" {
+		wait = 5 * time.Minute
+	}
+	deadline := time.Now().Add(wait)
 	for {
+		// Under qemu-user ss cannot open sock_diag netlink; it says so on stderr and reads /proc.
 		out, err := docker(ctx, nil, "exec", h.Container, "ss", "-Hltn", "sport = :22")
 		if err == nil && strings.TrimSpace(out) != "" {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("sshd did not listen within 30s (last: %v); its log:\n%s", err, h.sshdLog(ctx, 50))
+			return fmt.Errorf("sshd did not listen within %v (last: %v, %q); its log:\n%s", wait, err, out, h.sshdLog(ctx, 50))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
