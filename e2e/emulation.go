@@ -67,7 +67,9 @@ func setUpEmulation(ctx context.Context, arch string) error {
 	if !ok {
 		return fmt.Errorf("%w: no qemu name for %s", ErrNoEmulation, arch)
 	}
-	if _, err := exec.LookPath("qemu-" + q + "-static"); err != nil {
+	_, noQemu := exec.LookPath("qemu-" + q + "-static")
+	_, noUpdate := exec.LookPath("update-binfmts")
+	if noQemu != nil || noUpdate != nil {
 		if err := needDebs(ctx, "qemu-user-static", "binfmt-support"); err != nil {
 			return fmt.Errorf("%w: %v", ErrNoEmulation, err)
 		}
