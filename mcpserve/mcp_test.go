@@ -29,14 +29,14 @@ func TestMain(m *testing.M) { testbin.Main(m) }
 // harness is the real app on a tmux server of its own, behind a real bus, with a lead as
 // terminal main:1; krad mcp runs as the programs are built (testbin).
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	bin    string
 	served *apptest.Served
 	socket string
 	home   string
 }
 
-func start(t *testing.T) *harness {
+func start(t testing.TB) *harness {
 	t.Helper()
 	testbin.Need(t, "tmux", "tmux")
 	h := &harness{t: t, bin: testbin.Dir(t)}
@@ -89,6 +89,7 @@ type server struct {
 
 // connect starts krad mcp with env as the SDK's client does and connects to it.
 func (h *harness) connect(env []string, args ...string) (*server, error) {
+	h.t.Helper()
 	s := &server{stderr: &apptest.Buffer{}}
 	s.cmd = exec.Command(filepath.Join(h.bin, "krad"), append([]string{"mcp", "--progress-every", "200ms"}, args...)...)
 	s.cmd.Env = env
@@ -138,7 +139,7 @@ func (s *server) tools(t *testing.T) []string {
 }
 
 // call calls a tool and fails the test on a protocol error; a tool error is the result's.
-func (s *server) call(t *testing.T, ctx context.Context, name string, args any, progress bool) *mcp.CallToolResult {
+func (s *server) call(t testing.TB, ctx context.Context, name string, args any, progress bool) *mcp.CallToolResult {
 	t.Helper()
 	p := &mcp.CallToolParams{Name: name, Arguments: args}
 	if progress {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -79,7 +78,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.role = role
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "krad", Title: "krad-ade agents bus", Version: cfg.Version},
 		&mcp.ServerOptions{Instructions: s.instructions()})
-	for _, t := range busTools {
+	for _, t := range busTools() {
 		if !s.allowed(t.request) {
 			continue
 		}
@@ -192,8 +191,21 @@ func (s *Server) instructions() string {
 		"with a prompt, then wait_for_agent, then read_screen (or changes for what it changed in its group)."
 }
 
-// toolName is what MCP allows a tool's name to be.
-var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+// validToolName says whether name is what MCP allows a tool's name to be: 1 to 128 of A-Z,
+// a-z, 0-9, _, - and .
+func validToolName(name string) bool {
+	if name == "" || len(name) > 128 {
+		return false
+	}
+	for _, c := range []byte(name) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-', c == '.':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // addExtensions adds the extensions' tools as "<extension>_<tool>".
 func (s *Server) addExtensions(ctx context.Context) error {
@@ -210,7 +222,7 @@ func (s *Server) addExtensions(ctx context.Context) error {
 			continue
 		}
 		name := et.Extension + "_" + et.Tool.Name
-		if taken[name] || !toolName.MatchString(name) || et.Tool.InputSchema == nil {
+		if taken[name] || !validToolName(name) || et.Tool.InputSchema == nil {
 			continue
 		}
 		taken[name] = true

@@ -136,96 +136,99 @@ func target(n int) api.Target { return api.Target(n) }
 // short enough that a client's own limit on a call is not likely to pass first.
 const defaultWait = 600
 
-// busTools is the table of the bus's tools, in the order they are listed.
-var busTools = []busTool{
-	tool("list_agents", api.List, "List agents",
-		"List the agents: every terminal of the app is one (a shell, a session's lead, or a worker), with its terminal number, role, state (starting, working, idle, needs_input, done, failed, closed, unreachable) and title. Use it to find a terminal's number, or to see what your workers are doing. It never shows screen contents: read_screen does.",
-		true, func(_ *Server, in listIn) api.Request {
-			if in.All {
-				return api.NewRequest(api.ListAll, nil)
-			}
-			return api.NewRequest(api.List, nil)
-		}, decodeAgents),
-	tool("check_agent", api.Check, "Check an agent",
-		"Return one agent's state now; with wait_secs, after its next change of state (or when wait_secs pass). Use wait_for_agent instead to wait until a worker has finished its task.",
-		true, func(_ *Server, in checkIn) api.Request {
-			return api.NewRequest(api.Check, &api.CheckBody{Target: target(in.Terminal), WaitSecs: in.WaitSecs})
-		}, decodeAgent),
-	tool("wait_for_agent", api.Wait, "Wait for an agent",
-		"Wait until an agent settles (idle, needs_input, done, failed or closed) after this call, then return it. After send_text or spawn_worker with a prompt, it first waits for the agent's reaction, so it does not return early on the state before. Returns an error that says TimedOut when timeout_secs pass first. Then use read_screen to see what it did.",
-		true, func(_ *Server, in waitIn) api.Request {
-			secs := in.TimeoutSecs
-			if secs == nil {
-				d := uint32(defaultWait)
-				secs = &d
-			}
-			return api.NewRequest(api.Wait, &api.WaitBody{Target: target(in.Terminal), TimeoutSecs: secs})
-		}, decodeAgent),
-	tool("read_screen", api.Read, "Read a screen",
-		"Return the text on a terminal's screen, or its last lines: what a worker printed, asked or answered. A terminal of your environment; a worker's screen is the way to see its result.",
-		true, func(_ *Server, in readIn) api.Request {
-			return api.NewRequest(api.Read, &api.ReadBody{Target: target(in.Terminal), Lines: in.Lines})
-		}, decodeAs[api.Screen](api.AnswerScreen)),
-	tool("send_text", api.Send, "Send text to a worker",
-		"Type text into one of your workers' terminals, literally, then press Enter (unless no_enter): a follow-up instruction, or an answer to its question. Then call wait_for_agent to wait for its reaction.",
-		false, func(_ *Server, in sendIn) api.Request {
-			var enter *bool
-			if in.NoEnter {
-				enter = new(bool)
-			}
-			return api.NewRequest(api.Send, &api.SendBody{Target: target(in.Terminal), Text: in.Text, Enter: enter})
-		}, decodeOk),
-	tool("spawn_worker", api.Spawn, "Spawn a worker",
-		"Start a new worker of your session in a new terminal: a command (like [\"claude\"]) or an agent profile, and optionally a prompt typed into it once it is ready. Returns the worker with its terminal number; then call wait_for_agent on it, and read_screen or changes to see its result.",
-		false, func(_ *Server, in spawnIn) api.Request {
-			return api.NewRequest(api.Spawn, &api.SpawnBody{Title: in.Title, Command: in.Command, Agent: in.Agent, Prompt: in.Prompt, Group: in.Group})
-		}, decodeAgent),
-	tool("close_worker", api.Close, "Close a worker",
-		"Close one of your workers: its terminal and its program end. Its group (worktree), if it had one, is kept.",
-		false, func(_ *Server, in closeIn) api.Request {
-			return api.NewRequest(api.Close, &api.CloseBody{Target: target(in.Terminal)})
-		}, decodeOk),
-	tool("close_session", api.CloseSession, "Close every worker",
-		"Close every worker of your session at once.",
-		false, func(_ *Server, _ noIn) api.Request { return api.NewRequest(api.CloseSession, nil) }, decodeOk),
-	tool("report_state", api.Report, "Report your own state",
-		"Tell the app your own state (working, idle, needs_input, done or failed), so that the person and your lead see it, and a lead's wait_for_agent on you returns when you settle.",
-		false, func(_ *Server, in reportIn) api.Request {
-			return api.NewRequest(api.Report, &api.ReportBody{State: in.State, Message: in.Message})
-		}, decodeOk),
-	tool("create_worktree", api.CreateWorktree, "Create a group (git worktree)",
-		"Make a group: a git worktree of your environment's repository on a new branch krad/NAME, so that a worker can change files without touching the main checkout. Returns its name, branch, base commit and folder; pass the name to spawn_worker's group.",
-		false, func(_ *Server, in worktreeIn) api.Request {
-			return api.NewRequest(api.CreateWorktree, &api.CreateWorktreeBody{Name: in.Name, Base: in.Base, Branch: in.Branch})
-		}, decodeAs[worktree.Group](api.AnswerWorktree)),
-	tool("changes", api.Changes, "Show a group's changes",
-		"What a group (git worktree) changed since its base commit: its commits, the files changed with line counts, and the patch as git diff prints it. The group of a terminal, a group by name, or your own.",
-		true, func(_ *Server, in changesIn) api.Request {
-			var t *api.Target
-			if in.Terminal != nil {
-				v := target(*in.Terminal)
-				t = &v
-			}
-			return api.NewRequest(api.Changes, &api.ChangesBody{Target: t, Group: in.Group, Stat: in.Stat, Paths: in.Paths, Binary: in.Binary, MaxPatch: in.MaxPatch})
-		}, decodeAs[worktree.Changes](api.AnswerChanges)),
-	tool("list_groups", api.Groups, "List groups",
-		"List your environment's groups (git worktrees): each one's name, branch, base commit and folder, and what retired groups kept (branches, snapshots of uncommitted work).",
-		true, func(_ *Server, _ noIn) api.Request { return api.NewRequest(api.Groups, nil) },
-		decodeAs[worktree.List](api.AnswerGroups)),
-	tool("run_variants", api.RunVariants, "Run variants of a task",
-		"Hand one task to several workers at once (at most 8), each in its own group from one base commit, to compare their solutions. Returns the set and each variant's group and worker; wait_for_agent on each, compare with changes, then pick_variant the best.",
-		false, func(_ *Server, in variantsIn) api.Request {
-			body := &api.RunVariantsBody{Title: in.Title, Prompt: in.Prompt, Base: in.Base}
-			for _, a := range in.Agents {
-				body.Agents = append(body.Agents, api.VariantAgent{Agent: a.Agent, Command: a.Command, Count: a.Count})
-			}
-			return api.NewRequest(api.RunVariants, body)
-		}, decodeAs[api.Variants](api.AnswerVariants)),
-	tool("pick_variant", api.PickVariant, "Pick a variant",
-		"Take a settled variant's work into the main checkout (squash by default), and close the set's other variants; their groups retire with their work kept.",
-		false, func(_ *Server, in pickIn) api.Request {
-			return api.NewRequest(api.PickVariant, &api.PickVariantBody{Group: in.Group, How: in.How, Message: in.Message})
-		}, decodeAs[api.Picked](api.AnswerPicked)),
+// busTools is the table of the bus's tools, in the order they are listed. It is made when a
+// server is, not when krad starts: every krad command would pay for it otherwise.
+func busTools() []busTool {
+	return []busTool{
+		tool("list_agents", api.List, "List agents",
+			"List the agents: every terminal of the app is one (a shell, a session's lead, or a worker), with its terminal number, role, state (starting, working, idle, needs_input, done, failed, closed, unreachable) and title. Use it to find a terminal's number, or to see what your workers are doing. It never shows screen contents: read_screen does.",
+			true, func(_ *Server, in listIn) api.Request {
+				if in.All {
+					return api.NewRequest(api.ListAll, nil)
+				}
+				return api.NewRequest(api.List, nil)
+			}, decodeAgents),
+		tool("check_agent", api.Check, "Check an agent",
+			"Return one agent's state now; with wait_secs, after its next change of state (or when wait_secs pass). Use wait_for_agent instead to wait until a worker has finished its task.",
+			true, func(_ *Server, in checkIn) api.Request {
+				return api.NewRequest(api.Check, &api.CheckBody{Target: target(in.Terminal), WaitSecs: in.WaitSecs})
+			}, decodeAgent),
+		tool("wait_for_agent", api.Wait, "Wait for an agent",
+			"Wait until an agent settles (idle, needs_input, done, failed or closed) after this call, then return it. After send_text or spawn_worker with a prompt, it first waits for the agent's reaction, so it does not return early on the state before. Returns an error that says TimedOut when timeout_secs pass first. Then use read_screen to see what it did.",
+			true, func(_ *Server, in waitIn) api.Request {
+				secs := in.TimeoutSecs
+				if secs == nil {
+					d := uint32(defaultWait)
+					secs = &d
+				}
+				return api.NewRequest(api.Wait, &api.WaitBody{Target: target(in.Terminal), TimeoutSecs: secs})
+			}, decodeAgent),
+		tool("read_screen", api.Read, "Read a screen",
+			"Return the text on a terminal's screen, or its last lines: what a worker printed, asked or answered. A terminal of your environment; a worker's screen is the way to see its result.",
+			true, func(_ *Server, in readIn) api.Request {
+				return api.NewRequest(api.Read, &api.ReadBody{Target: target(in.Terminal), Lines: in.Lines})
+			}, decodeAs[api.Screen](api.AnswerScreen)),
+		tool("send_text", api.Send, "Send text to a worker",
+			"Type text into one of your workers' terminals, literally, then press Enter (unless no_enter): a follow-up instruction, or an answer to its question. Then call wait_for_agent to wait for its reaction.",
+			false, func(_ *Server, in sendIn) api.Request {
+				var enter *bool
+				if in.NoEnter {
+					enter = new(bool)
+				}
+				return api.NewRequest(api.Send, &api.SendBody{Target: target(in.Terminal), Text: in.Text, Enter: enter})
+			}, decodeOk),
+		tool("spawn_worker", api.Spawn, "Spawn a worker",
+			"Start a new worker of your session in a new terminal: a command (like [\"claude\"]) or an agent profile, and optionally a prompt typed into it once it is ready. Returns the worker with its terminal number; then call wait_for_agent on it, and read_screen or changes to see its result.",
+			false, func(_ *Server, in spawnIn) api.Request {
+				return api.NewRequest(api.Spawn, &api.SpawnBody{Title: in.Title, Command: in.Command, Agent: in.Agent, Prompt: in.Prompt, Group: in.Group})
+			}, decodeAgent),
+		tool("close_worker", api.Close, "Close a worker",
+			"Close one of your workers: its terminal and its program end. Its group (worktree), if it had one, is kept.",
+			false, func(_ *Server, in closeIn) api.Request {
+				return api.NewRequest(api.Close, &api.CloseBody{Target: target(in.Terminal)})
+			}, decodeOk),
+		tool("close_session", api.CloseSession, "Close every worker",
+			"Close every worker of your session at once.",
+			false, func(_ *Server, _ noIn) api.Request { return api.NewRequest(api.CloseSession, nil) }, decodeOk),
+		tool("report_state", api.Report, "Report your own state",
+			"Tell the app your own state (working, idle, needs_input, done or failed), so that the person and your lead see it, and a lead's wait_for_agent on you returns when you settle.",
+			false, func(_ *Server, in reportIn) api.Request {
+				return api.NewRequest(api.Report, &api.ReportBody{State: in.State, Message: in.Message})
+			}, decodeOk),
+		tool("create_worktree", api.CreateWorktree, "Create a group (git worktree)",
+			"Make a group: a git worktree of your environment's repository on a new branch krad/NAME, so that a worker can change files without touching the main checkout. Returns its name, branch, base commit and folder; pass the name to spawn_worker's group.",
+			false, func(_ *Server, in worktreeIn) api.Request {
+				return api.NewRequest(api.CreateWorktree, &api.CreateWorktreeBody{Name: in.Name, Base: in.Base, Branch: in.Branch})
+			}, decodeAs[worktree.Group](api.AnswerWorktree)),
+		tool("changes", api.Changes, "Show a group's changes",
+			"What a group (git worktree) changed since its base commit: its commits, the files changed with line counts, and the patch as git diff prints it. The group of a terminal, a group by name, or your own.",
+			true, func(_ *Server, in changesIn) api.Request {
+				var t *api.Target
+				if in.Terminal != nil {
+					v := target(*in.Terminal)
+					t = &v
+				}
+				return api.NewRequest(api.Changes, &api.ChangesBody{Target: t, Group: in.Group, Stat: in.Stat, Paths: in.Paths, Binary: in.Binary, MaxPatch: in.MaxPatch})
+			}, decodeAs[worktree.Changes](api.AnswerChanges)),
+		tool("list_groups", api.Groups, "List groups",
+			"List your environment's groups (git worktrees): each one's name, branch, base commit and folder, and what retired groups kept (branches, snapshots of uncommitted work).",
+			true, func(_ *Server, _ noIn) api.Request { return api.NewRequest(api.Groups, nil) },
+			decodeAs[worktree.List](api.AnswerGroups)),
+		tool("run_variants", api.RunVariants, "Run variants of a task",
+			"Hand one task to several workers at once (at most 8), each in its own group from one base commit, to compare their solutions. Returns the set and each variant's group and worker; wait_for_agent on each, compare with changes, then pick_variant the best.",
+			false, func(_ *Server, in variantsIn) api.Request {
+				body := &api.RunVariantsBody{Title: in.Title, Prompt: in.Prompt, Base: in.Base}
+				for _, a := range in.Agents {
+					body.Agents = append(body.Agents, api.VariantAgent{Agent: a.Agent, Command: a.Command, Count: a.Count})
+				}
+				return api.NewRequest(api.RunVariants, body)
+			}, decodeAs[api.Variants](api.AnswerVariants)),
+		tool("pick_variant", api.PickVariant, "Pick a variant",
+			"Take a settled variant's work into the main checkout (squash by default), and close the set's other variants; their groups retire with their work kept.",
+			false, func(_ *Server, in pickIn) api.Request {
+				return api.NewRequest(api.PickVariant, &api.PickVariantBody{Group: in.Group, How: in.How, Message: in.Message})
+			}, decodeAs[api.Picked](api.AnswerPicked)),
+	}
 }
 
 // tool makes the entry of a tool that makes one request: its input type In, built into the
