@@ -277,6 +277,21 @@ func TestLeadDirectsAWorker(t *testing.T) {
 		}
 	}
 
+	// check_agent with a wait reports progress too, while nothing changes.
+	lead.mu.Lock()
+	lead.progress = nil
+	lead.mu.Unlock()
+	res = lead.call(t, ctx, "check_agent", map[string]any{"terminal": w.Terminal, "wait_secs": 2}, true)
+	if res.IsError {
+		t.Fatalf("check_agent with a wait: %s", textOf(res))
+	}
+	lead.mu.Lock()
+	progress = slices.Clone(lead.progress)
+	lead.mu.Unlock()
+	if len(progress) == 0 || progress[0].ProgressToken != "tok-check_agent" || progress[0].Total != 2 {
+		t.Errorf("check_agent with a wait of 2 s: progress %+v, want notifications with its token", progress)
+	}
+
 	var screen api.Screen
 	lead.ok(t, "read_screen", target, &screen)
 	if !strings.Contains(screen.Text, "got: hello there") || screen.Terminal != w.Terminal {
