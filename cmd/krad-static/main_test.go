@@ -75,8 +75,9 @@ func script(t *testing.T, args ...string) string {
 
 // TestBuildScript runs build/linux-static/build as a release would, with a version of its own,
 // and checks what it leaves: for each platform an ELF executable of the right machine, static
-// (no interpreter, nothing dynamic), under 6 MB, its SHA-256 beside it, and the version stamped,
-// which each build prints when run: the other processor's under qemu-user-static.
+// (no interpreter, nothing dynamic), under 10 MB (6 MB before the MCP SDK; BENCHMARKS.md), its
+// SHA-256 beside it, and the version stamped, which each build prints when run: the other
+// processor's under qemu-user-static.
 func TestBuildScript(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the executables")
@@ -106,8 +107,8 @@ func TestBuildScript(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(b) >= 6_000_000 {
-				t.Errorf("%s is %d bytes, want under 6 MB", path, len(b))
+			if len(b) >= 10_000_000 {
+				t.Errorf("%s is %d bytes, want under 10 MB", path, len(b))
 			}
 			if !strings.Contains(out, fmt.Sprintf("krad-linux-%s  %.2f MB (%d bytes)", tt.arch, float64(len(b))/1e6, len(b))) {
 				t.Errorf("the script did not print the size of krad-linux-%s (%d bytes)", tt.arch, len(b))
