@@ -79,9 +79,10 @@ type Model struct {
 	envs   []envRow
 	agents []api.Agent // sorted by environment, then terminal
 	marked map[api.TerminalID]bool
-	shown  []int // indexes into agents that pass the filter
-	cursor int   // index into shown
-	top    int   // first shown row on screen
+	shown  []int          // indexes into agents that pass the filter
+	cursor int            // index into shown
+	at     api.TerminalID // the cursor's agent, kept on it as rows come and go
+	top    int            // first shown row on screen
 
 	mode    mode
 	filter  textinput.Model
@@ -346,10 +347,7 @@ func marks(from, to string) bool {
 
 // refilter recomputes the rows that pass the filter, keeping the cursor on its agent.
 func (m *Model) refilter() {
-	var at api.TerminalID
-	if a, ok := m.selected(); ok {
-		at = a.ID()
-	}
+	at := m.at
 	f := strings.ToLower(m.filter.Value())
 	m.shown = m.shown[:0]
 	for i, a := range m.agents {
@@ -403,6 +401,7 @@ func (m *Model) scroll() {
 	}
 	m.top = max(0, min(m.top, len(m.shown)-rows))
 	if a, ok := m.selected(); ok {
+		m.at = a.ID()
 		delete(m.marked, a.ID())
 	}
 }
