@@ -178,8 +178,14 @@ func TestSizes(t *testing.T) {
 		}
 	}
 	m := update(t, model(t), tea.WindowSizeMsg{Width: 20, Height: 5})
-	if s := screen(m); !strings.Contains(s, "too small") || strings.Count(s, "\n") > 4 || ansi.StringWidth(s) > 20 {
+	s := screen(m)
+	if !strings.Contains(s, "too small") || !strings.Contains(s, "40×10") || strings.Count(s, "\n") > 4 {
 		t.Errorf("20×5: %q", s)
+	}
+	for _, l := range strings.Split(s, "\n") {
+		if ansi.StringWidth(l) > 20 {
+			t.Errorf("20×5: a line of %d cells: %q", ansi.StringWidth(l), l)
+		}
 	}
 }
 

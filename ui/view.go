@@ -70,8 +70,22 @@ func (m Model) View() tea.View {
 func (m Model) Render() string {
 	l := m.layout()
 	if l.tooSmall {
-		msg := fmt.Sprintf("krad-ade: too small (%d×%d); make it at least %d×%d", m.width, m.height, minWidth, minHeight)
-		return fit(msg, m.width)
+		// In words that wrap to the width it has, on the lines it has.
+		words := strings.Fields(fmt.Sprintf("krad-ade: too small (%d×%d); make it at least %d×%d", m.width, m.height, minWidth, minHeight))
+		var lines []string
+		cur := ""
+		for _, w := range words {
+			if cur != "" && ansi.StringWidth(cur+" "+w) > m.width {
+				lines, cur = append(lines, cur), w
+				continue
+			}
+			cur = strings.TrimSpace(cur + " " + w)
+		}
+		lines = append(lines, cur)
+		for i := range lines {
+			lines[i] = fit(lines[i], m.width)
+		}
+		return strings.Join(lines[:min(len(lines), max(m.height, 1))], "\n")
 	}
 	var b strings.Builder
 	line := func(s string) {
