@@ -53,7 +53,7 @@ func (m Model) layout() layout {
 	}
 	free := m.height - fixedRows
 	l := layout{logRows: max(1, m.height/6)}
-	l.envRows = min(len(m.envLines()), max(1, m.height/8))
+	l.envRows = min(m.envLineCount(), max(1, m.height/8))
 	l.agentRows = max(1, free-l.envRows-l.logRows)
 	return l
 }
@@ -94,7 +94,7 @@ func (m Model) Render() string {
 	}
 	line(m.titleLine())
 	line(heading("Environments", m.width))
-	envs := m.envLines()
+	envs := m.envLines(l.envRows)
 	for i := range l.envRows {
 		line(fit(envs[i], m.width))
 	}
@@ -146,9 +146,12 @@ func heading(name string, width int) string {
 
 // envLines are the environments' rows: each one's name, where it is, its state; a failed one is
 // followed by the README's next step for its error.
-func (m Model) envLines() []string {
+func (m Model) envLines(limit int) []string {
 	var out []string
 	for _, e := range m.envs {
+		if len(out) >= limit {
+			break
+		}
 		where := "this computer"
 		if e.ssh != "" {
 			where = "ssh " + e.ssh
@@ -169,6 +172,18 @@ func (m Model) envLines() []string {
 		}
 	}
 	return out
+}
+
+// envLineCount is len(envLines) without drawing them.
+func (m Model) envLineCount() int {
+	n := 0
+	for _, e := range m.envs {
+		n++
+		if hint(e.connection) != "" && !e.up {
+			n++
+		}
+	}
+	return n
 }
 
 // hint is the README's next step for an SSH environment's state (its table of states and errors).
