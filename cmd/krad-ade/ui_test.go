@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -191,6 +192,17 @@ func TestUI(t *testing.T) {
 		t.Errorf("the child's row: %q", r)
 	}
 
+	// x closes a terminal, after asking.
+	s.keys("/", "child", "Enter")
+	s.waitFor(`filter "child": 1 shown`)
+	s.keys("x")
+	s.waitFor(`close main:5 \(worker "child"\)\? its window and process end`)
+	s.keys("y")
+	s.waitFor(`closed main:5`)
+	s.waitFor(`filter "child": 0 shown`)
+	s.keys("Escape")
+	s.waitFor(`krad-ade · 4 agents`)
+
 	// s toggles discovery: api.json goes, then comes back; config.toml keeps its comments.
 	apiJSON := filepath.Join(s.home, "krad-ade", "api.json")
 	cfgPath := filepath.Join(s.home, "krad-ade", "config.toml")
@@ -235,9 +247,11 @@ func TestUI(t *testing.T) {
 		t.Logf("%dx%d:\n%s", size[0], size[1], text)
 	}
 
-	// q quits; the terminals keep running.
+	// q quits; the terminals keep running, and the terminal is as it was: no alternate screen,
+	// the cursor shown.
 	s.keys("q")
 	text, _ = s.waitFor(`krad-ade exited 0`)
+	s.wantModesRestored()
 	if !strings.Contains(text, "the terminals keep running") {
 		t.Errorf("after q:\n%s", text)
 	}
@@ -266,6 +280,19 @@ func (s *screen) detach() {
 	s.t.Fatalf("no attached client among %q", out)
 }
 
+// wantModesRestored checks that the pane is back to a plain terminal: the UI left the alternate
+// screen, showed the cursor, and turned off the mouse and the application keypad.
+func (s *screen) wantModesRestored() {
+	s.t.Helper()
+	out, err := s.tmux("display-message", "-p", "-t", "ui", "#{alternate_on} #{cursor_flag} #{mouse_any_flag} #{keypad_flag}").Output()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "0 1 0 0" {
+		s.t.Errorf("the terminal's modes after the UI (alternate screen, cursor, mouse, keypad): got %q, want 0 1 0 0", got)
+	}
+}
+
 func waitFile(t *testing.T, path string, exists bool) {
 	t.Helper()
 	deadline := time.Now().Add(uiPatience)
@@ -281,8 +308,9 @@ func waitFile(t *testing.T, path string, exists bool) {
 	}
 }
 
-// Under NO_COLOR the UI draws no colour, and the states still read; a 20×5 terminal says it is
-// too small; --headless on a terminal logs as before.
+// Under NO_COLOR the UI draws no colour, and the states still read; a config.toml that breaks
+// shows its line and keeps the settings; tmux killed from outside shows the environment down,
+// then up; SIGTERM gives the terminal back; --headless on a terminal logs as before.
 func TestUINoColorAndHeadless(t *testing.T) {
 	s := startScreen(t, 100, 30, "", []string{"NO_COLOR=1"})
 	s.waitFor(`main:1 +shell`)
@@ -290,6 +318,44 @@ func TestUINoColorAndHeadless(t *testing.T) {
 	if m := regexp.MustCompile("\x1b\\[[0-9;]*(3[0-7]|9[0-7]|38;[25])[;m]").FindString(text); m != "" {
 		t.Errorf("a colour under NO_COLOR: %q in\n%q", m, text)
 	}
+
+	// A config.toml that breaks while the UI runs: the line shows, the settings stay.
+	cfgPath := filepath.Join(s.home, "krad-ade", "config.toml")
+	if err := os.WriteFile(cfgPath, []byte("discovery = false\nquiet = \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(`config.toml not applied: .*line 2`)
+	s.keys("s")
+	s.waitFor(`\[x\] Let other programs find the agents API`)
+	s.keys("d") // the toggle refuses a file that does not parse, and says why
+	s.waitFor(`error: discovery not changed: .*line 2`)
+	if b, _ := os.ReadFile(cfgPath); string(b) != "discovery = false\nquiet = \n" {
+		t.Errorf("the toggle wrote a broken file: %q", b)
+	}
+	s.keys("Escape")
+	s.waitFor(`Enter attach · x close`)
+
+	// tmux killed from outside: the environment shows down, then up again.
+	if out, err := s.appTmux("kill-server").CombinedOutput(); err != nil {
+		t.Fatalf("kill-server: %v: %s", err, out)
+	}
+	s.waitFor(`main +this computer +down: `)
+	s.waitFor(`main +this computer +up`)
+
+	// SIGTERM stops the app and gives the terminal back.
+	pid, err := os.ReadFile(filepath.Join(s.home, "krad-ade", "krad-ade.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(pid)))
+	if err != nil {
+		t.Fatalf("the lock's pid %q: %v", pid, err)
+	}
+	if err := syscall.Kill(n, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	s.waitFor(`krad-ade exited 0`)
+	s.wantModesRestored()
 
 	h := startScreen(t, 100, 30, "", nil, "--headless")
 	text, _ = h.waitFor(`krad-ade: environment main: tmux -L krad-ade attach -t main`)
