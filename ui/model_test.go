@@ -204,6 +204,10 @@ func TestEnvironments(t *testing.T) {
 			t.Errorf("the environments lack %q:\n%s", want, s)
 		}
 	}
+	m = update(t, m, eventsMsg{events: []app.Event{{App: &api.AppEvent{Kind: api.EnvironmentState, Environment: "build", Message: "failed: authentication of u@buildbox failed: no key to offer"}}}})
+	if s := screen(m); !strings.Contains(s, "hint: add your key to your ssh agent (ssh-add)") {
+		t.Errorf("no key:\n%s", s)
+	}
 	m = update(t, m, eventsMsg{events: []app.Event{{App: &api.AppEvent{Kind: api.EnvironmentUp, Environment: "main"}}}})
 	if s := screen(m); !strings.Contains(s, "this computer          up") {
 		t.Errorf("main back up:\n%s", s)

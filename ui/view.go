@@ -199,6 +199,8 @@ func hint(state string) string {
 		return "never accepted: find out why; if the change is expected, remove that known_hosts line"
 	case strings.Contains(state, "encrypted") || strings.Contains(state, "passphrase"):
 		return "ssh-add the key, then kill -HUP krad-ade"
+	case strings.Contains(state, "authentication"):
+		return "add your key to your ssh agent (ssh-add), or name it (IdentityFile) for the host in ~/.ssh/config, then kill -HUP krad-ade"
 	case strings.Contains(state, "tmux"):
 		return "install tmux on the host (apt-get install tmux)"
 	case strings.Contains(state, "forwarding"):

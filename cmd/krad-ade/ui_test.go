@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,9 +19,10 @@ import (
 // screen is krad-ade started as a person starts it, on a terminal: a pane of a tmux server of the
 // test's own (not the app's), driven with send-keys and read with capture-pane.
 type screen struct {
-	t    *testing.T
-	sock string // the test's tmux server
-	home string // the app's HOME, XDG_CONFIG_HOME and TMUX_TMPDIR
+	t       *testing.T
+	screens strings.Builder // every screen read
+	sock    string          // the test's tmux server
+	home    string          // the app's HOME, XDG_CONFIG_HOME and TMUX_TMPDIR
 }
 
 // uiPatience is how long the screen may take to show what a test waits for: the machine is
@@ -104,6 +106,7 @@ func (s *screen) waitFor(re string) (string, time.Duration) {
 	began := time.Now()
 	for {
 		text := s.capture(false)
+		s.screens.WriteString(text)
 		if rx.MatchString(text) {
 			return text, time.Since(began)
 		}
@@ -162,6 +165,18 @@ func TestUI(t *testing.T) {
 				seen.Sub(time.Unix(0, int64(f*1e9))).Round(time.Millisecond))
 		}
 	}
+
+	// The screen and the log file never hold the bus token.
+	token := readToken(t, filepath.Join(s.home, "krad-ade", "api.json"))
+	t.Cleanup(func() {
+		b, _ := os.ReadFile(filepath.Join(s.home, "state", "krad-ade", "krad-ade.log"))
+		if !strings.Contains(string(b), "msg=serving") {
+			t.Errorf("the log file lacks the log lines: %q", b)
+		}
+		if strings.Contains(string(b), token) || strings.Contains(s.screens.String(), token) {
+			t.Error("the token was shown or logged")
+		}
+	})
 
 	// Enter attaches to w1's window; a detach comes back to the UI.
 	s.keys("/", "w1", "Enter")
@@ -293,6 +308,21 @@ func (s *screen) wantModesRestored() {
 	}
 }
 
+// readToken reads the token from api.json.
+func readToken(t *testing.T, path string) string {
+	t.Helper()
+	waitFile(t, path, true)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct{ Token string }
+	if err := json.Unmarshal(b, &f); err != nil || len(f.Token) < 16 {
+		t.Fatalf("api.json: %v", err)
+	}
+	return f.Token
+}
+
 func waitFile(t *testing.T, path string, exists bool) {
 	t.Helper()
 	deadline := time.Now().Add(uiPatience)
@@ -308,12 +338,16 @@ func waitFile(t *testing.T, path string, exists bool) {
 	}
 }
 
-// Under NO_COLOR the UI draws no colour, and the states still read; a config.toml that breaks
+// Under NO_COLOR the UI draws no colour, and the states still read; an SSH environment that
+// cannot connect says why, with a hint; a config.toml that breaks
 // shows its line and keeps the settings; tmux killed from outside shows the environment down,
 // then up; SIGTERM gives the terminal back; --headless on a terminal logs as before.
 func TestUINoColorAndHeadless(t *testing.T) {
-	s := startScreen(t, 100, 30, "", []string{"NO_COLOR=1"})
+	s := startScreen(t, 100, 30, "[[environment]]\nname = \"build\"\nssh = \"127.0.0.1:1\"\n", []string{"NO_COLOR=1"})
 	s.waitFor(`main:1 +shell`)
+	// An SSH environment that cannot connect: its row says why, and what to do.
+	s.waitFor(`build +ssh 127.0.0.1:1 +failed: authentication of [^ ]+@127\.0\.0\.1:1 failed: no key`)
+	s.waitFor(`hint: add your key to your ssh agent \(ssh-add\)`)
 	text := s.capture(true)
 	if m := regexp.MustCompile("\x1b\\[[0-9;]*(3[0-7]|9[0-7]|38;[25])[;m]").FindString(text); m != "" {
 		t.Errorf("a colour under NO_COLOR: %q in\n%q", m, text)
