@@ -216,7 +216,7 @@ func TestUI(t *testing.T) {
 	s.waitFor(`closed main:5`)
 	s.waitFor(`filter "child": 0 shown`)
 	s.keys("Escape")
-	s.waitFor(`krad-ade · 4 agents`)
+	s.waitFor(`krad-ade · 4 agents · \d+ need you *\n`) // the filter is gone
 
 	// s toggles discovery: api.json goes, then comes back; config.toml keeps its comments.
 	apiJSON := filepath.Join(s.home, "krad-ade", "api.json")
