@@ -96,6 +96,12 @@ func (a *App) CloseTerminal(ctx context.Context, id api.TerminalID) error {
 	return a.closeTerminal(ctx, id.Environment, id.Terminal)
 }
 
+// CloseSession closes every worker of lead's session, as the lead's CloseSession does; the lead
+// stays.
+func (a *App) CloseSession(ctx context.Context, lead api.TerminalID) error {
+	return a.closeSession(ctx, lead)
+}
+
 // AttachCommand is the shell command line that attaches a person to terminal id's window: the
 // environment's attach hint, on that window.
 func (a *App) AttachCommand(id api.TerminalID) (string, bool) {

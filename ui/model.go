@@ -23,6 +23,7 @@ type App interface {
 	Subscribe(ctx context.Context) (app.Snapshot, <-chan app.Event)
 	OpenLead(ctx context.Context, spec app.TerminalSpec) (api.Agent, error)
 	CloseTerminal(ctx context.Context, id api.TerminalID) error
+	CloseSession(ctx context.Context, lead api.TerminalID) error
 	AttachCommand(id api.TerminalID) (string, bool)
 }
 
@@ -89,6 +90,7 @@ type Model struct {
 	form    []textinput.Model // the new lead's title, command, environment, folder
 	focus   int
 	confirm api.Agent
+	session bool // the confirmation is of closing confirm's session, not confirm itself
 
 	status     string // the last action's outcome, or why it failed
 	logLines   []string
@@ -387,6 +389,17 @@ func (m Model) selected() (api.Agent, bool) {
 	return m.agents[i], true
 }
 
+// workersOf is how many workers lead's session has.
+func (m Model) workersOf(lead api.Agent) int {
+	n := 0
+	for _, a := range m.agents {
+		if a.Role == api.RoleWorker && a.Environment == lead.Environment && a.Session == lead.Session {
+			n++
+		}
+	}
+	return n
+}
+
 // scroll keeps the cursor's row on screen, and marks its agent seen.
 func (m *Model) scroll() {
 	rows := m.layout().agentRows
@@ -434,6 +447,13 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case modeConfirm:
 		m.mode = modeList
+		if (key == "y" || key == "Y") && m.session {
+			id := m.confirm.ID()
+			m.status = "closing the workers of " + id.String() + "…"
+			return m, m.call(func(ctx context.Context) (string, error) {
+				return "closed the workers of " + id.String(), m.opts.App.CloseSession(ctx, id)
+			})
+		}
 		if key == "y" || key == "Y" {
 			id := m.confirm.ID()
 			m.status = "closing " + id.String() + "…"
@@ -487,7 +507,15 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m.attach()
 	case "x":
 		if a, ok := m.selected(); ok {
-			m.confirm, m.mode = a, modeConfirm
+			m.confirm, m.mode, m.session = a, modeConfirm, false
+		}
+	case "X":
+		if a, ok := m.selected(); ok {
+			if a.Role != api.RoleLead {
+				m.status = "X closes a lead's session: " + a.ID().String() + " is no lead"
+				return m, nil
+			}
+			m.confirm, m.mode, m.session = a, modeConfirm, true
 		}
 	case "n":
 		m.mode, m.focus = modeNewLead, 0

@@ -75,6 +75,9 @@ func changed(a api.Agent) app.Event {
 // screen is what a person reads: the rendered text without its styles.
 func screen(m Model) string { return ansi.Strip(m.Render()) }
 
+// prose is the screen's words with the lines joined, for text that wraps.
+func prose(m Model) string { return strings.Join(strings.Fields(screen(m)), " ") }
+
 func row(t *testing.T, m Model, id string) string {
 	t.Helper()
 	for _, l := range strings.Split(screen(m), "\n") {
@@ -217,7 +220,7 @@ func TestEnvironments(t *testing.T) {
 func TestCloseAsksFirst(t *testing.T) {
 	m := model(t)
 	m = update(t, m, key("down"), key("x"))
-	if s := screen(m); !strings.Contains(s, `close main:2 (worker "tests")?`) || !strings.Contains(s, "y closes") {
+	if s := prose(m); !strings.Contains(s, `Close main:2 (worker "tests")? Its window and its process end.`) || !strings.Contains(s, "y closes") {
 		t.Fatalf("x on main:2:\n%s", s)
 	}
 	m = update(t, m, key("n"))
@@ -228,6 +231,30 @@ func TestCloseAsksFirst(t *testing.T) {
 	next, cmd := m.Update(key("y"))
 	if m = next.(Model); cmd == nil || !strings.Contains(screen(m), "closing main:2") {
 		t.Errorf("y: no call made:\n%s", screen(m))
+	}
+}
+
+func TestCloseSessionAsksFirst(t *testing.T) {
+	m := model(t,
+		api.Agent{Environment: "main", Terminal: 1, Role: api.RoleLead, State: api.StateIdle, Title: "lead", Session: "main:1"},
+		api.Agent{Environment: "main", Terminal: 2, Role: api.RoleWorker, State: api.StateIdle, Title: "a", Session: "main:1"},
+		api.Agent{Environment: "main", Terminal: 3, Role: api.RoleWorker, State: api.StateIdle, Title: "b", Session: "main:1"},
+	)
+	m = update(t, m, key("x"))
+	if s := prose(m); !strings.Contains(s, "Its 2 workers keep running (X closes them)") {
+		t.Errorf("x on a lead:\n%s", s)
+	}
+	m = update(t, m, key("n"), key("X"))
+	if s := prose(m); !strings.Contains(s, `Close the session of main:1 ("lead")? Its 2 workers end; the lead stays.`) {
+		t.Errorf("X on a lead:\n%s", s)
+	}
+	next, cmd := m.Update(key("y"))
+	if m = next.(Model); cmd == nil || !strings.Contains(screen(m), "closing the workers of main:1") {
+		t.Errorf("y: no call made:\n%s", screen(m))
+	}
+	m = update(t, m, key("j"), key("X"))
+	if s := screen(m); m.mode != modeList || !strings.Contains(s, "X closes a lead's session: main:2 is no lead") {
+		t.Errorf("X on a worker:\n%s", s)
 	}
 }
 

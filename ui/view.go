@@ -71,17 +71,7 @@ func (m Model) Render() string {
 	l := m.layout()
 	if l.tooSmall {
 		// In words that wrap to the width it has, on the lines it has.
-		words := strings.Fields(fmt.Sprintf("krad-ade: too small (%d×%d); make it at least %d×%d", m.width, m.height, minWidth, minHeight))
-		var lines []string
-		cur := ""
-		for _, w := range words {
-			if cur != "" && ansi.StringWidth(cur+" "+w) > m.width {
-				lines, cur = append(lines, cur), w
-				continue
-			}
-			cur = strings.TrimSpace(cur + " " + w)
-		}
-		lines = append(lines, cur)
+		lines := wrap(fmt.Sprintf("krad-ade: too small (%d×%d); make it at least %d×%d", m.width, m.height, minWidth, minHeight), m.width)
 		for i := range lines {
 			lines[i] = fit(lines[i], m.width)
 		}
@@ -105,6 +95,8 @@ func (m Model) Render() string {
 		m.formPane(line, l.agentRows+2)
 	case modeSettings:
 		m.settingsPane(line, l.agentRows+2)
+	case modeConfirm:
+		m.confirmPane(line, l.agentRows+2)
 	default:
 		m.agentsPane(line, l.agentRows)
 	}
@@ -313,7 +305,7 @@ func (m Model) helpPane(line func(string), rows int) {
 	text := []string{
 		"↑/k ↓/j  move        PgUp/PgDn g/G  page, first, last",
 		"Enter    attach: tmux takes the terminal; detach (C-b d) comes back",
-		"x        close the agent's terminal (asks first)",
+		"x        close the agent's terminal (asks first); X a lead's workers",
 		"n        name a new lead: title, command, environment, folder",
 		"s        settings: discovery (Let other programs find the agents API)",
 		"/        filter by id, title, role, state, session, group; Esc clears",
@@ -349,6 +341,39 @@ func (m Model) settingsPane(line func(string), rows int) {
 	m.pane(line, "Settings (Esc goes back)", text, rows)
 }
 
+// confirmPane says what a close takes away, and what it keeps.
+func (m Model) confirmPane(line func(string), rows int) {
+	a := m.confirm
+	var what string
+	if m.session {
+		what = fmt.Sprintf("Close the session of %s (%q)? Its %d workers end; the lead stays. A group whose last terminal goes retires: its checkout is removed, its branch and a snapshot of its uncommitted work are kept.",
+			a.ID(), termsafe.Escape(a.Title, 60), m.workersOf(a))
+	} else {
+		what = fmt.Sprintf("Close %s (%s %q)? Its window and its process end.", a.ID(), a.Role, termsafe.Escape(a.Title, 60))
+		if n := m.workersOf(a); a.Role == api.RoleLead && n > 0 {
+			what += fmt.Sprintf(" Its %d workers keep running (X closes them).", n)
+		}
+		if a.Group != "" {
+			what += fmt.Sprintf(" If it is group %s's last terminal, the group retires: its checkout is removed, its branch and a snapshot of its uncommitted work are kept.", termsafe.Escape(a.Group, 40))
+		}
+	}
+	m.pane(line, "Close", wrap(what+" y closes, any other key keeps it.", m.width-2), rows)
+}
+
+// wrap breaks s into lines of at most width cells, between words.
+func wrap(s string, width int) []string {
+	var lines []string
+	cur := ""
+	for _, w := range strings.Fields(s) {
+		if cur != "" && ansi.StringWidth(cur+" "+w) > width {
+			lines, cur = append(lines, cur), w
+			continue
+		}
+		cur = strings.TrimSpace(cur + " " + w)
+	}
+	return append(lines, cur)
+}
+
 func check(on bool) string {
 	if on {
 		return "x"
@@ -377,12 +402,7 @@ func (m Model) pane(line func(string), title string, text []string, rows int) {
 
 func (m Model) statusLine() string {
 	if m.mode == modeConfirm {
-		a := m.confirm
-		what := fmt.Sprintf("close %s (%s %q)? its window and process end", a.ID(), a.Role, termsafe.Escape(a.Title, 40))
-		if a.Group != "" {
-			what += fmt.Sprintf("; if it is group %s's last terminal, the group retires: its checkout goes, its branch and a snapshot of uncommitted work are kept", termsafe.Escape(a.Group, 40))
-		}
-		return styleError.Render(fit(what+"  y closes, any other key keeps it", m.width))
+		return styleError.Render(fit("y closes, any other key keeps it", m.width))
 	}
 	if m.configErr != nil && m.status == "" {
 		return styleError.Render(fit("config.toml not applied: "+termsafe.Escape(m.configErr.Error(), 300), m.width))

@@ -140,7 +140,7 @@ command = "krad spawn --title w1 -- sleep 600; krad spawn --title w2 -- sh -c 's
 
 // TestUI uses krad-ade as a person at a terminal does: the agents appear as the lead spawns
 // workers, a state change shows, Enter attaches and a detach comes back, n starts a lead with a
-// lead's rights, s toggles discovery in config.toml with its comments kept, the screen follows
+// lead's rights, x closes a terminal and X a lead's workers, after asking, s toggles discovery in config.toml with its comments kept, the screen follows
 // resizes, and q leaves the terminals running.
 func TestUI(t *testing.T) {
 	s := startScreen(t, 120, 40, uiConfig, nil)
@@ -211,12 +211,22 @@ func TestUI(t *testing.T) {
 	s.keys("/", "child", "Enter")
 	s.waitFor(`filter "child": 1 shown`)
 	s.keys("x")
-	s.waitFor(`close main:5 \(worker "child"\)\? its window and process end`)
+	s.waitFor(`Close main:5 \(worker "child"\)\? Its window and its process end\.`)
 	s.keys("y")
 	s.waitFor(`closed main:5`)
 	s.waitFor(`filter "child": 0 shown`)
 	s.keys("Escape")
 	s.waitFor(`krad-ade · 4 agents · \d+ need you *\n`) // the filter is gone
+
+	// X on the first lead closes its session's workers; the lead stays.
+	s.keys("g", "X")
+	s.waitFor(`Close the session of main:1 \("lead"\)\? Its 2 workers end; the lead stays\.`)
+	s.keys("y")
+	s.waitFor(`closed the workers of main:1`)
+	text, _ = s.waitFor(`krad-ade · 2 agents`)
+	if rowOf(text, "lead") == "" || rowOf(text, "named") == "" {
+		t.Errorf("after X on main:1:\n%s", text)
+	}
 
 	// s toggles discovery: api.json goes, then comes back; config.toml keeps its comments.
 	apiJSON := filepath.Join(s.home, "krad-ade", "api.json")
@@ -271,7 +281,7 @@ func TestUI(t *testing.T) {
 		t.Errorf("after q:\n%s", text)
 	}
 	out, err := s.appTmux("list-windows", "-t", "main", "-F", "#{window_name}").Output()
-	if err != nil || !strings.Contains(string(out), "w1") || !strings.Contains(string(out), "named") {
+	if err != nil || !strings.Contains(string(out), "lead") || !strings.Contains(string(out), "named") {
 		t.Errorf("after q the app's windows are %q (%v), want them running", out, err)
 	}
 }
