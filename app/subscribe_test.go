@@ -67,6 +67,16 @@ func TestSubscribeOpenLeadClose(t *testing.T) {
 		t.Errorf("closing it again: got %v, want no terminal", err)
 	}
 
+	// CloseSession closes the lead's workers, not the lead.
+	w2 := h.agent(h.as(lead.Terminal), api.Spawn, &api.SpawnBody{Title: "w2", Command: []string{"sleep", "300"}})
+	if err := h.app.CloseSession(ctx, lead.ID()); err != nil {
+		t.Fatal(err)
+	}
+	nextAgentEvent(t, events, func(e api.AgentEvent) bool { return e.Kind == api.AgentRemoved && e.Agent.Terminal == w2.Terminal })
+	if got := h.agent(h.as(lead.Terminal), api.Check, &api.CheckBody{Target: api.Target(lead.Terminal)}); got.Role != api.RoleLead {
+		t.Errorf("after CloseSession the lead is %+v", got)
+	}
+
 	cmd, ok := h.app.AttachCommand(lead.ID())
 	if want := "attach -t " + lead.ID().String(); !ok || !strings.HasSuffix(cmd, want) {
 		t.Errorf("AttachCommand: got %q, want one that ends %q", cmd, want)
