@@ -91,6 +91,8 @@ type Model struct {
 	focus   int
 	confirm api.Agent
 	session bool // the confirmation is of closing confirm's session, not confirm itself
+	bell    bool // ring the terminal's bell when an agent comes to need the person (b)
+	rang    bool // an update marked an agent: ring once for it
 
 	status     string // the last action's outcome, or why it failed
 	logLines   []string
@@ -223,18 +225,23 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.applySnapshot(msg.snap)
 		return m, next(msg.events)
 	case eventsMsg:
+		m.rang = false
 		for _, ev := range msg.events {
 			m.apply(ev)
 		}
 		m.refilter()
+		var ring tea.Cmd
+		if m.bell && m.rang {
+			ring = tea.Raw("\a")
+		}
 		if msg.closed {
 			// It fell behind (or the app stops): a fresh snapshot says where things are.
 			if m.ctx.Err() != nil {
 				return m, nil
 			}
-			return m, m.subscribe()
+			return m, tea.Batch(ring, m.subscribe())
 		}
-		return m, next(msg.from)
+		return m, tea.Batch(ring, next(msg.from))
 	case logMsg:
 		var lines []string
 		lines, m.logNext = m.opts.Log.since(m.logNext)
@@ -331,6 +338,7 @@ func (m *Model) apply(ev app.Event) {
 	case ok:
 		if marks(m.agents[i].State, e.Agent.State) {
 			m.marked[id] = true
+			m.rang = true
 		}
 		m.agents[i] = e.Agent
 	default:
@@ -527,6 +535,9 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, m.form[0].Focus()
 	case "s":
 		m.mode = modeSettings
+	case "b":
+		m.bell = !m.bell
+		m.status = "the bell for agents that need you is " + onOff(m.bell)
 	}
 	return m, nil
 }

@@ -129,6 +129,51 @@ func TestAgentsLive(t *testing.T) {
 	row(t, m, "build:1")
 }
 
+// The bell, once turned on, rings when an agent comes to need the person, and not otherwise.
+func TestBell(t *testing.T) {
+	rings := func(m Model, a api.Agent) (Model, bool) {
+		next, cmd := m.Update(eventsMsg{events: []app.Event{changed(a)}})
+		return next.(Model), cmd != nil && strings.Contains(fmt.Sprint(collect(cmd)), "\a")
+	}
+	m := model(t)
+	m, rang := rings(m, agent("main", 2, api.RoleWorker, api.StateNeedsInput, "tests"))
+	if rang {
+		t.Error("the bell rang while off")
+	}
+	m = update(t, m, key("b"))
+	if !strings.Contains(screen(m), "the bell for agents that need you is on") {
+		t.Errorf("b:\n%s", screen(m))
+	}
+	if m, rang = rings(m, agent("main", 3, api.RoleWorker, api.StateFailed, "docs")); !rang {
+		t.Error("the bell did not ring for a failure")
+	}
+	if _, rang = rings(m, agent("main", 1, api.RoleLead, api.StateWorking, "lead")); rang {
+		t.Error("the bell rang for working")
+	}
+}
+
+// collect runs cmd and the batches it makes, except those that wait (subscriptions, feeds).
+func collect(cmd tea.Cmd) []tea.Msg {
+	if cmd == nil {
+		return nil
+	}
+	done := make(chan tea.Msg, 1)
+	go func() { done <- cmd() }()
+	select {
+	case msg := <-done:
+		if b, ok := msg.(tea.BatchMsg); ok {
+			var out []tea.Msg
+			for _, c := range b {
+				out = append(out, collect(c)...)
+			}
+			return out
+		}
+		return []tea.Msg{msg}
+	case <-time.After(100 * time.Millisecond):
+		return nil
+	}
+}
+
 func TestTitlesAreEscaped(t *testing.T) {
 	m := model(t, agent("main", 1, api.RoleShell, api.StateIdle, "evil\x1b]0;pwned\x07\x1b[2J"))
 	out := m.Render()

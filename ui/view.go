@@ -310,7 +310,8 @@ func (m Model) helpPane(line func(string), rows int) {
 		"s        settings: discovery (Let other programs find the agents API)",
 		"/        filter by id, title, role, state, session, group; Esc clears",
 		"?        this help      q  quit: the terminals keep running",
-		"* marks an agent that needs you (needs input, failed, idle after working) until seen",
+		"* marks an agent that needs you (needs input, failed, idle after working) until seen;",
+		"b        rings the terminal's bell when one comes to need you (off at start)",
 	}
 	if m.opts.LogFile != "" {
 		text = append(text, "log file: "+m.opts.LogFile)
