@@ -60,9 +60,11 @@ func openLog(getenv func(string) string) (*os.File, error) {
 type face struct {
 	in       *os.File
 	out      *os.File
+	stderr   io.Writer // the terminal's, for why the UI stopped
 	lines    *ui.LogLines
 	settings *ui.Settings
 	file     *os.File
+	err      error // why the UI stopped, if not by the person's q; read once it is done
 }
 
 // show runs the UI until the person quits or ctx is done; quit stops the app.
@@ -95,6 +97,7 @@ func (f *face) show(ctx context.Context, model *app.App, cfg config.Config, conf
 		defer close(done)
 		defer quit()
 		if err := ui.Run(ctx, opts, f.in, f.out, os.Environ()); err != nil {
+			f.err = err
 			fmt.Fprintf(f.lines, "krad-ade: the UI stopped: %v\n", err)
 		}
 	}()

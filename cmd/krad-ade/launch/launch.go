@@ -110,7 +110,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fail(stderr, exitError, err.Error(), "set XDG_STATE_HOME or HOME to an absolute path, or run krad-ade --headless")
 		}
 		defer file.Close()
-		shown = &face{in: os.Stdin, out: stdout.(*os.File), lines: ui.NewLogLines(), file: file}
+		shown = &face{in: os.Stdin, out: stdout.(*os.File), stderr: stderr, lines: ui.NewLogLines(), file: file}
 		logTo = io.MultiWriter(file, shown.lines)
 	}
 	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level}))
@@ -192,7 +192,7 @@ type run struct {
 // readyWait is how long krad-ade waits for its local environment before it says it is not up.
 const readyWait = 15 * time.Second
 
-func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxConfig, terminals []config.Terminal, configPath string, stderr io.Writer) int {
+func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxConfig, terminals []config.Terminal, configPath string, stderr io.Writer) (code int) {
 	ctx, quit := context.WithCancel(ctx) // the UI's q
 	defer quit()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
@@ -314,6 +314,9 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 		shown := a.face.show(ctx, model, cfg, configPath, reload, quit)
 		defer func() {
 			<-shown // the terminal is given back before krad-ade says it stopped
+			if a.face.err != nil {
+				code = fail(a.face.stderr, exitError, "the UI stopped: "+a.face.err.Error(), "run krad-ade --headless")
+			}
 			fmt.Fprintf(a.face.out, "krad-ade: stopped; the terminals keep running (%s); the log is in %s\n",
 				model.AttachHint(app.Local), a.face.file.Name())
 		}()
