@@ -74,6 +74,14 @@ func NewSettings(c config.Config) *Settings {
 // Applied records a config that the app applied.
 func (s *Settings) Applied(c config.Config) { s.set(c, nil, true) }
 
+// Recovered records that the file applies again, saying what the last good config says.
+func (s *Settings) Recovered() {
+	s.mu.Lock()
+	c := s.cfg
+	s.mu.Unlock()
+	s.set(c, nil, true)
+}
+
 // Failed records that the file did not apply: the last good config stays.
 func (s *Settings) Failed(err error) { s.set(config.Config{}, err, false) }
 

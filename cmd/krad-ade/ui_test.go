@@ -117,6 +117,23 @@ func (s *screen) waitFor(re string) (string, time.Duration) {
 	}
 }
 
+// waitGone waits until the screen no longer shows text.
+func (s *screen) waitGone(text string) {
+	s.t.Helper()
+	began := time.Now()
+	for {
+		got := s.capture(false)
+		s.screens.WriteString(got)
+		if !strings.Contains(got, text) {
+			return
+		}
+		if time.Since(began) > uiPatience {
+			s.t.Fatalf("the screen still shows %q after %s:\n%s", text, uiPatience, got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // rowOf is the agents pane's row whose title is title.
 func rowOf(text, title string) string {
 	for _, l := range strings.Split(text, "\n") {
@@ -348,12 +365,14 @@ func waitFile(t *testing.T, path string, exists bool) {
 	}
 }
 
+const noColorConfig = "[[environment]]\nname = \"build\"\nssh = \"127.0.0.1:1\"\n"
+
 // Under NO_COLOR the UI draws no colour, and the states still read; an SSH environment that
 // cannot connect says why, with a hint; a config.toml that breaks
-// shows its line and keeps the settings; tmux killed from outside shows the environment down,
+// shows its line and keeps the settings, and the error goes once it is fixed; tmux killed from outside shows the environment down,
 // then up; SIGTERM gives the terminal back; --headless on a terminal logs as before.
 func TestUINoColorAndHeadless(t *testing.T) {
-	s := startScreen(t, 100, 30, "[[environment]]\nname = \"build\"\nssh = \"127.0.0.1:1\"\n", []string{"NO_COLOR=1"})
+	s := startScreen(t, 100, 30, noColorConfig, []string{"NO_COLOR=1"})
 	s.waitFor(`main:1 +shell`)
 	// An SSH environment that cannot connect: its row says why, and what to do.
 	s.waitFor(`build +ssh 127.0.0.1:1 +failed: authentication of [^ ]+@127\.0\.0\.1:1 failed: no key`)
@@ -376,6 +395,12 @@ func TestUINoColorAndHeadless(t *testing.T) {
 	if b, _ := os.ReadFile(cfgPath); string(b) != "discovery = false\nquiet = \n" {
 		t.Errorf("the toggle wrote a broken file: %q", b)
 	}
+	s.waitFor(`config.toml not applied, the last good settings stay: .*line 2`)
+	// Fixed back to what it said: the error goes.
+	if err := os.WriteFile(cfgPath, []byte(noColorConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.waitGone(`config.toml not applied, the last good settings stay`)
 	s.keys("Escape")
 	s.waitFor(`Enter attach · x close`)
 

@@ -363,14 +363,19 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		config.Watch(ctx, configPath, configPoll, reload, cfg,
-			func(c config.Config) {
+		var recovered func()
+		if a.face != nil {
+			recovered = a.face.settings.Recovered
+		}
+		config.WatchAll(ctx, configPath, configPoll, reload, cfg, config.Callbacks{
+			Recovered: recovered,
+			Change: func(c config.Config) {
 				a.apply(c, apiPath)
 				if a.face != nil {
 					a.face.settings.Applied(c)
 				}
 			},
-			func(err error) {
+			Error: func(err error) {
 				if a.face != nil {
 					a.face.settings.Failed(err)
 				}
@@ -380,7 +385,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 					attrs = append(attrs, "fix", me.Fix)
 				}
 				a.log.Error("config.toml not applied: nothing changed", attrs...)
-			})
+			}})
 	}()
 
 	<-ctx.Done()
