@@ -111,7 +111,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		defer file.Close()
 		shown = &face{in: os.Stdin, out: stdout.(*os.File), stderr: stderr, lines: ui.NewLogLines(), file: file}
-		logTo = io.MultiWriter(file, shown.lines)
+		logTo = io.MultiWriter(shown.lines, file) // the pane first: a full disk stops only the file
 	}
 	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level}))
 	if fs.Changed("ssh-config") {
