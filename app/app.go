@@ -124,6 +124,9 @@ type App struct {
 	envs    map[string]*environment
 	hub     hub
 	changed chan struct{} // closed and replaced on every change, for waiters
+	// connections is the last EnvironmentState of each SSH environment, for Subscribe's
+	// snapshot.
+	connections map[string]string
 }
 
 var _ local.Handler = (*App)(nil)
@@ -198,6 +201,10 @@ func (a *App) ReadyOf(env string) <-chan struct{} { return a.envs[env].ready }
 func (a *App) EnvironmentState(env, state string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.connections == nil {
+		a.connections = map[string]string{}
+	}
+	a.connections[env] = state
 	a.publishAppLocked(api.AppEvent{Kind: api.EnvironmentState, Environment: env, Message: state})
 }
 
@@ -216,18 +223,13 @@ func (a *App) notifyLocked() {
 // publishLocked sends an agent event to subscribers and wakes waiters. a.mu must be held.
 func (a *App) publishLocked(kind string, t *terminal) {
 	if a.hub.len() > 0 {
-		if ans, err := api.NewAnswer(api.AnswerAgentEvent, api.AgentEvent{Kind: kind, Agent: t.agent()}); err == nil {
-			a.hub.publish(ans)
-		}
+		a.hub.publish(Event{Agent: &api.AgentEvent{Kind: kind, Agent: t.agent()}})
 	}
 	a.notifyLocked()
 }
 
 func (a *App) publishAppLocked(ev api.AppEvent) {
-	ans, err := api.NewAnswer(api.AnswerAppEvent, ev)
-	if err == nil {
-		a.hub.publish(ans)
-	}
+	a.hub.publish(Event{App: &ev})
 	a.notifyLocked()
 }
 
@@ -714,16 +716,20 @@ func (a *App) spawnArgv(b *api.SpawnBody) (argv []string, typed bool, err error)
 func termsafeName(s string) string { return termsafe.QuoteMax(s, 60) }
 
 func (a *App) close(ctx context.Context, from api.TerminalID, b *api.CloseBody) error {
-	n := int(b.Target)
-	e, err := a.env(ctx, from.Environment)
+	return a.closeTerminal(ctx, from.Environment, int(b.Target))
+}
+
+// closeTerminal closes terminal n of env: Close, and the app's own face.
+func (a *App) closeTerminal(ctx context.Context, env string, n int) error {
+	e, err := a.env(ctx, env)
 	if err != nil {
 		return err
 	}
 	a.mu.Lock()
-	t := a.terminalLocked(from.Environment, n)
+	t := a.terminalLocked(env, n)
 	a.mu.Unlock()
 	if t == nil {
-		return api.NoTerminal(from.Environment, n)
+		return api.NoTerminal(env, n)
 	}
 	if err := e.kill(ctx, t); err != nil {
 		return err

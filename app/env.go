@@ -133,17 +133,7 @@ func (e *environment) session(ctx context.Context) error {
 				have[key]--
 				continue
 			}
-			spec := windowSpec{title: s.Title, dir: s.Dir, role: api.RoleShell, spec: key}
-			if s.Command != "" {
-				spec.argv = []string{"sh", "-c", s.Command}
-			}
-			if s.Lead {
-				spec.role = api.RoleLead
-			}
-			if spec.title == "" {
-				spec.title = cmp.Or(api.ShellTitle(s.Command), "shell")
-			}
-			if _, err := e.open(ctx, spec); err != nil {
+			if _, err := e.open(ctx, s.windowSpec()); err != nil {
 				if errors.Is(err, errTooManyTerminals) { // the host's windows took the room: opening again will not help
 					e.warn("configured terminal not opened", "title", s.Title, "err", err)
 					continue
@@ -400,6 +390,21 @@ func (e *environment) attachLocked(t *terminal, w tmux.WindowID, p tmux.PaneID) 
 	t.window, t.pane = w, p
 	e.byPane[p] = t
 	e.byWindow[w] = t
+}
+
+// windowSpec is the window of a configured terminal, and of a lead named in the app's face.
+func (s TerminalSpec) windowSpec() windowSpec {
+	spec := windowSpec{title: s.Title, dir: s.Dir, role: api.RoleShell, spec: s.key()}
+	if s.Command != "" {
+		spec.argv = []string{"sh", "-c", s.Command}
+	}
+	if s.Lead {
+		spec.role = api.RoleLead
+	}
+	if spec.title == "" {
+		spec.title = cmp.Or(api.ShellTitle(s.Command), "shell")
+	}
+	return spec
 }
 
 // windowSpec is a terminal to open.

@@ -30,3 +30,13 @@ func TestAttachHintQuotesTheHost(t *testing.T) {
 		}
 	}
 }
+
+// TestAttachHintOnAWindow: the UI's Enter attaches to one terminal's window with the same hint,
+// given "E:N" for the session: ssh's remote command then names that window.
+func TestAttachHintOnAWindow(t *testing.T) {
+	hint := bridge.New(bridge.Config{Name: "build", Forward: forward.Config{Host: "buildbox"}}).AttachHint("build:3")
+	out, err := exec.Command("sh", "-c", `ssh() { printf '%s\n' "$@"; }; `+hint).CombinedOutput()
+	if want := "-t\nbuildbox\ntmux -S ~/.krad-ade/tmux/krad-ade attach -t build:3\n"; err != nil || string(out) != want {
+		t.Errorf("the hint %s gives ssh the words %q (%v), want %q", hint, out, err, want)
+	}
+}

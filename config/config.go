@@ -287,10 +287,25 @@ func Load(path string) (Config, error) {
 // The callbacks run on Watch's goroutine, one at a time; either may be nil.
 func Watch(ctx context.Context, path string, interval time.Duration, reload <-chan struct{},
 	current Config, onChange func(Config), onError func(error)) {
+	WatchAll(ctx, path, interval, reload, current, Callbacks{Change: onChange, Error: onError})
+}
+
+// Callbacks are what [WatchAll] calls; any may be nil.
+type Callbacks struct {
+	Change func(Config) // as Watch's onChange
+	Error  func(error)  // as Watch's onError
+	// Recovered is called when the file reads and parses again after an error but says what
+	// the last good config said, so that Change is not called: a screen that showed the error
+	// can clear it.
+	Recovered func()
+}
+
+// WatchAll is [Watch] with every callback.
+func WatchAll(ctx context.Context, path string, interval time.Duration, reload <-chan struct{}, current Config, cb Callbacks) {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	w := &watcher{file: filestate.File{Path: path}, last: current, onChange: onChange, onError: onError}
+	w := &watcher{file: filestate.File{Path: path}, last: current, onChange: cb.Change, onError: cb.Error, onRecovered: cb.Recovered}
 	w.check()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -315,10 +330,12 @@ func Watch(ctx context.Context, path string, interval time.Duration, reload <-ch
 }
 
 type watcher struct {
-	file     filestate.File // what the file was at the last check
-	last     Config         // the last good config
-	onChange func(Config)
-	onError  func(error)
+	file        filestate.File // what the file was at the last check
+	last        Config         // the last good config
+	failed      bool           // the last check reported an error
+	onChange    func(Config)
+	onError     func(error)
+	onRecovered func()
 }
 
 func (w *watcher) check() {
@@ -334,13 +351,19 @@ func (w *watcher) check() {
 		err = nil
 	}
 	if err != nil {
+		w.failed = true
 		if w.onError != nil {
 			w.onError(err)
 		}
 		return
 	}
+	failed := w.failed
+	w.failed = false
 	// DeepEqual, not ==, so that Config may grow slices of tables.
 	if reflect.DeepEqual(c, w.last) {
+		if failed && w.onRecovered != nil {
+			w.onRecovered()
+		}
 		return
 	}
 	w.last = c

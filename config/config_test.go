@@ -232,6 +232,37 @@ func TestWatchBrokenThenSameConfig(t *testing.T) {
 	w.wantQuiet(t, 200*time.Millisecond)
 }
 
+// A file fixed back to the last good config is reported as recovered (to WatchAll's Recovered),
+// not as a change.
+func TestWatchRecovered(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	write(t, path, "discovery = false\n")
+	errs, recovered := make(chan error, 10), make(chan struct{}, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		WatchAll(ctx, path, 20*time.Millisecond, nil, cfg(false), Callbacks{
+			Change:    func(c Config) { t.Errorf("a change to %+v", c) },
+			Error:     func(err error) { errs <- err },
+			Recovered: func() { recovered <- struct{}{} },
+		})
+	}()
+	defer func() { cancel(); <-done }()
+	write(t, path, "discovry = true\n")
+	select {
+	case <-errs:
+	case <-time.After(patience):
+		t.Fatal("no error for the broken file")
+	}
+	write(t, path, "# fixed\ndiscovery = false\n")
+	select {
+	case <-recovered:
+	case <-time.After(patience):
+		t.Fatal("no recovery for the fixed file")
+	}
+}
+
 func TestWatchReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
 	w := startWatch(t, path, time.Hour, Default())

@@ -6,7 +6,7 @@ need_go() {
     if [ -x /usr/local/go/bin/go ]; then
       export PATH="/usr/local/go/bin:$PATH"
     else
-      echo "krad: error: Go is not installed (go 1.26 or later is needed)" >&2
+      echo "krad: error: Go is not installed (go 1.26.7 or later is needed)" >&2
       echo "krad: hint: install Go from https://go.dev/dl/ or your distribution's golang package, then run this again" >&2
       exit 1
     fi
@@ -14,8 +14,8 @@ need_go() {
   local v
   v=$(go env GOVERSION)
   case "$v" in
-    go1.2[6-9]*|go1.[3-9][0-9]*|go[2-9]*) ;;
-    *) echo "krad: error: $v is too old: go 1.26 or later is needed" >&2; exit 1 ;;
+    go1.26.[7-9]*|go1.26.[1-9][0-9]*|go1.2[7-9]*|go1.[3-9][0-9]*|go[2-9]*) ;;
+    *) echo "krad: error: $v is too old: go 1.26.7 or later is needed (go.mod: lipgloss v2.1.0 needs it)" >&2; exit 1 ;;
   esac
 }
 

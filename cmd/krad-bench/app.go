@@ -45,6 +45,8 @@ type app struct {
 	build    string
 
 	notes []string // odd things seen, for the report
+
+	closeTTY func() // the pseudo-terminal of an app with its UI; nil for none
 }
 
 // findBin checks that dir holds the three programs of a build.
@@ -81,6 +83,11 @@ func childEnv(env []string, set ...string) []string {
 // startApp starts dir/krad-ade with a temporary config folder, waits for its api.json, and makes
 // one Hello to learn its answer. The caller must call stop.
 func startApp(ctx context.Context, dir string, env []string) (_ *app, err error) {
+	return startAppOn(ctx, dir, env, false)
+}
+
+// startAppOn is startApp; with ui, the app runs on a pseudo-terminal of its own and shows its UI.
+func startAppOn(ctx context.Context, dir string, env []string, ui bool) (_ *app, err error) {
 	if err := findBin(dir); err != nil {
 		return nil, err
 	}
@@ -127,6 +134,16 @@ func startApp(ctx context.Context, dir string, env []string) (_ *app, err error)
 	)
 	cmd.Env = a.env
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if ui {
+		cmd.Env = append(cmd.Env, "TERM=xterm-256color")
+		tty, closeTTY, err := onTerminal(120, 40)
+		if err != nil {
+			return nil, err
+		}
+		a.closeTTY = closeTTY
+		cmd.Stdin, cmd.Stdout = tty, tty
+		cmd.SysProcAttr = terminalAttr()
+	}
 	if a.proc, err = startChild(cmd); err != nil {
 		return nil, err
 	}
@@ -245,6 +262,9 @@ func redact(s string, tok api.Token) string {
 // other than a clean one and an api.json left behind, and removes the config folder.
 func (a *app) stop() {
 	defer os.RemoveAll(a.home)
+	if a.closeTTY != nil {
+		defer a.closeTTY()
+	}
 	if a.proc == nil {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -152,5 +153,51 @@ func TestAppThatExitsEarlyIsNoted(t *testing.T) {
 	}
 	if _, err := os.Stat(a.home); !os.IsNotExist(err) {
 		t.Errorf("the app's config folder is still there (%v)", err)
+	}
+}
+
+// TestHelloWithTheUI runs `krad-bench hello --ui` for a few requests: krad-ade with its UI open
+// (it logs to its log file, not to stderr) against krad-ade headless, both answering every Hello.
+func TestHelloWithTheUI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts krad-ade")
+	}
+	bin := testbin.Dir(t)
+	code, stdout, stderr := runMain(t, "hello", "--bin", bin, "--ui", "--seq", "50", "--conc", "100", "--rounds", "1", "--warmup", "10")
+	if code != exitOK {
+		t.Fatalf("exit code %d, want 0; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"| krad-ade (UI) | 50 | 0 |", "| krad-ade (headless) | 50 | 0 |", "≥ 95%", "UI open on a 120×40 pseudo-terminal"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the report lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// TestAppOnATerminalShowsItsUI: startAppOn with ui runs krad-ade on a terminal, where it shows
+// its UI: its log goes to its log file in the state folder.
+func TestAppOnATerminalShowsItsUI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts krad-ade")
+	}
+	bin := testbin.Dir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a, err := startAppOn(ctx, bin, os.Environ(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.stop()
+	logFile := filepath.Join(a.home, "state", "krad-ade", "krad-ade.log")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, _ := os.ReadFile(logFile)
+		if strings.Contains(string(b), "msg=serving") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no serving line in %s within 30 s: %q", logFile, b)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -13,7 +13,8 @@ type child struct {
 	err  error         // what cmd.Wait returned; read it after done is closed
 }
 
-// startChild starts cmd, with a parent-death signal where there is one (childAttr), and waits
+// startChild starts cmd, with a parent-death signal where there is one (childAttr, unless cmd
+// has attributes of its own that include it: terminalAttr), and waits
 // for it in the background.
 //
 // The kernel sends the parent-death signal when the thread that started the child ends, not the
@@ -26,7 +27,9 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine, after the child
 		defer close(c.done)
-		cmd.SysProcAttr = childAttr()
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = childAttr()
+		}
 		if err := cmd.Start(); err != nil {
 			started <- err
 			c.err = err

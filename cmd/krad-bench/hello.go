@@ -29,7 +29,13 @@ type helloOptions struct {
 	rounds     int
 	warmup     int
 	reqTimeout time.Duration
+	// ui compares krad-ade with its UI open (on a pseudo-terminal) against krad-ade headless,
+	// instead of the app against the baseline server.
+	ui bool
 }
+
+// uiGoals: with its UI open the app serves within 5% of its headless self.
+func uiGoals(string) goals { return goals{RPS: 0.95, P99: 1.05} }
 
 func (o *helloOptions) check() error {
 	switch {
@@ -50,6 +56,9 @@ func (o *helloOptions) check() error {
 // benchHello starts the app from bin and the baseline from self, measures both, and stops them.
 func benchHello(ctx context.Context, bin, self string, env []string, o helloOptions, progress io.Writer) (*Report, error) {
 	progress = &lockedWriter{w: progress} // the baseline's stderr goes there too
+	if o.ui {
+		return benchUI(ctx, bin, env, o, progress)
+	}
 	return withApp(ctx, bin, env, progress, func(a *app, rep *Report) error {
 		appT, err := newTarget(appName, a.endpoint, a.token)
 		if err != nil {
@@ -64,6 +73,34 @@ func benchHello(ctx context.Context, bin, self string, env []string, o helloOpti
 		// The baseline checks no token; it gets the same line so that both servers read as much.
 		baseT := &target{name: "baseline", addr: b.addr, line: appT.line, pid: b.proc.pid()}
 		rep.Hello = measureHello(ctx, appT, baseT, o, helloGoals, progress)
+		return nil
+	})
+}
+
+// benchUI measures krad-ade with its UI open against krad-ade headless, both from bin, in one run.
+func benchUI(ctx context.Context, bin string, env []string, o helloOptions, progress io.Writer) (*Report, error) {
+	return withApp(ctx, bin, env, progress, func(headless *app, rep *Report) error {
+		fmt.Fprintf(progress, "starting %s with its UI from %s\n", appName, bin)
+		shown, err := startAppOn(ctx, bin, env, true)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			shown.stop()
+			rep.Notes = append(rep.Notes, shown.notes...)
+		}()
+		uiT, err := newTarget(appName+" (UI)", shown.endpoint, shown.token)
+		if err != nil {
+			return err
+		}
+		uiT.pid = shown.proc.pid()
+		baseT, err := newTarget(appName+" (headless)", headless.endpoint, headless.token)
+		if err != nil {
+			return err
+		}
+		baseT.pid = headless.proc.pid()
+		rep.Notes = append(rep.Notes, "--ui: the app is krad-ade with its UI open on a 120×40 pseudo-terminal; the baseline is krad-ade headless")
+		rep.Hello = measureHello(ctx, uiT, baseT, o, uiGoals, progress)
 		return nil
 	})
 }

@@ -126,6 +126,9 @@ func runRoundTrips(ctx context.Context, name string, bench func(context.Context,
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds of each server in each mode, interleaved")
 	fs.IntVar(&o.warmup, "warmup", 2000, "requests to each server before a mode's rounds, not measured")
 	fs.DurationVar(&o.reqTimeout, "request-timeout", 10*time.Second, "deadline of one request")
+	if name == "hello" {
+		fs.BoolVar(&o.ui, "ui", false, "measure krad-ade with its UI open against krad-ade headless")
+	}
 	if code, done := parse(fs, args, stderr, c.check, o.check); done {
 		return code
 	}

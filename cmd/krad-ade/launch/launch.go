@@ -7,6 +7,10 @@
 // executable or on PATH: the app starts every worker through it. Without it, krad-ade says so in
 // one line, serves nothing and writes no api.json.
 //
+// On a terminal (stdin and stdout both are) krad-ade shows its UI (package ui) while it serves,
+// and its log goes to the UI's log pane and to a log file in the state folder; with --headless, or
+// without a terminal (a service, a test, CI), it logs to stderr and prints its lines to stdout.
+//
 // # Refusing to start
 //
 // Everything that can make the app refuse to start is checked before it starts anything (tmux,
@@ -51,6 +55,7 @@ import (
 	"github.com/krad-ade/krad/internal/version"
 	"github.com/krad-ade/krad/local"
 	"github.com/krad-ade/krad/tokenfile"
+	"github.com/krad-ade/krad/ui"
 )
 
 // Companion is the name of the agents' companion program.
@@ -75,6 +80,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	leads := fs.StringArray("lead", nil, "open a terminal running `CMD` as the lead of a new session (repeatable)")
 	sshConfig := fs.String("ssh-config", "", "print what the app resolved for SSH environment `NAME` from your ssh config, in ssh -G's format, and exit")
+	headless := fs.Bool("headless", false, "log to stderr instead of showing the UI, as when stdin or stdout is not a terminal")
 	showVersion := fs.Bool("version", false, "print the build and exit")
 	help := fs.BoolP("help", "h", false, "show this help")
 	if err := fs.Parse(args); err != nil {
@@ -95,7 +101,19 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fail(stderr, exitUsage, "--log-level must be debug, info, warn or error", "run krad-ade --help")
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	// On a terminal the log goes to the UI's log pane and its log file; the lines are the same.
+	var shown *face
+	logTo := stderr
+	if !*headless && !fs.Changed("ssh-config") && onTerminal(os.Stdin, stdout) {
+		file, err := openLog(getenv)
+		if err != nil {
+			return fail(stderr, exitError, err.Error(), "set XDG_STATE_HOME or HOME to an absolute path, or run krad-ade --headless")
+		}
+		defer file.Close()
+		shown = &face{in: os.Stdin, out: stdout.(*os.File), stderr: stderr, lines: ui.NewLogLines(), file: file}
+		logTo = io.MultiWriter(shown.lines, file) // the pane first: a full disk stops only the file
+	}
+	log := slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level}))
 	if fs.Changed("ssh-config") {
 		return printSSHConfig(*sshConfig, *configDir, getenv, stdout, stderr)
 	}
@@ -149,6 +167,12 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		stdout:    stdout,
 		companion: companion,
 		getenv:    getenv,
+		face:      shown,
+	}
+	if shown != nil {
+		// The lines a person reads at start go to the log pane (and file) too.
+		r.stdout = logTo
+		shown.settings = ui.NewSettings(cfg)
 	}
 	return r.serve(ctx, cfg, tmuxConfig, terminals, configPath, stderr)
 }
@@ -162,12 +186,15 @@ type run struct {
 	getenv    func(string) string
 
 	file discovery.File // what api.json says while discovery is on
+	face *face          // the UI, on a terminal; nil when headless
 }
 
 // readyWait is how long krad-ade waits for its local environment before it says it is not up.
 const readyWait = 15 * time.Second
 
-func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxConfig, terminals []config.Terminal, configPath string, stderr io.Writer) int {
+func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxConfig, terminals []config.Terminal, configPath string, stderr io.Writer) (code int) {
+	ctx, quit := context.WithCancel(ctx) // the UI's q
+	defer quit()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hup := make(chan os.Signal, 1)
@@ -282,6 +309,18 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 		bridged.Go(func() { _ = b.Run(bctx) })
 	}
 
+	reload := make(chan struct{}, 1)
+	if a.face != nil {
+		shown := a.face.show(ctx, model, cfg, configPath, reload, quit)
+		defer func() {
+			<-shown // the terminal is given back before krad-ade says it stopped
+			if a.face.err != nil {
+				code = fail(a.face.stderr, exitError, "the UI stopped: "+a.face.err.Error(), "run krad-ade --headless")
+			}
+			fmt.Fprintf(a.face.out, "krad-ade: stopped; the terminals keep running (%s); the log is in %s\n",
+				model.AttachHint(app.Local), a.face.file.Name())
+		}()
+	}
 	fmt.Fprintf(a.stdout, "krad-ade: bus on %s; %s\n", srv.Addr(), where)
 	a.log.Info("serving", "endpoint", srv.Addr(), "build", version.Build, "pid", pid, "companion", a.companion, "discovery", cfg.Discovery)
 	select {
@@ -304,7 +343,6 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 		}()
 	}
 
-	reload := make(chan struct{}, 1)
 	go func() {
 		for {
 			select {
@@ -325,16 +363,29 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		config.Watch(ctx, configPath, configPoll, reload, cfg,
-			func(c config.Config) { a.apply(c, apiPath) },
-			func(err error) {
+		var recovered func()
+		if a.face != nil {
+			recovered = a.face.settings.Recovered
+		}
+		config.WatchAll(ctx, configPath, configPoll, reload, cfg, config.Callbacks{
+			Recovered: recovered,
+			Change: func(c config.Config) {
+				a.apply(c, apiPath)
+				if a.face != nil {
+					a.face.settings.Applied(c)
+				}
+			},
+			Error: func(err error) {
+				if a.face != nil {
+					a.face.settings.Failed(err)
+				}
 				attrs := []any{"path", configPath, "err", err}
 				var me *config.ModeError
 				if errors.As(err, &me) {
 					attrs = append(attrs, "fix", me.Fix)
 				}
 				a.log.Error("config.toml not applied: nothing changed", attrs...)
-			})
+			}})
 	}()
 
 	<-ctx.Done()

@@ -1,0 +1,113 @@
+package app
+
+import (
+	"context"
+
+	"github.com/krad-ade/krad/api"
+)
+
+// Event is one change of the app, as SubscribeAgents streams it: exactly one of Agent and App is
+// set.
+type Event struct {
+	Agent *api.AgentEvent
+	App   *api.AppEvent
+}
+
+// answer is the event as the bus sends it.
+func (ev Event) answer() (api.Answer, error) {
+	if ev.Agent != nil {
+		return api.NewAnswer(api.AnswerAgentEvent, *ev.Agent)
+	}
+	return api.NewAnswer(api.AnswerAppEvent, *ev.App)
+}
+
+// EnvironmentStatus is an environment as a subscriber first sees it; the AppEvents after the
+// snapshot change it.
+type EnvironmentStatus struct {
+	Name string
+	// Up says whether the app is attached to the environment's tmux; Down, when it is not, why
+	// (the last EnvironmentDown message), "" while it first comes up.
+	Up   bool
+	Down string
+	// Connection is the last EnvironmentState of an SSH environment ("connected", "retrying in
+	// 8s: …"), "" for this computer's.
+	Connection string
+}
+
+// Snapshot is the app as Subscribe first gives it: every agent, as ListAll answers a Client, and
+// every environment, main first.
+type Snapshot struct {
+	Agents       []api.Agent
+	Environments []EnvironmentStatus
+}
+
+// subscribeBuffer is how many events an in-process subscriber may fall behind before its channel
+// is closed.
+const subscribeBuffer = 4096
+
+// Subscribe gives the app as it is now and a channel of every change after it: the same events a
+// SubscribeAgents stream sends, published by the same call, in the process, for the app's own
+// face. The channel is closed when ctx is done, or when the subscriber fell a full buffer behind:
+// it then subscribes again for a fresh snapshot.
+func (a *App) Subscribe(ctx context.Context) (Snapshot, <-chan Event) {
+	ch := make(chan Event, subscribeBuffer)
+	a.mu.Lock()
+	snap := Snapshot{Agents: a.agentsLocked(api.Caller{Kind: api.CallerClient}, true)}
+	for _, name := range a.Environments() {
+		e := a.envs[name]
+		snap.Environments = append(snap.Environments, EnvironmentStatus{
+			Name: name, Up: e.up, Down: e.downMsg, Connection: a.connections[name],
+		})
+	}
+	a.hub.addInner(ch)
+	a.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		a.mu.Lock()
+		a.hub.removeInner(ch)
+		a.mu.Unlock()
+	}()
+	return snap, ch
+}
+
+// OpenLead opens a terminal the person named in the app's own face, exactly as a configured
+// terminal (a [[terminal]] table, or --lead) is opened: for spec.Lead, a lead of a new session.
+func (a *App) OpenLead(ctx context.Context, spec TerminalSpec) (api.Agent, error) {
+	env := spec.Environment
+	if env == "" {
+		env = Local
+	}
+	e, err := a.env(ctx, env)
+	if err != nil {
+		return api.Agent{}, err
+	}
+	t, err := e.open(ctx, spec.windowSpec())
+	if err != nil {
+		return api.Agent{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return t.agent(), nil
+}
+
+// CloseTerminal closes terminal id as a lead's Close of its worker does: its window and process
+// end, and the last terminal of a group retires it.
+func (a *App) CloseTerminal(ctx context.Context, id api.TerminalID) error {
+	return a.closeTerminal(ctx, id.Environment, id.Terminal)
+}
+
+// CloseSession closes every worker of lead's session, as the lead's CloseSession does; the lead
+// stays.
+func (a *App) CloseSession(ctx context.Context, lead api.TerminalID) error {
+	return a.closeSession(ctx, lead)
+}
+
+// AttachCommand is the shell command line that attaches a person to terminal id's window: the
+// environment's attach hint, on that window.
+func (a *App) AttachCommand(id api.TerminalID) (string, bool) {
+	e := a.envs[id.Environment]
+	if e == nil {
+		return "", false
+	}
+	return e.host.AttachHint(id.String()), true
+}
