@@ -30,5 +30,6 @@ import (
 //	44      TestHostCannotActOnThisComputer
 //	45      TestAnotherHostUserTakesTmuxsFolder
 //	48      TestGroupsAndVariantsOnTheHost
+//	49      TestExtensionFromAContainerHost
 
 func TestMain(m *testing.M) { e2e.Main(m, testbin.Cleanup, removeProbe) }
