@@ -94,16 +94,19 @@ func New(cfg Config) *Supervisor {
 func (s *Supervisor) Close() {
 	s.mu.Lock()
 	s.closed = true
-	s.mu.Unlock()
-	var wg sync.WaitGroup
+	var running []*session
 	for _, x := range s.exts {
 		x.mu.Lock()
-		sess := x.sess
+		if x.sess != nil {
+			running = append(running, x.sess)
+		}
 		x.sess = nil
 		x.mu.Unlock()
-		if sess != nil {
-			wg.Go(func() { sess.stop() })
-		}
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, sess := range running {
+		wg.Go(func() { sess.stop() })
 	}
 	wg.Wait()
 }
@@ -260,9 +263,19 @@ func (x *ext) start(ctx context.Context) (*session, error) {
 		return nil, &startError{err: describe(err), stderr: stderr.String()}
 	}
 	s := &session{x: x, cs: cs, stderr: stderr, done: make(chan struct{}), busy: 1}
-	x.mu.Lock()
-	x.sess = s
-	x.mu.Unlock()
+	// Close may have run while the extension started: it must not outlive the app.
+	x.sup.mu.Lock()
+	closed := x.sup.closed
+	if !closed {
+		x.mu.Lock()
+		x.sess = s
+		x.mu.Unlock()
+	}
+	x.sup.mu.Unlock()
+	if closed {
+		_ = cs.Close()
+		return nil, api.Errorf(api.CodeUnavailable, "the app is stopping")
+	}
 	x.sup.log.Info("extension started", "extension", x.spec.Name, "pid", cmd.Process.Pid)
 	go func() {
 		_ = cs.Wait()
