@@ -60,7 +60,9 @@ type ToolInfo struct {
 // ToolResult is what a tools/call answered. Content holds MCP content blocks in MCP's own wire
 // form ({"type":"text","text":"…"}, {"type":"image","data":"…","mimeType":"…"}, …), so that a
 // program that speaks MCP can pass them on unchanged. IsError is the tool's own report that it
-// failed (the bus answer is still a success: the call was made).
+// failed (the bus answer is still a success: the call was made). A program that speaks MCP gets
+// the SDK's result back by decoding {"content":Content,"structuredContent":StructuredContent,
+// "isError":IsError} into an mcp.CallToolResult.
 type ToolResult struct {
 	Content           []json.RawMessage `json:"content"`
 	StructuredContent json.RawMessage   `json:"structured_content,omitempty"`
