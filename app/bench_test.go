@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -14,10 +15,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/tmux"
 )
 
@@ -302,4 +306,123 @@ func BenchmarkSend(b *testing.B) {
 			reportPercentiles(b, lat)
 		})
 	}
+}
+
+// BenchmarkRunVariants8 is issue 12's RunVariants of 8 on the Go-source repository (see
+// testbin.GoSourceRepo): from the request to all 8 workers `working`, each in its own group's
+// checkout, against the same by hand: 8 `git worktree add -q --lock -b krad/NAME DIR HEAD` one
+// after another, then 8 Spawns whose workers start in those checkouts, until all 8 are working.
+// Paired (testbin.PairedTimes); what each side made is removed untimed after each pair, and
+// the disk synced. Run with, for example:
+//
+//	go test -run '^$' -bench 'RunVariants8' -benchtime 2x -count 3 ./app
+func BenchmarkRunVariants8(b *testing.B) {
+	const n = 8
+	tmp := b.TempDir()
+	repo, root := filepath.Join(tmp, "gosrc"), filepath.Join(tmp, "worktrees")
+	if err := testbin.GoSourceRepo(repo); errors.Is(err, testbin.ErrNoGoSource) {
+		b.Skip(err)
+	} else if err != nil {
+		b.Fatal(err)
+	}
+	// An agent at work prints; these workers do not, so that what is timed is the app's: the
+	// quiet spell that would make them idle is longer than the run.
+	h := start(b, lead(), func(c *app.Config) { c.Dir, c.WorktreeRoot, c.Quiet = repo, root, time.Hour })
+	c := h.as(1)
+	git := func(args ...string) {
+		b.Helper()
+		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
+			b.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// allWorking waits until every terminal of ts has been seen working.
+	allWorking := func(b *testing.B, ts []int) {
+		seen := map[int]bool{}
+		for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(5 * time.Millisecond) {
+			for _, a := range h.agents(h.as(0)) {
+				if slices.Contains(ts, a.Terminal) && a.State == api.StateWorking {
+					seen[a.Terminal] = true
+				}
+			}
+			working := len(seen)
+			if working == len(ts) {
+				return
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("%d of %d workers working after 5 minutes", working, len(ts))
+			}
+		}
+	}
+	closeAll := func(b *testing.B, ts []int) {
+		for _, t := range ts {
+			if _, err := h.call(c, api.Close, &api.CloseBody{Target: api.Target(t)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	// groupsGone waits until the repository has no worktree but its main one.
+	groupsGone := func(b *testing.B) {
+		for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+			out, err := exec.Command("git", "-C", repo, "worktree", "list", "--porcelain").Output()
+			if err == nil && bytes.Count(out, []byte("worktree ")) == 1 {
+				return
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("the groups were not retired within 5 minutes:\n%s", out)
+			}
+		}
+	}
+	pair := 0
+	byHand := func(b *testing.B) time.Duration {
+		pair++
+		var dirs, names []string
+		t0 := time.Now()
+		for i := range n {
+			name := fmt.Sprintf("hand-%d-%d", pair, i+1)
+			dir := filepath.Join(root, "by-hand", name)
+			git("worktree", "add", "-q", "--lock", "-b", "krad/"+name, "--", dir, "HEAD")
+			dirs, names = append(dirs, dir), append(names, name)
+		}
+		var ts []int
+		for _, dir := range dirs {
+			w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "by hand", Command: []string{"sh", "-c", `cd "$1" && exec sleep 600`, "sh", dir}})
+			ts = append(ts, w.Terminal)
+		}
+		allWorking(b, ts)
+		d := time.Since(t0)
+		closeAll(b, ts)
+		for i, dir := range dirs {
+			git("worktree", "remove", "--force", "--force", "--", dir)
+			git("branch", "-q", "-D", "--", "krad/"+names[i])
+		}
+		return d
+	}
+	variants := func(b *testing.B) time.Duration {
+		t0 := time.Now()
+		var v api.Variants
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		a, err := c.Call(ctx, api.NewRequest(api.RunVariants, &api.RunVariantsBody{Title: fmt.Sprintf("bench %d", pair),
+			Agents: []api.VariantAgent{{Command: []string{"sh", "-c", "exec sleep 600"}, Count: n}}}))
+		cancel()
+		if err == nil {
+			err = a.Decode(api.AnswerVariants, &v)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ts []int
+		for _, x := range v.Variants {
+			ts = append(ts, x.Agent.Terminal)
+		}
+		if len(ts) != n {
+			b.Fatalf("RunVariants started %d workers, want %d", len(ts), n)
+		}
+		allWorking(b, ts)
+		d := time.Since(t0)
+		closeAll(b, ts)
+		groupsGone(b)
+		return d
+	}
+	b.ResetTimer()
+	testbin.PairedTimes(b, byHand, variants, func() { syscall.Sync() })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -538,4 +539,82 @@ func scriptOutput(out string, d time.Duration) string {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return text
+}
+
+// TestVariantRunClientLeaves: a lead's client that leaves while RunVariants makes the set (git
+// still adding its worktrees) leaves no half set: no worktree, branch, ref or folder of the set,
+// and no worker; and the app goes on serving, the next RunVariants making the whole set.
+func TestVariantRunClientLeaves(t *testing.T) {
+	repo, root, withRepo := withRepo(t)
+	slow := testbin.SlowGit(t)
+	path := os.Getenv("PATH")
+	t.Setenv("PATH", slow+string(os.PathListSeparator)+path)
+	h := start(t, lead(), withRepo)
+	c := h.as(1)
+	before := gitIn(t, repo, "for-each-ref", "--format=%(refname)")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, api.NewRequest(api.RunVariants, &api.RunVariantsBody{Title: "leaving",
+			Agents: []api.VariantAgent{{Command: []string{"sh", "-c", "sleep 60"}, Count: 3}}}))
+		done <- err
+	}()
+	waitFor(t, 30*time.Second, "git worktree add to start", func() bool {
+		_, err := os.Stat(filepath.Join(slow, "waiting"))
+		return err == nil
+	})
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("RunVariants answered although its client left")
+	}
+	t.Setenv("PATH", path) // git adds worktrees again
+
+	// Nothing of the set is left, once the app has undone it.
+	var wts, refs string
+	settled := func() bool {
+		wts = gitIn(t, repo, "worktree", "list", "--porcelain")
+		refs = gitIn(t, repo, "for-each-ref", "--format=%(refname)")
+		return strings.Count(wts, "worktree ") == 1 && refs == before
+	}
+	waitFor(t, 30*time.Second, "the set to be undone", settled)
+	if entries, _ := os.ReadDir(root); len(entries) > 0 {
+		var left []string
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if p != root {
+				left = append(left, p)
+			}
+			return nil
+		})
+		// The repository's key folder may stay, empty; no group's folder may.
+		for _, p := range left {
+			if filepath.Dir(p) != root {
+				t.Errorf("left under the worktrees root: %s", p)
+			}
+		}
+	}
+	for _, a := range h.agents(h.as(0)) {
+		if a.Role == api.RoleWorker {
+			t.Errorf("a worker is left: %+v", a)
+		}
+	}
+
+	var v api.Variants
+	if err := h.decode(c, api.RunVariants, &api.RunVariantsBody{Title: "staying",
+		Agents: []api.VariantAgent{{Command: []string{"sh", "-c", "sleep 60"}, Count: 3}}}, api.AnswerVariants, &v); err != nil {
+		t.Fatalf("RunVariants after the client left: %v", err)
+	}
+	if len(v.Variants) != 3 {
+		t.Errorf("the next set has %d variants, want 3", len(v.Variants))
+	}
+}
+
+// waitFor polls cond until it holds, or fails the test after d, naming what it waited for.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", d, what)
+		}
+	}
 }

@@ -27,5 +27,7 @@
 //     object without that label. Objects of this run are removed when their test ends (also when it
 //     fails) and again when the run ends; objects of a run that died (its lock on a file under the
 //     cache folder is gone) are removed when the next run starts.
-//   - A host image that cannot be built fails the tests that need it: it never skips them.
+//   - A host image that cannot be built fails the tests that need it: it never skips them. A test
+//     of an arm64 host ([HostOptions].Arch) is skipped only where this machine cannot run arm64
+//     programs at all ([Emulate] says which step was refused).
 package e2e

@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,17 @@ type HostOptions struct {
 	// would on a host that does not keep them (what was installed there and token files are
 	// gone; the users' authorized keys are kept elsewhere and stay).
 	HomeOnTmpfs bool
+	// Arch is the host's processor as Go names it (arm64), when it is not this machine's: its
+	// programs run under qemu emulation ([Emulate] skips the test where they cannot).
+	Arch string
+}
+
+// arch is the host's processor, GOARCH's way.
+func (o HostOptions) arch() string {
+	if o.Arch != "" {
+		return o.Arch
+	}
+	return runtime.GOARCH
 }
 
 // The users of every host, both authorized for the run's key.
@@ -125,7 +137,7 @@ type HostKey struct {
 // sshd's log is logged first.
 func StartHost(t testing.TB, name string, nw *Network, ip netip.Addr, opts HostOptions) *Host {
 	t.Helper()
-	image := HostImage(t)
+	image := HostImageFor(t, opts.arch())
 	h := &Host{
 		Name:      name,
 		Container: fmt.Sprintf("krad-e2e-%s-%d-%s", theRun.id, nw.Prefix.Addr().As4()[2], name),
@@ -158,6 +170,9 @@ func (h *Host) create(ctx context.Context, image string) error {
 	args := []string{"create", "--pull", "never", "--name", h.Container, "--hostname", h.Name,
 		"--label", label + "=" + theRun.id, "--stop-timeout", "3",
 		"--network", h.nets[0].Network.Name, "--ip", h.nets[0].Addr.String()}
+	if h.opts.Arch != "" {
+		args = append(args, "--platform", "linux/"+h.opts.Arch)
+	}
 	if h.opts.HomeOnTmpfs {
 		for _, u := range []string{"krad", "other"} {
 			args = append(args, "--tmpfs", fmt.Sprintf("/home/%s:exec,mode=0700,uid=%d,gid=%d", u, hostUsers[u], hostUsers[u]))
@@ -195,15 +210,21 @@ func (h *Host) create(ctx context.Context, image string) error {
 }
 
 // waitForSSHD waits until sshd listens on port 22 in the container, then reads its host keys.
+// An emulated host has longer: there ssh-keygen -A alone takes 10 s or more (its RSA key).
 func (h *Host) waitForSSHD(ctx context.Context) error {
-	deadline := time.Now().Add(30 * time.Second)
+	wait := 30 * time.Second
+	if h.opts.Arch != "" {
+		wait = 5 * time.Minute
+	}
+	deadline := time.Now().Add(wait)
 	for {
+		// Under qemu-user ss cannot open sock_diag netlink; it says so on stderr and reads /proc.
 		out, err := docker(ctx, nil, "exec", h.Container, "ss", "-Hltn", "sport = :22")
 		if err == nil && strings.TrimSpace(out) != "" {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("sshd did not listen within 30s (last: %v); its log:\n%s", err, h.sshdLog(ctx, 50))
+			return fmt.Errorf("sshd did not listen within %v (last: %v, %q); its log:\n%s", wait, err, out, h.sshdLog(ctx, 50))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -270,6 +291,9 @@ func (h *Host) put(ctx context.Context, files []hostFile) error {
 	_, err := docker(ctx, &buf, "cp", "--archive", "-", h.Container+":/")
 	return err
 }
+
+// Arch is the host's processor as Go names it: amd64, arm64.
+func (h *Host) Arch() string { return h.opts.arch() }
 
 // HostKeys are the host's sshd host keys (new ones after Replace).
 func (h *Host) HostKeys() []HostKey { return h.keys }
@@ -403,7 +427,7 @@ func (h *Host) Replace(t testing.TB) {
 	if _, err := docker(ctx, nil, "rm", "-f", "-v", h.Container); err != nil {
 		t.Fatalf("host %s: %v", h.Name, err)
 	}
-	if err := h.create(ctx, HostImage(t)); err != nil {
+	if err := h.create(ctx, HostImageFor(t, h.opts.arch())); err != nil {
 		t.Fatalf("host %s: %v", h.Name, err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -102,7 +103,8 @@ const (
 type hostImageBuild struct {
 	tag       string
 	tarball   time.Duration // mmdebstrap; 0 when the tarball was cached
-	imported  time.Duration // docker import; 0 when the image was cached
+	imported  time.Duration // docker import (load); 0 when the image was cached
+	how       string        // "docker import", or "docker load" for another processor
 	waited    time.Duration // for another test package's build
 	tarPath   string
 	tarLength int64
@@ -113,45 +115,95 @@ func (b hostImageBuild) String() string {
 	case b.imported == 0:
 		return fmt.Sprintf("image %s cached (waited %v for the build lock)", b.tag, b.waited.Round(time.Millisecond))
 	case b.tarball == 0:
-		return fmt.Sprintf("image %s imported in %v from the cached tarball %s (%d MB)", b.tag,
+		return fmt.Sprintf("image %s made by %s in %v from the cached tarball %s (%d MB)", b.tag, b.how,
 			b.imported.Round(time.Millisecond), b.tarPath, b.tarLength>>20)
 	}
-	return fmt.Sprintf("image %s built: mmdebstrap %v (%d MB tarball at %s), docker import %v", b.tag,
-		b.tarball.Round(time.Millisecond), b.tarLength>>20, b.tarPath, b.imported.Round(time.Millisecond))
+	return fmt.Sprintf("image %s built: mmdebstrap %v (%d MB tarball at %s), %s %v", b.tag,
+		b.tarball.Round(time.Millisecond), b.tarLength>>20, b.tarPath, b.how, b.imported.Round(time.Millisecond))
 }
 
-var hostImage struct {
+// hostImages holds each architecture's image once it is found or built in this run.
+var hostImages struct {
+	mu     sync.Mutex
+	byArch map[string]*hostImageOnce
+}
+
+type hostImageOnce struct {
 	once  sync.Once
 	build hostImageBuild
 	err   error
 }
 
-// HostImage is the tag of the hosts' image, built on first use in this run, or found in Docker or
-// in the cache folder by the hash of its recipe. A build that fails fails the test: the tests are
-// never skipped for want of an image where Docker answers.
+// HostImage is the tag of the hosts' image for this machine's architecture, built on first use in
+// this run, or found in Docker or in the cache folder by the hash of its recipe. A build that
+// fails fails the test: the tests are never skipped for want of an image where Docker answers.
 func HostImage(t testing.TB) string {
 	t.Helper()
-	hostImage.once.Do(func() {
-		hostImage.build, hostImage.err = buildHostImage(context.Background())
-		if hostImage.err == nil {
-			t.Logf("hosts' %v", hostImage.build)
+	return HostImageFor(t, runtime.GOARCH)
+}
+
+// HostImageFor is HostImage for the linux/arch hosts, of the same recipe (arch as Go names it:
+// amd64, arm64). For another processor than this machine's it first calls [Emulate], which skips
+// the test when this machine cannot run arch's programs; the image is then built with qemu
+// emulation (mmdebstrap runs the packages' scripts under it) and loaded as a linux/arch image:
+// its containers are created with --platform linux/arch.
+func HostImageFor(t testing.TB, arch string) string {
+	t.Helper()
+	Emulate(t, arch)
+	hostImages.mu.Lock()
+	if hostImages.byArch == nil {
+		hostImages.byArch = map[string]*hostImageOnce{}
+	}
+	img := hostImages.byArch[arch]
+	if img == nil {
+		img = &hostImageOnce{}
+		hostImages.byArch[arch] = img
+	}
+	hostImages.mu.Unlock()
+	img.once.Do(func() {
+		img.build, img.err = buildHostImage(context.Background(), arch)
+		if img.err == nil {
+			t.Logf("hosts' linux/%s %v", arch, img.build)
 		}
 	})
-	if hostImage.err != nil {
-		t.Fatalf("the hosts' image: %v", hostImage.err)
+	if img.err != nil {
+		t.Fatalf("the hosts' linux/%s image: %v", arch, img.err)
 	}
-	return hostImage.build.tag
+	return img.build.tag
 }
 
 // hostRecipe is everything the image is built from, its hash naming the image and its tarball.
 type hostRecipe struct {
+	arch    string // GOARCH of the image's programs
 	suite   string
 	sources []string // apt sources files of this machine
 	hash    string
 }
 
-func newHostRecipe() (hostRecipe, error) {
-	var r hostRecipe
+// foreign says whether the image is for another processor than this machine's.
+func (r hostRecipe) foreign() bool { return r.arch != runtime.GOARCH }
+
+// repo is the image's repository name: krad-e2e-host for this machine's processor,
+// krad-e2e-host-ARCH for another.
+func (r hostRecipe) repo() string {
+	if r.foreign() {
+		return hostImageRepo + "-" + r.arch
+	}
+	return hostImageRepo
+}
+
+// cache is the folder of the image's tarball and build lock: the cache folder for this machine's
+// processor, its subfolder ARCH for another, so that each architecture's stale tarballs are
+// removed by its own builds only, and an emulated build (minutes) holds no other's lock.
+func (r hostRecipe) cache() string {
+	if r.foreign() {
+		return filepath.Join(theRun.cache, r.arch)
+	}
+	return theRun.cache
+}
+
+func newHostRecipe(arch string) (hostRecipe, error) {
+	r := hostRecipe{arch: arch}
 	var err error
 	if r.suite, err = debianSuite(); err != nil {
 		return r, err
@@ -167,6 +219,10 @@ func newHostRecipe() (hostRecipe, error) {
 	}
 	h := sha256.New()
 	fmt.Fprintf(h, "krad-e2e host image 1\n%s\n%q\n%q\n%s\n", r.suite, hostPackages, hostDpkgOptions, hostCustomize)
+	if r.foreign() {
+		// This machine's own image keeps the hash it had before there were others.
+		fmt.Fprintf(h, "architecture %s\n", r.arch)
+	}
 	for _, s := range r.sources {
 		b, err := os.ReadFile(s)
 		if err != nil {
@@ -196,18 +252,19 @@ func debianSuite() (string, error) {
 	return "", errors.New("release of this machine: no VERSION_CODENAME in /etc/os-release (the hosts' image is built with this machine's Debian suite)")
 }
 
-// buildHostImage finds or builds the image, under a lock that parallel test packages share.
-func buildHostImage(ctx context.Context) (hostImageBuild, error) {
-	recipe, err := newHostRecipe()
+// buildHostImage finds or builds the image for arch, under a lock that parallel test packages
+// share.
+func buildHostImage(ctx context.Context, arch string) (hostImageBuild, error) {
+	recipe, err := newHostRecipe(arch)
 	if err != nil {
 		return hostImageBuild{}, err
 	}
 	b := hostImageBuild{
-		tag:     hostImageRepo + ":" + recipe.hash,
-		tarPath: filepath.Join(theRun.cache, "host-"+recipe.hash+".tar"),
+		tag:     recipe.repo() + ":" + recipe.hash,
+		tarPath: filepath.Join(recipe.cache(), "host-"+recipe.hash+".tar"),
 	}
 	start := time.Now()
-	lock, err := lockFile(filepath.Join(theRun.cache, "host-image.lock"), true)
+	lock, err := lockFile(filepath.Join(recipe.cache(), "host-image.lock"), true)
 	if err != nil {
 		return b, err
 	}
@@ -230,33 +287,42 @@ func buildHostImage(ctx context.Context) (hostImageBuild, error) {
 	start = time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	_, err = dockerNoTimeout(ctx, nil, "import",
-		"--change", `CMD ["/usr/local/sbin/krad-e2e-entrypoint"]`,
-		"--change", "LABEL "+label+"="+hostImageLabel,
-		"--change", "LABEL "+hostRecipeLabel+"="+recipe.hash,
-		b.tarPath, b.tag)
+	b.how = "docker import"
+	if recipe.foreign() {
+		b.how = "docker load"
+		err = loadForeignImage(ctx, recipe, b.tarPath, b.tag)
+	} else {
+		_, err = dockerNoTimeout(ctx, nil, "import",
+			"--change", `CMD ["`+hostEntrypoint+`"]`,
+			"--change", "LABEL "+label+"="+hostImageLabel,
+			"--change", "LABEL "+hostRecipeLabel+"="+recipe.hash,
+			b.tarPath, b.tag)
+	}
 	if err != nil {
 		return b, err
 	}
 	b.imported = time.Since(start)
-	removeStaleHostImages(ctx, recipe.hash)
+	removeStaleHostImages(ctx, recipe)
 	return b, nil
 }
 
-// removeStaleHostImages removes the host images and tarballs of other recipes. An image a
-// container still uses stays; that is no error.
-func removeStaleHostImages(ctx context.Context, hash string) {
+// hostEntrypoint is the hosts' command, written by hostCustomize.
+const hostEntrypoint = "/usr/local/sbin/krad-e2e-entrypoint"
+
+// removeStaleHostImages removes the host images and tarballs of the recipe's architecture built
+// from other recipes. An image a container still uses stays; that is no error.
+func removeStaleHostImages(ctx context.Context, recipe hostRecipe) {
 	out, err := docker(ctx, nil, "image", "ls", "--filter", "label="+label+"="+hostImageLabel, "--format", "{{.Repository}}:{{.Tag}}")
 	if err == nil {
 		for _, tag := range lines(out) {
-			if tag != hostImageRepo+":"+hash && strings.HasPrefix(tag, hostImageRepo+":") {
+			if tag != recipe.repo()+":"+recipe.hash && strings.HasPrefix(tag, recipe.repo()+":") {
 				docker(ctx, nil, "image", "rm", tag)
 			}
 		}
 	}
-	files, _ := filepath.Glob(filepath.Join(theRun.cache, "host-*.tar*"))
+	files, _ := filepath.Glob(filepath.Join(recipe.cache(), "host-*.tar*"))
 	for _, p := range files {
-		if !strings.HasPrefix(filepath.Base(p), "host-"+hash+".tar") {
+		if !strings.HasPrefix(filepath.Base(p), "host-"+recipe.hash+".tar") {
 			os.Remove(p)
 		}
 	}
@@ -270,7 +336,7 @@ func mmdebstrap(ctx context.Context, recipe hostRecipe, dst string) error {
 	if _, err := os.Stat(filepath.Join(mergedUsrHooks, "setup00.sh")); err != nil {
 		return fmt.Errorf("mmdebstrap's merged-usr hook: %w", err)
 	}
-	work, err := os.MkdirTemp(theRun.cache, "build-")
+	work, err := os.MkdirTemp(filepath.Dir(dst), "build-")
 	if err != nil {
 		return fmt.Errorf("build folder: %w", err)
 	}
@@ -286,6 +352,11 @@ func mmdebstrap(ctx context.Context, recipe hostRecipe, dst string) error {
 		"--hook-dir=" + mergedUsrHooks,
 		"--customize-hook=" + hook,
 		"--format=tar",
+	}
+	if recipe.foreign() {
+		// Under qemu emulation (Emulate): the packages' maintainer scripts run as arch's
+		// programs.
+		args = append(args, "--architectures="+recipe.arch)
 	}
 	for _, o := range hostDpkgOptions {
 		args = append(args, "--dpkgopt="+o)
@@ -321,22 +392,8 @@ func needMmdebstrap(ctx context.Context) error {
 	if _, err := exec.LookPath("mmdebstrap"); err == nil {
 		return nil
 	}
-	var sudo []string
-	if os.Getuid() != 0 {
-		if exec.CommandContext(ctx, "sudo", "-n", "true").Run() != nil {
-			return errors.New("mmdebstrap is not installed, and this user cannot install it (not root, no password-less sudo): run 'apt-get install mmdebstrap' as root")
-		}
-		sudo = []string{"sudo", "-n"}
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-	defer cancel()
-	for _, args := range [][]string{{"apt-get", "update", "-qq"}, {"apt-get", "install", "-y", "-qq", "mmdebstrap"}} {
-		args = append(sudo, args...)
-		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("installing mmdebstrap: %s: %w: %s", strings.Join(args, " "), err, tail(string(out), 2000))
-		}
+	if err := needDebs(ctx, "mmdebstrap"); err != nil {
+		return err
 	}
 	if _, err := exec.LookPath("mmdebstrap"); err != nil {
 		return fmt.Errorf("installing mmdebstrap: %w", err)

@@ -17,8 +17,23 @@ import (
 // for git), git for groups, the users, and sshd's settings.
 func TestHostImage(t *testing.T) {
 	t.Parallel()
-	image := e2e.HostImage(t)
-	script := `set -e
+	checkHostImage(t, e2e.HostImage(t), "")
+}
+
+// TestHostImageArm64 checks the same of the linux/arm64 hosts' image, built with qemu emulation
+// (skipped, with the reason, where this machine cannot run arm64 programs), and that its programs
+// are arm64's: uname -m says aarch64, dpkg's architecture is arm64.
+func TestHostImageArm64(t *testing.T) {
+	t.Parallel()
+	checkHostImage(t, e2e.HostImageFor(t, "arm64"), `test "$(uname -m) $(dpkg --print-architecture)" = "aarch64 arm64" || echo "machine: $(uname -m) $(dpkg --print-architecture)"
+`)
+}
+
+// checkHostImage runs the checks in a container of image, and more, a script that prints only what
+// is wrong.
+func checkHostImage(t *testing.T, image, more string) {
+	t.Helper()
+	script := more + `set -e
 if ls /etc/ssh/ssh_host_* >/dev/null 2>&1; then echo "host keys baked in"; fi
 grep -Eq '^session[[:space:]]+optional[[:space:]]+pam_loginuid\.so' /etc/pam.d/sshd || echo "pam_loginuid not optional"
 grep -Eq '^session[[:space:]]+required[[:space:]]+pam_loginuid\.so' /etc/pam.d/sshd && echo "pam_loginuid required"

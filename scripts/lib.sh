@@ -55,3 +55,34 @@ need_debs() {
     exit 1
   fi
 }
+
+# arm64_emulation makes this machine run linux/arm64 programs: Debian's qemu-user-static
+# registered in binfmt_misc with the F flag (the kernel opens the interpreter at registration, so
+# containers, which have no qemu, run arm64 programs too). It installs qemu-user-static and
+# binfmt-support, mounts binfmt_misc, and enables qemu-aarch64 where it must. When it cannot (not
+# root, or the kernel refuses) it prints why on stdout and returns 1.
+arm64_emulation() {
+  local entry=/proc/sys/fs/binfmt_misc/qemu-aarch64
+  registered() { [ -r "$entry" ] && [ "$(head -n1 "$entry")" = enabled ] && grep -q '^flags: .*F' "$entry"; }
+  registered && return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "qemu-aarch64 is not registered in binfmt_misc with the F flag, and only root may register it"
+    return 1
+  fi
+  need_debs qemu-user-static:qemu-aarch64-static binfmt-support:update-binfmts >&2
+  local out
+  if [ ! -e /proc/sys/fs/binfmt_misc/status ] &&
+    ! out=$(mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc 2>&1); then
+    echo "the kernel refused to mount binfmt_misc on /proc/sys/fs/binfmt_misc: $out"
+    return 1
+  fi
+  update-binfmts --import qemu-aarch64 >/dev/null 2>&1 || true
+  if ! out=$(update-binfmts --enable qemu-aarch64 2>&1) && ! registered; then
+    echo "the kernel refused qemu-aarch64's registration in binfmt_misc: $out"
+    return 1
+  fi
+  if ! registered; then
+    echo "qemu-aarch64 is registered in binfmt_misc without the F flag (containers cannot run arm64 programs): update-binfmts --disable qemu-aarch64, then run this again"
+    return 1
+  fi
+}

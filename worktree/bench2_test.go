@@ -166,7 +166,7 @@ func BenchmarkPickSquash(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, _, err := copyFile(tmp, s.index); err != nil {
+	if _, _, _, err := copyFile(tmp, s.index); err != nil {
 		b.Fatal(err)
 	}
 	tmp.Close()

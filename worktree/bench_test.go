@@ -3,12 +3,12 @@ package worktree
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -87,34 +87,16 @@ func benchRepo(b *testing.B) *Repo {
 // changes 1,000 files in its checkout.
 func makeBenchRepo() error {
 	s := &benchState
-	goroot, err := exec.Command("go", "env", "GOROOT").Output()
-	if err != nil {
-		return errSkip{fmt.Sprintf("no Go source tree to copy: go env GOROOT: %v", err)}
-	}
-	src := filepath.Join(strings.TrimSpace(string(goroot)), "src")
-	if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
-		return errSkip{fmt.Sprintf("%s is missing: the benchmarks copy Go's own source tree", src)}
-	}
+	var err error
 	if s.tmp, err = os.MkdirTemp("", "krad-bench-"); err != nil {
 		return err
 	}
 	s.top = filepath.Join(s.tmp, "gosrc")
 	s.root = filepath.Join(s.tmp, "worktrees")
-	if out, err := exec.Command("cp", "-R", "--", src, s.top).CombinedOutput(); err != nil {
-		return fmt.Errorf("copy %s: %w: %s", src, err, out)
-	}
-	// Packed, as a clone is; and no gc --auto, which the commit would start in the background
-	// (over 6,700 loose objects) to repack while the benchmarks run.
-	for _, args := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"config", "gc.auto", "0"},
-		{"add", "-A"},
-		{"commit", "-q", "-m", "Go's source tree"},
-		{"repack", "-a", "-d", "-q"},
-	} {
-		if _, err := byHand(s.top, nil, nil, args...); err != nil {
-			return err
-		}
+	if err := testbin.GoSourceRepo(s.top); errors.Is(err, testbin.ErrNoGoSource) {
+		return errSkip{err.Error()}
+	} else if err != nil {
+		return err
 	}
 	res := Do(context.Background(), Op{Op: OpCreate, Dir: s.top, Root: s.root, Create: &CreateOptions{Name: benchGroup}})
 	if err := res.Err(); err != nil {
@@ -133,7 +115,7 @@ func makeBenchRepo() error {
 	all := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
 	sort.Strings(all)
 	if len(all) < benchEdited {
-		return fmt.Errorf("only %d Go files in %s", len(all), src)
+		return fmt.Errorf("only %d Go files in %s", len(all), s.top)
 	}
 	var staged bytes.Buffer
 	for i := range benchEdited {
@@ -238,33 +220,7 @@ func paired(b *testing.B, baseline, krad func(b *testing.B), after func()) {
 
 // pairedTimes is paired for ops that time themselves: each returns the time of its own op, so
 // that it can do untimed work before and after it (put the main checkout back, say).
-func pairedTimes(b *testing.B, baseline, krad func(b *testing.B) time.Duration, after func()) {
-	var tb, tk []time.Duration
-	var ratios []float64
-	for i := range b.N {
-		var db, dk time.Duration
-		if i%2 == 0 {
-			db, dk = baseline(b), krad(b)
-		} else {
-			dk, db = krad(b), baseline(b)
-		}
-		tb, tk = append(tb, db), append(tk, dk)
-		ratios = append(ratios, float64(dk)/float64(db))
-		if after != nil {
-			b.StopTimer()
-			after()
-			b.StartTimer()
-		}
-	}
-	median := func(d []time.Duration) float64 {
-		slices.Sort(d)
-		return float64(d[len(d)/2]) / float64(time.Millisecond)
-	}
-	slices.Sort(ratios)
-	b.ReportMetric(median(tb), "baseline-ms")
-	b.ReportMetric(median(tk), "krad-ms")
-	b.ReportMetric(ratios[len(ratios)/2], "krad/baseline")
-}
+var pairedTimes = testbin.PairedTimes
 
 // BenchmarkCreateWorktree is one group made, as the app makes it for CreateWorktree (Do with an
 // OpCreate), against `git worktree add --lock -b BRANCH DIR HEAD` run by hand on the same
@@ -399,7 +355,7 @@ func BenchmarkChanges(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer os.Remove(tmp.Name())
-		_, mtime, err := copyFile(tmp, s.index)
+		_, mtime, _, err := copyFile(tmp, s.index)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -177,7 +177,7 @@ func (r *Repo) Changes(ctx context.Context, group string, o ChangesOptions) (Cha
 		return Changes{}, fmt.Errorf("%s: %w", what, err)
 	}
 
-	env, done, err := tempIndex(ctx, dir)
+	env, done, err := tempIndex(ctx, dir, indexOf(g))
 	if err != nil {
 		return fail(err)
 	}
@@ -241,9 +241,9 @@ func (r *Repo) folderGone(g Group) error {
 }
 
 // workTree writes the tree of what the checkout at dir holds now, untracked files included and
-// ignored ones not, from a temporary index (tempIndex).
-func workTree(ctx context.Context, dir string) (string, error) {
-	env, done, err := tempIndex(ctx, dir)
+// ignored ones not, from a temporary index (tempIndex). index is as tempIndex takes it.
+func workTree(ctx context.Context, dir, index string) (string, error) {
+	env, done, err := tempIndex(ctx, dir, index)
 	if err != nil {
 		return "", err
 	}
@@ -260,13 +260,16 @@ func workTree(ctx context.Context, dir string) (string, error) {
 // unchanged files by their stat data, without reading them; git add then makes it match the
 // files, whatever was staged), or, when it has none, one read from HEAD. The checkout's own
 // index is never written. env names the temporary index for git (GIT_INDEX_FILE); done removes
-// it.
-func tempIndex(ctx context.Context, dir string) (env []string, done func(), err error) {
-	out, err := git(ctx, gitRun{dir: dir}, "rev-parse", "--path-format=absolute", "--git-path", "index")
-	if err != nil {
-		return nil, nil, err
+// it. index is the checkout's own index file, when the caller knows it; "" asks git.
+func tempIndex(ctx context.Context, dir, index string) (env []string, done func(), err error) {
+	own := index
+	if own == "" {
+		out, err := git(ctx, gitRun{dir: dir}, "rev-parse", "--path-format=absolute", "--git-path", "index")
+		if err != nil {
+			return nil, nil, err
+		}
+		own = strings.TrimSpace(string(out))
 	}
-	own := strings.TrimSpace(string(out))
 	tmp, err := os.CreateTemp("", "krad-index-")
 	if err != nil {
 		return nil, nil, err
@@ -281,7 +284,7 @@ func tempIndex(ctx context.Context, dir string) (env []string, done func(), err 
 		}
 	}()
 	env = []string{"GIT_INDEX_FILE=" + tmp.Name()}
-	copied, mtime, err := copyFile(tmp, own)
+	copied, mtime, data, err := copyFile(tmp, own)
 	tmp.Close()
 	if err != nil {
 		return nil, nil, fmt.Errorf("copy the index: %w", err)
@@ -310,8 +313,10 @@ func tempIndex(ctx context.Context, dir string) (env []string, done func(), err 
 		if err := fresh(); err != nil {
 			return nil, nil, err
 		}
-	} else if err := noAssumeUnchanged(ctx, dir, env); err != nil {
-		return nil, nil, err
+	} else if found, ok := anyAssumeUnchanged(data); found || !ok {
+		if err := noAssumeUnchanged(ctx, dir, env); err != nil {
+			return nil, nil, err
+		}
 	}
 	add := func() error {
 		_, err := git(ctx, gitRun{dir: dir, env: env, write: true}, "add", "--all", "--", ":/")
@@ -330,6 +335,16 @@ func tempIndex(ctx context.Context, dir string) (env []string, done func(), err 
 		}
 	}
 	return env, remove, nil
+}
+
+// indexOf is the index file of group g's checkout: index in its admin folder, where git keeps
+// it for a linked worktree (its git dir); "" for the main checkout (g's zero value), or a group
+// whose admin folder is not known, for which tempIndex asks git.
+func indexOf(g Group) string {
+	if g.admin == "" {
+		return ""
+	}
+	return filepath.Join(g.admin, "index")
 }
 
 // noAssumeUnchanged clears, in the temporary index, the assume-unchanged bit that a person or
@@ -355,27 +370,41 @@ func noAssumeUnchanged(ctx context.Context, dir string, env []string) error {
 	return err
 }
 
-// copyFile copies the file at src into dst and returns src's modification time; false when there
-// is no file at src. The time is that of the file copied (git replaces an index by renaming a
-// new one over it, so the open file does not change under the copy).
-func copyFile(dst *os.File, src string) (bool, time.Time, error) {
+// copyFile copies the file at src into dst and returns src's modification time, and its bytes
+// when it is no larger than maxIndexRead (else data is nil); false when there is no file at src.
+// The time is that of the file copied (git replaces an index by renaming a new one over it, so the
+// open file does not change under the copy).
+func copyFile(dst *os.File, src string) (copied bool, mtime time.Time, data []byte, err error) {
 	f, err := os.Open(src)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, time.Time{}, nil
+		return false, time.Time{}, nil, nil
 	}
 	if err != nil {
-		return false, time.Time{}, err
+		return false, time.Time{}, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return false, time.Time{}, err
+		return false, time.Time{}, nil, err
 	}
-	if _, err = io.Copy(dst, f); err != nil {
-		return false, time.Time{}, err
+	if fi.Size() > maxIndexRead {
+		if _, err = io.Copy(dst, f); err != nil {
+			return false, time.Time{}, nil, err
+		}
+		return true, fi.ModTime(), nil, nil
 	}
-	return true, fi.ModTime(), nil
+	if data, err = io.ReadAll(f); err != nil {
+		return false, time.Time{}, nil, err
+	}
+	if _, err = dst.Write(data); err != nil {
+		return false, time.Time{}, nil, err
+	}
+	return true, fi.ModTime(), data, nil
 }
+
+// maxIndexRead is the largest index copyFile keeps in memory, for anyAssumeUnchanged to read: 64
+// MiB, an index of some 600,000 files.
+const maxIndexRead = 64 << 20
 
 // resolveIn is resolve in the checkout at dir.
 func resolveIn(ctx context.Context, dir, rev string) (string, error) {

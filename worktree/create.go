@@ -75,9 +75,9 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	if err != nil {
 		return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
 	}
-	groups, err := r.Groups(ctx)
+	groups, err := r.groupsOf(wts)
 	if err != nil {
-		return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+		return Group{}, fmt.Errorf("create group %s: list groups: %w", o.Name, err)
 	}
 	for _, g := range groups {
 		switch {

@@ -84,6 +84,11 @@ func (r *Repo) Groups(ctx context.Context) ([]Group, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list groups: %w", err)
 	}
+	return r.groupsOf(wts)
+}
+
+// groupsOf is Groups of the worktree list wts.
+func (r *Repo) groupsOf(wts []worktree) ([]Group, error) {
 	admins, err := r.adminDirs()
 	if err != nil {
 		return nil, fmt.Errorf("list groups: %w", err)

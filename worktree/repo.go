@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/krad-ade/krad/api"
@@ -25,21 +27,25 @@ type Repo struct {
 	// Key names the repository among others under a worktrees root: its folder's name, "-",
 	// and 8 hex digits of a hash of CommonDir.
 	Key string
+
+	// listed is the worktree list Open read, which the first listing after it takes instead of
+	// running git again (an op is Open and then its work, a moment later); nil once taken.
+	mu     sync.Mutex
+	listed []worktree
 }
 
 // Open finds the repository that holds dir. A dir in no repository is an error wrapping
 // [ErrNotRepository] that says what to do; a git missing or older than [MinGitVersion], one
 // wrapping [ErrGit]. Both are *api.Error with code unavailable.
-func Open(ctx context.Context, dir string) (*Repo, error) {
-	v, line, err := gitVersion(ctx)
-	if err != nil {
-		return nil, api.Errorf(api.CodeUnavailable, "%v", err).WithCause(err)
-	}
-	if !versionOK(v) {
-		return nil, api.Errorf(api.CodeUnavailable,
-			"%s is too old: groups need git %d.%d or later (for `git worktree list --porcelain -z`); install a newer git",
-			termsafe.QuoteMax(line, 80), MinGitVersion[0], MinGitVersion[1]).WithCause(ErrGit)
-	}
+func Open(ctx context.Context, dir string) (r *Repo, err error) {
+	// git's version is asked only when something fails: a git too old for the commands below
+	// fails them, and is then named as the cause. Each op is a process of its own on a host,
+	// so a git run saved here is saved on every request.
+	defer func() {
+		if err != nil {
+			err = tooOld(ctx, err)
+		}
+	}()
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
@@ -65,7 +71,7 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		return nil, api.Errorf(api.CodeUnavailable, "%s is in a bare repository, which has no checkout to make groups of",
 			termsafe.Quote(abs)).WithCause(ErrNotRepository)
 	}
-	r := &Repo{CommonDir: filepath.Clean(lines[1])}
+	r = &Repo{CommonDir: filepath.Clean(lines[1])}
 	wts, err := r.worktrees(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", termsafe.Quote(abs), err)
@@ -74,9 +80,29 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		return nil, api.Errorf(api.CodeUnavailable, "%s: the repository has no main checkout", termsafe.Quote(abs)).WithCause(ErrNotRepository)
 	}
 	r.Top = wts[0].path
+	r.listed = wts
 	sum := sha256.Sum256([]byte(r.CommonDir))
 	r.Key = keyName(filepath.Base(r.Top)) + "-" + hex.EncodeToString(sum[:4])
 	return r, nil
+}
+
+// tooOld is err, or, when git is missing or older than [MinGitVersion], the error that says so
+// (an *api.Error with code unavailable wrapping [ErrGit]), which is then the cause of err.
+func tooOld(ctx context.Context, err error) error {
+	var ae *api.Error
+	if errors.As(err, &ae) && !errors.Is(err, ErrGit) || ctx.Err() != nil {
+		return err // a verdict of the package's own (no repository, say), or cancelled
+	}
+	v, line, verr := gitVersion(ctx)
+	if verr != nil {
+		return api.Errorf(api.CodeUnavailable, "%v", verr).WithCause(verr)
+	}
+	if !versionOK(v) {
+		return api.Errorf(api.CodeUnavailable,
+			"%s is too old: groups need git %d.%d or later (for `git worktree list --porcelain -z`); install a newer git",
+			termsafe.QuoteMax(line, 80), MinGitVersion[0], MinGitVersion[1]).WithCause(ErrGit)
+	}
+	return err
 }
 
 // keyName makes a folder's name safe as part of a path segment: characters other than
@@ -108,8 +134,16 @@ type worktree struct {
 	prunable bool // git says its folder is gone
 }
 
-// worktrees lists the repository's worktrees, the main one first.
+// worktrees lists the repository's worktrees, the main one first: the list Open read, the first
+// time after it; git's list, read now, after that.
 func (r *Repo) worktrees(ctx context.Context) ([]worktree, error) {
+	r.mu.Lock()
+	wts := r.listed
+	r.listed = nil
+	r.mu.Unlock()
+	if wts != nil {
+		return wts, nil
+	}
 	// git fails a list that meets a worktree another git is adding or removing ("failed to
 	// read …"): those hold the admin lock, and are soon done; try again, a few times.
 	for try := 0; ; try++ {

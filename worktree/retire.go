@@ -162,7 +162,7 @@ func (r *Repo) snapshot(ctx context.Context, g Group, message string) (commit, o
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return "", "", err
 	}
-	tree, err := workTree(ctx, g.Dir)
+	tree, err := workTree(ctx, g.Dir, indexOf(g))
 	if err != nil {
 		return "", old, fmt.Errorf("read its uncommitted work: %w", err)
 	}

@@ -14,8 +14,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/internal/version"
 )
+
+// qemuNames maps GOARCH to qemu's name for the processor.
+var qemuNames = map[string]string{"arm64": "aarch64", "amd64": "x86_64"}
 
 // The packages the static krad must not link: it finds the bus through the variables only, and
 // it runs on SSH hosts without a C library.
@@ -71,7 +75,9 @@ func script(t *testing.T, args ...string) string {
 
 // TestBuildScript runs build/linux-static/build as a release would, with a version of its own,
 // and checks what it leaves: for each platform an ELF executable of the right machine, static
-// (no interpreter, nothing dynamic), under 6 MB, its SHA-256 beside it, and the version stamped.
+// (no interpreter, nothing dynamic), under 10 MB (6 MB before the MCP SDK; BENCHMARKS.md), its
+// SHA-256 beside it, and the version stamped, which each build prints when run: the other
+// processor's under qemu-user-static.
 func TestBuildScript(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the executables")
@@ -101,8 +107,8 @@ func TestBuildScript(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(b) >= 6_000_000 {
-				t.Errorf("%s is %d bytes, want under 6 MB", path, len(b))
+			if len(b) >= 10_000_000 {
+				t.Errorf("%s is %d bytes, want under 10 MB", path, len(b))
 			}
 			if !strings.Contains(out, fmt.Sprintf("krad-linux-%s  %.2f MB (%d bytes)", tt.arch, float64(len(b))/1e6, len(b))) {
 				t.Errorf("the script did not print the size of krad-linux-%s (%d bytes)", tt.arch, len(b))
@@ -135,12 +141,19 @@ func TestBuildScript(t *testing.T) {
 				t.Errorf("got %s.sha256 %q, want %q", path, sum, want)
 			}
 
-			if tt.arch != runtime.GOARCH || runtime.GOOS != "linux" {
+			if runtime.GOOS != "linux" {
 				return
 			}
-			v, err := exec.Command(path, "version", "--json").Output()
+			// The other processor's build runs under Debian's qemu-user-static, which needs no
+			// binfmt_misc when called by name.
+			run := exec.Command(path, "version", "--json")
+			if tt.arch != runtime.GOARCH {
+				qemu := testbin.Need(t, "qemu-"+qemuNames[tt.arch]+"-static", "qemu-user-static")
+				run = exec.Command(qemu, path, "version", "--json")
+			}
+			v, err := run.Output()
 			if err != nil {
-				t.Fatalf("%s version --json: %v", path, err)
+				t.Fatalf("%s version --json: %v", strings.Join(run.Args, " "), err)
 			}
 			var got struct {
 				Version       string `json:"version"`

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -141,13 +142,14 @@ type singleOptions struct {
 	watch  bool            // start krad watch --json before a is connected
 	before func(*e2e.Host) // runs on host a before the app starts
 	dir    string          // environment a's folder on the host (dir = …); "" is the home
+	arch   string          // host a's processor (arm64), when not this machine's
 }
 
 // oneHost sets up single on the network 172.29.subnet.0/24 (see main_test.go for who uses which).
 func oneHost(t *testing.T, subnet int, o singleOptions) *single {
 	t.Helper()
 	s := &single{lan: e2e.NewNetwork(t, "lan", subnet)}
-	s.a = e2e.StartHost(t, "a", s.lan, s.lan.Addr(11), e2e.HostOptions{})
+	s.a = e2e.StartHost(t, "a", s.lan, s.lan.Addr(11), e2e.HostOptions{Arch: o.arch})
 	if o.before != nil {
 		o.before(s.a)
 	}
@@ -160,13 +162,28 @@ func oneHost(t *testing.T, subnet int, o singleOptions) *single {
 		config += leadOn("a")
 	}
 	s.u.writeConfig(config + o.config)
+	started := time.Now()
 	s.app = s.u.start()
-	if o.watch {
+	if o.watch || o.arch != "" {
 		s.watch = s.u.watch()
 	}
-	s.c = s.app.connected("a", 60*time.Second)
+	shell := 30 * time.Second
+	if o.arch == "" {
+		s.c = s.app.connected("a", 60*time.Second)
+	} else {
+		// An emulated host runs every program 10 to 20 times slower, and the app's line about a
+		// waits 15 s only: its AppEvent tells when it is connected.
+		shell = 2 * time.Minute
+		_, e := s.watch.waitFor(0, 5*time.Minute, "a connected", connectedState("a"))
+		fwd, _, _ := strings.Cut(strings.TrimPrefix(e.app.Message, "connected: "), " ")
+		s.c = connection{host: "a", forward: fwd, after: e.at.Sub(started)}
+		// Its tmux session follows.
+		s.watch.waitFor(0, 2*time.Minute, "a up", func(e watchEvent) bool {
+			return e.app != nil && e.app.Kind == api.EnvironmentUp && e.app.Environment == "a"
+		})
+	}
 	if !o.noLead {
-		s.lead = findTerminal(t, s.a, "a", "a:1", 30*time.Second)
+		s.lead = findTerminal(t, s.a, "a", "a:1", shell)
 	}
 	return s
 }
@@ -686,33 +703,47 @@ func measured(t *testing.T, format string, args ...any) {
 func ms(d time.Duration) string { return d.Round(time.Millisecond).String() }
 
 var probeBuild struct {
-	once sync.Once
+	mu   sync.Mutex
 	dir  string
-	err  error
+	errs map[string]error // by GOARCH, once built
 }
 
 // probe is the path of the probe command (./probe), built static once per run: it runs on this
 // machine and on the hosts.
 func probe(t *testing.T) string {
 	t.Helper()
-	probeBuild.once.Do(func() {
-		probeBuild.dir, probeBuild.err = os.MkdirTemp("", "krad-e2e-probe-")
-		if probeBuild.err != nil {
-			return
+	return probeFor(t, runtime.GOARCH)
+}
+
+// probeFor is probe built for linux/arch, for a host of that processor.
+func probeFor(t *testing.T, arch string) string {
+	t.Helper()
+	probeBuild.mu.Lock()
+	defer probeBuild.mu.Unlock()
+	if probeBuild.dir == "" {
+		dir, err := os.MkdirTemp("", "krad-e2e-probe-")
+		if err != nil {
+			t.Fatal(err)
 		}
+		probeBuild.dir, probeBuild.errs = dir, map[string]error{}
+	}
+	path := filepath.Join(probeBuild.dir, "probe-"+arch)
+	err, done := probeBuild.errs[arch]
+	if !done {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "e2e", "-trimpath", "-o", filepath.Join(probeBuild.dir, "probe"),
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "e2e", "-trimpath", "-o", path,
 			"github.com/krad-ade/krad/e2e/scenarios/probe")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			probeBuild.err = fmt.Errorf("go build ./e2e/scenarios/probe: %w: %s", err, out)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+		if out, berr := cmd.CombinedOutput(); berr != nil {
+			err = fmt.Errorf("go build ./e2e/scenarios/probe for linux/%s: %w: %s", arch, berr, out)
 		}
-	})
-	if probeBuild.err != nil {
-		t.Fatal(probeBuild.err)
+		probeBuild.errs[arch] = err
 	}
-	return filepath.Join(probeBuild.dir, "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func removeProbe() {
@@ -721,10 +752,10 @@ func removeProbe() {
 	}
 }
 
-// hostProbe is the probe command put on h, as /usr/local/bin/krad-e2e-probe.
+// hostProbe is the probe command for h's processor put on h, as /usr/local/bin/krad-e2e-probe.
 func hostProbe(t *testing.T, h *e2e.Host) string {
 	t.Helper()
-	b, err := os.ReadFile(probe(t))
+	b, err := os.ReadFile(probeFor(t, h.Arch()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package testbin builds the project's programs for tests that run them as a user would: krad-ade,
 // krad, and krad-ade-agents (the krad executable under the companion's name), and the static krad
 // for this machine's architecture (krad-linux-amd64, say), in one folder, as scripts/start builds
-// them.
+// them; [Static] adds the static krad of another (krad-linux-arm64).
 package testbin
 
 import (
@@ -56,8 +56,7 @@ func Cleanup() {
 }
 
 func build(dir string) error {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
+	root := root()
 	cmd := exec.Command("go", "build", "-trimpath", "-o", dir+"/", "./cmd/krad-ade", "./cmd/krad")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as scripts/lib.sh builds them
@@ -65,12 +64,55 @@ func build(dir string) error {
 		return fmt.Errorf("go build: %w\n%s", err, out)
 	}
 	// The static krad the app installs on SSH hosts, for this machine's architecture (the
-	// tests' hosts are this machine or containers on it).
-	static := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "krad-linux-"+runtime.GOARCH), "./cmd/krad-static")
-	static.Dir = root
-	static.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
-	if out, err := static.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/krad-static: %w\n%s", err, out)
+	// tests' hosts are this machine or containers on it; Static adds another's).
+	if err := buildStatic(root, dir, runtime.GOARCH); err != nil {
+		return err
 	}
 	return os.Link(filepath.Join(dir, "krad"), filepath.Join(dir, "krad-ade-agents"))
+}
+
+func root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// buildStatic builds the static krad for linux/arch as dir/krad-linux-ARCH, as
+// build/linux-static/build names it.
+func buildStatic(root, dir, arch string) error {
+	static := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "krad-linux-"+arch), "./cmd/krad-static")
+	static.Dir = root
+	static.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	if out, err := static.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/krad-static for linux/%s: %w\n%s", arch, err, out)
+	}
+	return nil
+}
+
+var statics struct {
+	mu    sync.Mutex
+	built map[string]error
+}
+
+// Static builds the static krad for linux/arch (arm64, say) into Dir's folder beside the
+// others, once per test process, and returns its path: the app installs krad-linux-ARCH on an
+// ARCH host.
+func Static(t testing.TB, arch string) string {
+	t.Helper()
+	d := Dir(t)
+	statics.mu.Lock()
+	defer statics.mu.Unlock()
+	err, done := statics.built[arch]
+	if !done {
+		if arch != runtime.GOARCH {
+			err = buildStatic(root(), d, arch)
+		}
+		if statics.built == nil {
+			statics.built = map[string]error{}
+		}
+		statics.built[arch] = err
+	}
+	if err != nil {
+		t.Fatalf("build the static krad: %v", err)
+	}
+	return filepath.Join(d, "krad-linux-"+arch)
 }

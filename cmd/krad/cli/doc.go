@@ -38,6 +38,8 @@
 //	                                  Spawn: the new worker in one line
 //	krad close T, krad close-session  Close, CloseSession; print nothing
 //	krad report STATE [--message M]   Report: for an agent's hooks; prints nothing
+//	krad mcp                          the bus as an MCP server on stdin and stdout, one tool
+//	                                  per request the caller may make (package mcpserve)
 //	krad api, krad api info           Hello: the API's version, and where krad found it
 //	krad version                      krad's own version
 //

@@ -62,12 +62,19 @@ func Run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, s
 	x := &invocation{ctx: ctx, env: env, stdin: stdin, stdout: stdout, stderr: stderr, opts: opts, prog: root.name}
 	err := x.dispatch(root, args)
 	if err != nil && !silent(err) {
-		fmt.Fprintf(stderr, "%s: error: %s\n", x.prog, termsafe.Escape(err.Error(), maxLine))
-		if hint := hintOf(err); hint != "" {
-			fmt.Fprintf(stderr, "%s: hint: %s\n", x.prog, termsafe.Escape(hint, maxLine))
-		}
+		_, _ = io.WriteString(stderr, errorLines(x.prog, err))
 	}
 	return exitCode(err)
+}
+
+// errorLines is what krad prints for err: "krad: error: …", then "krad: hint: …" when err has a
+// hint. krad mcp gives a model the same lines.
+func errorLines(prog string, err error) string {
+	s := fmt.Sprintf("%s: error: %s\n", prog, termsafe.Escape(err.Error(), maxLine))
+	if hint := hintOf(err); hint != "" {
+		s += fmt.Sprintf("%s: hint: %s\n", prog, termsafe.Escape(hint, maxLine))
+	}
+	return s
 }
 
 // windowWait is how long krad waits for the app to number the window it runs in, when it has to

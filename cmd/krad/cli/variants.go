@@ -83,16 +83,7 @@ Then wait for them (krad wait 2 3 4 5 6), compare them (krad variants show SET, 
 			if asJSON {
 				return writeRaw(x.stdout, raw)
 			}
-			ids := ""
-			if n := len(v.Variants); n > 0 {
-				ids = " (" + agentID(v.Variants[0].Agent)
-				if n > 1 {
-					ids += ".." + agentID(v.Variants[n-1].Agent)
-				}
-				ids += ")"
-			}
-			return writeLine(x.stdout, fmt.Sprintf("set %s: %d workers from %s%s", termsafe.Escape(v.Set, worktree.MaxNameLen),
-				len(v.Variants), short(v.BaseCommit), ids))
+			return writeLine(x.stdout, variantsLine(v))
 		},
 	}
 }
@@ -209,12 +200,32 @@ groups retire with their work kept. Only the lead that ran the set picks.`,
 			if asJSON {
 				return writeRaw(x.stdout, raw)
 			}
-			what := termsafe.Escape(p.How, 10)
-			if p.Commit != "" {
-				what += " → " + short(p.Commit) + " on " + termsafe.Escape(p.Branch, 200)
-			}
-			return writeLine(x.stdout, fmt.Sprintf("picked %s (%s); closed %d other terminals; their groups retired with their work kept",
-				termsafe.Escape(p.Group, worktree.MaxNameLen), what, len(p.Closed)))
+			return writeLine(x.stdout, pickedLine(p))
 		},
 	}
+}
+
+// variantsLine is a set just run, on one line: "set retry-backoff: 5 workers from 3f2a9c1
+// (main:2..main:6)".
+func variantsLine(v api.Variants) string {
+	ids := ""
+	if n := len(v.Variants); n > 0 {
+		ids = " (" + agentID(v.Variants[0].Agent)
+		if n > 1 {
+			ids += ".." + agentID(v.Variants[n-1].Agent)
+		}
+		ids += ")"
+	}
+	return fmt.Sprintf("set %s: %d workers from %s%s", termsafe.Escape(v.Set, worktree.MaxNameLen),
+		len(v.Variants), short(v.BaseCommit), ids)
+}
+
+// pickedLine is a pick on one line: what was taken, how, and what became of the others.
+func pickedLine(p api.Picked) string {
+	what := termsafe.Escape(p.How, 10)
+	if p.Commit != "" {
+		what += " → " + short(p.Commit) + " on " + termsafe.Escape(p.Branch, 200)
+	}
+	return fmt.Sprintf("picked %s (%s); closed %d other terminals; their groups retired with their work kept",
+		termsafe.Escape(p.Group, worktree.MaxNameLen), what, len(p.Closed))
 }

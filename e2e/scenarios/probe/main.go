@@ -9,6 +9,8 @@
 //	probe hello -n N -api-json FILE [-terminal E:N]    the same against the bus api.json names
 //	probe squat [-network tcp6] -addr ADDR             listen on ADDR as another user would, and
 //	                                                   say how many bytes each connection sent
+//	probe sockdiag                                     say whether the kernel's sock_diag netlink
+//	                                                   answers here: "open", or "refused: ERR"
 //
 // hello makes each request the way krad does, one TCP connection each, as "Client" or, with
 // -terminal, as terminal E:N (through an SSH host's forward, where the bus refuses "Client", a
@@ -27,6 +29,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/krad-ade/krad/api"
@@ -45,6 +48,8 @@ func main() {
 		err = hello(os.Args[2:])
 	case "squat":
 		err = squat(os.Args[2:])
+	case "sockdiag":
+		err = sockdiag()
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -135,6 +140,21 @@ func hello(args []string) error {
 	if failed > 0 {
 		return fmt.Errorf("%d of %d Hello round trips failed; the first: %w", failed, *n, firstErr)
 	}
+	return nil
+}
+
+// sockdiag opens a NETLINK_SOCK_DIAG socket, as package listenowner does first, and says whether
+// that worked. qemu-user translates only a few netlink families (route, uevent, audit) and refuses
+// the others with EPROTONOSUPPORT: under it, listenowner reads /proc/net/tcp instead.
+func sockdiag() error {
+	const netlinkSockDiag = 4
+	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, netlinkSockDiag)
+	if err != nil {
+		fmt.Printf("refused: %v\n", err)
+		return nil
+	}
+	syscall.Close(fd)
+	fmt.Println("open")
 	return nil
 }
 

@@ -52,8 +52,12 @@ func main() {
 	}
 	report("listening %s uid %d", ln.Addr(), os.Getuid())
 	if !*accept {
-		// Hold the listener until the test kills this process.
-		select {}
+		// Hold the listener until the test kills this process. A sleep, not select {}: with no
+		// timer and no other goroutine, Go's runtime may call that a deadlock and exit, as it
+		// does under qemu-user (the arm64 build's tests under emulation).
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 	for {
 		conn, err := ln.Accept()
