@@ -14,10 +14,11 @@ import (
 // agents: the app runs the server on its own computer, with the person's environment and
 // credentials, and only the request's arguments and the tool's result cross the bus.
 
-// ExtensionToolBody: with Tool empty, the tool list of extension Extension; with Tool, the result
-// of calling that tool (MCP tools/call) with Arguments, a JSON object (none: {}).
+// ExtensionToolBody: with Extension empty, the names of the extensions lent to the caller's
+// environment; with Tool empty, the tool list of extension Extension; with Tool, the result of
+// calling that tool (MCP tools/call) with Arguments, a JSON object (none: {}).
 type ExtensionToolBody struct {
-	Extension string          `json:"extension"`
+	Extension string          `json:"extension,omitempty"`
 	Tool      string          `json:"tool,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
@@ -36,11 +37,14 @@ const (
 // read at all: the call answers unavailable. 4 MiB is an eighth of MaxAnswerLine.
 const MaxExtensionAnswer = 4 << 20
 
-// ExtensionAnswer is the answer to ExtensionTool, {"Extension":{…}}: Tools when the request named
-// no tool, Result when it did.
+// ExtensionAnswer is the answer to ExtensionTool, {"Extension":{…}}: Extensions when the request
+// named no extension, Tools when it named no tool, Result when it did.
 type ExtensionAnswer struct {
-	Extension string     `json:"extension"`
-	Tools     []ToolInfo `json:"tools,omitempty"`
+	Extension string `json:"extension,omitempty"`
+	// Extensions are the names of the extensions lent to the caller's environment, set (maybe
+	// empty) when the request named no extension.
+	Extensions *[]string  `json:"extensions,omitempty"`
+	Tools      []ToolInfo `json:"tools,omitempty"`
 	// Result is set when the request named a tool.
 	Result *ToolResult `json:"result,omitempty"`
 	// Truncated: the tool list or result was longer than MaxExtensionAnswer and was cut.
@@ -83,6 +87,9 @@ func ValidExtensionName(s string) error {
 }
 
 func validateExtensionTool(b *ExtensionToolBody) error {
+	if b.Extension == "" && b.Tool == "" && len(b.Arguments) == 0 {
+		return nil // the extensions lent to the caller
+	}
 	if err := ValidExtensionName(b.Extension); err != nil {
 		return err
 	}

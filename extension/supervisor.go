@@ -113,6 +113,10 @@ func (s *Supervisor) Close() {
 
 // Handle answers ExtensionTool for a terminal of environment env.
 func (s *Supervisor) Handle(ctx context.Context, env string, b *api.ExtensionToolBody) (api.ExtensionAnswer, error) {
+	if b.Extension == "" {
+		lent := s.lent(env)
+		return api.ExtensionAnswer{Extensions: &lent}, nil
+	}
 	x, err := s.find(env, b.Extension)
 	if err != nil {
 		return api.ExtensionAnswer{}, err
@@ -141,12 +145,7 @@ func (s *Supervisor) find(env, name string) (*ext, error) {
 	}
 	x := s.exts[name]
 	if x == nil {
-		var lent []string
-		for _, spec := range s.cfg.Extensions {
-			if spec.Lends(env) {
-				lent = append(lent, spec.Name)
-			}
-		}
+		lent := s.lent(env)
 		if len(lent) == 0 {
 			return nil, api.Errorf(api.CodeNotFound, "no extension %s: config.toml lends environment %s no extension ([[extension]] tables)", name, env)
 		}
@@ -156,6 +155,17 @@ func (s *Supervisor) find(env, name string) (*ext, error) {
 		return nil, api.Errorf(api.CodeForbidden, "extension %s is not lent to environment %s: its environments in config.toml, on the computer that runs krad-ade, do not name %s", name, env, env)
 	}
 	return x, nil
+}
+
+// lent are the names of the extensions env may use, in config.toml's order.
+func (s *Supervisor) lent(env string) []string {
+	names := []string{}
+	for _, spec := range s.cfg.Extensions {
+		if spec.Lends(env) {
+			names = append(names, spec.Name)
+		}
+	}
+	return names
 }
 
 // ext is one extension: its spec, and its session while it runs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -88,6 +89,12 @@ func TestEverything(t *testing.T) {
 	}})
 	defer s.Close()
 
+	for env, want := range map[string]string{"build": "[everything]", "laptop2": "[]"} {
+		ans, err := handle(t, s, env, api.ExtensionToolBody{})
+		if err != nil || ans.Extensions == nil || fmt.Sprint(*ans.Extensions) != want {
+			t.Errorf("the extensions lent to %s: %+v, %v; want %s", env, ans, err, want)
+		}
+	}
 	ans, err := handle(t, s, "main", api.ExtensionToolBody{Extension: "everything"})
 	if err != nil {
 		t.Fatal(err)

@@ -244,6 +244,8 @@ func TestCommands(t *testing.T) {
 			wantErr: "krad: error: Close: the app answered Agent where Ok was expected\n" +
 				"krad: hint: this krad and the app disagree about the answer: use the krad that came with this krad-ade\n", wantCode: ExitFailed},
 
+		{name: "tool: the extensions", args: []string{"tool"}, answer: extAnswer(api.ExtensionAnswer{Extensions: &[]string{"tracker", "docs"}}),
+			wantReq: `{"ExtensionTool":{}}`, wantOut: "tracker\ndocs\n"},
 		{name: "tool: the list", args: []string{"tool", "tracker"}, answer: extAnswer(api.ExtensionAnswer{Extension: "tracker", Tools: []api.ToolInfo{
 			{Name: "create_issue", Description: "Create an issue.\nMore words."}, {Name: "\x1b[2Jwipe", Title: "Wipe"}}}),
 			wantReq: `{"ExtensionTool":{"extension":"tracker"}}`,

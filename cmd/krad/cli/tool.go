@@ -22,10 +22,11 @@ func toolCommand() *command {
 	var raw bool
 	return &command{
 		name:    "tool",
-		args:    "EXT [TOOL [--arg K=V ...] [--json ARGS]] [--raw]",
+		args:    "[EXT [TOOL [--arg K=V ...] [--json ARGS]]] [--raw]",
 		summary: "list or call the tools of an extension (an MCP server config.toml names)",
 		help: `
-Lists the tools of extension EXT, or calls its tool TOOL and prints what the tool answered. An
+Lists the extensions lent to this terminal's environment, or with EXT the tools of extension EXT,
+or with TOOL calls that tool and prints what the tool answered. An
 extension is an MCP server named by an [[extension]] table in config.toml on the computer that
 runs krad-ade: the app runs it there, with that computer's environment and credentials, and only
 the arguments and the result travel, also from an SSH host's terminal.
@@ -39,21 +40,24 @@ its structured content as JSON when it gave nothing else. A tool that reports an
 its text too, and krad exits 1.`,
 		footer: `
 --json here takes the tool's arguments; --raw prints the app's answer as one line of JSON
-({"extension","tools"} or {"extension","result"}).`,
+({"extensions"}, {"extension","tools"} or {"extension","result"}).`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringArrayVar(&pairs, "arg", nil, "one argument: `K=V` (a string) or K:=JSON (repeatable)")
 			fs.StringVar(&argsJSON, "json", "", "the arguments as one JSON object, `ARGS`")
 			fs.BoolVar(&raw, "raw", false, `print the answer as one line of JSON`)
 		},
 		run: func(x *invocation, args []string) error {
-			if len(args) == 0 || len(args) > 2 {
+			if len(args) > 2 {
 				return x.usageError("%s takes an extension's name and, to call one, a tool's", x.path)
 			}
-			body := &api.ExtensionToolBody{Extension: args[0]}
-			if err := api.ValidExtensionName(args[0]); err != nil {
-				return x.usageError("%v, not %s", err, quote(args[0]))
+			body := &api.ExtensionToolBody{}
+			if len(args) > 0 {
+				body.Extension = args[0]
+				if err := api.ValidExtensionName(args[0]); err != nil {
+					return x.usageError("%v, not %s", err, quote(args[0]))
+				}
 			}
-			if len(args) == 1 && (len(pairs) > 0 || argsJSON != "") {
+			if len(args) < 2 && (len(pairs) > 0 || argsJSON != "") {
 				return x.usageError("arguments need a tool: %s EXT TOOL --arg K=V", x.path)
 			}
 			if len(args) == 2 {
@@ -78,6 +82,17 @@ its text too, and krad exits 1.`,
 			}
 			if ans.Truncated {
 				x.warn("the answer was longer than %d MiB and was cut", api.MaxExtensionAnswer>>20)
+			}
+			if body.Extension == "" {
+				if ans.Extensions == nil || len(*ans.Extensions) == 0 {
+					return writeLine(x.stdout, "no extension is lent to this environment ([[extension]] in krad-ade's config.toml)")
+				}
+				for _, name := range *ans.Extensions {
+					if err := writeLine(x.stdout, termsafe.Escape(name, api.MaxExtensionName)); err != nil {
+						return err
+					}
+				}
+				return nil
 			}
 			if body.Tool == "" {
 				return writeTools(x.stdout, ans.Tools)
