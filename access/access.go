@@ -90,6 +90,8 @@ func targetsWorker(n api.Name) bool {
 //   - Git: the askpass request only.
 //   - Terminal: every request of its own environment except Askpass and those that direct
 //     Workers (Spawn, Send, Close, CloseSession, RunVariants, PickVariant).
+//     ExtensionTool is among what a Terminal may: which extensions config.toml lends to its
+//     environment is the app's fact, checked where the extension is found (package extension).
 //   - Lead: what a Terminal may, and also Spawn, CloseSession and RunVariants for its session,
 //     Send and Close on its own workers, and PickVariant on its own sets (the handler checks
 //     the set).

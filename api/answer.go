@@ -28,6 +28,8 @@ const (
 	AnswerGroups   AnswerName = "Groups"
 	AnswerVariants AnswerName = "Variants" // a [Variants]
 	AnswerPicked   AnswerName = "Picked"   // a [Picked]
+	// AnswerExtension is the answer to ExtensionTool: an [ExtensionAnswer].
+	AnswerExtension AnswerName = "Extension"
 	// The messages of SubscribeAgents after its first, {"Agents":[…]}.
 	AnswerAgentEvent AnswerName = "AgentEvent" // an [AgentEvent]
 	AnswerAppEvent   AnswerName = "AppEvent"   // an [AppEvent]

@@ -339,3 +339,38 @@ func TestNULRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestExtensionToolBody: what ExtensionTool accepts, and what it refuses with bad_request.
+func TestExtensionToolBody(t *testing.T) {
+	for _, tt := range []struct {
+		body, want string // want: "" accepted, else part of the message
+	}{
+		{`{"extension":"tracker"}`, ""},
+		{`{"extension":"tracker","tool":"greet (structured)","arguments":{"name":"Bo"}}`, ""},
+		{`{"extension":"tracker","tool":"t","arguments":  {}}`, ""},
+		{`{}`, ""},
+		{`{"extension":"","tool":"x"}`, "extension must be 1 to 40"},
+		{`{"extension":"Tracker"}`, "extension must be 1 to 40"},
+		{`{"extension":"t","arguments":{}}`, "arguments need a tool"},
+		{`{"extension":"t","tool":"a\u001bb"}`, "no control characters"},
+		{`{"extension":"t","tool":"` + strings.Repeat("x", MaxToolName+1) + `"}`, "at most 128 bytes"},
+		{`{"extension":"t","tool":"x","arguments":[1]}`, "arguments must be a JSON object"},
+		{`{"extension":"t","tool":"x","arguments":"{}"}`, "arguments must be a JSON object"},
+		{`{"extension":"t","env":"main"}`, "unknown field"},
+	} {
+		_, err := RawRequest{Name: string(ExtensionTool), Body: json.RawMessage(tt.body)}.Decode()
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v, want it accepted", tt.body, err)
+			}
+			continue
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeBadRequest || !strings.Contains(e.Message, tt.want) {
+			t.Errorf("%s: %v, want bad_request with %q", tt.body, err, tt.want)
+		}
+	}
+	if d := NewRequest(ExtensionTool, &ExtensionToolBody{Extension: "t"}).Deadline(); d != 2*time.Minute {
+		t.Errorf("ExtensionTool's deadline is %s, want the spec's 2 minutes", d)
+	}
+}

@@ -18,6 +18,8 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		`{"from":{"Lead":{"environment":"b-1.x","terminal":2}},"request":{"Send":{"target":3,"text":"hi","enter":false}}}`,
 		`{"from":{"Git":"main"},"request":{"Askpass":{"prompt":"Password"}}}`,
 		`{"api_version":2,"from":"Client","request":{"Spawn":{"title":"t","command":["a","b"]}}}`,
+		`{"from":{"Terminal":{"environment":"build","terminal":1}},"request":{"ExtensionTool":{"extension":"tracker","tool":"create_issue","arguments":{"title":"x"}}}}`,
+		`{"from":{"Terminal":{"environment":"main","terminal":1}},"request":{"ExtensionTool":{"extension":"t","arguments":[1]}}}`,
 		`[]`, `null`, `{"from":"Client","request":{"a":1,"b":2}}`, "\xff\xfe",
 	} {
 		f.Add([]byte(s))

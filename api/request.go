@@ -169,7 +169,7 @@ var kinds = map[Name]requestKind{
 	RunVariants:     {func() any { return new(RunVariantsBody) }, AnswerVariants},
 	PickVariant:     {func() any { return new(PickVariantBody) }, AnswerPicked},
 	Code:            {func() any { return new(Opaque) }, ""},
-	ExtensionTool:   {func() any { return new(Opaque) }, ""},
+	ExtensionTool:   {func() any { return new(ExtensionToolBody) }, AnswerExtension},
 	Askpass:         {func() any { return new(Opaque) }, ""},
 	Report:          {func() any { return new(ReportBody) }, AnswerOk},
 }
@@ -292,6 +292,8 @@ func validateBody(body any) error {
 		return validateVariants(b)
 	case *PickVariantBody:
 		return validatePick(b)
+	case *ExtensionToolBody:
+		return validateExtensionTool(b)
 	case *ReportBody:
 		switch b.State {
 		case StateWorking, StateIdle, StateNeedsInput, StateDone, StateFailed:

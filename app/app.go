@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/extension"
 	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/local"
 	"github.com/krad-ade/krad/tmux"
@@ -95,6 +96,10 @@ type Config struct {
 
 	// MaxTerminals is how many terminals an environment may have; 0 means DefaultMaxTerminals.
 	MaxTerminals int
+
+	// Extensions are the person's MCP servers that ExtensionTool lends to terminals
+	// ([[extension]] in config.toml). Their Env is the app's own (os.Environ) when nil.
+	Extensions extension.Config
 }
 
 // AgentProfile is an agent a Spawn may name instead of a command: its shell command line, and how
@@ -119,6 +124,8 @@ type Remote struct {
 type App struct {
 	cfg Config
 	log *slog.Logger
+
+	ext *extension.Supervisor
 
 	mu      sync.Mutex
 	envs    map[string]*environment
@@ -148,7 +155,14 @@ func New(cfg Config) *App {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	a := &App{cfg: cfg, log: cfg.Logger, envs: map[string]*environment{}, changed: make(chan struct{})}
+	if cfg.Extensions.Env == nil {
+		cfg.Extensions.Env = os.Environ()
+	}
+	if cfg.Extensions.Logger == nil {
+		cfg.Extensions.Logger = cfg.Logger
+	}
+	a := &App{cfg: cfg, log: cfg.Logger, envs: map[string]*environment{}, changed: make(chan struct{}),
+		ext: extension.New(cfg.Extensions)}
 	specsOf := func(env string) []TerminalSpec {
 		var specs []TerminalSpec
 		for _, s := range cfg.Terminals {
@@ -174,13 +188,14 @@ func New(cfg Config) *App {
 // terminals are closed, an AppEvent says so, and the environment is brought up again; when only
 // the way to it breaks (an SSH connection drops), its terminals live on and the app attaches again
 // once it can. When ctx is done the app detaches from every tmux, which keeps the terminals
-// running for the next start to adopt.
+// running for the next start to adopt, and stops the extensions that run.
 func (a *App) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for _, e := range a.envs {
 		wg.Go(func() { e.run(ctx) })
 	}
 	wg.Wait()
+	a.ext.Close()
 	return nil
 }
 
@@ -316,6 +331,10 @@ var handlers = map[api.Name]handler{
 		return a.groups(ctx, c.From.Terminal)
 	},
 	api.Close: withBody(okOnly((*App).close)),
+	// The person's MCP servers, lent to terminals: package extension runs them here.
+	api.ExtensionTool: withBody(func(a *App, ctx context.Context, from api.TerminalID, b *api.ExtensionToolBody) (api.ExtensionAnswer, error) {
+		return a.ext.Handle(ctx, from.Environment, b)
+	}),
 	api.Report: func(a *App, _ context.Context, c *local.Call) (any, error) {
 		b, err := bodyOf[api.ReportBody](c)
 		if err != nil {

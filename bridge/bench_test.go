@@ -13,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/bridge"
+	"github.com/krad-ade/krad/extension"
 	"github.com/krad-ade/krad/forward"
 	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/testbin"
@@ -31,7 +34,10 @@ import (
 // BenchmarkTunnelHello is Hello from the host's side of the tunnel, through our reverse forward
 // and through OpenSSH's own `ssh -R` to the same bus on the same sshd, in the same run; each
 // reports p50 and p99 in milliseconds. BenchmarkMemoryPerEnvironment is the app's memory for each
-// of 20 SSH environments connected to one sshd.
+// of 20 SSH environments connected to one sshd. BenchmarkExtensionTool is a tools/call from a
+// host's terminal through the tunnel against the same call made directly here:
+//
+//	go test -run '^$' -bench ExtensionTool -benchtime 2000x ./bridge
 
 func percentiles(b *testing.B, d []time.Duration) {
 	slices.Sort(d)
@@ -172,6 +178,12 @@ func BenchmarkMemoryPerEnvironment(b *testing.B) {
 // ourForward measures Hello through our reverse forward to srv, whose connections reach the bus
 // through target: bus.Pipe, as krad-ade does, or a TCP dial, for comparison.
 func ourForward(b *testing.B, srv *sshdtest.Server, target func(context.Context) (net.Conn, error), tok api.Token) {
+	helloLoop(b, forwardTo(b, srv, target), tok)
+}
+
+// forwardTo opens our reverse forward on srv to target, until the benchmark ends, and returns
+// its address on the host.
+func forwardTo(b *testing.B, srv *sshdtest.Server, target func(context.Context) (net.Conn, error)) string {
 	cfgFile := srv.WriteSSHConfig(b, "h")
 	up := make(chan string, 1)
 	conn := forward.New(forward.Config{
@@ -186,7 +198,7 @@ func ourForward(b *testing.B, srv *sshdtest.Server, target func(context.Context)
 		},
 	})
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	b.Cleanup(cancel)
 	go func() { _ = conn.Run(ctx) }()
 	var addr string
 	select {
@@ -194,7 +206,7 @@ func ourForward(b *testing.B, srv *sshdtest.Server, target func(context.Context)
 	case <-time.After(30 * time.Second):
 		b.Fatalf("no forward: %s", conn.Status())
 	}
-	helloLoop(b, addr, tok)
+	return addr
 }
 
 // dialTCP is a forward.Config Target that dials the bus over TCP, as a second connection on this
@@ -203,5 +215,89 @@ func dialTCP(addr string) func(context.Context) (net.Conn, error) {
 	return func(ctx context.Context) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", addr)
+	}
+}
+
+// extensionHandler is the app's part of an ExtensionTool, and nothing else: any Terminal caller
+// is one, and its request goes to the supervisor.
+type extensionHandler struct{ sup *extension.Supervisor }
+
+func (extensionHandler) Facts(context.Context, api.Caller, api.Request) (local.Facts, error) {
+	return local.Facts{Role: local.RoleTerminal}, nil
+}
+
+func (h extensionHandler) Handle(ctx context.Context, c *local.Call) (api.Answer, error) {
+	ans, err := h.sup.Handle(ctx, c.From.Terminal.Environment, c.Request.Body.(*api.ExtensionToolBody))
+	if err != nil {
+		return api.Answer{}, err
+	}
+	return api.AnswerTo(c.Request.Name, ans)
+}
+
+// BenchmarkExtensionTool is one tools/call of the SDK's everything server (greet): from a
+// terminal of an SSH host, through our reverse forward and the bus to the supervisor's session,
+// against the same call made directly on this computer by the SDK's client over its own session
+// to the same server, in the same run. Each reports p50 and p99 in milliseconds.
+func BenchmarkExtensionTool(b *testing.B) {
+	everything := testbin.Everything(b)
+	b.Run("direct", func(b *testing.B) {
+		client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		ctx := context.Background()
+		cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(everything)}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for range b.N {
+			t0 := time.Now()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{"name": "bench"}})
+			if err != nil || res.IsError {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		b.StopTimer()
+		percentiles(b, lat)
+	})
+	for _, through := range []string{"bus-here", "host-through-tunnel"} {
+		b.Run(through, func(b *testing.B) { benchExtensionTool(b, everything, through == "host-through-tunnel") })
+	}
+}
+
+// benchExtensionTool calls greet through the bus, from this computer's loopback or, with tunnel,
+// from the host's side of our reverse forward.
+func benchExtensionTool(b *testing.B, everything string, tunnel bool) {
+	{
+		sup := extension.New(extension.Config{Extensions: []extension.Spec{{Name: "everything", Command: []string{everything}, Environments: []string{"bench"}}}})
+		defer sup.Close()
+		s := apptest.Serve(b, local.Config{Build: version.Build, Handler: extensionHandler{sup}})
+		addr := s.Bus.Addr()
+		if tunnel {
+			srv := sshdtest.Start(b, sshdtest.Options{})
+			addr = forwardTo(b, srv, func(ctx context.Context) (net.Conn, error) { return s.Bus.Pipe(ctx, local.FromForward("bench")) })
+		}
+		c := &api.Client{Endpoint: addr, Token: s.Token, From: api.FromTerminal(api.TerminalID{Environment: "bench", Terminal: 1})}
+		req := api.NewRequest(api.ExtensionTool, &api.ExtensionToolBody{Extension: "everything", Tool: "greet", Arguments: []byte(`{"name":"bench"}`)})
+		call := func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			a, err := c.Call(ctx, req)
+			var ans api.ExtensionAnswer
+			if err != nil || a.Decode(api.AnswerExtension, &ans) != nil || ans.Result == nil || ans.Result.IsError {
+				b.Fatalf("ExtensionTool: %v %s", err, a.Body)
+			}
+		}
+		call() // the start of the server is not what is measured
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for range b.N {
+			t0 := time.Now()
+			call()
+			lat = append(lat, time.Since(t0))
+		}
+		b.StopTimer()
+		percentiles(b, lat)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/bridge"
+	"github.com/krad-ade/krad/extension"
 	"github.com/krad-ade/krad/forward"
 	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/floodtest"
@@ -65,6 +66,8 @@ type worldOptions struct {
 	// commandTimeout and tmuxTimeout are the bridge's and the app's deadlines; zero keeps
 	// their defaults.
 	commandTimeout, tmuxTimeout time.Duration
+	// extensions are the app's ([[extension]] in config.toml).
+	extensions []extension.Spec
 }
 
 func startWorld(t *testing.T, opts ...worldOptions) *world {
@@ -127,8 +130,9 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 			{Environment: "build", Title: "lead", Lead: true},
 			{Environment: app.Local, Title: "local lead", Lead: true},
 		},
-		Remotes: []app.Remote{{Name: "build", Host: w.bridge}},
-		Logger:  o.log,
+		Remotes:    []app.Remote{{Name: "build", Host: w.bridge}},
+		Logger:     o.log,
+		Extensions: extension.Config{Extensions: o.extensions},
 	}, local.Config{BusToken: w.token, LeadToken: w.lead, Build: version.Build, PID: os.Getpid()})
 	w.app, w.bus = served.App, served.Bus
 	// The bridge and the subscriber stop first, the bridge after removing its token file from the

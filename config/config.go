@@ -16,6 +16,10 @@
 //	[[environment]]
 //	name = "build"
 //	ssh = "buildbox"
+//	# The person's MCP servers, lent to agents; see [Extension].
+//	[[extension]]
+//	name = "tracker"
+//	command = ["tracker-mcp", "--stdio"]
 //
 // Only discovery takes effect while the app runs; the others are read when it starts.
 //
@@ -32,7 +36,8 @@
 //
 // # Security model
 //
-// The file holds commands the app runs as the user ([[terminal]] command), so whoever can write it
+// The file holds commands the app runs as the user ([[terminal]], [[agent]] and [[extension]]
+// command), so whoever can write it
 // can run code as the user. Before reading a byte, [Load] and [Watch] check it as OpenSSH's
 // StrictModes checks ~/.ssh ([CheckFolder]): the config folder and config.toml must be the user's
 // own and writable by no one else (group or other write bits are refused; readable is fine, the
@@ -100,6 +105,23 @@ type Config struct {
 	Environments []Environment
 	// Agents are the agent profiles: [[agent]] tables, by the order of the file.
 	Agents []Agent
+	// Extensions are the person's MCP servers that agents may use: [[extension]] tables.
+	Extensions []Extension
+}
+
+// Extension is one [[extension]] table: an MCP server (stdio) that the app runs on this computer
+// for the ExtensionTool request and `krad tool`.
+//
+//	[[extension]]
+//	name = "tracker"                        # 1 to 40 of a-z, 0-9, - and _
+//	command = ["tracker-mcp", "--stdio"]    # its argv, run without a shell
+//	env = { TRACKER_PROFILE = "work" }      # added to the app's environment
+//	environments = ["main", "build"]        # who may use it: none means main only; "*" all
+type Extension struct {
+	Name         string
+	Command      []string
+	Env          map[string]string
+	Environments []string
 }
 
 // Environment is one [[environment]] table: terminals on an SSH host.
@@ -179,7 +201,8 @@ func Parse(data []byte) (Config, error) {
 	}
 	d := &document{md: &md, top: top}
 	c := Default()
-	var terminals toml.Primitive // the [[terminal]] tables, once decoded
+	var terminals toml.Primitive  // the [[terminal]] tables, once decoded
+	var extensions toml.Primitive // the [[extension]] tables, once decoded
 	for _, key := range d.keys() {
 		switch key {
 		case "discovery":
@@ -218,6 +241,13 @@ func Parse(data []byte) (Config, error) {
 				return Config{}, err
 			}
 			c.Environments = envs
+		case "extension":
+			exts, err := d.extensions(top[key])
+			if err != nil {
+				return Config{}, err
+			}
+			c.Extensions = exts
+			extensions = top[key]
 		default:
 			return Config{}, d.errorAt(toml.Key{key}, "unknown key "+quote(key))
 		}
@@ -226,7 +256,105 @@ func Parse(data []byte) (Config, error) {
 	if err := d.checkEnvironments(terminals, c); err != nil {
 		return Config{}, err
 	}
+	if err := d.checkLent(extensions, c); err != nil {
+		return Config{}, err
+	}
 	return c, nil
+}
+
+// checkLent refuses an [[extension]] lent to an environment no [[environment]] names: a typo
+// would otherwise lend it to nothing, silently. extensions is the tables c.Extensions came from.
+func (d *document) checkLent(extensions toml.Primitive, c Config) error {
+	names := []string{"main", "*"}
+	for _, e := range c.Environments {
+		names = append(names, e.Name)
+	}
+	var tables []map[string]toml.Primitive
+	_ = d.md.PrimitiveDecode(extensions, &tables) // decoded once already, by extensions
+	for i, x := range c.Extensions {
+		for _, env := range x.Environments {
+			if !slices.Contains(names, env) {
+				return &Error{Line: d.valueLine(tables[i]["environments"]),
+					Msg: "extension environments: " + quote(env) + " is not named by an [[environment]]; the names are " + strings.Join(names, ", ")}
+			}
+		}
+	}
+	return nil
+}
+
+// extensions decodes the [[extension]] tables.
+func (d *document) extensions(p toml.Primitive) ([]Extension, error) {
+	var tables []map[string]toml.Primitive
+	if err := d.md.PrimitiveDecode(p, &tables); err != nil {
+		return nil, d.errorAt(toml.Key{"extension"}, "extension must be [[extension]] tables")
+	}
+	var out []Extension
+	seen := map[string]bool{}
+	for _, table := range tables {
+		var x Extension
+		keys := make([]string, 0, len(table))
+		for k := range table {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(a, b string) int { return d.valueLine(table[a]) - d.valueLine(table[b]) })
+		line := 0
+		for _, k := range keys {
+			v := table[k]
+			line = max(line, d.valueLine(v))
+			bad := func(msg string) error { return &Error{Line: d.valueLine(v), Msg: msg} }
+			switch k {
+			case "name":
+				if d.md.PrimitiveDecode(v, &x.Name) != nil || api.ValidExtensionName(x.Name) != nil {
+					return nil, bad("extension name must be 1 to 40 of a-z, 0-9, - and _, like \"tracker\"")
+				}
+				if seen[x.Name] {
+					return nil, bad("a second [[extension]] named " + quote(x.Name))
+				}
+				seen[x.Name] = true
+			case "command":
+				if d.md.PrimitiveDecode(v, &x.Command) != nil || len(x.Command) == 0 || x.Command[0] == "" ||
+					slices.ContainsFunc(x.Command, func(a string) bool { return strings.IndexByte(a, 0) >= 0 }) {
+					return nil, bad(`extension command must be the program and its arguments, like ["tracker-mcp", "--stdio"]`)
+				}
+			case "env":
+				if d.md.PrimitiveDecode(v, &x.Env) != nil {
+					return nil, bad(`extension env must be a table of strings, like { TRACKER_PROFILE = "work" }`)
+				}
+				for name, val := range x.Env {
+					if !envName(name) || strings.IndexByte(val, 0) >= 0 {
+						return nil, bad("extension env: " + quote(name) + " must be a variable's name (letters, digits and _, not first a digit) with a value without NUL bytes")
+					}
+					if strings.HasPrefix(name, api.VarPrefix) {
+						return nil, bad("extension env: " + quote(name) + ": the " + api.VarPrefix + "* variables are the app's terminals' own")
+					}
+				}
+			case "environments":
+				if d.md.PrimitiveDecode(v, &x.Environments) != nil {
+					return nil, bad(`extension environments must be a list of environment names, like ["main", "build"]`)
+				}
+			default:
+				return nil, bad("unknown key " + quote(k) + " in [[extension]]; the keys are name, command, env and environments")
+			}
+		}
+		if x.Name == "" || len(x.Command) == 0 {
+			return nil, &Error{Line: line, Msg: "an [[extension]] needs a name and a command"}
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// envName says whether s may name an environment variable.
+func envName(s string) bool {
+	if s == "" || len(s) > 200 || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkEnvironments refuses a [[terminal]] whose environment no [[environment]] names: the app

@@ -316,6 +316,7 @@ func FuzzParse(f *testing.F) {
 		"x = \"\"\"\nline\n\"\"\"\ndiscovery = 2024-01-01T00:00:00Z\n",
 		"discovery =\n",
 		"\ufeff\x00",
+		"[[extension]]\nname = \"t\"\ncommand = [\"t\"]\nenv = { A = \"b\" }\nenvironments = [\"*\"]\n",
 	} {
 		f.Add([]byte(seed))
 	}
@@ -438,6 +439,43 @@ func TestParseEnvironments(t *testing.T) {
 		{"[[environment]]\nname = \"a.b\"\nssh = \"h\"\n", 2, "must be 1 to 64"},
 		{"[[environment]]\nname = \"b\"\nssh = \"h\"\nport = 22\n", 4, `unknown key "port"`},
 		{"[[environment]]\nname = \"b\"\nssh = \"h\"\n[[environment]]\nname = \"b\"\nssh = \"i\"\n", 5, "named twice"},
+	} {
+		_, err := Parse([]byte(tt.data))
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Line != tt.line || !strings.Contains(ce.Msg, tt.msg) {
+			t.Errorf("Parse(%q) = %v, want line %d and %q", tt.data, err, tt.line, tt.msg)
+		}
+	}
+}
+
+// TestParseExtensions: [[extension]] tables, and what is refused in them, by line.
+func TestParseExtensions(t *testing.T) {
+	data := "[[environment]]\nname = \"build\"\nssh = \"h\"\n[[extension]]\nname = \"tracker\"\ncommand = [\"tracker-mcp\", \"--stdio\"]\n" +
+		"env = { TRACKER_PROFILE = \"work\" }\nenvironments = [\"main\", \"build\"]\n[[extension]]\nname = \"docs\"\ncommand = [\"docs-mcp\"]\n"
+	got, err := Parse([]byte(data))
+	want := []Extension{
+		{Name: "tracker", Command: []string{"tracker-mcp", "--stdio"}, Env: map[string]string{"TRACKER_PROFILE": "work"}, Environments: []string{"main", "build"}},
+		{Name: "docs", Command: []string{"docs-mcp"}},
+	}
+	if err != nil || !reflect.DeepEqual(got.Extensions, want) {
+		t.Errorf("extensions: got %+v, %v; want %+v", got.Extensions, err, want)
+	}
+	for _, tt := range []struct {
+		data string
+		line int
+		msg  string
+	}{
+		{"[[extension]]\nname = \"Tracker\"\ncommand = [\"t\"]\n", 2, "extension name must be"},
+		{"[[extension]]\nname = \"t\"\ncommand = \"tracker-mcp --stdio\"\n", 3, "extension command must be the program and its arguments"},
+		{"[[extension]]\nname = \"t\"\ncommand = []\n", 3, "extension command must be"},
+		{"[[extension]]\nname = \"t\"\n", 2, "an [[extension]] needs a name and a command"},
+		{"[[extension]]\nname = \"t\"\ncommand = [\"t\"]\n[[extension]]\nname = \"t\"\ncommand = [\"u\"]\n", 5, `a second [[extension]] named "t"`},
+		{"[[extension]]\nname = \"t\"\ncommand = [\"t\"]\nenv = { \"A=B\" = \"c\" }\n", 4, `extension env: "A=B" must be a variable's name`},
+		{"[[extension]]\nname = \"t\"\ncommand = [\"t\"]\nenv = { KRAD_ADE_TOKEN = \"c\" }\n", 4, "KRAD_ADE_* variables"},
+		{"[[extension]]\nname = \"t\"\ncommand = [\"t\"]\nenv = { A = 1 }\n", 4, "extension env must be a table of strings"},
+		{"[[extension]]\nname = \"t\"\ncommand = [\"t\"]\nenvironments = [\"buid\"]\n", 4, `extension environments: "buid" is not named by an [[environment]]`},
+		{"[[extension]]\nname = \"t\"\ncommand = [\"t\"]\nenvironments = \"main\"\n", 4, "extension environments must be a list"},
+		{"[[extension]]\nname = \"t\"\ncommand = [\"t\"]\nshell = true\n", 4, `unknown key "shell" in [[extension]]`},
 	} {
 		_, err := Parse([]byte(tt.data))
 		var ce *Error

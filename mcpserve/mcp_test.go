@@ -18,6 +18,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/extension"
 	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/tcptest"
 	"github.com/krad-ade/krad/internal/testbin"
@@ -36,7 +37,7 @@ type harness struct {
 	home   string
 }
 
-func start(t testing.TB) *harness {
+func start(t testing.TB, opts ...func(*app.Config)) *harness {
 	t.Helper()
 	testbin.Need(t, "tmux", "tmux")
 	h := &harness{t: t, bin: testbin.Dir(t)}
@@ -51,7 +52,7 @@ func start(t testing.TB) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.served = apptest.ServeApp(t, ln, app.Config{
+	cfg := app.Config{
 		BinDir:     h.bin,
 		Path:       "/usr/local/bin:/usr/bin:/bin",
 		Tmux:       app.TmuxConfig{SocketPath: h.socket, ConfigFile: "/dev/null", Env: env},
@@ -59,7 +60,11 @@ func start(t testing.TB) *harness {
 		Reaction:   5 * time.Second,
 		PasteDelay: 50 * time.Millisecond,
 		Terminals:  []app.TerminalSpec{{Title: "lead", Lead: true}},
-	}, local.Config{})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	h.served = apptest.ServeApp(t, ln, cfg, local.Config{})
 	t.Cleanup(func() {
 		h.served.Stop(t)
 		_ = exec.Command("tmux", "-S", h.socket, "kill-server").Run()
@@ -455,5 +460,32 @@ func TestOutsideTheApp(t *testing.T) {
 	}
 	if got := s.stderr.String(); !strings.Contains(got, "krad: error: no agents API found") || !strings.Contains(got, "krad: hint: start krad-ade") {
 		t.Errorf("stderr %q, want krad's error and the hint to start krad-ade", got)
+	}
+}
+
+// TestExtensionToolsThroughTheBus: krad mcp offers the tools of the extensions lent to its
+// terminal's environment, the SDK's everything server here, as <extension>_<tool>, and a call
+// runs the server in the app and gives back its result; an extension not lent to main is not
+// offered.
+func TestExtensionToolsThroughTheBus(t *testing.T) {
+	everything := testbin.Everything(t)
+	h := start(t, func(c *app.Config) {
+		c.Extensions = extension.Config{Extensions: []extension.Spec{
+			{Name: "everything", Command: []string{everything}},
+			{Name: "hostonly", Command: []string{everything}, Environments: []string{"build"}},
+		}}
+	})
+	s := h.mustConnect("main:1")
+	tools := s.tools(t)
+	if !slices.Contains(tools, "everything_greet") || slices.ContainsFunc(tools, func(n string) bool { return strings.HasPrefix(n, "hostonly_") }) {
+		t.Errorf("tools %v: want everything_greet, and nothing of hostonly", tools)
+	}
+	if text := s.ok(t, "everything_greet", map[string]any{"name": "Ada"}, nil); text != "Hi Ada" {
+		t.Errorf("everything_greet answered %q, want Hi Ada", text)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if res := s.call(t, ctx, "everything_greet", map[string]any{"name": 5}, false); !res.IsError {
+		t.Errorf("everything_greet with a number for name: %s, want an error", textOf(res))
 	}
 }

@@ -30,6 +30,7 @@ import (
 //	44      TestHostCannotActOnThisComputer
 //	45      TestAnotherHostUserTakesTmuxsFolder
 //	48      TestGroupsAndVariantsOnTheHost
+//	49      TestExtensionFromAContainerHost
 //	50      TestAppPreparesAnArm64Host
 
 func TestMain(m *testing.M) { e2e.Main(m, testbin.Cleanup, removeProbe) }

@@ -43,7 +43,9 @@ func Requests(target api.Target) []api.Request {
 			body = &api.RunVariantsBody{Title: "apitest", Agents: []api.VariantAgent{{Command: []string{"true"}, Count: 1}}}
 		case api.PickVariant:
 			body = &api.PickVariantBody{Group: "apitest", How: api.PickBranch}
-		case api.Code, api.ExtensionTool, api.Askpass:
+		case api.ExtensionTool:
+			body = &api.ExtensionToolBody{Extension: "apitest"}
+		case api.Code, api.Askpass:
 			o := api.Opaque(fmt.Sprintf(`{"target":%d}`, target))
 			body = &o
 		default:

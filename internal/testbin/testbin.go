@@ -50,6 +50,9 @@ func Cleanup() {
 	if dir != "" {
 		os.RemoveAll(dir)
 	}
+	if mcpDir != "" {
+		os.RemoveAll(mcpDir)
+	}
 }
 
 func build(dir string) error {

@@ -49,6 +49,7 @@ import (
 	"github.com/krad-ade/krad/bridge"
 	"github.com/krad-ade/krad/config"
 	"github.com/krad-ade/krad/discovery"
+	"github.com/krad-ade/krad/extension"
 	"github.com/krad-ade/krad/forward"
 	"github.com/krad-ade/krad/internal/atomicfile"
 	"github.com/krad-ade/krad/internal/termsafe"
@@ -278,6 +279,9 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 		Terminals:    terminalSpecs(terminals),
 		Remotes:      remotes,
 		Logger:       a.log,
+		// The extensions run with the app's environment, as tmux does: without the KRAD_ADE_*
+		// variables of a terminal the app may have been started from.
+		Extensions: extension.Config{Extensions: extensionSpecs(cfg.Extensions), Env: tmuxConfig.Env, Logger: a.log},
 	})
 	srv, err = local.Listen(local.Config{
 		BusToken:  busToken,
@@ -561,6 +565,14 @@ func agentProfiles(as []config.Agent) []app.AgentProfile {
 	out := make([]app.AgentProfile, 0, len(as))
 	for _, a := range as {
 		out = append(out, app.AgentProfile{Name: a.Name, Command: a.Command, PromptArg: a.PromptArg})
+	}
+	return out
+}
+
+func extensionSpecs(xs []config.Extension) []extension.Spec {
+	out := make([]extension.Spec, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, extension.Spec{Name: x.Name, Command: x.Command, Env: x.Env, Environments: x.Environments})
 	}
 	return out
 }

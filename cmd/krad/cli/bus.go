@@ -277,6 +277,21 @@ func groupRequest(req api.Name) bool {
 
 // hintFor is the next step after the app answered req with the error e.
 func (b *bus) hintFor(req api.Name, e *api.Error) string {
+	if req == api.ExtensionTool && b.client.From.Kind != api.CallerClient {
+		switch e.Code {
+		case api.CodeForbidden:
+			return "config.toml, on the computer that runs krad-ade, says which environments may use each extension: add this one to the extension's environments"
+		case api.CodeNotFound:
+			if strings.HasPrefix(e.Message, "no extension ") {
+				return "[[extension]] tables in krad-ade's config.toml name the extensions"
+			}
+			return "krad tool EXT lists the tools of extension EXT"
+		case api.CodeBadRequest:
+			return "krad tool EXT --raw shows each tool's input schema"
+		case api.CodeUnavailable:
+			return "the extension runs on the computer of krad-ade: check its command in config.toml there, and run it by hand to see what it says"
+		}
+	}
 	switch e.Code {
 	case api.CodeUnauthorized:
 		switch {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -243,6 +244,31 @@ func TestCommands(t *testing.T) {
 			wantErr: "krad: error: Close: the app answered Agent where Ok was expected\n" +
 				"krad: hint: this krad and the app disagree about the answer: use the krad that came with this krad-ade\n", wantCode: ExitFailed},
 
+		{name: "tool: the extensions", args: []string{"tool"}, answer: extAnswer(api.ExtensionAnswer{Extensions: &[]string{"tracker", "docs"}}),
+			wantReq: `{"ExtensionTool":{}}`, wantOut: "tracker\ndocs\n"},
+		{name: "tool: the list", args: []string{"tool", "tracker"}, answer: extAnswer(api.ExtensionAnswer{Extension: "tracker", Tools: []api.ToolInfo{
+			{Name: "create_issue", Description: "Create an issue.\nMore words."}, {Name: "\x1b[2Jwipe", Title: "Wipe"}}}),
+			wantReq: `{"ExtensionTool":{"extension":"tracker"}}`,
+			wantOut: "TOOL          DESCRIPTION\ncreate_issue  Create an issue.\n\\x1b[2Jwipe   Wipe\n"},
+		{name: "tool: a call with --arg", args: []string{"tool", "tracker", "create_issue", "--arg", "title=flaky TestRetry", "--arg", "labels:=[\"ci\"]"},
+			answer: extAnswer(api.ExtensionAnswer{Extension: "tracker", Result: &api.ToolResult{Content: []json.RawMessage{
+				json.RawMessage(`{"type":"text","text":"created #12\n\u001b[31mred\tcell"}`), json.RawMessage(`{"type":"image","mimeType":"image/png","data":"AAAA"}`)}}}),
+			wantReq: `{"ExtensionTool":{"extension":"tracker","tool":"create_issue","arguments":{"title":"flaky TestRetry","labels":["ci"]}}}`,
+			wantOut: "created #12\n\\x1b[31mred\tcell\n[image image/png, 4 bytes base64]\n"},
+		{name: "tool: --json ARGS, and the tool's own error", args: []string{"tool", "tracker", "create_issue", "--json", `{"title": 5}`},
+			answer:  extAnswer(api.ExtensionAnswer{Extension: "tracker", Result: &api.ToolResult{IsError: true, Content: []json.RawMessage{json.RawMessage(`{"type":"text","text":"title must be text"}`)}}}),
+			wantReq: `{"ExtensionTool":{"extension":"tracker","tool":"create_issue","arguments":{"title":5}}}`,
+			wantOut: "title must be text\n",
+			wantErr: "krad: error: tool \"create_issue\" of extension tracker reported an error\nkrad: hint: what it printed says why; krad tool tracker shows what its tools take\n", wantCode: ExitFailed},
+		{name: "tool: forbidden", args: []string{"tool", "tracker"}, answer: errAnswer(api.CodeForbidden, "extension tracker is not lent to environment build"),
+			wantReq: `{"ExtensionTool":{"extension":"tracker"}}`,
+			wantErr: "krad: error: ExtensionTool: the app answered forbidden: extension tracker is not lent to environment build\n" +
+				"krad: hint: config.toml, on the computer that runs krad-ade, says which environments may use each extension: add this one to the extension's environments\n",
+			wantCode: ExitUnauthorized},
+		{name: "tool: arguments without a tool", args: []string{"tool", "tracker", "--arg", "a=b"},
+			wantErr: "krad: error: arguments need a tool: krad tool EXT TOOL --arg K=V\nkrad: hint: run 'krad tool --help'\n", wantCode: ExitUsage},
+		{name: "tool: a bad extension name", args: []string{"tool", "Tracker"},
+			wantErr: "krad: error: extension must be 1 to 40 of a-z, 0-9, - and _, not \"Tracker\"\nkrad: hint: run 'krad tool --help'\n", wantCode: ExitUsage},
 		{name: "report", args: []string{"report", "idle"}, wantReq: `{"Report":{"state":"idle"}}`},
 		{name: "report --message", args: []string{"report", "needs_input", "--message", "which file?"},
 			wantReq: `{"Report":{"state":"needs_input","message":"which file?"}}`},
@@ -294,7 +320,11 @@ func screenAnswer(s api.Screen) func(*testing.T) api.Answer {
 func errAnswer(code api.ErrorCode, msg string) func(*testing.T) api.Answer {
 	return func(*testing.T) api.Answer { return api.ErrorAnswer(api.Errorf(code, "%s", msg)) }
 }
-func ok(*testing.T) api.Answer       { return api.OK }
+func ok(*testing.T) api.Answer { return api.OK }
+
+func extAnswer(a api.ExtensionAnswer) func(*testing.T) api.Answer {
+	return func(t *testing.T) api.Answer { return answer(t, api.AnswerExtension, a) }
+}
 func timedOut(*testing.T) api.Answer { return api.TimedOut }
 
 // TestListAsClient: outside the app's terminals krad lists as a Client, through api.json.

@@ -79,6 +79,8 @@ krad mcp finds the bus as krad does and calls as this terminal: it adds no right
 				Explain:  func(err error) string { return strings.TrimSuffix(errorLines(x.prog, err), "\n") },
 				Show:     x.showAnswer,
 				Progress: every,
+				// The person's MCP servers lent to this environment, as tools of its own.
+				Extensions: busExtensions{b},
 			})
 			if err != nil {
 				return err

@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/mcpserve"
+)
+
+// busExtensions is krad mcp's hook for the person's MCP servers: the extensions lent to the
+// caller's environment, listed and called through ExtensionTool, so that an agent on a host sees
+// their tools as its own while they run on the computer of krad-ade.
+type busExtensions struct{ b *bus }
+
+var _ mcpserve.Extensions = busExtensions{}
+
+// Tools lists the tools of every extension lent to the caller. An extension that cannot list
+// them (it does not start, say) is left out, so that it costs the others nothing; only a bus that
+// cannot say which extensions there are is an error.
+func (e busExtensions) Tools(ctx context.Context) ([]mcpserve.ExtensionTool, error) {
+	var lent api.ExtensionAnswer
+	if _, err := e.b.answer(ctx, api.NewRequest(api.ExtensionTool, &api.ExtensionToolBody{}), &lent); err != nil {
+		return nil, err
+	}
+	if lent.Extensions == nil {
+		return nil, nil
+	}
+	var out []mcpserve.ExtensionTool
+	for _, name := range *lent.Extensions {
+		var ans api.ExtensionAnswer
+		if _, err := e.b.answer(ctx, api.NewRequest(api.ExtensionTool, &api.ExtensionToolBody{Extension: name}), &ans); err != nil {
+			continue
+		}
+		for _, t := range ans.Tools {
+			tool := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description}
+			if tool.Description == "" { // a model picks tools by their descriptions
+				tool.Description = fmt.Sprintf("Tool %s of the person's MCP server %s, which runs on the computer of krad-ade.", t.Name, name)
+			}
+			if len(t.InputSchema) > 0 {
+				tool.InputSchema = t.InputSchema
+			}
+			if len(t.OutputSchema) > 0 {
+				tool.OutputSchema = t.OutputSchema
+			}
+			out = append(out, mcpserve.ExtensionTool{Extension: name, Tool: tool})
+		}
+	}
+	return out, nil
+}
+
+// Call calls one tool through the bus, and gives its result back in MCP's form.
+func (e busExtensions) Call(ctx context.Context, extension, tool string, arguments json.RawMessage) (*mcp.CallToolResult, error) {
+	body := &api.ExtensionToolBody{Extension: extension, Tool: tool}
+	if len(arguments) > 0 && string(arguments) != "null" {
+		body.Arguments = arguments
+	}
+	var ans api.ExtensionAnswer
+	if _, err := e.b.answer(ctx, api.NewRequest(api.ExtensionTool, body), &ans); err != nil {
+		return nil, err
+	}
+	if ans.Result == nil {
+		return nil, errors.New("ExtensionTool: the app answered no result")
+	}
+	wire, err := json.Marshal(struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+		IsError           bool              `json:"isError,omitempty"`
+	}{ans.Result.Content, ans.Result.StructuredContent, ans.Result.IsError})
+	if err != nil {
+		return nil, err
+	}
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(wire, &res); err != nil {
+		return nil, fmt.Errorf("ExtensionTool: the result of %s cannot be read as MCP's: %w", tool, err)
+	}
+	if ans.Truncated {
+		res.Content = append(res.Content, &mcp.TextContent{Text: fmt.Sprintf("[krad: the result was longer than %d MiB and was cut]", api.MaxExtensionAnswer>>20)})
+	}
+	return &res, nil
+}
