@@ -471,6 +471,11 @@ func (w *watcher) check() {
 	if !changed {
 		return
 	}
+	if errors.Is(err, errReplaced) {
+		// Caught as it was being replaced: no verdict on a file in flux; look again next time.
+		w.file.Forget()
+		return
+	}
 
 	c := Default()
 	if err == nil {
@@ -500,6 +505,9 @@ func (w *watcher) check() {
 	}
 }
 
+// errReplaced is readFile's error when the file was replaced between its check and its opening.
+var errReplaced = errors.New("it changed while it was opened; try again")
+
 // readFile reads at most maxSize bytes of path, once [CheckFolder] passed its folder and checkFile
 // the file. A missing file gives an error matching fs.ErrNotExist; a file or folder that others
 // could have written, a *ModeError.
@@ -527,7 +535,7 @@ func readFile(path string) ([]byte, error) {
 	defer fh.Close()
 	// What was opened is what counts: the file that was checked, not one swapped in since.
 	if fi, err := fh.Stat(); err != nil || !os.SameFile(before, fi) {
-		return nil, fmt.Errorf("read %s: it changed while it was opened; try again", FileName)
+		return nil, fmt.Errorf("read %s: %w", FileName, errReplaced)
 	}
 	data, err := io.ReadAll(io.LimitReader(fh, maxSize+1))
 	if err != nil {
