@@ -106,6 +106,7 @@ type Environment struct {
 	vars      app.HostVars
 	home      string        // the user's home folder on the host, as of the last connect
 	socket    string        // the tmux server's socket on the host, ~/.krad-ade/tmux/krad-ade
+	server    string        // the tmux server's identity (hostScript), which its starts lock
 	legacy    bool          // attach to an earlier version's server, tmux -L krad-ade, instead
 	connected chan struct{} // closed while connected; replaced when the connection goes
 }
@@ -182,7 +183,7 @@ const WorktreesDir = "~/.krad-ade/worktrees"
 // host: its home, its PATH, and whether tmux is there; it makes the worktrees root,
 // ~/.krad-ade/worktrees, and the socket folder, ~/.krad-ade/tmux, and reports the socket's path,
 // and "legacy" when an earlier version's tmux server (tmux -L krad-ade, in tmux's default folder)
-// has the session and ours does not.
+// has the session and ours does not; and the server's identity (tmuxServer).
 var hostScript = shell.Script{Name: "HOST", Body: `
 umask 077;
 krad_home;
@@ -196,8 +197,27 @@ s="$(pwd -P)/$2";
 if [ ${#s} -gt 107 ]; then krad_fail "use the tmux socket $s: its path is longer than the 107 bytes a Unix socket's may have; the home folder's path must be shorter"; fi;
 old=;
 if [ -n "$t" ] && ! tmux -S "$s" has-session -t "=$1" >/dev/null 2>&1 && tmux -L krad-ade has-session -t "=$1" >/dev/null 2>&1; then old=legacy; fi;
-krad_say ok "$h" "$p" "$t" "$s" "$old";
+b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || true);
+i=$(ls -di . 2>/dev/null || true);
+krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s";
 `}
+
+// tmuxServer names a tmux server on a host as a line of hostScript: the kernel's boot (its
+// boot_id), the host's name, and the inode and path of the socket's folder. Environments that
+// are Host aliases of one host, as the same user, share its server.
+//
+// tmux 3.3a (Debian 12's) crashes (a NULL pointer in the server) when a session is created while
+// another control client is still attaching: several environments on one server that attach at
+// once (the app's start, a laptop's wake) would bring it down, and every environment there with
+// it, again and again. starts holds one lock per server, taken from the start of a tmux control
+// client to its first reply, so that the environments of one server attach one after another,
+// while those of other servers do not wait.
+var starts sync.Map // tmuxServer → *sync.Mutex
+
+func startLock(server string) *sync.Mutex {
+	mu, _ := starts.LoadOrStore(server, new(sync.Mutex))
+	return mu.(*sync.Mutex)
+}
 
 // timed is a remote.Host whose every command has the bridge's deadline, plus a second for each
 // 64 KiB it sends on stdin; past it the command fails with a *forward.TimeoutError for step.
@@ -257,10 +277,10 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	if err != nil {
 		return stepError(fmt.Errorf("look at the host: %w", err))
 	}
-	if len(lines) != 5 {
-		return fmt.Errorf("look at the host: %d lines, want 5", len(lines))
+	if len(lines) != 6 {
+		return fmt.Errorf("look at the host: %d lines, want 6", len(lines))
 	}
-	home, path, tmuxPath, socket, legacy := lines[0], lines[1], lines[2], lines[3], lines[4] == "legacy"
+	home, path, tmuxPath, socket, legacy, server := lines[0], lines[1], lines[2], lines[3], lines[4] == "legacy", lines[5]
 	if tmuxPath == "" {
 		return fmt.Errorf("tmux is not installed on the host, and its terminals are tmux windows: install it there (Debian: apt-get install tmux)")
 	}
@@ -281,6 +301,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	}
 	e.home = home
 	e.socket = socket
+	e.server = server
 	if legacy && !e.legacy {
 		e.log.Info("the host's tmux server of an earlier version (tmux -L krad-ade) has this environment's session: "+
 			"the app attaches to it while it runs, and starts no server there", "environment", e.cfg.Name)
@@ -411,7 +432,7 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 		return nil, ctx.Err()
 	}
 	e.mu.Lock()
-	socket, legacy := e.socket, e.legacy
+	socket, legacy, server := e.socket, e.legacy, e.server
 	e.mu.Unlock()
 	// The same new-session as on this computer, names escaped for tmux's formats; each argument
 	// then quoted for the host's shell.
@@ -433,11 +454,16 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	if client == nil {
 		return nil, ErrNotConnected
 	}
+	// One attach at a time per tmux server (see starts), up to its first reply.
+	start := startLock(server)
+	start.Lock()
 	sess, err := client.NewSession()
 	if err != nil {
+		start.Unlock()
 		return nil, fmt.Errorf("open an SSH session for tmux: %w", err)
 	}
 	c, err := e.attach(ctx, sess, cmd, onNote)
+	start.Unlock()
 	if err != nil && legacy && e.legacyGone(ctx, client, session, err) {
 		e.mu.Lock()
 		e.legacy = false
