@@ -48,11 +48,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+	"weak"
 
 	"golang.org/x/crypto/ssh"
 
@@ -102,13 +104,16 @@ type Environment struct {
 	conn *forward.Conn
 	log  *slog.Logger
 
-	mu        sync.Mutex
-	vars      app.HostVars
-	home      string        // the user's home folder on the host, as of the last connect
-	socket    string        // the tmux server's socket on the host, ~/.krad-ade/tmux/krad-ade
-	server    string        // the tmux server's identity (hostScript), which its starts lock
-	legacy    bool          // attach to an earlier version's server, tmux -L krad-ade, instead
-	connected chan struct{} // closed while connected; replaced when the connection goes
+	mu     sync.Mutex
+	vars   app.HostVars
+	home   string // the user's home folder on the host, as of the last connect
+	socket string // the tmux server's socket on the host, ~/.krad-ade/tmux/krad-ade
+	server string // the tmux server's identity (hostScript), which its starts lock
+	// hasSession: the server had the environment's session at the last connect, so that the
+	// first attach after it finds the session rather than create it (see starts).
+	hasSession bool
+	legacy     bool          // attach to an earlier version's server, tmux -L krad-ade, instead
+	connected  chan struct{} // closed while connected; replaced when the connection goes
 }
 
 var _ app.Host = (*Environment)(nil)
@@ -183,7 +188,8 @@ const WorktreesDir = "~/.krad-ade/worktrees"
 // host: its home, its PATH, and whether tmux is there; it makes the worktrees root,
 // ~/.krad-ade/worktrees, and the socket folder, ~/.krad-ade/tmux, and reports the socket's path,
 // and "legacy" when an earlier version's tmux server (tmux -L krad-ade, in tmux's default folder)
-// has the session and ours does not; and the server's identity (tmuxServer).
+// has the session and ours does not; the server's identity (tmuxServer); and "session" when our
+// server has the session already.
 var hostScript = shell.Script{Name: "HOST", Body: `
 umask 077;
 krad_home;
@@ -199,7 +205,9 @@ old=;
 if [ -n "$t" ] && ! tmux -S "$s" has-session -t "=$1" >/dev/null 2>&1 && tmux -L krad-ade has-session -t "=$1" >/dev/null 2>&1; then old=legacy; fi;
 b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || true);
 i=$(ls -di . 2>/dev/null || true);
-krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s";
+has=;
+if [ -n "$t" ] && tmux -S "$s" has-session -t "=$1" >/dev/null 2>&1; then has=session; fi;
+krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s" "$has";
 `}
 
 // tmuxServer names a tmux server on a host as a line of hostScript: the kernel's boot (its
@@ -210,13 +218,14 @@ krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s";
 // another control client is still attaching: several environments on one server that attach at
 // once (the app's start, a laptop's wake) would bring it down, and every environment there with
 // it, again and again. starts holds one lock per server, taken from the start of a tmux control
-// client to its first reply, so that the environments of one server attach one after another,
-// while those of other servers do not wait.
-var starts sync.Map // tmuxServer → *sync.Mutex
+// client to its first reply: exclusively by an attach that creates its session, shared by one
+// that finds its session there (the app's restart, a reconnect), so that no session is created on
+// a server while another client attaches, and those of other servers do not wait.
+var starts sync.Map // tmuxServer → *sync.RWMutex
 
-func startLock(server string) *sync.Mutex {
-	mu, _ := starts.LoadOrStore(server, new(sync.Mutex))
-	return mu.(*sync.Mutex)
+func startLock(server string) *sync.RWMutex {
+	mu, _ := starts.LoadOrStore(server, new(sync.RWMutex))
+	return mu.(*sync.RWMutex)
 }
 
 // timed is a remote.Host whose every command has the bridge's deadline, plus a second for each
@@ -258,13 +267,13 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	if err != nil {
 		return stepError(err)
 	}
-	bin, err := remote.ReadBinary(filepath.Join(e.cfg.BinDir, plat.StaticName()), plat, e.cfg.Version)
+	bin, err := readStatic(filepath.Join(e.cfg.BinDir, plat.StaticName()), plat, e.cfg.Version)
 	if err != nil {
 		return forward.Permanent(fmt.Errorf("the static krad for %s: %w", plat, err))
 	}
 	// Install and Write name their step in their errors ("install krad: …", "write the token
 	// file: …"): the status shows them as they are.
-	binDir, err := remote.Install(ctx, timed{h, e, "installing krad"}, bin)
+	binDir, err := remote.Install(ctx, timed{h, e, "installing krad"}, *bin)
 	if err != nil {
 		return stepError(err)
 	}
@@ -277,10 +286,11 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	if err != nil {
 		return stepError(fmt.Errorf("look at the host: %w", err))
 	}
-	if len(lines) != 6 {
-		return fmt.Errorf("look at the host: %d lines, want 6", len(lines))
+	if len(lines) != 7 {
+		return fmt.Errorf("look at the host: %d lines, want 7", len(lines))
 	}
 	home, path, tmuxPath, socket, legacy, server := lines[0], lines[1], lines[2], lines[3], lines[4] == "legacy", lines[5]
+	hasSession := lines[6] == "session"
 	if tmuxPath == "" {
 		return fmt.Errorf("tmux is not installed on the host, and its terminals are tmux windows: install it there (Debian: apt-get install tmux)")
 	}
@@ -302,6 +312,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	e.home = home
 	e.socket = socket
 	e.server = server
+	e.hasSession = hasSession
 	if legacy && !e.legacy {
 		e.log.Info("the host's tmux server of an earlier version (tmux -L krad-ade) has this environment's session: "+
 			"the app attaches to it while it runs, and starts no server there", "environment", e.cfg.Name)
@@ -310,6 +321,46 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	e.mu.Unlock()
 	e.log.Info("host ready", "environment", e.cfg.Name, "platform", plat.String(), "forward", fwd.Addr, "krad", binDir, "tmux", socket)
 	return nil
+}
+
+// statics shares the static krad that one prepare read with the others under way at the same
+// time (the app's start, a laptop's wake): a file of several MiB, read and hashed once rather than
+// once per host, held in memory by those prepares only (a weak pointer: the collector frees it
+// once the last one is done). A file rebuilt meanwhile (another size or mtime) is read again.
+var statics struct {
+	mu sync.Mutex
+	m  map[staticKey]weak.Pointer[remote.Binary]
+}
+
+type staticKey struct {
+	path    string
+	size    int64
+	mtime   time.Time
+	plat    remote.Platform
+	version string
+}
+
+// readStatic is remote.ReadBinary, shared through statics.
+func readStatic(path string, plat remote.Platform, version string) (*remote.Binary, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the static krad: %w", err)
+	}
+	k := staticKey{path: path, size: fi.Size(), mtime: fi.ModTime(), plat: plat, version: version}
+	statics.mu.Lock()
+	defer statics.mu.Unlock()
+	if b := statics.m[k].Value(); b != nil {
+		return b, nil
+	}
+	b, err := remote.ReadBinary(path, plat, version)
+	if err != nil {
+		return nil, err
+	}
+	if statics.m == nil {
+		statics.m = map[staticKey]weak.Pointer[remote.Binary]{}
+	}
+	statics.m[k] = weak.Make(&b)
+	return &b, nil
 }
 
 // safePath says whether p is an absolute path that a command line for the host's login shell
@@ -432,7 +483,7 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 		return nil, ctx.Err()
 	}
 	e.mu.Lock()
-	socket, legacy, server := e.socket, e.legacy, e.server
+	socket, legacy, server, has := e.socket, e.legacy, e.server, e.hasSession
 	e.mu.Unlock()
 	// The same new-session as on this computer, names escaped for tmux's formats; each argument
 	// then quoted for the host's shell.
@@ -454,16 +505,26 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	if client == nil {
 		return nil, ErrNotConnected
 	}
-	// One attach at a time per tmux server (see starts), up to its first reply.
+	// No session created on the server while another client attaches (see starts), up to the
+	// first reply.
 	start := startLock(server)
-	start.Lock()
+	lock, unlock := start.Lock, start.Unlock
+	if has || legacy {
+		lock, unlock = start.RLock, start.RUnlock
+	}
+	lock()
 	sess, err := client.NewSession()
 	if err != nil {
-		start.Unlock()
+		unlock()
 		return nil, fmt.Errorf("open an SSH session for tmux: %w", err)
 	}
 	c, err := e.attach(ctx, sess, cmd, onNote)
-	start.Unlock()
+	unlock()
+	// Known for the first attach after a connect only: a later one (tmux went away, the session
+	// was killed) may have to create it.
+	e.mu.Lock()
+	e.hasSession = false
+	e.mu.Unlock()
 	if err != nil && legacy && e.legacyGone(ctx, client, session, err) {
 		e.mu.Lock()
 		e.legacy = false
