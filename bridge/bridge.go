@@ -104,16 +104,13 @@ type Environment struct {
 	conn *forward.Conn
 	log  *slog.Logger
 
-	mu     sync.Mutex
-	vars   app.HostVars
-	home   string // the user's home folder on the host, as of the last connect
-	socket string // the tmux server's socket on the host, ~/.krad-ade/tmux/krad-ade
-	server string // the tmux server's identity (hostScript), which its starts lock
-	// hasSession: the server had the environment's session at the last connect, so that the
-	// first attach after it finds the session rather than create it (see starts).
-	hasSession bool
-	legacy     bool          // attach to an earlier version's server, tmux -L krad-ade, instead
-	connected  chan struct{} // closed while connected; replaced when the connection goes
+	mu        sync.Mutex
+	vars      app.HostVars
+	home      string        // the user's home folder on the host, as of the last connect
+	socket    string        // the tmux server's socket on the host, ~/.krad-ade/tmux/krad-ade
+	server    string        // the tmux server's identity (hostScript), which its starts lock
+	legacy    bool          // attach to an earlier version's server, tmux -L krad-ade, instead
+	connected chan struct{} // closed while connected; replaced when the connection goes
 }
 
 var _ app.Host = (*Environment)(nil)
@@ -188,8 +185,7 @@ const WorktreesDir = "~/.krad-ade/worktrees"
 // host: its home, its PATH, and whether tmux is there; it makes the worktrees root,
 // ~/.krad-ade/worktrees, and the socket folder, ~/.krad-ade/tmux, and reports the socket's path,
 // and "legacy" when an earlier version's tmux server (tmux -L krad-ade, in tmux's default folder)
-// has the session and ours does not; the server's identity (tmuxServer); and "session" when our
-// server has the session already.
+// has the session and ours does not; and the server's identity (tmuxServer).
 var hostScript = shell.Script{Name: "HOST", Body: `
 umask 077;
 krad_home;
@@ -205,27 +201,26 @@ old=;
 if [ -n "$t" ] && ! tmux -S "$s" has-session -t "=$1" >/dev/null 2>&1 && tmux -L krad-ade has-session -t "=$1" >/dev/null 2>&1; then old=legacy; fi;
 b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || true);
 i=$(ls -di . 2>/dev/null || true);
-has=;
-if [ -n "$t" ] && tmux -S "$s" has-session -t "=$1" >/dev/null 2>&1; then has=session; fi;
-krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s" "$has";
+krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s";
 `}
 
 // tmuxServer names a tmux server on a host as a line of hostScript: the kernel's boot (its
 // boot_id), the host's name, and the inode and path of the socket's folder. Environments that
 // are Host aliases of one host, as the same user, share its server.
 //
-// tmux 3.3a (Debian 12's) crashes (a NULL pointer in the server) when a session is created while
-// another control client is still attaching: several environments on one server that attach at
-// once (the app's start, a laptop's wake) would bring it down, and every environment there with
-// it, again and again. starts holds one lock per server, taken from the start of a tmux control
-// client to its first reply: exclusively by an attach that creates its session, shared by one
-// that finds its session there (the app's restart, a reconnect), so that no session is created on
-// a server while another client attaches, and those of other servers do not wait.
-var starts sync.Map // tmuxServer → *sync.RWMutex
+// tmux 3.3a (Debian 12's) crashes (a NULL pointer in the server) when sessions or windows are
+// made while other control clients attach: several environments on one server that attach at
+// once (the app's start, a laptop's wake) brought it down, and every environment there with it,
+// again and again (20 Host aliases of one host took 131 s to come up). starts holds one lock per
+// server, taken from the start of a tmux control client to its first reply, so that the
+// environments of one server attach one after another, while those of other servers do not wait.
+// It narrows the window rather than close it (a window opened by one environment while another
+// attaches is not held back): a crash that still happens is healed as any other, by attaching again.
+var starts sync.Map // tmuxServer → *sync.Mutex
 
-func startLock(server string) *sync.RWMutex {
-	mu, _ := starts.LoadOrStore(server, new(sync.RWMutex))
-	return mu.(*sync.RWMutex)
+func startLock(server string) *sync.Mutex {
+	mu, _ := starts.LoadOrStore(server, new(sync.Mutex))
+	return mu.(*sync.Mutex)
 }
 
 // timed is a remote.Host whose every command has the bridge's deadline, plus a second for each
@@ -286,11 +281,10 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	if err != nil {
 		return stepError(fmt.Errorf("look at the host: %w", err))
 	}
-	if len(lines) != 7 {
-		return fmt.Errorf("look at the host: %d lines, want 7", len(lines))
+	if len(lines) != 6 {
+		return fmt.Errorf("look at the host: %d lines, want 6", len(lines))
 	}
 	home, path, tmuxPath, socket, legacy, server := lines[0], lines[1], lines[2], lines[3], lines[4] == "legacy", lines[5]
-	hasSession := lines[6] == "session"
 	if tmuxPath == "" {
 		return fmt.Errorf("tmux is not installed on the host, and its terminals are tmux windows: install it there (Debian: apt-get install tmux)")
 	}
@@ -312,7 +306,6 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	e.home = home
 	e.socket = socket
 	e.server = server
-	e.hasSession = hasSession
 	if legacy && !e.legacy {
 		e.log.Info("the host's tmux server of an earlier version (tmux -L krad-ade) has this environment's session: "+
 			"the app attaches to it while it runs, and starts no server there", "environment", e.cfg.Name)
@@ -483,7 +476,7 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 		return nil, ctx.Err()
 	}
 	e.mu.Lock()
-	socket, legacy, server, has := e.socket, e.legacy, e.server, e.hasSession
+	socket, legacy, server := e.socket, e.legacy, e.server
 	e.mu.Unlock()
 	// The same new-session as on this computer, names escaped for tmux's formats; each argument
 	// then quoted for the host's shell.
@@ -505,26 +498,16 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	if client == nil {
 		return nil, ErrNotConnected
 	}
-	// No session created on the server while another client attaches (see starts), up to the
-	// first reply.
+	// One attach at a time per tmux server (see starts), up to its first reply.
 	start := startLock(server)
-	lock, unlock := start.Lock, start.Unlock
-	if has || legacy {
-		lock, unlock = start.RLock, start.RUnlock
-	}
-	lock()
+	start.Lock()
 	sess, err := client.NewSession()
 	if err != nil {
-		unlock()
+		start.Unlock()
 		return nil, fmt.Errorf("open an SSH session for tmux: %w", err)
 	}
 	c, err := e.attach(ctx, sess, cmd, onNote)
-	unlock()
-	// Known for the first attach after a connect only: a later one (tmux went away, the session
-	// was killed) may have to create it.
-	e.mu.Lock()
-	e.hasSession = false
-	e.mu.Unlock()
+	start.Unlock()
 	if err != nil && legacy && e.legacyGone(ctx, client, session, err) {
 		e.mu.Lock()
 		e.legacy = false
