@@ -74,6 +74,11 @@ type AgentEvent struct {
 const (
 	EnvironmentUp   = "environment_up"
 	EnvironmentDown = "environment_down"
+	// EnvironmentAdded and EnvironmentRemoved say that config.toml gained or lost an SSH
+	// environment while the app runs. A removed environment's terminals run on, on its host; its
+	// agents were sent as removed before the event.
+	EnvironmentAdded   = "environment_added"
+	EnvironmentRemoved = "environment_removed"
 	// EnvironmentState says how the way to an SSH environment is: Message is "connecting",
 	// "connected", "retrying in 8s: <last error>" or "failed: <why>".
 	EnvironmentState = "environment_state"

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -129,11 +131,17 @@ type App struct {
 
 	mu      sync.Mutex
 	envs    map[string]*environment
+	order   []string // the environments' names, main first, then in the order they were added
 	hub     hub
 	changed chan struct{} // closed and replaced on every change, for waiters
 	// connections is the last EnvironmentState of each SSH environment, for Subscribe's
 	// snapshot.
 	connections map[string]string
+
+	// runCtx is Run's context once Run has begun (nil before): environments added while the app
+	// runs are brought up under it. running counts the environments' goroutines. Both under mu.
+	runCtx  context.Context
+	running sync.WaitGroup
 }
 
 var _ local.Handler = (*App)(nil)
@@ -178,8 +186,10 @@ func New(cfg Config) *App {
 	local := &localHost{tmux: cfg.Tmux, dir: cfg.Dir, root: cfg.WorktreeRoot,
 		vars: HostVars{TerminalVars: api.TerminalVars{Endpoint: cfg.Endpoint, Token: cfg.Token, TokenFile: cfg.TokenFile, BinDir: cfg.BinDir, Path: cfg.Path}}}
 	a.envs[Local] = newEnvironment(a, Local, local, specsOf(Local))
+	a.order = []string{Local}
 	for _, r := range cfg.Remotes {
 		a.envs[r.Name] = newEnvironment(a, r.Name, r.Host, specsOf(r.Name))
+		a.order = append(a.order, r.Name)
 	}
 	return a
 }
@@ -188,34 +198,142 @@ func New(cfg Config) *App {
 // terminals are closed, an AppEvent says so, and the environment is brought up again; when only
 // the way to it breaks (an SSH connection drops), its terminals live on and the app attaches again
 // once it can. When ctx is done the app detaches from every tmux, which keeps the terminals
-// running for the next start to adopt, and stops the extensions that run.
+// running for the next start to adopt, and stops the extensions that run. Environments added
+// while it runs (AddEnvironment) are kept up the same way; Run returns once every environment
+// has detached.
 func (a *App) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	for _, e := range a.envs {
-		wg.Go(func() { e.run(ctx) })
+	a.mu.Lock()
+	a.runCtx = ctx
+	for _, name := range a.order {
+		a.startLocked(a.envs[name])
 	}
-	wg.Wait()
+	a.mu.Unlock()
+	<-ctx.Done()
+	// No environment starts once ctx is done (startLocked), so that the count only falls now.
+	a.running.Wait()
 	a.ext.Close()
 	return nil
 }
 
-// Environments are the names of the app's environments, main first.
-func (a *App) Environments() []string {
-	names := []string{Local}
-	for _, r := range a.cfg.Remotes {
-		names = append(names, r.Name)
+// startLocked brings environment e up under Run's context, on a goroutine of its own that ends
+// when Run's context is done or e is removed. Nothing starts before Run or after its end. a.mu
+// must be held.
+func (a *App) startLocked(e *environment) {
+	if a.runCtx == nil || a.runCtx.Err() != nil || e.done != nil {
+		return
 	}
-	return names
+	ctx, stop := context.WithCancel(a.runCtx)
+	e.stop, e.done = stop, make(chan struct{})
+	a.running.Add(1)
+	go func() {
+		defer a.running.Done()
+		defer close(e.done)
+		defer stop()
+		e.run(ctx)
+	}()
 }
 
-// ReadyOf is closed once environment env is up for the first time.
-func (a *App) ReadyOf(env string) <-chan struct{} { return a.envs[env].ready }
+// ErrEnvironmentExists is AddEnvironment's error for a name the app already has.
+var ErrEnvironmentExists = errors.New("the app has an environment of that name")
+
+// ErrNoEnvironment is RemoveEnvironment's error for a name the app does not have (or main, which
+// cannot be removed).
+var ErrNoEnvironment = errors.New("the app has no SSH environment of that name")
+
+// AddEnvironment adds an SSH environment to the app, before Run or while it runs: it is brought
+// up as those of Config.Remotes are, the windows its session already has adopted (an environment
+// removed earlier in this run, or one of an earlier run), and its configured terminals, specs,
+// opened when it first comes up unless they were adopted. Subscribers get an AppEvent
+// (environment_added). The name must be new: ErrEnvironmentExists.
+func (a *App) AddEnvironment(r Remote, specs []TerminalSpec) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.envs[r.Name] != nil || r.Name == Local {
+		return fmt.Errorf("add environment %s: %w", r.Name, ErrEnvironmentExists)
+	}
+	e := newEnvironment(a, r.Name, r.Host, specs)
+	a.envs[r.Name] = e
+	a.order = append(a.order, r.Name)
+	a.startLocked(e)
+	a.publishAppLocked(api.AppEvent{Kind: api.EnvironmentAdded, Environment: r.Name})
+	return nil
+}
+
+// RemoveEnvironment takes an SSH environment out of the app while it runs, as the app's own stop
+// does for every environment: the app detaches from the environment's tmux, which keeps its
+// terminals running on the host, unchanged, for a later AddEnvironment of the same name (or the
+// next start of the app) to adopt with their numbers. It returns once the app has detached (or
+// ctx is done: the environment is then forgotten all the same, its detach still under way). From
+// then on the environment is gone from the model: List and ListAll no longer show its agents
+// (subscribers get each one's AgentEvent "removed", then an AppEvent environment_removed), its
+// terminals' requests are refused as those of no terminal of this app, and its groups are left
+// as they are on the host (none retires). The host's own connection (its bridge) is the caller's
+// to close, after this returns.
+func (a *App) RemoveEnvironment(ctx context.Context, name string) error {
+	a.mu.Lock()
+	e := a.envs[name]
+	if e == nil || name == Local {
+		a.mu.Unlock()
+		return fmt.Errorf("remove environment %s: %w", name, ErrNoEnvironment)
+	}
+	// Forgotten first, so that nothing new reaches it (a request, an AddEnvironment of the same
+	// name waits for none of its fields); its goroutine then detaches.
+	delete(a.envs, name)
+	delete(a.connections, name)
+	a.order = slices.DeleteFunc(a.order, func(n string) bool { return n == name })
+	stop, done := e.stop, e.done
+	a.mu.Unlock()
+	var err error
+	if stop != nil {
+		stop()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = fmt.Errorf("remove environment %s: the detach from its tmux did not end: %w", name, context.Cause(ctx))
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, n := range slices.Sorted(maps.Keys(e.terminals)) {
+		t := e.terminals[n]
+		if t.quietTimer != nil {
+			t.quietTimer.Stop()
+			t.quietTimer = nil
+		}
+		a.publishLocked(api.AgentRemoved, t)
+	}
+	a.publishAppLocked(api.AppEvent{Kind: api.EnvironmentRemoved, Environment: name,
+		Message: "its terminals run on in its tmux session on the host; adding the environment again adopts them"})
+	return err
+}
+
+// Environments are the names of the app's environments, main first, then the SSH environments in
+// the order they were added.
+func (a *App) Environments() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.order)
+}
+
+// ReadyOf is closed once environment env is up for the first time; for an environment the app
+// does not have, it is a channel that is never closed.
+func (a *App) ReadyOf(env string) <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e := a.envs[env]; e != nil {
+		return e.ready
+	}
+	return nil
+}
 
 // EnvironmentState tells subscribers how the way to an environment is (an SSH connection:
 // connecting, connected, retrying in 8s: …, failed: …), as an AppEvent.
 func (a *App) EnvironmentState(env, state string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.envs[env] == nil {
+		return // removed: its connection's last words (closing) are no one's concern
+	}
 	if a.connections == nil {
 		a.connections = map[string]string{}
 	}
@@ -227,7 +345,16 @@ func (a *App) EnvironmentState(env, state string) {
 func (a *App) Ready() <-chan struct{} { return a.ReadyOf(Local) }
 
 // AttachHint is the command that attaches a person to an environment's terminals.
-func (a *App) AttachHint(env string) string { return a.envs[env].host.AttachHint(env) }
+// "" for an environment the app does not have.
+func (a *App) AttachHint(env string) string {
+	a.mu.Lock()
+	e := a.envs[env]
+	a.mu.Unlock()
+	if e == nil {
+		return ""
+	}
+	return e.host.AttachHint(env)
+}
 
 // notifyLocked tells waiters that something changed. a.mu must be held.
 func (a *App) notifyLocked() {

@@ -18,7 +18,9 @@
 // App.mu is the one mutex of the model. It guards every environment's fields that change (up,
 // client, terminals and their indexes by pane and window, next, …), every terminal's fields, the
 // subscribers (hub) and changed, the channel that is closed and replaced on every change so that
-// waiters wake. App.envs is filled by New and never changes: it is read without the lock. App.mu
+// waiters wake, and App.envs, which AddEnvironment and RemoveEnvironment change while the app runs:
+// an environment found there stays valid to use after the lock is let go (a removed one is detached
+// and answers as down), but is looked up again under the lock for each decision. App.mu
 // is held only to read or change the model, never across a tmux command or any other wait: the
 // goroutine that reads an environment's tmux takes it for the notifications it applies (onNote),
 // so a holder that waited on tmux would wait on itself.

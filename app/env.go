@@ -31,6 +31,11 @@ type environment struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 
+	// stop ends the environment's run and done is closed when it has ended; both set once, by
+	// App.startLocked, under app.mu.
+	stop context.CancelFunc
+	done chan struct{}
+
 	// createMu serialises opening windows with numbering the windows tmux reports, so that a
 	// window the app opens is never also taken for one a person opened.
 	createMu sync.Mutex

@@ -53,7 +53,7 @@ func (a *App) Subscribe(ctx context.Context) (Snapshot, <-chan Event) {
 	ch := make(chan Event, subscribeBuffer)
 	a.mu.Lock()
 	snap := Snapshot{Agents: a.agentsLocked(api.Caller{Kind: api.CallerClient}, true)}
-	for _, name := range a.Environments() {
+	for _, name := range a.order {
 		e := a.envs[name]
 		snap.Environments = append(snap.Environments, EnvironmentStatus{
 			Name: name, Up: e.up, Down: e.downMsg, Connection: a.connections[name],
@@ -105,7 +105,9 @@ func (a *App) CloseSession(ctx context.Context, lead api.TerminalID) error {
 // AttachCommand is the shell command line that attaches a person to terminal id's window: the
 // environment's attach hint, on that window.
 func (a *App) AttachCommand(id api.TerminalID) (string, bool) {
+	a.mu.Lock()
 	e := a.envs[id.Environment]
+	a.mu.Unlock()
 	if e == nil {
 		return "", false
 	}

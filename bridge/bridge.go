@@ -48,11 +48,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+	"weak"
 
 	"golang.org/x/crypto/ssh"
 
@@ -106,6 +108,7 @@ type Environment struct {
 	vars      app.HostVars
 	home      string        // the user's home folder on the host, as of the last connect
 	socket    string        // the tmux server's socket on the host, ~/.krad-ade/tmux/krad-ade
+	server    string        // the tmux server's identity (hostScript), which its starts lock
 	legacy    bool          // attach to an earlier version's server, tmux -L krad-ade, instead
 	connected chan struct{} // closed while connected; replaced when the connection goes
 }
@@ -182,7 +185,7 @@ const WorktreesDir = "~/.krad-ade/worktrees"
 // host: its home, its PATH, and whether tmux is there; it makes the worktrees root,
 // ~/.krad-ade/worktrees, and the socket folder, ~/.krad-ade/tmux, and reports the socket's path,
 // and "legacy" when an earlier version's tmux server (tmux -L krad-ade, in tmux's default folder)
-// has the session and ours does not.
+// has the session and ours does not; and the server's identity (tmuxServer).
 var hostScript = shell.Script{Name: "HOST", Body: `
 umask 077;
 krad_home;
@@ -196,8 +199,29 @@ s="$(pwd -P)/$2";
 if [ ${#s} -gt 107 ]; then krad_fail "use the tmux socket $s: its path is longer than the 107 bytes a Unix socket's may have; the home folder's path must be shorter"; fi;
 old=;
 if [ -n "$t" ] && ! tmux -S "$s" has-session -t "=$1" >/dev/null 2>&1 && tmux -L krad-ade has-session -t "=$1" >/dev/null 2>&1; then old=legacy; fi;
-krad_say ok "$h" "$p" "$t" "$s" "$old";
+b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || true);
+i=$(ls -di . 2>/dev/null || true);
+krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s";
 `}
+
+// tmuxServer names a tmux server on a host as a line of hostScript: the kernel's boot (its
+// boot_id), the host's name, and the inode and path of the socket's folder. Environments that
+// are Host aliases of one host, as the same user, share its server.
+//
+// tmux 3.3a (Debian 12's) crashes (a NULL pointer in the server) when sessions or windows are
+// made while other control clients attach: several environments on one server that attach at
+// once (the app's start, a laptop's wake) brought it down, and every environment there with it,
+// again and again (20 Host aliases of one host took 131 s to come up). starts holds one lock per
+// server, taken from the start of a tmux control client to its first reply, so that the
+// environments of one server attach one after another, while those of other servers do not wait.
+// It narrows the window rather than close it (a window opened by one environment while another
+// attaches is not held back): a crash that still happens is healed as any other, by attaching again.
+var starts sync.Map // tmuxServer → *sync.Mutex
+
+func startLock(server string) *sync.Mutex {
+	mu, _ := starts.LoadOrStore(server, new(sync.Mutex))
+	return mu.(*sync.Mutex)
+}
 
 // timed is a remote.Host whose every command has the bridge's deadline, plus a second for each
 // 64 KiB it sends on stdin; past it the command fails with a *forward.TimeoutError for step.
@@ -238,13 +262,13 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	if err != nil {
 		return stepError(err)
 	}
-	bin, err := remote.ReadBinary(filepath.Join(e.cfg.BinDir, plat.StaticName()), plat, e.cfg.Version)
+	bin, err := readStatic(filepath.Join(e.cfg.BinDir, plat.StaticName()), plat, e.cfg.Version)
 	if err != nil {
 		return forward.Permanent(fmt.Errorf("the static krad for %s: %w", plat, err))
 	}
 	// Install and Write name their step in their errors ("install krad: …", "write the token
 	// file: …"): the status shows them as they are.
-	binDir, err := remote.Install(ctx, timed{h, e, "installing krad"}, bin)
+	binDir, err := remote.Install(ctx, timed{h, e, "installing krad"}, *bin)
 	if err != nil {
 		return stepError(err)
 	}
@@ -257,10 +281,10 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	if err != nil {
 		return stepError(fmt.Errorf("look at the host: %w", err))
 	}
-	if len(lines) != 5 {
-		return fmt.Errorf("look at the host: %d lines, want 5", len(lines))
+	if len(lines) != 6 {
+		return fmt.Errorf("look at the host: %d lines, want 6", len(lines))
 	}
-	home, path, tmuxPath, socket, legacy := lines[0], lines[1], lines[2], lines[3], lines[4] == "legacy"
+	home, path, tmuxPath, socket, legacy, server := lines[0], lines[1], lines[2], lines[3], lines[4] == "legacy", lines[5]
 	if tmuxPath == "" {
 		return fmt.Errorf("tmux is not installed on the host, and its terminals are tmux windows: install it there (Debian: apt-get install tmux)")
 	}
@@ -281,6 +305,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	}
 	e.home = home
 	e.socket = socket
+	e.server = server
 	if legacy && !e.legacy {
 		e.log.Info("the host's tmux server of an earlier version (tmux -L krad-ade) has this environment's session: "+
 			"the app attaches to it while it runs, and starts no server there", "environment", e.cfg.Name)
@@ -289,6 +314,46 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	e.mu.Unlock()
 	e.log.Info("host ready", "environment", e.cfg.Name, "platform", plat.String(), "forward", fwd.Addr, "krad", binDir, "tmux", socket)
 	return nil
+}
+
+// statics shares the static krad that one prepare read with the others under way at the same
+// time (the app's start, a laptop's wake): a file of several MiB, read and hashed once rather than
+// once per host, held in memory by those prepares only (a weak pointer: the collector frees it
+// once the last one is done). A file rebuilt meanwhile (another size or mtime) is read again.
+var statics struct {
+	mu sync.Mutex
+	m  map[staticKey]weak.Pointer[remote.Binary]
+}
+
+type staticKey struct {
+	path    string
+	size    int64
+	mtime   time.Time
+	plat    remote.Platform
+	version string
+}
+
+// readStatic is remote.ReadBinary, shared through statics.
+func readStatic(path string, plat remote.Platform, version string) (*remote.Binary, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the static krad: %w", err)
+	}
+	k := staticKey{path: path, size: fi.Size(), mtime: fi.ModTime(), plat: plat, version: version}
+	statics.mu.Lock()
+	defer statics.mu.Unlock()
+	if b := statics.m[k].Value(); b != nil {
+		return b, nil
+	}
+	b, err := remote.ReadBinary(path, plat, version)
+	if err != nil {
+		return nil, err
+	}
+	if statics.m == nil {
+		statics.m = map[staticKey]weak.Pointer[remote.Binary]{}
+	}
+	statics.m[k] = weak.Make(&b)
+	return &b, nil
 }
 
 // safePath says whether p is an absolute path that a command line for the host's login shell
@@ -411,7 +476,7 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 		return nil, ctx.Err()
 	}
 	e.mu.Lock()
-	socket, legacy := e.socket, e.legacy
+	socket, legacy, server := e.socket, e.legacy, e.server
 	e.mu.Unlock()
 	// The same new-session as on this computer, names escaped for tmux's formats; each argument
 	// then quoted for the host's shell.
@@ -433,11 +498,16 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	if client == nil {
 		return nil, ErrNotConnected
 	}
+	// One attach at a time per tmux server (see starts), up to its first reply.
+	start := startLock(server)
+	start.Lock()
 	sess, err := client.NewSession()
 	if err != nil {
+		start.Unlock()
 		return nil, fmt.Errorf("open an SSH session for tmux: %w", err)
 	}
 	c, err := e.attach(ctx, sess, cmd, onNote)
+	start.Unlock()
 	if err != nil && legacy && e.legacyGone(ctx, client, session, err) {
 		e.mu.Lock()
 		e.legacy = false

@@ -46,7 +46,6 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
-	"github.com/krad-ade/krad/bridge"
 	"github.com/krad-ade/krad/config"
 	"github.com/krad-ade/krad/discovery"
 	"github.com/krad-ade/krad/extension"
@@ -259,9 +258,15 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 	toBus := func(env string) func(context.Context) (net.Conn, error) {
 		return func(ctx context.Context) (net.Conn, error) { return srv.Pipe(ctx, local.FromForward(env)) }
 	}
-	bridges, remotes := a.bridges(cfg.Environments, toBus, busToken, func(env, state string) {
-		model.EnvironmentState(env, state)
-	})
+	hs := &hosts{run: a, token: busToken, ports: a.forwardPorts(), toBus: toBus, on: map[string]*host{},
+		model: func() *app.App { return model }}
+	var initial []*host
+	var remotes []app.Remote
+	for _, env := range cfg.Environments {
+		h := hs.newHost(env)
+		initial = append(initial, h)
+		remotes = append(remotes, app.Remote{Name: env.Name, Host: h.bridge})
+	}
 	worktrees, err := a.worktreeRoot(cfg.Worktrees)
 	if err != nil {
 		return fail(stderr, exitError, err.Error(), `set worktrees = "/an/absolute/folder" in config.toml`)
@@ -308,10 +313,12 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 	// live connections before they close.
 	bctx, stopBridges := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBridges()
-	var bridged sync.WaitGroup
-	for _, b := range bridges {
-		bridged.Go(func() { _ = b.Run(bctx) })
+	hs.ctx, hs.said = bctx, ctx
+	hs.mu.Lock()
+	for _, h := range initial {
+		hs.startLocked(h)
 	}
+	hs.mu.Unlock()
 
 	reload := make(chan struct{}, 1)
 	if a.face != nil {
@@ -334,19 +341,6 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 		fmt.Fprintf(a.stdout, "krad-ade: environment %s is not up yet; the log says why (is tmux installed?)\n", app.Local)
 	case <-ctx.Done():
 	}
-	for name, b := range bridges {
-		go func() {
-			select {
-			case <-model.ReadyOf(name):
-				fmt.Fprintf(a.stdout, "krad-ade: environment %s: connected to %s (forward %s on the host), krad %s installed; %s\n",
-					name, b.Host(), b.Vars().Endpoint, version.Build, b.AttachHint(name))
-			case <-time.After(readyWait):
-				fmt.Fprintf(a.stdout, "krad-ade: environment %s is not up yet: %s\n", name, b.Status())
-			case <-ctx.Done():
-			}
-		}()
-	}
-
 	go func() {
 		for {
 			select {
@@ -356,9 +350,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 				default:
 				}
 				// SIGHUP also says "I fixed it": failed SSH environments try again.
-				for _, b := range bridges {
-					b.Retry()
-				}
+				hs.retry()
 			case <-ctx.Done():
 				return
 			}
@@ -375,6 +367,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 			Recovered: recovered,
 			Change: func(c config.Config) {
 				a.apply(c, apiPath)
+				hs.apply(c.Environments, terminalSpecs(c.Terminals))
 				if a.face != nil {
 					a.face.settings.Applied(c)
 				}
@@ -396,15 +389,8 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 	<-served
 	<-modelled
 	<-watched
-	for name, b := range bridges {
-		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := b.Cleanup(cctx); err != nil {
-			a.log.Warn("the token file was left on the host", "environment", name, "err", err)
-		}
-		cancel()
-	}
+	hs.stop()
 	stopBridges()
-	bridged.Wait()
 	a.removeFiles(apiPath, tokenFile)
 	a.log.Info("stopped")
 	return exitOK
@@ -442,56 +428,6 @@ func (a *run) apply(c config.Config, apiPath string) {
 		return
 	}
 	a.log.Info("discovery off: api.json removed", "path", apiPath)
-}
-
-// bridges makes the bridge of each SSH environment; toBus gives the dial of the bus for the
-// connections that arrive through an environment's forward. state is told each change of a
-// connection's status.
-func (a *run) bridges(envs []config.Environment, toBus func(env string) func(context.Context) (net.Conn, error), token api.Token, state func(env, state string)) (map[string]*bridge.Environment, []app.Remote) {
-	out := map[string]*bridge.Environment{}
-	var remotes []app.Remote
-	ports := a.forwardPorts()
-	instance := a.instance()
-	for _, env := range envs {
-		b := bridge.New(bridge.Config{
-			Name:     env.Name,
-			Dir:      env.Dir,
-			Token:    token,
-			Instance: instance,
-			BinDir:   filepath.Dir(a.companion),
-			Version:  version.Build,
-			Logger:   a.log,
-			Forward: forward.Config{
-				Host:   env.SSH,
-				Target: toBus(env.Name),
-				Logger: a.log,
-				// The port of the earlier run, so that the terminals that outlived it still
-				// find the bus.
-				PreferredPort: ports.get(env.Name),
-				OnStatus: func(s forward.Status) {
-					a.log.Info("environment connection", "environment", env.Name, "host", env.SSH, "status", s.String())
-					if s.PortChanged != nil {
-						a.log.Warn("the forward's port on the host changed: terminals opened before hold the old address; open new ones",
-							"environment", env.Name, "old", s.PortChanged.Old, "new", s.PortChanged.New)
-					}
-					msg := s.String()
-					if s.State == forward.Connected {
-						ports.set(env.Name, s.Addr)
-						if s.PortChanged != nil {
-							msg += fmt.Sprintf(" (the port changed from %s: terminals opened before it hold the old address)", s.PortChanged.Old)
-						}
-					}
-					state(env.Name, msg)
-				},
-				OnWarning: func(w forward.Warning) {
-					a.log.Warn("ssh_config line left out", "environment", env.Name, "warning", w.String())
-				},
-			},
-		})
-		out[env.Name] = b
-		remotes = append(remotes, app.Remote{Name: env.Name, Host: b})
-	}
-	return out, remotes
 }
 
 // forwardPorts is the port each SSH environment's forward had on its host, kept in forwards.json

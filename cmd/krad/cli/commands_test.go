@@ -352,6 +352,8 @@ func TestWatch(t *testing.T) {
 			answer(t, "AgentEvent", api.AgentEvent{Kind: api.AgentRemoved, Agent: agent(3, "worker", "closed", "review")}),
 			answer(t, "AppEvent", api.AppEvent{Kind: api.EnvironmentDown, Environment: "main", Message: "ssh: connection lost"}),
 			answer(t, "AppEvent", api.AppEvent{Kind: api.EnvironmentUp, Environment: "main"}),
+			answer(t, "AppEvent", api.AppEvent{Kind: api.EnvironmentRemoved, Environment: "build", Message: "its terminals run on"}),
+			answer(t, "AppEvent", api.AppEvent{Kind: api.EnvironmentAdded, Environment: "build"}),
 		}
 	}
 	const ended = "krad: error: SubscribeAgents: the app ended the stream\n" +
@@ -369,7 +371,9 @@ func TestWatch(t *testing.T) {
 			"main:3 added worker 'review' starting\n" +
 			"main:3 removed worker 'review' closed\n" +
 			"environment main down: ssh: connection lost\n" +
-			"environment main up\n"
+			"environment main up\n" +
+			"environment build removed: its terminals run on\n" +
+			"environment build added\n"
 		if out != want {
 			t.Errorf("got stdout\n%s\nwant\n%s", out, want)
 		}

@@ -86,6 +86,10 @@ func eventLine(a api.Answer) (line string, ok bool) {
 			kind = "up"
 		case api.EnvironmentDown:
 			kind = "down"
+		case api.EnvironmentAdded:
+			kind = "added"
+		case api.EnvironmentRemoved:
+			kind = "removed"
 		}
 		line = "environment " + termsafe.Escape(e.Environment, api.MaxEnvironmentName) + " " + kind
 		if e.Message != "" {
