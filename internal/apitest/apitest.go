@@ -43,7 +43,11 @@ func Requests(target api.Target) []api.Request {
 			body = &api.RunVariantsBody{Title: "apitest", Agents: []api.VariantAgent{{Command: []string{"true"}, Count: 1}}}
 		case api.PickVariant:
 			body = &api.PickVariantBody{Group: "apitest", How: api.PickBranch}
-		case api.Code, api.ExtensionTool, api.Askpass:
+		case api.Code:
+			body = &api.CodeBody{Path: "/nonexistent/apitest.go"}
+		case api.Askpass:
+			body = &api.AskpassBody{Prompt: "Password: ", Kind: api.AskPassword}
+		case api.ExtensionTool:
 			o := api.Opaque(fmt.Sprintf(`{"target":%d}`, target))
 			body = &o
 		default:
