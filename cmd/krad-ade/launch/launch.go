@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -251,6 +252,9 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 		Terminals:    terminalSpecs(terminals),
 		Remotes:      remotes,
 		Logger:       a.log,
+		Editor:       app.Editor{Command: cfg.Editor.Command, SSHCommand: cfg.Editor.SSHCommand},
+		Askpass:      a.askpassWanted(),
+		SSHAskpass:   cfg.SSHAskpass && a.askpassWanted(),
 	})
 	srv, err = local.Listen(local.Config{
 		BusToken:  busToken,
@@ -434,7 +438,7 @@ func (a *run) bridges(envs []config.Environment, toBus func(env string) func(con
 			},
 		})
 		out[env.Name] = b
-		remotes = append(remotes, app.Remote{Name: env.Name, Host: b})
+		remotes = append(remotes, app.Remote{Name: env.Name, Host: b, SSH: env.SSH})
 	}
 	return out, remotes
 }
@@ -657,4 +661,18 @@ func fail(w io.Writer, code int, msg, hint string) int {
 		fmt.Fprintf(w, "krad-ade: hint: %s\n", hint)
 	}
 	return code
+}
+
+// askpassWanted says whether the app's terminals get GIT_ASKPASS: krad-ade-askpass is next to
+// the companion, and the user has no askpass of their own (GIT_ASKPASS, or git's core.askPass),
+// which the app then leaves alone.
+func (a *run) askpassWanted() bool {
+	if a.getenv("GIT_ASKPASS") != "" {
+		return false
+	}
+	if fi, err := os.Stat(filepath.Join(filepath.Dir(a.companion), api.AskpassName)); err != nil || fi.IsDir() {
+		return false
+	}
+	out, err := exec.Command("git", "config", "--get", "core.askPass").Output()
+	return err != nil || strings.TrimSpace(string(out)) == ""
 }

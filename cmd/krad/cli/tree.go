@@ -30,6 +30,7 @@ api.json in the app's config folder (not in the static build for SSH hosts).
 			changesCommand(),
 			variantsCommand(),
 			reportCommand(),
+			codeCommand(),
 			mcpCommand(),
 			apiCommand(),
 			versionCommand(),
