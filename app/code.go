@@ -82,6 +82,9 @@ func (a *App) code(ctx context.Context, from api.TerminalID, b *api.CodeBody) er
 	file := path.Clean(b.Path)
 	if local {
 		if file, err = resolve(file); err != nil {
+			if !inside(path.Clean(b.Path), roots, false) {
+				return api.Errorf(api.CodeForbidden, "%s is outside this terminal's environment folder and group: Code opens only files of the caller's own checkout", shortPath(b.Path))
+			}
 			return api.Errorf(api.CodeNotFound, "no file %s: %v", shortPath(b.Path), errors.Unwrap(err))
 		}
 	}
