@@ -230,7 +230,7 @@ func Parse(data []byte) (Config, error) {
 			c.Agents = agents
 		case "editor":
 			var t map[string]toml.Primitive
-			if md.PrimitiveDecode(top[key], &t) != nil {
+			if md.Type(key) != "Hash" || md.PrimitiveDecode(top[key], &t) != nil {
 				return Config{}, d.errorAt(toml.Key{key}, "editor must be a table: [editor]")
 			}
 			for k, v := range t {
@@ -249,7 +249,7 @@ func Parse(data []byte) (Config, error) {
 			}
 		case "git":
 			var t map[string]toml.Primitive
-			if md.PrimitiveDecode(top[key], &t) != nil {
+			if md.Type(key) != "Hash" || md.PrimitiveDecode(top[key], &t) != nil {
 				return Config{}, d.errorAt(toml.Key{key}, "git must be a table: [git]")
 			}
 			for k, v := range t {
