@@ -213,13 +213,13 @@ func (p *prompts) startLocked(a *App, env string, b *api.AskpassBody) (string, *
 		close(pd.done)
 		cancel()
 	}()
-	go p.reap(id, pd, ctx)
+	go p.reap(id, pd)
 	return id, pd, nil
 }
 
 // reap gives up a prompt that no poll has waited on for askpassGone, and forgets an answer no
 // poll came back for.
-func (p *prompts) reap(id string, pd *pending, ctx context.Context) {
+func (p *prompts) reap(id string, pd *pending) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -242,7 +242,6 @@ func (p *prompts) reap(id string, pd *pending, ctx context.Context) {
 		if gone {
 			pd.cancel()
 		}
-		_ = ctx
 	}
 }
 
