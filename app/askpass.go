@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,7 +105,7 @@ func (a *App) askpass(ctx context.Context, env string, b *api.AskpassBody) (any,
 	if b.Pending != "" {
 		id = b.Pending
 		pd = p.open[id]
-		if pd == nil || pd.key[:len(env)] != env || pd.key[len(env)] != ':' {
+		if pd == nil || !strings.HasPrefix(pd.key, env+":") {
 			p.mu.Unlock()
 			return nil, api.Errorf(api.CodeNotFound, "no open git prompt has that id: it was answered, refused or given up")
 		}
