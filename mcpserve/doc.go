@@ -9,8 +9,9 @@
 // create_worktree, changes, list_groups, run_variants and pick_variant. Which of them a session
 // lists follows the caller's rights, as the one access table (package access) gives them: a
 // terminal that is not a session's lead is not offered spawn_worker, send_text and the others
-// that direct workers; a Client caller (outside the app's terminals) only list_agents. Requests
-// no app serves yet (Code, ExtensionTool) have no tool. A tool's input schema is made from a Go
+// that direct workers; a Client caller (outside the app's terminals) only list_agents. Code (the
+// person's editor) has no tool yet, ExtensionTool's are the extensions' own, and Askpass is the
+// Git caller's alone: a secret never goes to a model. A tool's input schema is made from a Go
 // type; its result is structured content (the app's answer) and a short text, the one krad
 // prints for people.
 //
