@@ -196,7 +196,9 @@ s="$(pwd -P)/$2";
 if [ ${#s} -gt 107 ]; then krad_fail "use the tmux socket $s: its path is longer than the 107 bytes a Unix socket's may have; the home folder's path must be shorter"; fi;
 old=;
 if [ -n "$t" ] && ! tmux -S "$s" has-session -t "=$1" >/dev/null 2>&1 && tmux -L krad-ade has-session -t "=$1" >/dev/null 2>&1; then old=legacy; fi;
-krad_say ok "$h" "$p" "$t" "$s" "$old";
+a=;
+if [ -n "${GIT_ASKPASS:-}" ] || { command -v git >/dev/null 2>&1 && [ -n "$(git config --global --get core.askPass 2>/dev/null)" ]; }; then a=own; fi;
+krad_say ok "$h" "$p" "$t" "$s" "$old" "$a";
 `}
 
 // timed is a remote.Host whose every command has the bridge's deadline, plus a second for each
@@ -257,10 +259,12 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	if err != nil {
 		return stepError(fmt.Errorf("look at the host: %w", err))
 	}
-	if len(lines) != 5 {
-		return fmt.Errorf("look at the host: %d lines, want 5", len(lines))
+	if len(lines) != 6 {
+		return fmt.Errorf("look at the host: %d lines, want 6", len(lines))
 	}
 	home, path, tmuxPath, socket, legacy := lines[0], lines[1], lines[2], lines[3], lines[4] == "legacy"
+	// The user's own askpass on the host (GIT_ASKPASS, or git's core.askPass) is left alone.
+	askpass := lines[5] != "own"
 	if tmuxPath == "" {
 		return fmt.Errorf("tmux is not installed on the host, and its terminals are tmux windows: install it there (Debian: apt-get install tmux)")
 	}
@@ -276,7 +280,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	}
 	e.mu.Lock()
 	e.vars = app.HostVars{
-		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path},
+		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path, Askpass: askpass},
 		Dir:          dir,
 	}
 	e.home = home
