@@ -277,12 +277,12 @@ func TestCheckEndpoint(t *testing.T) {
 // TestOpaqueRoundTrip: a body of a request designed later is written as the JSON it holds, so
 // that what a client sends the bus decodes (it was written as base64).
 func TestOpaqueRoundTrip(t *testing.T) {
-	o := Opaque(`{"path":"retry.go"}`)
-	b, err := json.Marshal(NewRequest(Code, &o))
+	o := Opaque(`{"tool":"lint"}`)
+	b, err := json.Marshal(NewRequest(ExtensionTool, &o))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"Code":{"path":"retry.go"}}`; string(b) != want {
+	if want := `{"ExtensionTool":{"tool":"lint"}}`; string(b) != want {
 		t.Fatalf("got %s, want %s", b, want)
 	}
 	var raw RawRequest

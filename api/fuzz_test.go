@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -17,6 +19,9 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		`{"api_version":1,"token":"x","from":{"Terminal":{"environment":"main","terminal":4}},"request":{"Wait":{"target":4,"timeout_secs":600}}}`,
 		`{"from":{"Lead":{"environment":"b-1.x","terminal":2}},"request":{"Send":{"target":3,"text":"hi","enter":false}}}`,
 		`{"from":{"Git":"main"},"request":{"Askpass":{"prompt":"Password"}}}`,
+		`{"from":{"Git":"main"},"request":{"Askpass":{"prompt":"Password for 'x': \u001b[2J","kind":"password","terminal":3,"pending":"ab"}}}`,
+		`{"from":{"Terminal":{"environment":"main","terminal":1}},"request":{"Code":{"path":"/src/a.go","line":4,"wait":true}}}`,
+		`{"from":{"Terminal":{"environment":"main","terminal":1}},"request":{"Code":{"path":"a.go","line":0}}}`,
 		`{"api_version":2,"from":"Client","request":{"Spawn":{"title":"t","command":["a","b"]}}}`,
 		`{"from":{"Terminal":{"environment":"build","terminal":1}},"request":{"ExtensionTool":{"extension":"tracker","tool":"create_issue","arguments":{"title":"x"}}}}`,
 		`{"from":{"Terminal":{"environment":"main","terminal":1}},"request":{"ExtensionTool":{"extension":"t","arguments":[1]}}}`,
@@ -86,6 +91,30 @@ func FuzzReadLine(f *testing.F) {
 		}
 		if !bytes.HasPrefix(in, append(line, '\n')) {
 			t.Fatal("the line is not the input's first line")
+		}
+	})
+}
+
+// FuzzAskpassAnswer: whatever the app's answer body, reading it never panics, and what it read
+// prints no secret.
+func FuzzAskpassAnswer(f *testing.F) {
+	for _, s := range []string{`{"pending":"ab"}`, `{"secret":"pw"}`, `{"secret":null}`, `[]`, `{"secret":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var a AskpassAnswer
+		if err := json.Unmarshal(body, &a); err != nil {
+			return
+		}
+		out, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := a.Secret.Reveal(); len(s) > 2 && bytes.Contains(out, []byte(s)) && s != Redacted && !strings.Contains(Redacted, s) && !strings.Contains(a.Pending, s) && !strings.Contains(`"pending":"secret":`, s) {
+			t.Fatalf("the answer's JSON for logs %s holds its secret", out)
+		}
+		if fmt.Sprint(a.Secret) != Redacted {
+			t.Fatalf("the secret prints %s", a.Secret)
 		}
 	})
 }

@@ -168,9 +168,9 @@ var kinds = map[Name]requestKind{
 	Groups:          {nil, AnswerGroups},
 	RunVariants:     {func() any { return new(RunVariantsBody) }, AnswerVariants},
 	PickVariant:     {func() any { return new(PickVariantBody) }, AnswerPicked},
-	Code:            {func() any { return new(Opaque) }, ""},
+	Code:            {func() any { return new(CodeBody) }, AnswerOk},
 	ExtensionTool:   {func() any { return new(ExtensionToolBody) }, AnswerExtension},
-	Askpass:         {func() any { return new(Opaque) }, ""},
+	Askpass:         {func() any { return new(AskpassBody) }, AnswerAskpass},
 	Report:          {func() any { return new(ReportBody) }, AnswerOk},
 }
 
@@ -294,6 +294,10 @@ func validateBody(body any) error {
 		return validatePick(b)
 	case *ExtensionToolBody:
 		return validateExtensionTool(b)
+	case *CodeBody:
+		return validateCode(b)
+	case *AskpassBody:
+		return validateAskpass(b)
 	case *ReportBody:
 		switch b.State {
 		case StateWorking, StateIdle, StateNeedsInput, StateDone, StateFailed:

@@ -57,7 +57,19 @@ type TerminalVars struct {
 	BinDir string
 	// Path is the rest of PATH.
 	Path string
+	// Askpass: git's prompts come to the app (GIT_ASKPASS is BinDir/krad-ade-askpass), unless
+	// the user has an askpass of their own, which the app then leaves alone. SSHAskpass: ssh's
+	// too (SSH_ASKPASS, with SSH_ASKPASS_REQUIRE=prefer), only when config.toml asks.
+	Askpass, SSHAskpass bool
 }
+
+// VarGitAskpass and VarSSHAskpass are the variables that send git's and ssh's prompts to
+// krad-ade-askpass, and AskpassName its name in BinDir.
+const (
+	VarGitAskpass = "GIT_ASKPASS"
+	VarSSHAskpass = "SSH_ASKPASS"
+	AskpassName   = "krad-ade-askpass"
+)
 
 // Env is terminal's variables as NAME=value, for its process's environment (tmux new-window
 // -e): those of [TerminalVars.Session] that are set, and [VarTerminal]. It holds the token in
@@ -92,6 +104,13 @@ func (v TerminalVars) list(terminal string) (set, unset []string) {
 		unset = append(unset, VarGroup, VarPort)
 	}
 	add("PATH", PathFirst(v.BinDir, v.Path), true)
+	// Set, never unset: an askpass of the user's own stays.
+	if v.Askpass && v.BinDir != "" {
+		set = append(set, VarGitAskpass+"="+path.Join(v.BinDir, AskpassName))
+	}
+	if v.SSHAskpass && v.BinDir != "" {
+		set = append(set, VarSSHAskpass+"="+path.Join(v.BinDir, AskpassName), "SSH_ASKPASS_REQUIRE=prefer")
+	}
 	return set, unset
 }
 

@@ -102,6 +102,16 @@ type Config struct {
 	// Extensions are the person's MCP servers that ExtensionTool lends to terminals
 	// ([[extension]] in config.toml). Their Env is the app's own (os.Environ) when nil.
 	Extensions extension.Config
+	// Askpass: terminals of this computer get GIT_ASKPASS, git's prompts coming to the app
+	// (krad-ade leaves it false when the user has an askpass of their own); SSHAskpass:
+	// SSH_ASKPASS too.
+	Askpass, SSHAskpass bool
+	// Editor is how Code opens a file in the person's editor; none configured, Code is
+	// unavailable.
+	Editor Editor
+	// Prompter answers git's prompts (Askpass): the person, through the UI. nil is headless:
+	// Askpass fails at once with a hint. SetPrompter changes it while the app runs.
+	Prompter Prompter
 }
 
 // AgentProfile is an agent a Spawn may name instead of a command: its shell command line, and how
@@ -119,6 +129,9 @@ type AgentProfile struct {
 type Remote struct {
 	Name string
 	Host Host
+	// SSH is the environment's ssh host as config.toml names it: {host} of the editor's
+	// ssh_command, and the host a git prompt says it came from.
+	SSH string
 }
 
 // App is the app's model: environments, their terminals and sessions, and one handler per
@@ -127,7 +140,8 @@ type App struct {
 	cfg Config
 	log *slog.Logger
 
-	ext *extension.Supervisor
+	ext     *extension.Supervisor
+	prompts prompts
 
 	mu      sync.Mutex
 	envs    map[string]*environment
@@ -171,6 +185,7 @@ func New(cfg Config) *App {
 	}
 	a := &App{cfg: cfg, log: cfg.Logger, envs: map[string]*environment{}, changed: make(chan struct{}),
 		ext: extension.New(cfg.Extensions)}
+	a.prompts.init(cfg.Prompter)
 	specsOf := func(env string) []TerminalSpec {
 		var specs []TerminalSpec
 		for _, s := range cfg.Terminals {
@@ -184,7 +199,8 @@ func New(cfg Config) *App {
 		cfg.Dir, _ = os.Getwd()
 	}
 	local := &localHost{tmux: cfg.Tmux, dir: cfg.Dir, root: cfg.WorktreeRoot,
-		vars: HostVars{TerminalVars: api.TerminalVars{Endpoint: cfg.Endpoint, Token: cfg.Token, TokenFile: cfg.TokenFile, BinDir: cfg.BinDir, Path: cfg.Path}}}
+		vars: HostVars{TerminalVars: api.TerminalVars{Endpoint: cfg.Endpoint, Token: cfg.Token, TokenFile: cfg.TokenFile, BinDir: cfg.BinDir, Path: cfg.Path,
+			Askpass: cfg.Askpass, SSHAskpass: cfg.SSHAskpass}}}
 	a.envs[Local] = newEnvironment(a, Local, local, specsOf(Local))
 	a.order = []string{Local}
 	for _, r := range cfg.Remotes {
@@ -429,6 +445,9 @@ func (a *App) Handle(ctx context.Context, c *local.Call) (api.Answer, error) {
 	if err != nil {
 		return api.Answer{}, err
 	}
+	if ans, ok := v.(api.Answer); ok { // made by the handler itself: Askpass's secret
+		return ans, nil
+	}
 	return api.AnswerTo(c.Request.Name, v)
 }
 
@@ -462,6 +481,14 @@ var handlers = map[api.Name]handler{
 	api.ExtensionTool: withBody(func(a *App, ctx context.Context, from api.TerminalID, b *api.ExtensionToolBody) (api.ExtensionAnswer, error) {
 		return a.ext.Handle(ctx, from.Environment, b)
 	}),
+	api.Code: withBody(okOnly((*App).code)),
+	api.Askpass: func(a *App, ctx context.Context, c *local.Call) (any, error) {
+		b, err := bodyOf[api.AskpassBody](c)
+		if err != nil {
+			return nil, err
+		}
+		return a.askpass(ctx, c.From.Environment, b)
+	},
 	api.Report: func(a *App, _ context.Context, c *local.Call) (any, error) {
 		b, err := bodyOf[api.ReportBody](c)
 		if err != nil {

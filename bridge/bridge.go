@@ -185,7 +185,8 @@ const WorktreesDir = "~/.krad-ade/worktrees"
 // host: its home, its PATH, and whether tmux is there; it makes the worktrees root,
 // ~/.krad-ade/worktrees, and the socket folder, ~/.krad-ade/tmux, and reports the socket's path,
 // and "legacy" when an earlier version's tmux server (tmux -L krad-ade, in tmux's default folder)
-// has the session and ours does not; and the server's identity (tmuxServer).
+// has the session and ours does not; the server's identity (tmuxServer); and "own" when the user
+// has an askpass of their own there (GIT_ASKPASS, or git's core.askPass), which stays.
 var hostScript = shell.Script{Name: "HOST", Body: `
 umask 077;
 krad_home;
@@ -201,7 +202,9 @@ old=;
 if [ -n "$t" ] && ! tmux -S "$s" has-session -t "=$1" >/dev/null 2>&1 && tmux -L krad-ade has-session -t "=$1" >/dev/null 2>&1; then old=legacy; fi;
 b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || true);
 i=$(ls -di . 2>/dev/null || true);
-krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s";
+a=;
+if [ -n "${GIT_ASKPASS:-}" ] || { command -v git >/dev/null 2>&1 && [ -n "$(git config --global --get core.askPass 2>/dev/null)" ]; }; then a=own; fi;
+krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s" "$a";
 `}
 
 // tmuxServer names a tmux server on a host as a line of hostScript: the kernel's boot (its
@@ -281,10 +284,12 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	if err != nil {
 		return stepError(fmt.Errorf("look at the host: %w", err))
 	}
-	if len(lines) != 6 {
-		return fmt.Errorf("look at the host: %d lines, want 6", len(lines))
+	if len(lines) != 7 {
+		return fmt.Errorf("look at the host: %d lines, want 7", len(lines))
 	}
 	home, path, tmuxPath, socket, legacy, server := lines[0], lines[1], lines[2], lines[3], lines[4] == "legacy", lines[5]
+	// The user's own askpass on the host (GIT_ASKPASS, or git's core.askPass) is left alone.
+	askpass := lines[6] != "own"
 	if tmuxPath == "" {
 		return fmt.Errorf("tmux is not installed on the host, and its terminals are tmux windows: install it there (Debian: apt-get install tmux)")
 	}
@@ -300,7 +305,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	}
 	e.mu.Lock()
 	e.vars = app.HostVars{
-		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path},
+		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path, Askpass: askpass},
 		Dir:          dir,
 	}
 	e.home = home

@@ -265,7 +265,7 @@ func TestRemoteTerminal(t *testing.T) {
 	lead := w.as(1)
 	var worker api.Agent
 	w.call(lead, api.Spawn, &api.SpawnBody{Title: "remote", Command: []string{"sh", "-c",
-		`env | grep '^KRAD_ADE' | sort; echo "path=$PATH"; krad api; krad list; echo "rc=$?"; sleep 120`}}, &worker)
+		`env | grep '^KRAD_ADE' | sort; echo "path=$PATH"; echo "askpass=$GIT_ASKPASS"; "$GIT_ASKPASS" 'Password: ' </dev/null; echo "askrc=$?"; krad api; krad list; echo "rc=$?"; sleep 120`}}, &worker)
 	if worker.Environment != "build" {
 		t.Fatalf("the worker is in %s, want build", worker.Environment)
 	}
@@ -276,6 +276,11 @@ func TestRemoteTerminal(t *testing.T) {
 		"KRAD_ADE_TERMINAL=build:" + fmt.Sprint(worker.Terminal),
 		"KRAD_ADE_TOKEN_FILE=" + vars.TokenFile,
 		"path=" + vars.BinDir + ":",
+		// git's prompts on the host go to the app as the Git caller of build, through the
+		// forward: headless here, so at once with the hint.
+		"askpass=" + vars.BinDir + "/krad-ade-askpass",
+		"krad-ade-askpass: error: Askpass: the app answered unavailable: no one can answer git's prompt",
+		"askrc=1",
 		"agents API v1 · build " + version.Build,
 		"(found through KRAD_ADE_ENDPOINT)",
 		"rc=0",

@@ -107,6 +107,12 @@ type Config struct {
 	Agents []Agent
 	// Extensions are the person's MCP servers that agents may use: [[extension]] tables.
 	Extensions []Extension
+	// Editor is how Code opens a file: [editor] command and ssh_command, each an argv whose
+	// words may hold {file}, {line} and (ssh_command) {host}. None: Code is unavailable.
+	Editor Editor
+	// SSHAskpass: [git] ssh_askpass = true also sends ssh's prompts (SSH_ASKPASS) to the app.
+	// Off by default: overriding SSH_ASKPASS broke users' own askpass in other tools.
+	SSHAskpass bool
 }
 
 // Extension is one [[extension]] table: an MCP server (stdio) that the app runs on this computer
@@ -122,6 +128,16 @@ type Extension struct {
 	Command      []string
 	Env          map[string]string
 	Environments []string
+}
+
+// Editor is the [editor] table.
+//
+//	[editor]
+//	command = ["code", "--wait", "--goto", "{file}:{line}"]
+//	ssh_command = ["code", "--wait", "--remote", "ssh-remote+{host}", "--goto", "{file}:{line}"]
+type Editor struct {
+	Command    []string
+	SSHCommand []string
 }
 
 // Environment is one [[environment]] table: terminals on an SSH host.
@@ -235,6 +251,38 @@ func Parse(data []byte) (Config, error) {
 				return Config{}, err
 			}
 			c.Agents = agents
+		case "editor":
+			var t map[string]toml.Primitive
+			if md.Type(key) != "Hash" || md.PrimitiveDecode(top[key], &t) != nil {
+				return Config{}, d.errorAt(toml.Key{key}, "editor must be a table: [editor]")
+			}
+			for k, v := range t {
+				var dst *[]string
+				switch k {
+				case "command":
+					dst = &c.Editor.Command
+				case "ssh_command":
+					dst = &c.Editor.SSHCommand
+				default:
+					return Config{}, &Error{Line: d.valueLine(v), Msg: "unknown key " + quote(k) + " in [editor]; the keys are command and ssh_command"}
+				}
+				if md.PrimitiveDecode(v, dst) != nil || len(*dst) == 0 || (*dst)[0] == "" || slices.ContainsFunc(*dst, func(w string) bool { return strings.IndexByte(w, 0) >= 0 }) {
+					return Config{}, &Error{Line: d.valueLine(v), Msg: "editor " + k + ` must be a program and its arguments, like ["code", "--wait", "--goto", "{file}:{line}"]`}
+				}
+			}
+		case "git":
+			var t map[string]toml.Primitive
+			if md.Type(key) != "Hash" || md.PrimitiveDecode(top[key], &t) != nil {
+				return Config{}, d.errorAt(toml.Key{key}, "git must be a table: [git]")
+			}
+			for k, v := range t {
+				if k != "ssh_askpass" {
+					return Config{}, &Error{Line: d.valueLine(v), Msg: "unknown key " + quote(k) + " in [git]; the key is ssh_askpass"}
+				}
+				if md.PrimitiveDecode(v, &c.SSHAskpass) != nil {
+					return Config{}, &Error{Line: d.valueLine(v), Msg: "git ssh_askpass must be true or false"}
+				}
+			}
 		case "environment":
 			envs, err := d.environments(top[key])
 			if err != nil {

@@ -484,3 +484,27 @@ func TestParseExtensions(t *testing.T) {
 		}
 	}
 }
+
+// TestEditorAndGit: [editor] command and ssh_command are argv lists; [git] ssh_askpass a bool;
+// anything else is refused with its line.
+func TestEditorAndGit(t *testing.T) {
+	c, err := Parse([]byte("[editor]\ncommand = [\"code\", \"--goto\", \"{file}:{line}\"]\nssh_command = [\"code\", \"--remote\", \"ssh-remote+{host}\", \"{file}\"]\n[git]\nssh_askpass = true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.Editor.Command, " ") != "code --goto {file}:{line}" || len(c.Editor.SSHCommand) != 4 || !c.SSHAskpass {
+		t.Errorf("got %+v", c)
+	}
+	for _, bad := range []string{
+		"[editor]\ncommand = \"code\"\n",
+		"[editor]\ncommand = []\n",
+		"[editor]\nedit = [\"vi\"]\n",
+		"editor = 1\n",
+		"[git]\nssh_askpass = \"yes\"\n",
+		"[git]\naskpass = true\n",
+	} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("Parse(%q) took it", bad)
+		}
+	}
+}

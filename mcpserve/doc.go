@@ -9,10 +9,11 @@
 // create_worktree, changes, list_groups, run_variants and pick_variant. Which of them a session
 // lists follows the caller's rights, as the one access table (package access) gives them: a
 // terminal that is not a session's lead is not offered spawn_worker, send_text and the others
-// that direct workers; a Client caller (outside the app's terminals) only list_agents. Code has
-// no tool yet; ExtensionTool has one per lent extension's tool (see Extension tools). A tool's
-// input schema is made from a Go type; its result is structured content (the app's answer) and
-// a short text, the one krad prints for people.
+// that direct workers; a Client caller (outside the app's terminals) only list_agents. Code (the
+// person's editor) has no tool yet; ExtensionTool has one per lent extension's tool (see
+// Extension tools); and Askpass is the Git caller's alone: a secret never goes to a model. A
+// tool's input schema is made from a Go type; its result is structured content (the app's
+// answer) and a short text, the one krad prints for people.
 //
 // # Security model
 //

@@ -74,9 +74,10 @@ func checkELF(b []byte, p Platform) error {
 // mounted noexec.
 var ErrNoexec = errors.New("the filesystem of ~/.krad-ade is mounted noexec, so krad cannot run there: ask for a home that allows programs, or a mount without noexec")
 
-// Install puts b on the host as krad and krad-ade-agents (one file under two names) in
+// Install puts b on the host as krad, krad-ade-agents and krad-ade-askpass (one file under three
+// names: the CLI, the agents' companion and git's askpass) in
 // ~/.krad-ade/bin/<version>/, and returns that folder's absolute path, for PATH. When the folder
-// already holds both with b's SHA-256, nothing is copied. Otherwise the binary goes over on the
+// already holds all three with b's SHA-256, nothing is copied. Otherwise the binary goes over on the
 // session's stdin into a temporary file in that folder, is checked by size and SHA-256 on the
 // host, made executable, run once (krad version --json), and only then renamed into place, so a
 // cut or corrupt copy never takes the place of a good one. Either way the installed krad is run
@@ -218,8 +219,9 @@ krad_enter "$1" "~/.krad-ade/bin/$1";
 var checkScript = shell.Script{
 	Name: "INSTALL",
 	Body: enterVersion + `
-if krad_have krad && krad_have krad-ade-agents && [ "$(krad_sha krad)" = "$2" ]; then
-  if [ krad -ef krad-ade-agents ] || [ "$(krad_sha krad-ade-agents)" = "$2" ]; then
+if krad_have krad && krad_have krad-ade-agents && krad_have krad-ade-askpass && [ "$(krad_sha krad)" = "$2" ]; then
+  if { [ krad -ef krad-ade-agents ] || [ "$(krad_sha krad-ade-agents)" = "$2" ]; } &&
+     { [ krad -ef krad-ade-askpass ] || [ "$(krad_sha krad-ade-askpass)" = "$2" ]; }; then
     o=$(./krad version --json 2>&1); s=$?;
     if [ $s -ne 0 ]; then krad_say ok present "$(pwd -P)" status $s "$o"; exit 0; fi;
     krad_say ok present "$(pwd -P)" "$o"; exit 0;
@@ -235,9 +237,9 @@ krad_say ok missing "$(pwd -P)";
 var uploadScript = shell.Script{
 	Name: "INSTALL",
 	Body: enterVersion + `
-t=.krad.$$.tmp; a=.krad-ade-agents.$$.tmp;
-trap 'rm -f "$t" "$a"' EXIT; trap 'exit 1' HUP INT TERM PIPE;
-rm -f "$t" "$a";
+t=.krad.$$.tmp; a=.krad-ade-agents.$$.tmp; p=.krad-ade-askpass.$$.tmp;
+trap 'rm -f "$t" "$a" "$p"' EXIT; trap 'exit 1' HUP INT TERM PIPE;
+rm -f "$t" "$a" "$p";
 set -C;
 cat > "$t" || krad_fail "copy krad to the host";
 set +C;
@@ -252,6 +254,9 @@ if [ $s -ne 0 ]; then krad_say ok unrunnable "$(pwd -P)" status $s "$o"; exit 0;
 ln "$t" "$a" 2>/dev/null || cp "$t" "$a" || krad_fail "copy krad to krad-ade-agents";
 chmod 755 "$a" || krad_fail "make krad-ade-agents executable";
 mv -f "$a" krad-ade-agents || krad_fail "rename krad-ade-agents into place";
+ln "$t" "$p" 2>/dev/null || cp "$t" "$p" || krad_fail "copy krad to krad-ade-askpass";
+chmod 755 "$p" || krad_fail "make krad-ade-askpass executable";
+mv -f "$p" krad-ade-askpass || krad_fail "rename krad-ade-askpass into place";
 mv -f "$t" krad || krad_fail "rename krad into place";
 krad_say ok installed "$(pwd -P)" "$o";
 `,

@@ -67,8 +67,8 @@ func TestInstall(t *testing.T) {
 	if dir != want {
 		t.Errorf("got folder %q, want %q", dir, want)
 	}
-	if got := entries(t, dir); !slices.Equal(got, []string{"krad", "krad-ade-agents"}) {
-		t.Errorf("the folder holds %q, want krad and krad-ade-agents only", got)
+	if got := entries(t, dir); !slices.Equal(got, []string{"krad", "krad-ade-agents", "krad-ade-askpass"}) {
+		t.Errorf("the folder holds %q, want krad, krad-ade-agents and krad-ade-askpass only", got)
 	}
 	krad, agents := statOf(t, filepath.Join(dir, "krad")), statOf(t, filepath.Join(dir, "krad-ade-agents"))
 	if krad.mode != 0o755 || agents.mode != 0o755 {
@@ -76,6 +76,9 @@ func TestInstall(t *testing.T) {
 	}
 	if krad.ino != agents.ino {
 		t.Errorf("krad-ade-agents is a copy, want a hard link to krad")
+	}
+	if askpass := statOf(t, filepath.Join(dir, "krad-ade-askpass")); askpass.ino != krad.ino || askpass.mode != 0o755 {
+		t.Errorf("krad-ade-askpass is %+v, want a hard link to krad, mode 0755", askpass)
 	}
 	content, err := os.ReadFile(filepath.Join(dir, "krad"))
 	if err != nil {
@@ -137,8 +140,8 @@ func TestInstall(t *testing.T) {
 	if content2, _ := os.ReadFile(filepath.Join(dir, "krad-ade-agents")); !bytes.Equal(content2, content) {
 		t.Errorf("krad-ade-agents was not repaired")
 	}
-	if got := entries(t, dir); !slices.Equal(got, []string{"krad", "krad-ade-agents"}) {
-		t.Errorf("the folder holds %q, want krad and krad-ade-agents only", got)
+	if got := entries(t, dir); !slices.Equal(got, []string{"krad", "krad-ade-agents", "krad-ade-askpass"}) {
+		t.Errorf("the folder holds %q, want krad, krad-ade-agents and krad-ade-askpass only", got)
 	}
 }
 
@@ -192,8 +195,8 @@ func TestInstallCorrupt(t *testing.T) {
 	if got := statOf(t, filepath.Join(dir, "krad")); got != before {
 		t.Errorf("a corrupt copy touched the installed krad")
 	}
-	if got := entries(t, dir); !slices.Equal(got, []string{"krad", "krad-ade-agents"}) {
-		t.Errorf("the folder holds %q, want krad and krad-ade-agents only", got)
+	if got := entries(t, dir); !slices.Equal(got, []string{"krad", "krad-ade-agents", "krad-ade-askpass"}) {
+		t.Errorf("the folder holds %q, want krad, krad-ade-agents and krad-ade-askpass only", got)
 	}
 
 }

@@ -19,7 +19,8 @@ need_go() {
   esac
 }
 
-# build_bin DIR builds the three programs into DIR: krad-ade, krad, and krad-ade-agents (the same
+# build_bin DIR builds the programs into DIR: krad-ade, krad, and krad-ade-agents and
+# krad-ade-askpass (the same
 # executable as krad, chosen by the name it is called by). Without cgo: statically linked
 # programs start about a millisecond sooner, which an agent's hooks calling krad notice. Beside
 # them, the static krad the app installs on SSH hosts from its own folder: krad-linux-amd64 and
@@ -29,6 +30,7 @@ build_bin() {
   mkdir -p "$dir"
   CGO_ENABLED=0 go build -trimpath -o "$dir/" ./cmd/krad-ade ./cmd/krad
   ln -f "$dir/krad" "$dir/krad-ade-agents"
+  ln -f "$dir/krad" "$dir/krad-ade-askpass"
   build/linux-static/build "$dir" >/dev/null
 }
 

@@ -45,9 +45,10 @@ func Requests(target api.Target) []api.Request {
 			body = &api.PickVariantBody{Group: "apitest", How: api.PickBranch}
 		case api.ExtensionTool:
 			body = &api.ExtensionToolBody{Extension: "apitest"}
-		case api.Code, api.Askpass:
-			o := api.Opaque(fmt.Sprintf(`{"target":%d}`, target))
-			body = &o
+		case api.Code:
+			body = &api.CodeBody{Path: "/nonexistent/apitest.go"}
+		case api.Askpass:
+			body = &api.AskpassBody{Prompt: "Password: ", Kind: api.AskPassword}
 		default:
 			panic(fmt.Sprintf("apitest: no sample of request %s: add one", name))
 		}

@@ -68,7 +68,12 @@ func build(dir string) error {
 	if err := buildStatic(root, dir, runtime.GOARCH); err != nil {
 		return err
 	}
-	return os.Link(filepath.Join(dir, "krad"), filepath.Join(dir, "krad-ade-agents"))
+	for _, name := range []string{"krad-ade-agents", "krad-ade-askpass"} {
+		if err := os.Link(filepath.Join(dir, "krad"), filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func root() string {

@@ -173,7 +173,7 @@ func (hs *hosts) apply(envs []config.Environment, specs []app.TerminalSpec) {
 				mine = append(mine, s)
 			}
 		}
-		if err := hs.model().AddEnvironment(app.Remote{Name: env.Name, Host: h.bridge}, mine); err != nil {
+		if err := hs.model().AddEnvironment(app.Remote{Name: env.Name, Host: h.bridge, SSH: env.SSH}, mine); err != nil {
 			hs.run.log.Error("environment not added", "environment", env.Name, "err", err)
 			continue
 		}

@@ -33,6 +33,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -265,7 +266,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 	for _, env := range cfg.Environments {
 		h := hs.newHost(env)
 		initial = append(initial, h)
-		remotes = append(remotes, app.Remote{Name: env.Name, Host: h.bridge})
+		remotes = append(remotes, app.Remote{Name: env.Name, Host: h.bridge, SSH: env.SSH})
 	}
 	worktrees, err := a.worktreeRoot(cfg.Worktrees)
 	if err != nil {
@@ -287,6 +288,9 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 		// The extensions run with the app's environment, as tmux does: without the KRAD_ADE_*
 		// variables of a terminal the app may have been started from.
 		Extensions: extension.Config{Extensions: extensionSpecs(cfg.Extensions), Env: tmuxConfig.Env, Logger: a.log},
+		Editor:     app.Editor{Command: cfg.Editor.Command, SSHCommand: cfg.Editor.SSHCommand},
+		Askpass:    a.askpassWanted(),
+		SSHAskpass: cfg.SSHAskpass && a.askpassWanted(),
 	})
 	srv, err = local.Listen(local.Config{
 		BusToken:  busToken,
@@ -656,4 +660,18 @@ func fail(w io.Writer, code int, msg, hint string) int {
 		fmt.Fprintf(w, "krad-ade: hint: %s\n", hint)
 	}
 	return code
+}
+
+// askpassWanted says whether the app's terminals get GIT_ASKPASS: krad-ade-askpass is next to
+// the companion, and the user has no askpass of their own (GIT_ASKPASS, or git's core.askPass),
+// which the app then leaves alone.
+func (a *run) askpassWanted() bool {
+	if a.getenv("GIT_ASKPASS") != "" {
+		return false
+	}
+	if fi, err := os.Stat(filepath.Join(filepath.Dir(a.companion), api.AskpassName)); err != nil || fi.IsDir() {
+		return false
+	}
+	out, err := exec.Command("git", "config", "--get", "core.askPass").Output()
+	return err != nil || strings.TrimSpace(string(out)) == ""
 }

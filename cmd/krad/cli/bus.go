@@ -338,7 +338,7 @@ func (b *bus) hintFor(req api.Name, e *api.Error) string {
 		if api.IsDropped(e) { // krad writes its line at once: some other program is holding the bus's connections
 			return "try again in a moment; if it keeps happening, krad-ade's log says which way in (its port, or an SSH host's forward) is flooded"
 		}
-		if (groupRequest(req) || req == api.Spawn) && !strings.HasPrefix(e.Message, "environment ") {
+		if (groupRequest(req) || req == api.Spawn || req == api.Askpass || req == api.Code) && !strings.HasPrefix(e.Message, "environment ") {
 			return "" // git's or the repository's state: the app's message says what to do
 		}
 		return "try again in a moment; krad watch says when the environment is back"

@@ -51,6 +51,7 @@ func Run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, s
 		env = MapEnv(nil)
 	}
 	root := kradCommand()
+	askpass := len(args) > 0 && programName(args[0]) == AskpassName
 	if len(args) > 0 && programName(args[0]) == agentsName {
 		root = agentsCommand()
 	} else {
@@ -60,7 +61,13 @@ func Run(ctx context.Context, args []string, env Env, stdin io.Reader, stdout, s
 		args = args[1:]
 	}
 	x := &invocation{ctx: ctx, env: env, stdin: stdin, stdout: stdout, stderr: stderr, opts: opts, prog: root.name}
-	err := x.dispatch(root, args)
+	var err error
+	if askpass {
+		x.prog = AskpassName
+		err = x.runAskpass(args)
+	} else {
+		err = x.dispatch(root, args)
+	}
 	if err != nil && !silent(err) {
 		_, _ = io.WriteString(stderr, errorLines(x.prog, err))
 	}

@@ -31,6 +31,7 @@ api.json in the app's config folder (not in the static build for SSH hosts).
 			variantsCommand(),
 			reportCommand(),
 			toolCommand(),
+			codeCommand(),
 			mcpCommand(),
 			apiCommand(),
 			versionCommand(),

@@ -1,0 +1,147 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"unicode/utf8"
+)
+
+// CodeBody is the body of Code: open Path (absolute, on the caller's host) in the person's
+// editor, at Line when it is set; with Wait, answer once the editor has closed it.
+type CodeBody struct {
+	Path string `json:"path"`
+	Line *int   `json:"line,omitempty"`
+	Wait bool   `json:"wait,omitempty"`
+}
+
+// MaxPath is the longest path a Code may name.
+const MaxPath = 4096
+
+// AskpassBody is the body of Askpass, which only the Git caller makes: git's prompt (Prompt,
+// "Password for 'https://me@host': "), what git asks for (Kind: "password", "username",
+// "passphrase" or "" for any other), and the terminal of the Git caller's environment that
+// raised it (0: a git the app runs itself). Pending is "" on the first ask; then the id the app
+// answered with, to ask again for the same prompt (the long poll).
+type AskpassBody struct {
+	Prompt   string `json:"prompt"`
+	Kind     string `json:"kind,omitempty"`
+	Terminal int    `json:"terminal,omitempty"`
+	Pending  string `json:"pending,omitempty"`
+}
+
+// MaxPrompt is the longest prompt an Askpass may carry; git's prompts are a line. A longer one is
+// refused, never cut, so that the person never answers a prompt they did not see whole.
+const MaxPrompt = 1024
+
+// The kinds of an Askpass.
+const (
+	AskPassword   = "password"
+	AskUsername   = "username"
+	AskPassphrase = "passphrase"
+)
+
+// AnswerAskpass is the answer to Askpass: an [AskpassAnswer].
+const AnswerAskpass AnswerName = "Askpass"
+
+// AskpassAnswer is what Askpass answers: Pending, the prompt's id, while the person has not
+// answered (ask again with it); or the person's answer in Secret, once, to the caller holding the
+// id. Its JSON for logs, like its printed forms, shows no secret: the wire form is made by
+// [AskpassAnswer.Wire] and read by [AskpassAnswer.UnmarshalJSON].
+type AskpassAnswer struct {
+	Pending string `json:"pending,omitempty"`
+	Secret  Secret `json:"secret,omitzero"`
+}
+
+// Wire is the answer on the wire, the secret revealed: the one place it is.
+func (a AskpassAnswer) Wire() (Answer, error) {
+	type wire struct {
+		Pending string `json:"pending,omitempty"`
+		Secret  string `json:"secret,omitempty"`
+	}
+	return NewAnswer(AnswerAskpass, wire{Pending: a.Pending, Secret: a.Secret.Reveal()})
+}
+
+// UnmarshalJSON reads the wire form.
+func (a *AskpassAnswer) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Pending string  `json:"pending"`
+		Secret  *string `json:"secret"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return errors.New("the Askpass answer is not an object of pending and secret")
+	}
+	*a = AskpassAnswer{Pending: w.Pending}
+	if w.Secret != nil {
+		a.Secret = NewSecret(*w.Secret)
+	}
+	return nil
+}
+
+// Secret is what a person typed at a git prompt. It never prints its value: String, GoString,
+// Format, MarshalJSON, MarshalText and LogValue all give [Redacted]. [Secret.Reveal] is the one
+// way to the value. The zero Secret is no answer.
+type Secret struct {
+	value *string
+}
+
+// NewSecret wraps s.
+func NewSecret(s string) Secret { return Secret{value: &s} }
+
+// IsZero says whether s holds no answer at all (an empty answer is an answer).
+func (s Secret) IsZero() bool { return s.value == nil }
+
+// Reveal returns the value. Call it only to hand the answer to git, or to put it on the wire.
+func (s Secret) Reveal() string {
+	if s.value == nil {
+		return ""
+	}
+	return *s.value
+}
+
+func (s Secret) String() string               { return Redacted }
+func (s Secret) GoString() string             { return Redacted }
+func (s Secret) Format(f fmt.State, _ rune)   { _, _ = f.Write([]byte(Redacted)) }
+func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(Redacted) }
+func (s Secret) MarshalText() ([]byte, error) { return []byte(Redacted), nil }
+func (s Secret) LogValue() slog.Value         { return slog.StringValue(Redacted) }
+func (s *Secret) UnmarshalJSON(b []byte) error {
+	return errors.New("a Secret is read only from an Askpass answer")
+}
+
+func validateAskpass(b *AskpassBody) error {
+	if len(b.Prompt) > MaxPrompt {
+		return fmt.Errorf("prompt is longer than %d bytes: git's prompts are one line", MaxPrompt)
+	}
+	if !utf8.ValidString(b.Prompt) {
+		return errors.New("prompt is not UTF-8")
+	}
+	switch b.Kind {
+	case "", AskPassword, AskUsername, AskPassphrase:
+	default:
+		return errors.New(`kind must be "password", "username", "passphrase" or left out`)
+	}
+	if b.Terminal < 0 {
+		return errors.New("terminal must be a terminal number, or 0 for a git the app runs")
+	}
+	if len(b.Pending) > 64 {
+		return errors.New("pending is not an id the app gave")
+	}
+	return nil
+}
+
+func validateCode(b *CodeBody) error {
+	switch {
+	case b.Path == "" || len(b.Path) > MaxPath:
+		return fmt.Errorf("path must be a file's path of 1 to %d bytes", MaxPath)
+	case strings.IndexByte(b.Path, 0) >= 0:
+		return errors.New("path holds a NUL byte")
+	case !strings.HasPrefix(b.Path, "/"):
+		return errors.New("path must be absolute (krad code makes it so)")
+	case b.Line != nil && *b.Line < 1:
+		return errors.New("line must be 1 or more")
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/worktree"
+)
+
+// Editor is how the app opens a file in the person's editor: [editor] in config.toml. Command is
+// the editor's argv for a file of this computer, SSHCommand for a file of an SSH host (VS Code's
+// "code --remote ssh-remote+{host}"). In each argument {file} is the file's absolute path, {line}
+// the line (1 when the request names none) and, in SSHCommand, {host} the environment's ssh
+// host as config.toml names it. The words are handed to the program as they are: no shell reads
+// them.
+type Editor struct {
+	Command    []string
+	SSHCommand []string
+}
+
+// editorHint is the line a person adds to config.toml when no editor is configured.
+const editorHint = `add [editor] to config.toml, like: [editor] command = ["code", "--wait", "--goto", "{file}:{line}"] (and ssh_command = ["code", "--wait", "--remote", "ssh-remote+{host}", "--goto", "{file}:{line}"] for SSH hosts)`
+
+// argv is the editor's command line for file at line, on host ("" for this computer).
+func (ed Editor) argv(host, file string, line int) ([]string, error) {
+	words := ed.Command
+	if host != "" {
+		words = ed.SSHCommand
+	}
+	if len(words) == 0 {
+		where := "files of this computer"
+		if host != "" {
+			where = "files of SSH hosts"
+		}
+		return nil, api.Errorf(api.CodeUnavailable, "no editor is configured for %s: %s", where, editorHint)
+	}
+	r := strings.NewReplacer("{file}", file, "{line}", strconv.Itoa(line), "{host}", host)
+	out := make([]string, len(words))
+	for i, w := range words {
+		out[i] = r.Replace(w)
+	}
+	return out, nil
+}
+
+// code answers Code: the file, which must be in the caller's environment folder or its group's
+// checkout, opened in the person's editor; with Wait, once the editor exits.
+func (a *App) code(ctx context.Context, from api.TerminalID, b *api.CodeBody) error {
+	e, err := a.env(ctx, from.Environment)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	t := a.terminalLocked(from.Environment, from.Terminal)
+	group := ""
+	if t != nil {
+		group = t.group
+	}
+	a.mu.Unlock()
+	roots := []string{e.host.Vars().Dir}
+	if lh, ok := e.host.(*localHost); ok {
+		roots[0] = lh.dir
+	}
+	if group != "" {
+		res, err := e.worktree(ctx, worktree.Op{Op: worktree.OpGroups})
+		if err == nil && res.List != nil {
+			for _, g := range res.List.Groups {
+				if g.Name == group {
+					roots = append(roots, g.Dir)
+				}
+			}
+		}
+	}
+	_, local := e.host.(*localHost)
+	file := path.Clean(b.Path)
+	if local {
+		if file, err = resolve(file); err != nil {
+			if !inside(path.Clean(b.Path), roots, false) {
+				return api.Errorf(api.CodeForbidden, "%s is outside this terminal's environment folder and group: Code opens only files of the caller's own checkout", shortPath(b.Path))
+			}
+			return api.Errorf(api.CodeNotFound, "no file %s: %v", shortPath(b.Path), errors.Unwrap(err))
+		}
+	}
+	if !inside(file, roots, local) {
+		return api.Errorf(api.CodeForbidden, "%s is outside this terminal's environment folder and group: Code opens only files of the caller's own checkout", shortPath(b.Path))
+	}
+	host := ""
+	if !local {
+		host = a.sshHost(e.name)
+	}
+	line := 1
+	if b.Line != nil {
+		line = *b.Line
+	}
+	argv, err := a.cfg.Editor.argv(host, file, line)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = os.TempDir()
+	if err := cmd.Start(); err != nil {
+		return api.Errorf(api.CodeUnavailable, "the editor %s did not start: %v; %s", shortPath(argv[0]), errors.Unwrap(err), "check [editor] command in config.toml")
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if !b.Wait {
+		return nil
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			return api.Errorf(api.CodeUnavailable, "the editor %s failed: %v", shortPath(argv[0]), err)
+		}
+		return nil
+	case <-ctx.Done():
+		// The editor stays open: the person may be in the middle of their work.
+		return ctx.Err()
+	}
+}
+
+// sshHost is the ssh host of remote environment env, as config.toml names it.
+func (a *App) sshHost(env string) string {
+	for _, r := range a.cfg.Remotes {
+		if r.Name == env {
+			return r.SSH
+		}
+	}
+	return ""
+}
+
+// resolve is file with every symlink resolved; a file that does not exist yet (the editor may
+// make it) is resolved through its folder.
+func resolve(file string) (string, error) {
+	if r, err := filepath.EvalSymlinks(file); err == nil {
+		return r, nil
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(file))
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", filepath.Dir(file), err)
+	}
+	return filepath.Join(dir, filepath.Base(file)), nil
+}
+
+// inside says whether file is one of roots or under one. On this computer the roots are resolved
+// as file was; on an SSH host both are compared as written (cleaned: no ".." is left in an
+// absolute cleaned path).
+func inside(file string, roots []string, local bool) bool {
+	for _, r := range roots {
+		if r == "" || !path.IsAbs(r) {
+			continue
+		}
+		if local {
+			var err error
+			if r, err = filepath.EvalSymlinks(r); err != nil {
+				continue
+			}
+		}
+		r = path.Clean(r)
+		if file == r || strings.HasPrefix(file, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// shortPath is a path for an error message: escaped, and cut when long.
+func shortPath(p string) string { return termsafeName(p) }

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/krad-ade/krad/api"
+)
+
+// AskpassName is the name under which the executable is git's askpass program: the app sets
+// GIT_ASKPASS to it in its terminals.
+const AskpassName = api.AskpassName
+
+// askpassLimit is how long krad-ade-askpass asks, over all of its polls: a little past the
+// app's own limit, so that the app's answer (no one answered) comes first.
+const askpassLimit = 3*time.Minute + 15*time.Second
+
+// runAskpass is krad-ade-askpass PROMPT, as git runs it: it calls the bus as the Git caller of
+// this terminal's environment, {"Git": E}, with Askpass, polls until the person answers in the
+// app's UI, and prints the answer for git on stdout. It proves itself as every krad does, with
+// the bus token of the terminal's variables (KRAD_ADE_TOKEN, or the file KRAD_ADE_TOKEN_FILE
+// names); E and the terminal come from KRAD_ADE_TERMINAL, which is declared, not proven, so the
+// app's UI shows which terminal asked. The answer is written to stdout only, once.
+func (x *invocation) runAskpass(args []string) error {
+	if len(args) != 1 {
+		return &problem{err: errors.New("krad-ade-askpass takes one argument, git's prompt"), kind: errUsage,
+			hint: "git runs it as GIT_ASKPASS; run git, not krad-ade-askpass"}
+	}
+	b, err := x.bus()
+	if err != nil {
+		return err
+	}
+	from := b.client.From
+	if from.Kind != api.CallerTerminal {
+		return &problem{err: errors.New("KRAD_ADE_TERMINAL is not set: krad-ade-askpass answers git's prompts in krad-ade's terminals only"),
+			hint: "unset GIT_ASKPASS outside krad-ade's terminals"}
+	}
+	b.client.From = api.Caller{Kind: api.CallerGit, Environment: from.Terminal.Environment}
+	body := &api.AskpassBody{Prompt: args[0], Kind: promptKind(args[0]), Terminal: from.Terminal.Terminal}
+	ctx, cancel := context.WithTimeout(x.ctx, askpassLimit)
+	defer cancel()
+	for {
+		var ans api.AskpassAnswer
+		if _, err := b.answer(ctx, api.NewRequest(api.Askpass, body), &ans); err != nil {
+			return err
+		}
+		if !ans.Secret.IsZero() {
+			_, err := io.WriteString(x.stdout, ans.Secret.Reveal()+"\n")
+			return err
+		}
+		if ans.Pending == "" {
+			return errors.New("the app answered Askpass with neither an answer nor a pending id")
+		}
+		body.Pending = ans.Pending
+	}
+}
+
+// promptKind is what git's prompt asks for, from its words: git asks "Username for 'https://…': "
+// and "Password for 'https://…': ", ssh "Enter passphrase for key '…': ".
+func promptKind(prompt string) string {
+	p := strings.ToLower(prompt)
+	switch {
+	case strings.HasPrefix(p, "username"):
+		return api.AskUsername
+	case strings.Contains(p, "passphrase"):
+		return api.AskPassphrase
+	case strings.HasPrefix(p, "password") || strings.Contains(p, "password:"):
+		return api.AskPassword
+	}
+	return ""
+}
