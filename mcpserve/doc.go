@@ -6,14 +6,14 @@
 //
 // One tool per request the caller may make: list_agents, check_agent, wait_for_agent,
 // read_screen, send_text, spawn_worker, close_worker, close_session, report_state,
-// create_worktree, changes, list_groups, run_variants and pick_variant. Which of them a session
-// lists follows the caller's rights, as the one access table (package access) gives them: a
-// terminal that is not a session's lead is not offered spawn_worker, send_text and the others
-// that direct workers; a Client caller (outside the app's terminals) only list_agents. Code (the
-// person's editor) has no tool yet; ExtensionTool has one per lent extension's tool (see
-// Extension tools); and Askpass is the Git caller's alone: a secret never goes to a model. A
-// tool's input schema is made from a Go type; its result is structured content (the app's
-// answer) and a short text, the one krad prints for people.
+// create_worktree, changes, list_groups, open_in_editor (Code), run_variants and pick_variant.
+// Which of them a session lists follows the caller's rights, as the one access table (package
+// access) gives them: a terminal that is not a session's lead is not offered spawn_worker,
+// send_text and the others that direct workers; a Client caller (outside the app's terminals)
+// only list_agents. ExtensionTool has one tool per lent extension's tool (see Extension tools);
+// Askpass is the Git caller's alone: a secret never goes to a model. A tool's input schema is
+// made from a Go type; its result is structured content (the app's answer) and a short text,
+// the one krad prints for people.
 //
 // # Security model
 //

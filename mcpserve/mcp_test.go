@@ -187,7 +187,7 @@ func textOf(res *mcp.CallToolResult) string {
 }
 
 var (
-	leadTools   = []string{"list_agents", "check_agent", "wait_for_agent", "read_screen", "send_text", "spawn_worker", "close_worker", "close_session", "report_state", "create_worktree", "changes", "list_groups", "run_variants", "pick_variant"}
+	leadTools   = []string{"list_agents", "check_agent", "wait_for_agent", "read_screen", "send_text", "spawn_worker", "close_worker", "close_session", "report_state", "create_worktree", "changes", "list_groups", "open_in_editor", "run_variants", "pick_variant"}
 	directing   = []string{"send_text", "spawn_worker", "close_worker", "close_session", "run_variants", "pick_variant"}
 	clientTools = []string{"list_agents"}
 )
@@ -487,5 +487,37 @@ func TestExtensionToolsThroughTheBus(t *testing.T) {
 	defer cancel()
 	if res := s.call(t, ctx, "everything_greet", map[string]any{"name": 5}, false); !res.IsError {
 		t.Errorf("everything_greet with a number for name: %s, want an error", textOf(res))
+	}
+}
+
+// TestOpenInEditor: open_in_editor opens a file of the environment's folder in the person's
+// editor (here a script that records what it was asked), at its line; a file outside the folder
+// is refused as the bus refuses it, and nothing is opened.
+func TestOpenInEditor(t *testing.T) {
+	dir := t.TempDir()
+	record := filepath.Join(t.TempDir(), "opened")
+	editor := filepath.Join(t.TempDir(), "editor")
+	if err := os.WriteFile(editor, []byte("#!/bin/sh\nprintf '%s\\n' \"$@\" >> \""+record+"\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "retry.go")
+	if err := os.WriteFile(file, []byte("package retry\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, func(c *app.Config) {
+		c.Dir = dir
+		c.Editor = app.Editor{Command: []string{editor, "--goto", "{file}:{line}"}}
+	})
+	lead := h.mustConnect("main:1")
+	lead.ok(t, "open_in_editor", map[string]any{"path": file, "line": 3, "wait": true}, nil)
+	if got, _ := os.ReadFile(record); string(got) != "--goto\n"+file+":3\n" {
+		t.Errorf("the editor was asked for %q, want --goto %s:3", got, file)
+	}
+	res := lead.call(t, context.Background(), "open_in_editor", map[string]any{"path": "/etc/passwd"}, false)
+	if text := textOf(res); !res.IsError || !strings.Contains(text, "forbidden") {
+		t.Errorf("open_in_editor of /etc/passwd: isError %v, %q; want forbidden", res.IsError, text)
+	}
+	if got, _ := os.ReadFile(record); strings.Count(string(got), "\n") != 2 {
+		t.Errorf("the editor was started again: %q", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -69,6 +70,11 @@ type (
 		Paths    []string `json:"paths,omitempty" jsonschema:"the patch of these files or folders only"`
 		Binary   bool     `json:"binary,omitempty" jsonschema:"true: binary files' patches too"`
 		MaxPatch int      `json:"max_patch,omitempty" jsonschema:"the most bytes of patch to return (default 1 MiB, at most 16 MiB)"`
+	}
+	codeIn struct {
+		Path string `json:"path" jsonschema:"the file to open: absolute, or relative to the folder you work in; it must be in your environment's folder or your group's checkout"`
+		Line *int   `json:"line,omitempty" jsonschema:"the line to show, from 1"`
+		Wait bool   `json:"wait,omitempty" jsonschema:"true: return only once the person closed the file in the editor (at most 2 minutes)"`
 	}
 	variantAgentIn struct {
 		Agent   string   `json:"agent,omitempty" jsonschema:"an agent profile of the app's config.toml"`
@@ -214,6 +220,17 @@ func busTools() []busTool {
 			"List your environment's groups (git worktrees): each one's name, branch, base commit and folder, and what retired groups kept (branches, snapshots of uncommitted work).",
 			true, func(_ *Server, _ noIn) api.Request { return api.NewRequest(api.Groups, nil) },
 			decodeAs[worktree.List](api.AnswerGroups)),
+		tool("open_in_editor", api.Code, "Open a file in the person's editor",
+			"Open a file of your environment in the person's own editor, at a line: to show them something, or to ask them to look at it or edit it. With wait, return once they closed it, then read the file again. Fails with a hint when the person configured no editor.",
+			false, func(_ *Server, in codeIn) api.Request {
+				p := in.Path
+				if p != "" && !filepath.IsAbs(p) {
+					if abs, err := filepath.Abs(p); err == nil {
+						p = abs
+					}
+				}
+				return api.NewRequest(api.Code, &api.CodeBody{Path: p, Line: in.Line, Wait: in.Wait})
+			}, decodeOk),
 		tool("run_variants", api.RunVariants, "Run variants of a task",
 			"Hand one task to several workers at once (at most 8), each in its own group from one base commit, to compare their solutions. Returns the set and each variant's group and worker; wait_for_agent on each, compare with changes, then pick_variant the best.",
 			false, func(_ *Server, in variantsIn) api.Request {
