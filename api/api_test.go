@@ -274,30 +274,6 @@ func TestCheckEndpoint(t *testing.T) {
 	}
 }
 
-// TestOpaqueRoundTrip: a body of a request designed later is written as the JSON it holds, so
-// that what a client sends the bus decodes (it was written as base64).
-func TestOpaqueRoundTrip(t *testing.T) {
-	o := Opaque(`{"tool":"lint"}`)
-	b, err := json.Marshal(NewRequest(ExtensionTool, &o))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `{"ExtensionTool":{"tool":"lint"}}`; string(b) != want {
-		t.Fatalf("got %s, want %s", b, want)
-	}
-	var raw RawRequest
-	if err := json.Unmarshal(b, &raw); err != nil {
-		t.Fatal(err)
-	}
-	req, err := raw.Decode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := *req.Body.(*Opaque); string(got) != string(o) {
-		t.Errorf("decoded %s, want %s", got, o)
-	}
-}
-
 // TestAnswerTooLong: an answer line over MaxAnswerLine is ErrAnswerTooLong, for Call and for
 // Subscribe, and a line that is merely broken is not.
 func TestAnswerTooLong(t *testing.T) {

@@ -122,13 +122,6 @@ type (
 // MaxReportMessage is the longest message a Report may carry.
 const MaxReportMessage = 1024
 
-// Opaque is the body of a request whose fields are designed in a later issue: any JSON object.
-type Opaque json.RawMessage
-
-// MarshalJSON writes the body as it came, as json.RawMessage does (a []byte type would be
-// written as base64).
-func (o Opaque) MarshalJSON() ([]byte, error) { return json.RawMessage(o).MarshalJSON() }
-
 // DefaultPatch is the cap on a Changes answer's patch when the request sets none, and MaxPatch the
 // largest it may set.
 const (
@@ -232,10 +225,6 @@ func (r RawRequest) Decode() (Request, error) {
 		return Request{}, Errorf(CodeBadRequest, `%s has fields: send it as {"%s":{…}}`, name, name)
 	}
 	body := kind.newBody()
-	if op, ok := body.(*Opaque); ok {
-		*op = Opaque(append([]byte(nil), r.Body...))
-		return Request{Name: name, Body: body}, nil
-	}
 	if err := decodeStrict(r.Body, body); err != nil {
 		return Request{}, Errorf(CodeBadRequest, "%s: %s", name, describeJSONError(err))
 	}
