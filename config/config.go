@@ -330,6 +330,17 @@ func (d *document) checkLent(extensions toml.Primitive, c Config) error {
 	return nil
 }
 
+// keysInOrder is the keys of table in the order the file gives them, so that the first bad one is
+// the one reported.
+func (d *document) keysInOrder(table map[string]toml.Primitive) []string {
+	keys := make([]string, 0, len(table))
+	for k := range table {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return d.valueLine(table[a]) - d.valueLine(table[b]) })
+	return keys
+}
+
 // extensions decodes the [[extension]] tables.
 func (d *document) extensions(p toml.Primitive) ([]Extension, error) {
 	var tables []map[string]toml.Primitive
@@ -340,11 +351,7 @@ func (d *document) extensions(p toml.Primitive) ([]Extension, error) {
 	seen := map[string]bool{}
 	for _, table := range tables {
 		var x Extension
-		keys := make([]string, 0, len(table))
-		for k := range table {
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, func(a, b string) int { return d.valueLine(table[a]) - d.valueLine(table[b]) })
+		keys := d.keysInOrder(table)
 		line := 0
 		for _, k := range keys {
 			v := table[k]
@@ -604,12 +611,7 @@ func (d *document) terminals(p toml.Primitive) ([]Terminal, error) {
 	var out []Terminal
 	for _, table := range tables {
 		var t Terminal
-		keys := make([]string, 0, len(table))
-		for k := range table {
-			keys = append(keys, k)
-		}
-		// Report the first bad key of the table, by line.
-		slices.SortFunc(keys, func(a, b string) int { return d.valueLine(table[a]) - d.valueLine(table[b]) })
+		keys := d.keysInOrder(table)
 		for _, k := range keys {
 			v := table[k]
 			var err error
@@ -653,11 +655,7 @@ func (d *document) agents(p toml.Primitive) ([]Agent, error) {
 	seen := map[string]bool{}
 	for _, table := range tables {
 		var a Agent
-		keys := make([]string, 0, len(table))
-		for k := range table {
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, func(a, b string) int { return d.valueLine(table[a]) - d.valueLine(table[b]) })
+		keys := d.keysInOrder(table)
 		line := 0
 		for _, k := range keys {
 			v := table[k]
@@ -716,11 +714,7 @@ func (d *document) environments(p toml.Primitive) ([]Environment, error) {
 	seen := map[string]bool{"main": true}
 	for _, table := range tables {
 		var e Environment
-		keys := make([]string, 0, len(table))
-		for k := range table {
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, func(a, b string) int { return d.valueLine(table[a]) - d.valueLine(table[b]) })
+		keys := d.keysInOrder(table)
 		first := 0
 		for i, k := range keys {
 			v := table[k]
