@@ -47,6 +47,9 @@ type Options struct {
 	LogFile string
 	// AttachEnv is the environment of the attach command (tmux, ssh).
 	AttachEnv []string
+	// Prompts are git's prompts the app puts to the person (the app's Prompter while the UI
+	// runs); nil: none come.
+	Prompts *Prompts
 }
 
 // mode is what the keys act on.
@@ -100,6 +103,11 @@ type Model struct {
 	settings   config.Config
 	configErr  error
 	subscribed bool
+
+	// prompt is git's prompt shown as a modal over everything else, nil for none; secret its
+	// masked input.
+	prompt *pending
+	secret textinput.Model
 }
 
 // New makes the UI's model.
@@ -108,6 +116,9 @@ func New(ctx context.Context, opts Options) Model {
 	for _, e := range opts.Environments {
 		m.envs = append(m.envs, envRow{name: e.Name, ssh: e.SSH})
 	}
+	m.secret = textinput.New()
+	m.secret.EchoMode = textinput.EchoPassword
+	m.secret.CharLimit = 4096
 	m.filter = textinput.New()
 	m.filter.Prompt = "/"
 	m.filter.CharLimit = 100
@@ -136,13 +147,14 @@ type (
 	}
 	logMsg      struct{}
 	settingsMsg struct{}
+	promptsMsg  struct{}
 	tickMsg     time.Time
 	doneMsg     struct{ text string }
 )
 
 // Init subscribes to the app and starts the log and settings feeds.
 func (m Model) Init() tea.Cmd {
-	return tea.Batch(m.subscribe(), m.waitLog(), m.waitSettings(), tick())
+	return tea.Batch(m.subscribe(), m.waitLog(), m.waitSettings(), m.waitPrompts(), tick())
 }
 
 func tick() tea.Cmd {
@@ -200,6 +212,66 @@ func (m Model) waitLog() tea.Cmd {
 	}
 }
 
+func (m Model) waitPrompts() tea.Cmd {
+	if m.opts.Prompts == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		select {
+		case <-m.opts.Prompts.notify:
+		case <-m.ctx.Done():
+			return nil
+		}
+		return promptsMsg{}
+	}
+}
+
+// showPrompt shows the first prompt waiting, if it is not the one shown: a new one starts with
+// an empty input.
+func (m *Model) showPrompt() tea.Cmd {
+	pd := m.opts.Prompts.first()
+	if pd == m.prompt {
+		return nil
+	}
+	m.prompt = pd
+	m.secret.SetValue("")
+	if pd == nil {
+		m.secret.Blur()
+		return nil
+	}
+	return m.secret.Focus()
+}
+
+// promptKey is a key while a prompt is shown: Enter answers it, Esc refuses it, the rest is
+// typed into the masked input.
+func (m Model) promptKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	pd := m.prompt
+	switch k.String() {
+	case "enter":
+		secret := api.NewSecret(m.secret.Value())
+		m.secret.SetValue("")
+		m.status = "answered git's prompt of " + promptWho(pd.prompt)
+		m.opts.Prompts.answer(pd, promptReply{secret: secret})
+	case "esc":
+		m.secret.SetValue("")
+		m.status = "refused git's prompt of " + promptWho(pd.prompt)
+		m.opts.Prompts.answer(pd, promptReply{err: ErrRefused})
+	default:
+		var cmd tea.Cmd
+		m.secret, cmd = m.secret.Update(k)
+		return m, cmd
+	}
+	return m, m.showPrompt()
+}
+
+// promptWho names who raised a prompt, for the status line.
+func promptWho(p app.Prompt) string {
+	if p.Terminal == 0 {
+		return p.Environment + " (the app's own git)"
+	}
+	return api.TerminalID{Environment: p.Environment, Terminal: p.Terminal}.String()
+}
+
 func (m Model) waitSettings() tea.Cmd {
 	if m.opts.Settings == nil {
 		return nil
@@ -253,6 +325,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case settingsMsg:
 		m.settings, m.configErr = m.opts.Settings.get()
 		return m, m.waitSettings()
+	case promptsMsg:
+		return m, tea.Batch(m.showPrompt(), m.waitPrompts())
 	case tickMsg:
 		m.now = time.Time(msg)
 		return m, tick()
@@ -260,7 +334,15 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.status = msg.text
 		return m, nil
 	case tea.KeyPressMsg:
+		if m.prompt != nil && msg.String() != "ctrl+c" {
+			return m.promptKey(msg)
+		}
 		return m.key(msg)
+	}
+	if m.prompt != nil {
+		var cmd tea.Cmd
+		m.secret, cmd = m.secret.Update(msg)
+		return m, cmd
 	}
 	if m.mode == modeFilter {
 		var cmd tea.Cmd

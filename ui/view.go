@@ -88,14 +88,16 @@ func (m Model) Render() string {
 	for i := range l.envRows {
 		line(fit(envs[i], m.width))
 	}
-	switch m.mode {
-	case modeHelp:
+	switch {
+	case m.prompt != nil:
+		m.promptPane(line, l.agentRows+2)
+	case m.mode == modeHelp:
 		m.helpPane(line, l.agentRows+2)
-	case modeNewLead:
+	case m.mode == modeNewLead:
 		m.formPane(line, l.agentRows+2)
-	case modeSettings:
+	case m.mode == modeSettings:
 		m.settingsPane(line, l.agentRows+2)
-	case modeConfirm:
+	case m.mode == modeConfirm:
 		m.confirmPane(line, l.agentRows+2)
 	default:
 		m.agentsPane(line, l.agentRows)
@@ -340,6 +342,20 @@ func (m Model) settingsPane(line func(string), rows int) {
 		text = append(text, "", "config.toml not applied, the last good settings stay: "+termsafe.Escape(m.configErr.Error(), 300))
 	}
 	m.pane(line, "Settings (Esc goes back)", text, rows)
+}
+
+// promptPane is git's prompt as a modal: who raised it (callers are declared, not proven, so the
+// person judges by the terminal and host), the prompt, and the masked input.
+func (m Model) promptPane(line func(string), rows int) {
+	p := m.prompt.prompt
+	who := "the app's own git"
+	if p.Terminal != 0 {
+		who = "terminal " + api.TerminalID{Environment: p.Environment, Terminal: p.Terminal}.String()
+	}
+	text := wrap(fmt.Sprintf("git in %s, on %s, asks:", who, termsafe.Escape(p.Host, 80)), m.width-2)
+	text = append(text, wrap(p.Text, m.width-2)...) // escaped by the app already
+	text = append(text, "", m.secret.View(), "", "Enter answers; Esc refuses (git fails). The answer goes to that git only.")
+	m.pane(line, "Git asks", text, rows)
 }
 
 // confirmPane says what a close takes away, and what it keeps.

@@ -434,3 +434,62 @@ func TestUINoColorAndHeadless(t *testing.T) {
 	h.keys("C-c")
 	h.waitFor(`krad-ade exited 0`)
 }
+
+// askpassConfig is a terminal whose program asks git's question twice, as git asks it: it runs
+// $GIT_ASKPASS with the prompt and reads the answer from its output.
+const askpassConfig = `[[terminal]]
+title = "pusher"
+command = """for i in 1 2; do "$GIT_ASKPASS" "Password for 'https://pat@git.example.com': " > $HOME/answer$i; echo $? > $HOME/rc$i; done; sleep 600"""
+`
+
+// TestUIAnswersGitsPrompt: git's prompt in a terminal comes to the person as the UI's modal,
+// naming the terminal and host that asked; what they type is masked, and goes to that git
+// (Enter); Esc refuses the next prompt, and git's askpass fails. The answer is on no screen and
+// in no log.
+func TestUIAnswersGitsPrompt(t *testing.T) {
+	s := startScreen(t, 120, 40, askpassConfig, nil)
+	text, took := s.waitFor(`Git asks`)
+	t.Logf("the prompt showed %s after the UI first looked", took)
+	flat := strings.Join(strings.Fields(text), " ")
+	for _, want := range []string{"git in terminal main:1, on this computer, asks:", "Password for 'https://pat@git.example.com':"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("the modal lacks %q:\n%s", want, text)
+		}
+	}
+	const secret = "hunter2-ui"
+	s.keys("-l", secret)
+	s.waitFor(`\*{10}`) // masked as it is typed
+	s.keys("Enter")
+	rc := exitOf(t, filepath.Join(s.home, "rc1"))
+	answer, _ := os.ReadFile(filepath.Join(s.home, "answer1"))
+	if string(answer) != secret+"\n" || rc != "0" {
+		t.Errorf("the first askpass printed %q and exited %s; want the answer and 0", answer, rc)
+	}
+
+	// The second: refused.
+	s.waitFor(`Git asks`)
+	s.keys("Escape")
+	rc = exitOf(t, filepath.Join(s.home, "rc2"))
+	answer, _ = os.ReadFile(filepath.Join(s.home, "answer2"))
+	if len(answer) != 0 || rc == "0" {
+		t.Errorf("the refused askpass printed %q and exited %s; want nothing and a failure", answer, rc)
+	}
+	s.waitGone("Git asks")
+	logged, _ := os.ReadFile(filepath.Join(s.home, "state", "krad-ade", "krad-ade.log"))
+	if strings.Contains(s.screens.String(), secret) || strings.Contains(string(logged), secret) {
+		t.Error("the answer was shown or logged")
+	}
+}
+
+// exitOf is the exit code a terminal's script wrote to path, once it has written it.
+func exitOf(t *testing.T, path string) string {
+	t.Helper()
+	for deadline := time.Now().Add(uiPatience); ; time.Sleep(50 * time.Millisecond) {
+		if b, _ := os.ReadFile(path); strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was not written within %s", path, uiPatience)
+		}
+	}
+}

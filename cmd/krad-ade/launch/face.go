@@ -91,11 +91,19 @@ func (f *face) show(ctx context.Context, model *app.App, cfg config.Config, conf
 		Log:       f.lines,
 		LogFile:   f.file.Name(),
 		AttachEnv: attachEnv(os.Environ()),
+		Prompts:   ui.NewPrompts(),
 	}
+	// git's prompts come to the person while the UI shows; once it is gone, they fail at once
+	// with the hint, as headless.
+	model.SetPrompter(opts.Prompts)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		defer quit()
+		defer func() {
+			model.SetPrompter(nil)
+			opts.Prompts.Close()
+		}()
 		if err := ui.Run(ctx, opts, f.in, f.out, os.Environ()); err != nil {
 			f.err = err
 			fmt.Fprintf(f.lines, "krad-ade: the UI stopped: %v\n", err)
