@@ -272,6 +272,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 	if err != nil {
 		return fail(stderr, exitError, err.Error(), `set worktrees = "/an/absolute/folder" in config.toml`)
 	}
+	askpass := a.askpassWanted()
 	model = app.New(app.Config{
 		WorktreeRoot: worktrees,
 		Agents:       agentProfiles(cfg.Agents),
@@ -289,8 +290,8 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 		// variables of a terminal the app may have been started from.
 		Extensions: extension.Config{Extensions: extensionSpecs(cfg.Extensions), Env: tmuxConfig.Env, Logger: a.log},
 		Editor:     app.Editor{Command: cfg.Editor.Command, SSHCommand: cfg.Editor.SSHCommand},
-		Askpass:    a.askpassWanted(),
-		SSHAskpass: cfg.SSHAskpass && a.askpassWanted(),
+		Askpass:    askpass,
+		SSHAskpass: cfg.SSHAskpass && askpass,
 	})
 	srv, err = local.Listen(local.Config{
 		BusToken:  busToken,
