@@ -333,18 +333,7 @@ func TestSquattedPortGetsNoToken(t *testing.T) {
 		}
 		t.Logf("%s in the lead: exit %d: %s", cmd, rc, out)
 	}
-	time.Sleep(2500 * time.Millisecond) // the squatter reads each connection for up to 2 s
-	mu.Lock()
-	conns := slices.Clone(said[1:])
-	mu.Unlock()
-	if len(conns) == 0 {
-		t.Errorf("the squatter was never dialed: the refusal proves nothing")
-	}
-	for _, l := range conns {
-		if !strings.HasSuffix(l, ": 0 bytes") {
-			t.Errorf("the squatter got data: %s", l)
-		}
-	}
+	conns := squatterUntouched(t, &mu, &said)
 	t.Logf("the squatter: %q", conns)
 
 	// The network back: the app's port is taken, so it takes another and says so.
@@ -419,4 +408,24 @@ func TestOtherUsersListenersBesideTheForward(t *testing.T) {
 	if out := lead.mustRun(t, "krad api"); !strings.Contains(out, c.forward) {
 		t.Errorf("krad api in the lead after the reconnect said %q", out)
 	}
+}
+
+// squatterUntouched checks what the squatter (another user's listener, its lines in said after
+// the first) reported of the connections made to it: at least one, each with 0 bytes read, so
+// that the refusal proves the token was not sent. It returns those lines.
+func squatterUntouched(t *testing.T, mu *sync.Mutex, said *[]string) []string {
+	t.Helper()
+	time.Sleep(2500 * time.Millisecond) // the squatter reads each connection for up to 2 s
+	mu.Lock()
+	conns := slices.Clone((*said)[1:])
+	mu.Unlock()
+	if len(conns) == 0 {
+		t.Errorf("the squatter was never dialed: the refusal proves nothing")
+	}
+	for _, l := range conns {
+		if !strings.HasSuffix(l, ": 0 bytes") {
+			t.Errorf("the squatter got data: %s", l)
+		}
+	}
+	return conns
 }
