@@ -205,6 +205,7 @@ func New(cfg Config) *App {
 	a.order = []string{Local}
 	for _, r := range cfg.Remotes {
 		a.envs[r.Name] = newEnvironment(a, r.Name, r.Host, specsOf(r.Name))
+		a.envs[r.Name].ssh = r.SSH
 		a.order = append(a.order, r.Name)
 	}
 	return a
@@ -260,7 +261,8 @@ var ErrNoEnvironment = errors.New("the app has no SSH environment of that name")
 // up as those of Config.Remotes are, the windows its session already has adopted (an environment
 // removed earlier in this run, or one of an earlier run), and its configured terminals, specs,
 // opened when it first comes up unless they were adopted. Subscribers get an AppEvent
-// (environment_added). The name must be new: ErrEnvironmentExists.
+// (environment_added; in the process, with the environment's status beside it). The name must be
+// new: ErrEnvironmentExists.
 func (a *App) AddEnvironment(r Remote, specs []TerminalSpec) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -268,10 +270,11 @@ func (a *App) AddEnvironment(r Remote, specs []TerminalSpec) error {
 		return fmt.Errorf("add environment %s: %w", r.Name, ErrEnvironmentExists)
 	}
 	e := newEnvironment(a, r.Name, r.Host, specs)
+	e.ssh = r.SSH
 	a.envs[r.Name] = e
 	a.order = append(a.order, r.Name)
 	a.startLocked(e)
-	a.publishAppLocked(api.AppEvent{Kind: api.EnvironmentAdded, Environment: r.Name})
+	a.publishAddedLocked(e)
 	return nil
 }
 

@@ -26,6 +26,7 @@ type environment struct {
 	app   *App
 	name  string
 	host  Host
+	ssh   string // the ssh host as config.toml names it (Remote.SSH); "" for this computer
 	specs []TerminalSpec
 
 	ready     chan struct{}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/worktree"
 )
 
 // Event is one change of the app, as SubscribeAgents streams it: exactly one of Agent and App is
@@ -11,6 +12,10 @@ import (
 type Event struct {
 	Agent *api.AgentEvent
 	App   *api.AppEvent
+	// Environment, beside an App event environment_added, is the new environment as a snapshot
+	// would show it (its ssh host, which the bus's event does not carry). In the process only:
+	// the bus sends App alone.
+	Environment *EnvironmentStatus
 }
 
 // answer is the event as the bus sends it.
@@ -25,6 +30,8 @@ func (ev Event) answer() (api.Answer, error) {
 // snapshot change it.
 type EnvironmentStatus struct {
 	Name string
+	// SSH is an SSH environment's host as config.toml names it, "" for this computer.
+	SSH string
 	// Up says whether the app is attached to the environment's tmux; Down, when it is not, why
 	// (the last EnvironmentDown message), "" while it first comes up.
 	Up   bool
@@ -55,9 +62,7 @@ func (a *App) Subscribe(ctx context.Context) (Snapshot, <-chan Event) {
 	snap := Snapshot{Agents: a.agentsLocked(api.Caller{Kind: api.CallerClient}, true)}
 	for _, name := range a.order {
 		e := a.envs[name]
-		snap.Environments = append(snap.Environments, EnvironmentStatus{
-			Name: name, Up: e.up, Down: e.downMsg, Connection: a.connections[name],
-		})
+		snap.Environments = append(snap.Environments, a.statusLocked(e))
 	}
 	a.hub.addInner(ch)
 	a.mu.Unlock()
@@ -68,6 +73,26 @@ func (a *App) Subscribe(ctx context.Context) (Snapshot, <-chan Event) {
 		a.mu.Unlock()
 	}()
 	return snap, ch
+}
+
+// statusLocked is environment e as a subscriber sees it. a.mu must be held.
+func (a *App) statusLocked(e *environment) EnvironmentStatus {
+	return EnvironmentStatus{Name: e.name, SSH: e.ssh, Up: e.up, Down: e.downMsg, Connection: a.connections[e.name]}
+}
+
+// publishAddedLocked tells subscribers that environment e was added: the bus's streams get the
+// AppEvent, the process's own the status beside it. a.mu must be held.
+func (a *App) publishAddedLocked(e *environment) {
+	st := a.statusLocked(e)
+	a.hub.publish(Event{App: &api.AppEvent{Kind: api.EnvironmentAdded, Environment: e.name}, Environment: &st})
+	a.notifyLocked()
+}
+
+// Changes is what terminal id's group changed since its base commit: the stat and the patch, as
+// the Changes request of that terminal answers it (the same handler, with the request's
+// defaults), for the app's own face. An error (or ctx's end) is an error, never no changes.
+func (a *App) Changes(ctx context.Context, id api.TerminalID) (worktree.Changes, error) {
+	return a.changes(ctx, id, &api.ChangesBody{})
 }
 
 // OpenLead opens a terminal the person named in the app's own face, exactly as a configured

@@ -2,12 +2,15 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 // nextAgentEvent waits up to 30 s for an agent event on ch that matches.
@@ -90,5 +93,60 @@ func TestSubscribeOpenLeadClose(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the subscription's channel stayed open after its context ended")
+	}
+}
+
+// nextAppEvent waits up to 30 s for an app event of kind on ch, and returns the whole event.
+func nextAppEvent(t *testing.T, ch <-chan app.Event, kind string) app.Event {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatal("the subscription closed")
+			}
+			if ev.App != nil && ev.App.Kind == kind {
+				return ev
+			}
+		case <-deadline:
+			t.Fatalf("no %s event within 30 s", kind)
+		}
+	}
+}
+
+// The face learns what an environment's row needs from the process's own events: an SSH
+// environment added while the app runs comes with its ssh host (which the bus's event does not
+// carry), a fresh snapshot names it with its host, and once removed a snapshot no longer has it.
+func TestSubscribeEnvironmentAddedAndRemoved(t *testing.T) {
+	h := start(t)
+	<-h.app.Ready()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, events := h.app.Subscribe(ctx)
+	socket := filepath.Join(h.dir, "extra.sock")
+	t.Cleanup(func() { killServer(socket) })
+	host := &tmuxHost{socket: socket, env: h.env, vars: app.HostVars{TerminalVars: api.TerminalVars{
+		Endpoint: h.bus.Addr(), Token: h.token, BinDir: testbin.Dir(t), Path: "/usr/local/bin:/usr/bin:/bin"}}}
+	if err := h.app.AddEnvironment(app.Remote{Name: "extra", Host: host, SSH: "buildbox"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ev := nextAppEvent(t, events, api.EnvironmentAdded)
+	if ev.Environment == nil || ev.Environment.Name != "extra" || ev.Environment.SSH != "buildbox" {
+		t.Errorf("environment_added carries %+v, want extra on ssh buildbox", ev.Environment)
+	}
+	if b, err := json.Marshal(ev.App); err == nil && strings.Contains(string(b), "buildbox") {
+		t.Errorf("the bus's event grew the host: %s", b)
+	}
+	snap, _ := h.app.Subscribe(ctx)
+	if n := len(snap.Environments); n != 2 || snap.Environments[1].Name != "extra" || snap.Environments[1].SSH != "buildbox" || snap.Environments[0].SSH != "" {
+		t.Errorf("the snapshot's environments after the add: %+v", snap.Environments)
+	}
+	if err := h.app.RemoveEnvironment(ctx, "extra"); err != nil {
+		t.Fatal(err)
+	}
+	nextAppEvent(t, events, api.EnvironmentRemoved)
+	if snap, _ := h.app.Subscribe(ctx); len(snap.Environments) != 1 || snap.Environments[0].Name != "main" {
+		t.Errorf("the snapshot's environments after the removal: %+v", snap.Environments)
 	}
 }

@@ -361,9 +361,11 @@ func (m *Model) applySnapshot(s app.Snapshot) {
 	m.subscribed = true
 	m.agents = slices.Clone(s.Agents)
 	sortAgents(m.agents)
+	// The snapshot names every environment the app has: those removed while the UI fell behind
+	// go, those added come with their hosts.
+	m.envs = m.envs[:0]
 	for _, es := range s.Environments {
-		r := m.env(es.Name)
-		r.up, r.down, r.connection = es.Up, es.Down, es.Connection
+		m.envs = append(m.envs, envRow{name: es.Name, ssh: es.SSH, up: es.Up, down: es.Down, connection: es.Connection})
 	}
 	m.refilter()
 }
@@ -374,7 +376,8 @@ func sortAgents(as []api.Agent) {
 	})
 }
 
-// env is environment name's row, added if the config did not name it.
+// env is environment name's row, added if the UI did not know it (it comes with the event that
+// says it was added, which sets its host).
 func (m *Model) env(name string) *envRow {
 	for i := range m.envs {
 		if m.envs[i].name == name {
@@ -395,6 +398,19 @@ func (m *Model) find(id api.TerminalID) (int, bool) {
 // apply applies one event.
 func (m *Model) apply(ev app.Event) {
 	if e := ev.App; e != nil {
+		switch e.Kind {
+		case api.EnvironmentAdded:
+			r := m.env(e.Environment)
+			if st := ev.Environment; st != nil {
+				*r = envRow{name: st.Name, ssh: st.SSH, up: st.Up, down: st.Down, connection: st.Connection}
+			}
+			m.status = "environment " + e.Environment + " added"
+			return
+		case api.EnvironmentRemoved:
+			m.envs = slices.DeleteFunc(m.envs, func(r envRow) bool { return r.name == e.Environment })
+			m.status = "environment " + e.Environment + " removed: " + e.Message
+			return
+		}
 		r := m.env(e.Environment)
 		switch e.Kind {
 		case api.EnvironmentUp:

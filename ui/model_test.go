@@ -32,7 +32,7 @@ func model(t *testing.T, agents ...api.Agent) Model {
 			agent("main", 3, api.RoleWorker, api.StateIdle, "docs"),
 		}
 	}
-	m = update(t, m, snapshotMsg{snap: app.Snapshot{Agents: agents, Environments: []app.EnvironmentStatus{{Name: "main", Up: true}}}})
+	m = update(t, m, snapshotMsg{snap: app.Snapshot{Agents: agents, Environments: []app.EnvironmentStatus{{Name: "main", Up: true}, {Name: "build", SSH: "buildbox"}}}})
 	return m
 }
 
@@ -259,6 +259,59 @@ func TestEnvironments(t *testing.T) {
 	m = update(t, m, eventsMsg{events: []app.Event{{App: &api.AppEvent{Kind: api.EnvironmentUp, Environment: "main"}}}})
 	if s := screen(m); !strings.Contains(s, "this computer          up") {
 		t.Errorf("main back up:\n%s", s)
+	}
+}
+
+// Environments added to and removed from config.toml while the UI runs: an added SSH
+// environment's row says its host (from the event), and a lead may be named there; a removed
+// one's row goes, and its name is no longer taken; a fresh snapshot (after the UI fell behind)
+// is the whole truth.
+func TestEnvironmentsAddedAndRemoved(t *testing.T) {
+	m := model(t)
+	m = update(t, m, eventsMsg{events: []app.Event{{
+		App:         &api.AppEvent{Kind: api.EnvironmentAdded, Environment: "lab"},
+		Environment: &app.EnvironmentStatus{Name: "lab", SSH: "labhost"},
+	}, {
+		App: &api.AppEvent{Kind: api.EnvironmentState, Environment: "lab", Message: "connecting"},
+	}}})
+	envRow := func(m Model, name string) string {
+		for _, l := range strings.Split(screen(m), "\n") {
+			if strings.HasPrefix(l, name+" ") {
+				return l
+			}
+		}
+		return ""
+	}
+	if r := envRow(m, "lab"); !strings.Contains(r, "ssh labhost") || !strings.Contains(r, "connecting") || strings.Contains(r, "this computer") {
+		t.Errorf("the added environment's row: %q\n%s", r, screen(m))
+	}
+	if err := m.checkLead(app.TerminalSpec{Environment: "lab"}); err != "" {
+		t.Errorf("a lead on the added environment: %s", err)
+	}
+
+	m = update(t, m, eventsMsg{events: []app.Event{{App: &api.AppEvent{Kind: api.EnvironmentRemoved, Environment: "build", Message: "its terminals run on"}}}})
+	if r := envRow(m, "build"); r != "" {
+		t.Errorf("the removed environment still has a row: %q", r)
+	}
+	if !strings.Contains(screen(m), "environment build removed") {
+		t.Errorf("the status does not say it:\n%s", screen(m))
+	}
+	// n no longer takes its name.
+	msgs := []tea.Msg{key("n"), key("tab"), key("tab")}
+	for range 4 {
+		msgs = append(msgs, tea.KeyPressMsg{Code: tea.KeyBackspace})
+	}
+	msgs = append(msgs, typed("build")...)
+	m = update(t, m, append(msgs, key("enter"), key("enter"))...)
+	if s := screen(m); !strings.Contains(s, `error: no environment "build": the environments are main, lab`) {
+		t.Errorf("a lead on the removed environment:\n%s", s)
+	}
+	m = update(t, m, key("esc"))
+
+	// A fresh snapshot drops what it does not name and sets the hosts.
+	m = update(t, m, snapshotMsg{snap: app.Snapshot{Environments: []app.EnvironmentStatus{{Name: "main", Up: true}, {Name: "ci", SSH: "cihost", Up: true}}}})
+	if envRow(m, "lab") != "" || !strings.Contains(envRow(m, "ci"), "ssh cihost") {
+		t.Errorf("after a fresh snapshot:\n%s", screen(m))
 	}
 }
 
