@@ -19,7 +19,7 @@ import (
 // screen is krad-ade started as a person starts it, on a terminal: a pane of a tmux server of the
 // test's own (not the app's), driven with send-keys and read with capture-pane.
 type screen struct {
-	t       *testing.T
+	t       testing.TB
 	screens strings.Builder // every screen read
 	sock    string          // the test's tmux server
 	home    string          // the app's HOME, XDG_CONFIG_HOME and TMUX_TMPDIR
@@ -31,12 +31,9 @@ const uiPatience = 60 * time.Second
 
 // startScreen starts krad-ade in a w×h pane, with a config.toml holding config, and extra
 // variables in its environment.
-func startScreen(t *testing.T, w, h int, config string, extra []string, args ...string) *screen {
+func startScreen(t testing.TB, w, h int, config string, extra []string, args ...string) *screen {
 	t.Helper()
-	testbin.Need(t, "tmux", "tmux")
-	bin := testbin.Dir(t)
 	home := t.TempDir()
-	s := &screen{t: t, sock: filepath.Join(home, "test-tmux.sock"), home: home}
 	if config != "" {
 		if err := os.MkdirAll(filepath.Join(home, "krad-ade"), 0o700); err != nil {
 			t.Fatal(err)
@@ -45,6 +42,17 @@ func startScreen(t *testing.T, w, h int, config string, extra []string, args ...
 			t.Fatal(err)
 		}
 	}
+	return startScreenIn(t, home, "", w, h, extra, args...)
+}
+
+// startScreenIn starts krad-ade in a w×h pane with home as its HOME (and config home), in the
+// working folder dir ("" for the test's), with extra variables in its environment (a later one
+// of a name wins).
+func startScreenIn(t testing.TB, home, dir string, w, h int, extra []string, args ...string) *screen {
+	t.Helper()
+	testbin.Need(t, "tmux", "tmux")
+	bin := testbin.Dir(t)
+	s := &screen{t: t, sock: filepath.Join(home, "test-tmux.sock"), home: home}
 	env := append(baseEnv(bin, home), "TERM=xterm-256color", "LANG=C.UTF-8", "XDG_STATE_HOME="+filepath.Join(home, "state"))
 	env = append(env, extra...)
 	words := []string{"env", "-i"}
@@ -61,7 +69,11 @@ func startScreen(t *testing.T, w, h int, config string, extra []string, args ...
 		_ = s.tmux("kill-server").Run()
 		killTmux(home)
 	})
-	if out, err := s.tmux("-f", "/dev/null", "new-session", "-d", "-s", "ui", "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), line).CombinedOutput(); err != nil {
+	newSession := []string{"-f", "/dev/null", "new-session", "-d", "-s", "ui", "-x", strconv.Itoa(w), "-y", strconv.Itoa(h)}
+	if dir != "" {
+		newSession = append(newSession, "-c", dir)
+	}
+	if out, err := s.tmux(append(newSession, line)...).CombinedOutput(); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
 	return s
@@ -198,16 +210,13 @@ func TestUI(t *testing.T) {
 	// Enter attaches to w1's window; a detach comes back to the UI.
 	s.keys("/", "w1", "Enter")
 	s.waitFor(`filter "w1": 1 shown`)
-	s.keys("Enter")
-	text, _ = s.waitFor(`\[main\] `) // the app's tmux's status line
-	if strings.Contains(text, "krad-ade ·") {
-		t.Errorf("the UI is still drawn while attached:\n%s", text)
+	for range 2 { // and again: the UI takes the terminal back as it gave it
+		s.attachAndBack(s.appTmux, `\[main\] `, "main:2", "2") // the app's tmux's status line
 	}
-	if out, err := s.appTmux("display-message", "-p", "-t", "main", "#{window_index}").Output(); err != nil || strings.TrimSpace(string(out)) != "2" {
-		t.Errorf("attached to window %q (%v), want w1's, 2", out, err)
+	// No key reached w1 in the handover (its terminal would echo it, an escape as ^[).
+	if out, err := s.appTmux("capture-pane", "-p", "-t", "main:2").Output(); err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Errorf("w1's pane after two attaches: %q (%v), want it empty", out, err)
 	}
-	s.detach()
-	s.waitFor(`back from main:2`)
 	s.keys("Escape")
 	s.waitFor(`krad-ade · \d+ agents · \d+ need you *\n`) // the filter is gone
 
@@ -303,40 +312,69 @@ func TestUI(t *testing.T) {
 	}
 }
 
-// detach detaches the person's client from the app's tmux, as C-b d would: not the app's own
-// control client.
-func (s *screen) detach() {
-	s.t.Helper()
-	out, err := s.appTmux("list-clients", "-F", "#{client_control_mode} #{client_name}").Output()
+// detachPerson detaches the person's client from a tmux server (the app's here, or a host's),
+// as C-b d would: not the app's own control client.
+func detachPerson(t testing.TB, tmux func(args ...string) *exec.Cmd) {
+	t.Helper()
+	out, err := tmux("list-clients", "-F", "#{client_control_mode} #{client_name}").Output()
 	if err != nil {
-		s.t.Fatalf("list-clients: %v", err)
+		t.Fatalf("list-clients: %v", err)
 	}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		if name, ok := strings.CutPrefix(l, "0 "); ok {
-			if out, err := s.appTmux("detach-client", "-t", name).CombinedOutput(); err != nil {
-				s.t.Fatalf("detach-client: %v: %s", err, out)
+			if out, err := tmux("detach-client", "-t", name).CombinedOutput(); err != nil {
+				t.Fatalf("detach-client: %v: %s", err, out)
 			}
 			return
 		}
 	}
-	s.t.Fatalf("no attached client among %q", out)
+	t.Fatalf("no attached client among %q", out)
+}
+
+// modes are the pane's terminal modes: alternate screen, cursor shown, mouse, application keypad.
+func (s *screen) modes() string {
+	s.t.Helper()
+	out, err := s.tmux("display-message", "-p", "-t", "ui", "#{alternate_on} #{cursor_flag} #{mouse_any_flag} #{keypad_flag}").Output()
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // wantModesRestored checks that the pane is back to a plain terminal: the UI left the alternate
 // screen, showed the cursor, and turned off the mouse and the application keypad.
 func (s *screen) wantModesRestored() {
 	s.t.Helper()
-	out, err := s.tmux("display-message", "-p", "-t", "ui", "#{alternate_on} #{cursor_flag} #{mouse_any_flag} #{keypad_flag}").Output()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if got := strings.TrimSpace(string(out)); got != "0 1 0 0" {
+	if got := s.modes(); got != "0 1 0 0" {
 		s.t.Errorf("the terminal's modes after the UI (alternate screen, cursor, mouse, keypad): got %q, want 0 1 0 0", got)
 	}
 }
 
+// attachAndBack attaches to the agent the cursor is on (Enter), waits for the attached tmux's
+// status line (statusRe), checks with onTmux that its client shows window, detaches the person's
+// client of that tmux, and waits for the UI to say it is back from id: with the terminal's
+// modes as the UI had them before.
+func (s *screen) attachAndBack(onTmux func(args ...string) *exec.Cmd, statusRe, id, window string) {
+	s.t.Helper()
+	before := s.modes()
+	s.keys("Enter")
+	text, _ := s.waitFor(statusRe)
+	if strings.Contains(text, "krad-ade ·") {
+		s.t.Errorf("the UI is still drawn while attached:\n%s", text)
+	}
+	session, _, _ := strings.Cut(id, ":")
+	if out, err := onTmux("display-message", "-p", "-t", session, "#{window_index}").Output(); err != nil || strings.TrimSpace(string(out)) != window {
+		s.t.Errorf("attached to window %q (%v), want %s's, %s", out, err, id, window)
+	}
+	detachPerson(s.t, onTmux)
+	s.waitFor(`back from ` + regexp.QuoteMeta(id))
+	if after := s.modes(); after != before {
+		s.t.Errorf("the terminal's modes back in the UI (alternate screen, cursor, mouse, keypad): %q, before the attach %q", after, before)
+	}
+}
+
 // readToken reads the token from api.json.
-func readToken(t *testing.T, path string) string {
+func readToken(t testing.TB, path string) string {
 	t.Helper()
 	waitFile(t, path, true)
 	b, err := os.ReadFile(path)
@@ -350,7 +388,7 @@ func readToken(t *testing.T, path string) string {
 	return f.Token
 }
 
-func waitFile(t *testing.T, path string, exists bool) {
+func waitFile(t testing.TB, path string, exists bool) {
 	t.Helper()
 	deadline := time.Now().Add(uiPatience)
 	for {
