@@ -102,6 +102,7 @@ type Model struct {
 	logNext    uint64
 	settings   config.Config
 	configErr  error
+	writeErr   string // why the last toggle's write to config.toml failed; "" once one succeeds
 	subscribed bool
 
 	// prompt is git's prompt shown as a modal over everything else, nil for none; secret its
@@ -150,6 +151,11 @@ type (
 	promptsMsg  struct{}
 	tickMsg     time.Time
 	doneMsg     struct{ text string }
+	// discoveryMsg is the outcome of a toggle's write to config.toml.
+	discoveryMsg struct {
+		on  bool
+		err error
+	}
 )
 
 // Init subscribes to the app and starts the log and settings feeds.
@@ -332,6 +338,15 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tick()
 	case doneMsg:
 		m.status = msg.text
+		return m, nil
+	case discoveryMsg:
+		if msg.err != nil {
+			// Said in full in the settings pane, where the status line would cut it.
+			m.status, m.writeErr = "error: "+msg.err.Error(), msg.err.Error()
+			return m, nil
+		}
+		m.writeErr = ""
+		m.status = fmt.Sprintf("discovery %s written to %s; the app applies it within a second", onOff(msg.on), m.opts.ConfigPath)
 		return m, nil
 	case tea.KeyPressMsg:
 		if m.prompt != nil && msg.String() != "ctrl+c" {
@@ -575,12 +590,8 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		switch key {
 		case "d", "space", " ", "enter":
 			on := !m.settings.Discovery
-			return m, m.call(func(context.Context) (string, error) {
-				if err := m.opts.SetDiscovery(on); err != nil {
-					return "", err
-				}
-				return fmt.Sprintf("discovery %s written to %s; the app applies it within a second", onOff(on), m.opts.ConfigPath), nil
-			})
+			set := m.opts.SetDiscovery
+			return m, func() tea.Msg { return discoveryMsg{on: on, err: set(on)} }
 		case "esc", "s", "q":
 			m.mode = modeList
 		}

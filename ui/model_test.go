@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/config"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -406,5 +408,29 @@ func TestLogPane(t *testing.T) {
 	s := screen(m)
 	if !strings.Contains(s, "second \\x1b[2Jpartial") || strings.Contains(m.Render(), "\x1b[2J") {
 		t.Errorf("log pane:\n%s", s)
+	}
+}
+
+// A toggle whose write fails says why in full in the settings pane (the status line would cut a
+// long error), and the setting shown stays; the next write that succeeds clears it.
+func TestDiscoveryWriteFails(t *testing.T) {
+	fail := errors.New("discovery not changed: write /home/u/.config/krad-ade/config.toml: rename /home/u/.config/krad-ade/.config.toml.123.tmp /home/u/.config/krad-ade/config.toml: operation not permitted")
+	var wrote []bool
+	m := New(context.Background(), Options{ConfigPath: "/home/u/.config/krad-ade/config.toml", Settings: NewSettings(config.Config{Discovery: true}),
+		SetDiscovery: func(on bool) error { wrote = append(wrote, on); return fail }})
+	m = update(t, m, key("s"))
+	next, cmd := m.Update(key("d"))
+	m = update(t, next.(Model), collect(cmd)...)
+	if s := prose(m); !strings.Contains(s, "not written, nothing changed: "+fail.Error()) || !strings.Contains(s, "[x] Let other programs find the agents API") {
+		t.Errorf("after a failed write:\n%s", screen(m))
+	}
+	if len(wrote) != 1 || wrote[0] {
+		t.Errorf("SetDiscovery calls: %v, want one turning it off", wrote)
+	}
+	m.opts.SetDiscovery = func(bool) error { return nil }
+	next, cmd = m.Update(key("d"))
+	m = update(t, next.(Model), collect(cmd)...)
+	if s := prose(m); strings.Contains(s, "not written") || !strings.Contains(s, "discovery off written to") {
+		t.Errorf("after a write that succeeded:\n%s", screen(m))
 	}
 }

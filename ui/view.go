@@ -338,6 +338,10 @@ func (m Model) settingsPane(line func(string), rows int) {
 		fmt.Sprintf("    %d configured terminals, %d SSH environments, %d agent profiles", len(c.Terminals), len(c.Environments), len(c.Agents)),
 		"    file: " + m.opts.ConfigPath,
 	}
+	if m.writeErr != "" {
+		text = append(text, "")
+		text = append(text, wrap("not written, nothing changed: "+termsafe.Escape(m.writeErr, 1000), m.width-2)...)
+	}
 	if m.configErr != nil {
 		text = append(text, "", "config.toml not applied, the last good settings stay: "+termsafe.Escape(m.configErr.Error(), 300))
 	}

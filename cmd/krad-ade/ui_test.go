@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -164,13 +165,18 @@ discovery = true   # let other programs find the agents API
 [[terminal]]
 title = "lead"
 lead = true
-command = "krad spawn --title w1 -- sleep 600; krad spawn --title w2 -- sh -c 'sleep 3; date +%s.%N > $HOME/changed; exit 3'; sleep 600"
+command = "krad spawn --title w1 -- sleep 600; krad spawn --title w2 -- sh -c 'echo TERM$((6*7))INAL; sleep 3; date +%s.%N > $HOME/changed; exit 3'; sleep 600"
 `
+
+// uiMarker is what w2 of uiConfig prints (its command computes it, so that the command's text
+// does not hold it): terminal contents, which no screen of the UI may show uninvited.
+const uiMarker = "TERM42INAL"
 
 // TestUI uses krad-ade as a person at a terminal does: the agents appear as the lead spawns
 // workers, a state change shows, Enter attaches and a detach comes back, n starts a lead with a
-// lead's rights, x closes a terminal and X a lead's workers, after asking, s toggles discovery in config.toml with its comments kept, the screen follows
-// resizes, and q leaves the terminals running.
+// lead's rights, x closes a terminal and X a lead's workers, after asking, s toggles discovery in
+// config.toml with its comments kept, the screen follows resizes, and q leaves the terminals
+// running. No screen of the UI shows what a worker printed, nor the token.
 func TestUI(t *testing.T) {
 	s := startScreen(t, 120, 40, uiConfig, nil)
 
@@ -195,7 +201,13 @@ func TestUI(t *testing.T) {
 		}
 	}
 
-	// The screen and the log file never hold the bus token.
+	// w2 printed the marker, in its own terminal.
+	if out, err := s.appTmux("capture-pane", "-p", "-t", "main:3").Output(); err != nil || !strings.Contains(string(out), uiMarker) {
+		t.Fatalf("w2's pane: %q (%v), want the marker it printed", out, err)
+	}
+
+	// The screens and the log file never hold the bus token, nor what a terminal printed (the
+	// only screens that do are those of an attach, which show w1's window, not w2's).
 	token := readToken(t, filepath.Join(s.home, "krad-ade", "api.json"))
 	t.Cleanup(func() {
 		b, _ := os.ReadFile(filepath.Join(s.home, "state", "krad-ade", "krad-ade.log"))
@@ -204,6 +216,9 @@ func TestUI(t *testing.T) {
 		}
 		if strings.Contains(string(b), token) || strings.Contains(s.screens.String(), token) {
 			t.Error("the token was shown or logged")
+		}
+		if strings.Contains(string(b), uiMarker) || strings.Contains(s.screens.String(), uiMarker) {
+			t.Error("what a worker printed was shown or logged")
 		}
 	})
 
@@ -530,4 +545,103 @@ func exitOf(t *testing.T, path string) string {
 			t.Fatalf("%s was not written within %s", path, uiPatience)
 		}
 	}
+}
+
+// TestUICtrlC: Ctrl-C leaves the UI as q does, whatever is open (the list, the new lead's form,
+// git's prompt): the terminal's modes restored, the app stopped cleanly, the agents running.
+func TestUICtrlC(t *testing.T) {
+	for _, tc := range []struct {
+		name, config, open, shows string
+	}{
+		{"the list", "[[terminal]]\ntitle = \"napper\"\ncommand = \"sleep 600\"\n", "", `main:1 .* napper`},
+		{"the new lead's form", "[[terminal]]\ntitle = \"napper\"\ncommand = \"sleep 600\"\n", "n", `New lead`},
+		{"git's prompt", askpassConfig, "", `Git asks`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startScreen(t, 100, 30, tc.config, nil)
+			s.waitFor(`main:1 `)
+			if tc.open != "" {
+				s.keys(tc.open)
+			}
+			s.waitFor(tc.shows)
+			s.keys("C-c")
+			text, _ := s.waitFor(`krad-ade exited 0`)
+			s.wantModesRestored()
+			if !strings.Contains(text, "the terminals keep running") {
+				t.Errorf("after Ctrl-C:\n%s", text)
+			}
+			title := regexp.MustCompile(`title = "(\w+)"`).FindStringSubmatch(tc.config)[1]
+			out, err := s.appTmux("list-windows", "-t", "main", "-F", "#{pane_dead} #{window_name}").Output()
+			if err != nil || !strings.Contains(string(out), "0 "+title+"\n") {
+				t.Errorf("after Ctrl-C the app's panes are %q (%v), want the agent running", out, err)
+			}
+		})
+	}
+}
+
+// TestUIConfigWriteFails: a toggle of discovery whose write to config.toml fails (the file made
+// immutable, or its folder read-only, while the UI runs) says why, and changes nothing: not the
+// file, not the folder (no temporary file left), not api.json, not the setting shown.
+func TestUIConfigWriteFails(t *testing.T) {
+	const cfg = "# mine\ndiscovery = true # keep\n"
+	s := startScreen(t, 120, 40, cfg, nil)
+	s.waitFor(`main:1 +shell`)
+	dir := filepath.Join(s.home, "krad-ade")
+	cfgPath, apiJSON := filepath.Join(dir, "config.toml"), filepath.Join(dir, "api.json")
+	waitFile(t, apiJSON, true)
+	apiBefore, err := os.ReadFile(apiJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listing := func() []string {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	filesBefore := listing()
+	// Root writes a read-only folder all the same; an immutable file it cannot replace.
+	if os.Getuid() == 0 {
+		testbin.Need(t, "chattr", "e2fsprogs")
+		if out, err := exec.Command("chattr", "+i", cfgPath).CombinedOutput(); err != nil {
+			t.Skipf("chattr +i (the file system may not take it): %v: %s", err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("chattr", "-i", cfgPath).Run() })
+	} else {
+		if err := os.Chmod(dir, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.Chmod(dir, 0o700) })
+	}
+
+	s.keys("s")
+	s.waitFor(`\[x\] Let other programs find the agents API`)
+	s.keys("d")
+	s.waitFor(`error: discovery not changed: write ` + regexp.QuoteMeta(cfgPath))
+	text, _ := s.waitFor(`not written, nothing changed: `)
+	if flat := strings.Join(strings.Fields(text), " "); !regexp.MustCompile(`not written, nothing changed: discovery not changed: write \S+: .*(operation not permitted|permission denied)`).MatchString(flat) {
+		t.Errorf("the settings do not say why the write failed:\n%s", text)
+	}
+	time.Sleep(2 * time.Second) // what a write would have changed, the app applies within a second
+	if b, _ := os.ReadFile(cfgPath); string(b) != cfg {
+		t.Errorf("config.toml after the failed write: %q, want it unchanged", b)
+	}
+	if after := listing(); !slices.Equal(after, filesBefore) {
+		t.Errorf("the config folder after the failed write: %q, was %q", after, filesBefore)
+	}
+	if b, err := os.ReadFile(apiJSON); err != nil || string(b) != string(apiBefore) {
+		t.Errorf("api.json after the failed write: %q (%v), want it unchanged", b, err)
+	}
+	if text := s.capture(false); !strings.Contains(text, "[x] Let other programs find the agents API") {
+		t.Errorf("the setting shown after the failed write:\n%s", text)
+	}
+	s.keys("Escape")
+	s.waitFor(`Enter attach · x close`)
+	s.keys("q")
+	s.waitFor(`krad-ade exited 0`)
 }
