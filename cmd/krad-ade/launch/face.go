@@ -2,11 +2,14 @@ package launch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/charmbracelet/x/term"
 
@@ -40,8 +43,13 @@ func stateDir(getenv func(string) string) (string, error) {
 	return filepath.Join(home, ".local", "state", "krad-ade"), nil
 }
 
-// openLog opens the UI's log file for appending, owner-only, in an owner-only state folder.
-func openLog(getenv func(string) string) (*os.File, error) {
+// LogCap is the size of the log file past which it is rotated: it becomes krad-ade.log.1 (one
+// generation, replacing the last), and a new krad-ade.log starts.
+const LogCap = 10 << 20
+
+// openLog opens the UI's log file for appending, owner-only, in an owner-only state folder,
+// rotated at LogCap.
+func openLog(getenv func(string) string) (*logFile, error) {
 	dir, err := stateDir(getenv)
 	if err != nil {
 		return nil, err
@@ -49,11 +57,89 @@ func openLog(getenv func(string) string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("the log's folder: %w", err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, LogFileName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("the log file: %w", err)
+	return openLogFile(filepath.Join(dir, LogFileName), LogCap)
+}
+
+// logFile is the log file, rotated when it would grow past its cap: at open, and before a write
+// that would take it past. A write is one log line (slog writes each whole), so a rotation never
+// cuts a line. A rotation that fails (the rename) leaves the lines going to the file as it is,
+// and is tried again at the next write: no line is lost for it.
+type logFile struct {
+	path string
+	cap  int64
+
+	mu   sync.Mutex
+	f    *os.File
+	size int64
+}
+
+// openLogFile opens path for appending (rotated first if it has reached limit), mode 0600.
+func openLogFile(path string, limit int64) (*logFile, error) {
+	l := &logFile{path: path, cap: limit}
+	if fi, err := os.Stat(path); err == nil && fi.Size() >= limit {
+		if err := os.Rename(path, path+".1"); err != nil {
+			return nil, fmt.Errorf("the log file: rotate: %w", err)
+		}
 	}
-	return f, nil
+	if err := l.open(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *logFile) open() error {
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("the log file: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = f.Chmod(0o600) // owner-only, whatever an earlier file had
+	}
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("the log file: %w", err)
+	}
+	l.f, l.size = f, fi.Size()
+	return nil
+}
+
+// Write appends one line, rotating the file first when the line would take it past its cap.
+func (l *logFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.size > 0 && l.size+int64(len(p)) > l.cap {
+		l.rotate()
+	}
+	n, err := l.f.Write(p)
+	l.size += int64(n)
+	return n, err
+}
+
+// rotate moves the file to .1 and starts a new one; on a failure the old one stays open. A file
+// already gone (removed by hand, or renamed by a rotation whose new file did not open) is
+// started again.
+func (l *logFile) rotate() {
+	if err := os.Rename(l.path, l.path+".1"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	old := l.f
+	if err := l.open(); err != nil {
+		// No new file: the lines go on to the old one, until the next try.
+		l.size = 0
+		return
+	}
+	old.Close()
+}
+
+// Name is the log file's path.
+func (l *logFile) Name() string { return l.path }
+
+// Close closes the file.
+func (l *logFile) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.f.Close()
 }
 
 // face is the UI of a run on a terminal.
@@ -63,7 +149,7 @@ type face struct {
 	stderr   io.Writer // the terminal's, for why the UI stopped
 	lines    *ui.LogLines
 	settings *ui.Settings
-	file     *os.File
+	file     *logFile
 	err      error // why the UI stopped, if not by the person's q; read once it is done
 }
 
