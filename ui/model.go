@@ -16,6 +16,7 @@ import (
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/config"
+	"github.com/krad-ade/krad/worktree"
 )
 
 // App is what the UI calls on the app's model (app.App).
@@ -25,6 +26,8 @@ type App interface {
 	CloseTerminal(ctx context.Context, id api.TerminalID) error
 	CloseSession(ctx context.Context, lead api.TerminalID) error
 	AttachCommand(id api.TerminalID) (string, bool)
+	// Changes is what terminal id's group changed, as the bus's Changes answers that terminal.
+	Changes(ctx context.Context, id api.TerminalID) (worktree.Changes, error)
 }
 
 // Environment is an environment as the config names it.
@@ -62,6 +65,7 @@ const (
 	modeConfirm
 	modeNewLead
 	modeSettings
+	modeChanges
 )
 
 // envRow is one environment's row.
@@ -104,6 +108,8 @@ type Model struct {
 	configErr  error
 	writeErr   string // why the last toggle's write to config.toml failed; "" once one succeeds
 	subscribed bool
+
+	changes changesView // the changes view, while mode is modeChanges
 
 	// prompt is git's prompt shown as a modal over everything else, nil for none; secret its
 	// masked input.
@@ -298,6 +304,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.scroll()
+		if m.mode == modeChanges {
+			m.sizeChanges()
+		}
+		return m, nil
+	case changesMsg:
+		m.gotChanges(msg)
 		return m, nil
 	case snapshotMsg:
 		m.applySnapshot(msg.snap)
@@ -586,6 +598,8 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case modeNewLead:
 		return m.formKey(k)
+	case modeChanges:
+		return m.changesKey(k)
 	case modeSettings:
 		switch key {
 		case "d", "space", " ", "enter":
@@ -644,6 +658,10 @@ func (m Model) key(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, m.form[0].Focus()
 	case "s":
 		m.mode = modeSettings
+	case "c":
+		if a, ok := m.selected(); ok {
+			return m.openChanges(a)
+		}
 	case "b":
 		m.bell = !m.bell
 		m.status = "the bell for agents that need you is " + onOff(m.bell)

@@ -47,6 +47,9 @@ type layout struct {
 // fixedRows are the title, three headings, the column header, the status line and the keys.
 const fixedRows = 7
 
+// changesRows are the rows of the changes view: those of the agents pane and of the log pane.
+func (l layout) changesRows() int { return l.agentRows + 2 + 1 + l.logRows }
+
 func (m Model) layout() layout {
 	if m.width < minWidth || m.height < minHeight {
 		return layout{tooSmall: true}
@@ -99,6 +102,12 @@ func (m Model) Render() string {
 		m.settingsPane(line, l.agentRows+2)
 	case m.mode == modeConfirm:
 		m.confirmPane(line, l.agentRows+2)
+	case m.mode == modeChanges:
+		// The patch takes the log's rows too.
+		m.changesPane(line, l.changesRows())
+		line(m.statusLine())
+		b.WriteString(fit(m.keysLine(), m.width))
+		return b.String()
 	default:
 		m.agentsPane(line, l.agentRows)
 	}
@@ -135,7 +144,7 @@ func (m Model) titleLine() string {
 
 func heading(name string, width int) string {
 	s := "── " + name + " "
-	return styleHeading.Render(s + strings.Repeat("─", max(0, width-ansi.StringWidth(s))))
+	return styleHeading.Render(fit(s+strings.Repeat("─", max(0, width-ansi.StringWidth(s))), width))
 }
 
 // envLines are the environments' rows: each one's name, where it is, its state; a failed one is
@@ -310,6 +319,7 @@ func (m Model) helpPane(line func(string), rows int) {
 		"x        close the agent's terminal (asks first); X a lead's workers",
 		"n        name a new lead: title, command, environment, folder",
 		"s        settings: discovery (Let other programs find the agents API)",
+		"c        the agent's group's changes: its files, then the patch; Esc closes",
 		"/        filter by id, title, role, state, session, group; Esc clears",
 		"?        this help      q  quit: the terminals keep running",
 		"* marks an agent that needs you (needs input, failed, idle after working) until seen;",
@@ -443,6 +453,8 @@ func (m Model) keysLine() string {
 		return "Tab next field · Enter opens the lead · Esc cancels"
 	case modeSettings:
 		return "d toggle discovery · Esc back"
+	case modeChanges:
+		return "↑↓ j k PgUp PgDn scroll · ←→ h l sideways · g G top, end · Esc closes"
 	}
 	return "Enter attach · x close · n new lead · s settings · / filter · ? help · q quit"
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -644,4 +645,99 @@ func TestUIConfigWriteFails(t *testing.T) {
 	s.waitFor(`Enter attach · x close`)
 	s.keys("q")
 	s.waitFor(`krad-ade exited 0`)
+}
+
+// changesConfig is a lead that makes a group and spawns a worker in it, which changes a file and
+// adds one holding escape sequences (a screen clear, a title), then says where it works.
+const changesConfig = `[[terminal]]
+title = "lead"
+lead = true
+command = '''krad worktree create fix-retry && krad spawn --group fix-retry --title fixer -- sh -c 'printf "package retry\n// fixed\n" > retry.go; printf "evil \033[2J\033]0;pwned\007 end\n" > evil.txt; pwd > $HOME/worktree; sleep 600'; sleep 600'''
+`
+
+// TestUIChanges: c on an agent in a group shows the group's changes as the bus's Changes has
+// them: the files with their counts, then the patch, its added lines coloured (plain under
+// NO_COLOR), a file's escape sequences shown escaped, never acting on the terminal; Esc closes
+// it; a group whose checkout is gone shows the error, not "no changes".
+func TestUIChanges(t *testing.T) {
+	testbin.Need(t, "git", "git")
+	for _, noColor := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NO_COLOR=%v", noColor), func(t *testing.T) {
+			home, repo := t.TempDir(), t.TempDir()
+			for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"commit", "-q", "-m", "first"}} {
+				if args[0] == "add" {
+					if err := os.WriteFile(filepath.Join(repo, "retry.go"), []byte("package retry\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				cmd := exec.Command("git", args...)
+				cmd.Dir = repo
+				cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_GLOBAL=/dev/null")
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v: %s", args, err, out)
+				}
+			}
+			if err := os.MkdirAll(filepath.Join(home, "krad-ade"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(home, "krad-ade", "config.toml"), []byte(changesConfig), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var extra []string
+			if noColor {
+				extra = append(extra, "NO_COLOR=1")
+			}
+			s := startScreenIn(t, home, repo, 120, 40, extra)
+			s.waitFor(`main:2 .* fix-retry +fixer`)
+			worktree := strings.TrimSpace(exitOf(t, filepath.Join(home, "worktree")))
+
+			s.keys("/", "fixer", "Enter")
+			s.waitFor(`filter "fixer": 1 shown`)
+			s.keys("c")
+			text, _ := s.waitFor(`(?s)Changes of group fix-retry \(main:2\).*\+// fixed`)
+			for _, want := range []string{
+				" M  retry.go  +1 -0", " A  evil.txt  +1 -0", "2 files changed, 2 insertions(+), 0 deletions(-)",
+				"diff --git a/retry.go b/retry.go", "@@ -1 +1,2 @@", `+evil \x1b[2J\x1b]0;pwned\a end`,
+			} {
+				if !strings.Contains(text, want) {
+					t.Errorf("the changes view lacks %q:\n%s", want, text)
+				}
+			}
+			if out, err := s.tmux("display-message", "-p", "-t", "ui", "#{pane_title}").Output(); err != nil || strings.Contains(string(out), "pwned") {
+				t.Errorf("the pane's title is %q (%v): the file's escape acted on the terminal", out, err)
+			}
+			colours := regexp.MustCompile("\x1b\\[[0-9;]*(3[0-7]|9[0-7]|38;[25])[;m]")
+			styled := s.capture(true)
+			var added string
+			for _, l := range strings.Split(styled, "\n") {
+				if strings.Contains(l, "// fixed") {
+					added = l
+				}
+			}
+			if got := colours.MatchString(added); got == noColor {
+				t.Errorf("NO_COLOR=%v: the added line %q is coloured: %v", noColor, added, got)
+			}
+			if noColor {
+				if m := colours.FindString(styled); m != "" {
+					t.Errorf("a colour under NO_COLOR: %q", m)
+				}
+			}
+			s.keys("Escape")
+			s.waitGone("Changes of group")
+
+			// The group's checkout deleted: c shows why there are none to show.
+			if err := os.RemoveAll(worktree); err != nil {
+				t.Fatal(err)
+			}
+			s.keys("c")
+			text, _ = s.waitFor(`error: the changes of group fix-retry could not be read: `)
+			if flat := strings.Join(strings.Fields(text), " "); !strings.Contains(flat, "is gone (deleted from under git)") || strings.Contains(flat, "no changes") {
+				t.Errorf("the changes of a group whose checkout is gone:\n%s", text)
+			}
+			s.keys("q")
+			s.waitGone("Changes of group")
+			s.keys("q")
+			s.waitFor(`krad-ade exited 0`)
+		})
+	}
 }
