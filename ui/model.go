@@ -403,16 +403,15 @@ func sortAgents(as []api.Agent) {
 	})
 }
 
-// env is environment name's row, added if the UI did not know it (it comes with the event that
-// says it was added, which sets its host).
+// env is environment name's row; nil for one the app does not have (an event of its last words
+// after it was removed).
 func (m *Model) env(name string) *envRow {
 	for i := range m.envs {
 		if m.envs[i].name == name {
 			return &m.envs[i]
 		}
 	}
-	m.envs = append(m.envs, envRow{name: name})
-	return &m.envs[len(m.envs)-1]
+	return nil
 }
 
 // find is where agent id is in m.agents, or where it would go.
@@ -427,9 +426,14 @@ func (m *Model) apply(ev app.Event) {
 	if e := ev.App; e != nil {
 		switch e.Kind {
 		case api.EnvironmentAdded:
-			r := m.env(e.Environment)
+			row := envRow{name: e.Environment}
 			if st := ev.Environment; st != nil {
-				*r = envRow{name: st.Name, ssh: st.SSH, up: st.Up, down: st.Down, connection: st.Connection}
+				row = envRow{name: st.Name, ssh: st.SSH, up: st.Up, down: st.Down, connection: st.Connection}
+			}
+			if r := m.env(e.Environment); r != nil {
+				*r = row
+			} else {
+				m.envs = append(m.envs, row)
 			}
 			m.status = "environment " + e.Environment + " added"
 			return
@@ -439,15 +443,16 @@ func (m *Model) apply(ev app.Event) {
 			return
 		}
 		r := m.env(e.Environment)
-		switch e.Kind {
-		case api.EnvironmentUp:
-			r.up, r.down = true, ""
-		case api.EnvironmentDown:
-			r.up, r.down = false, e.Message
-		case api.EnvironmentState:
-			r.connection = e.Message
-		default:
+		switch {
+		case e.Kind != api.EnvironmentUp && e.Kind != api.EnvironmentDown && e.Kind != api.EnvironmentState:
 			m.status = e.Environment + ": " + e.Message
+		case r == nil: // an environment's last words after its removal
+		case e.Kind == api.EnvironmentUp:
+			r.up, r.down = true, ""
+		case e.Kind == api.EnvironmentDown:
+			r.up, r.down = false, e.Message
+		default:
+			r.connection = e.Message
 		}
 		return
 	}

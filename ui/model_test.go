@@ -298,6 +298,11 @@ func TestEnvironmentsAddedAndRemoved(t *testing.T) {
 	if !strings.Contains(screen(m), "environment build removed") {
 		t.Errorf("the status does not say it:\n%s", screen(m))
 	}
+	// Its connection's last words, after the removal, bring no row back.
+	m = update(t, m, eventsMsg{events: []app.Event{{App: &api.AppEvent{Kind: api.EnvironmentState, Environment: "build", Message: "stopped"}}}})
+	if r := envRow(m, "build"); r != "" {
+		t.Errorf("a late event of the removed environment made a row: %q", r)
+	}
 	// n no longer takes its name.
 	msgs := []tea.Msg{key("n"), key("tab"), key("tab")}
 	for range 4 {
