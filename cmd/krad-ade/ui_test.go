@@ -607,18 +607,20 @@ func TestUIConfigWriteFails(t *testing.T) {
 	}
 	filesBefore := listing()
 	// Root writes a read-only folder all the same; an immutable file it cannot replace.
+	var undo func()
 	if os.Getuid() == 0 {
 		testbin.Need(t, "chattr", "e2fsprogs")
 		if out, err := exec.Command("chattr", "+i", cfgPath).CombinedOutput(); err != nil {
 			t.Skipf("chattr +i (the file system may not take it): %v: %s", err, out)
 		}
-		t.Cleanup(func() { _ = exec.Command("chattr", "-i", cfgPath).Run() })
+		undo = func() { _ = exec.Command("chattr", "-i", cfgPath).Run() }
 	} else {
 		if err := os.Chmod(dir, 0o500); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = os.Chmod(dir, 0o700) })
+		undo = func() { _ = os.Chmod(dir, 0o700) }
 	}
+	t.Cleanup(undo) // before the app is stopped, should the test end early
 
 	s.keys("s")
 	s.waitFor(`\[x\] Let other programs find the agents API`)
@@ -643,6 +645,7 @@ func TestUIConfigWriteFails(t *testing.T) {
 	}
 	s.keys("Escape")
 	s.waitFor(`Enter attach · x close`)
+	undo() // so that the app's clean exit can remove api.json
 	s.keys("q")
 	s.waitFor(`krad-ade exited 0`)
 }
