@@ -125,10 +125,32 @@ func (s *screen) waitFor(re string) (string, time.Duration) {
 			return text, time.Since(began)
 		}
 		if time.Since(began) > uiPatience {
-			s.t.Fatalf("the screen did not show %q within %s:\n%s", re, uiPatience, text)
+			s.t.Fatalf("the screen did not show %q within %s (%s):\n%s", re, uiPatience, s.ttyMode(), text)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// ttyMode says whether the pane's terminal reads line by line (icanon, as a shell leaves it) or
+// key by key (-icanon, as the UI sets it), and echoes: for a failure's message, since keys that
+// seem lost may wait in a terminal left in line mode.
+func (s *screen) ttyMode() string {
+	out, err := s.tmux("display-message", "-p", "-t", "ui", "#{pane_tty}").Output()
+	if err != nil {
+		return "no pane tty: " + err.Error()
+	}
+	tty := strings.TrimSpace(string(out))
+	out, err = exec.Command("stty", "-a", "-F", tty).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("stty -F %s: %v", tty, err)
+	}
+	var modes []string
+	for _, f := range strings.Fields(string(out)) {
+		if strings.TrimPrefix(f, "-") == "icanon" || strings.TrimPrefix(f, "-") == "echo" {
+			modes = append(modes, f)
+		}
+	}
+	return "the pane's terminal: " + strings.Join(modes, " ")
 }
 
 // waitGone waits until the screen no longer shows text.
@@ -142,7 +164,7 @@ func (s *screen) waitGone(text string) {
 			return
 		}
 		if time.Since(began) > uiPatience {
-			s.t.Fatalf("the screen still shows %q after %s:\n%s", text, uiPatience, got)
+			s.t.Fatalf("the screen still shows %q after %s (%s):\n%s", text, uiPatience, s.ttyMode(), got)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -369,7 +391,7 @@ func (s *screen) wantModesRestored() {
 // attachAndBack attaches to the agent the cursor is on (Enter), waits for the attached tmux's
 // status line (statusRe), checks with onTmux that its client shows window, detaches the person's
 // client of that tmux, and waits for the UI to say it is back from id: with the terminal's
-// modes as the UI had them before.
+// modes as the UI had them before, and its terminal reading key by key.
 func (s *screen) attachAndBack(onTmux func(args ...string) *exec.Cmd, statusRe, id, window string) {
 	s.t.Helper()
 	before := s.modes()
@@ -386,6 +408,11 @@ func (s *screen) attachAndBack(onTmux func(args ...string) *exec.Cmd, statusRe, 
 	s.waitFor(`back from ` + regexp.QuoteMeta(id))
 	if after := s.modes(); after != before {
 		s.t.Errorf("the terminal's modes back in the UI (alternate screen, cursor, mouse, keypad): %q, before the attach %q", after, before)
+	}
+	// The UI reads key by key again, as it did before (ssh and tmux set and reset the
+	// terminal's own modes too).
+	if mode := s.ttyMode(); !strings.Contains(mode, "-icanon") || !strings.Contains(mode, "-echo") {
+		s.t.Errorf("back in the UI, %s; want -icanon -echo", mode)
 	}
 }
 
@@ -552,15 +579,16 @@ func exitOf(t *testing.T, path string) string {
 // git's prompt): the terminal's modes restored, the app stopped cleanly, the agents running.
 func TestUICtrlC(t *testing.T) {
 	for _, tc := range []struct {
-		name, config, open, shows string
+		name, config, ready, open, shows string
 	}{
-		{"the list", "[[terminal]]\ntitle = \"napper\"\ncommand = \"sleep 600\"\n", "", `main:1 .* napper`},
-		{"the new lead's form", "[[terminal]]\ntitle = \"napper\"\ncommand = \"sleep 600\"\n", "n", `New lead`},
-		{"git's prompt", askpassConfig, "", `Git asks`},
+		{"the list", "[[terminal]]\ntitle = \"napper\"\ncommand = \"sleep 600\"\n", `main:1 .* napper`, "", `main:1 .* napper`},
+		{"the new lead's form", "[[terminal]]\ntitle = \"napper\"\ncommand = \"sleep 600\"\n", `main:1 .* napper`, "n", `New lead`},
+		// The prompt comes as soon as the terminal runs, and covers the list.
+		{"git's prompt", askpassConfig, `Git asks`, "", `Git asks`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := startScreen(t, 100, 30, tc.config, nil)
-			s.waitFor(`main:1 `)
+			s.waitFor(tc.ready)
 			if tc.open != "" {
 				s.keys(tc.open)
 			}
