@@ -68,6 +68,7 @@ func startScreenIn(t testing.TB, home, dir string, w, h int, extra []string, arg
 	// After the app, the pane stays, so that what it printed last can be read.
 	line := strings.Join(words, " ") + "; echo krad-ade exited $?; sleep 3600"
 	t.Cleanup(func() {
+		s.stopApp()
 		_ = s.tmux("kill-server").Run()
 		killTmux(home)
 	})
@@ -79,6 +80,33 @@ func startScreenIn(t testing.TB, home, dir string, w, h int, extra []string, arg
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
 	return s
+}
+
+// stopApp stops a krad-ade still running on the screen as a person's kill would (SIGTERM), and
+// waits until it has exited: it writes its log and removes its files as it stops, which must be
+// done before the test's folders are removed.
+func (s *screen) stopApp() {
+	b, err := os.ReadFile(filepath.Join(s.home, "krad-ade", "krad-ade.lock"))
+	if err != nil {
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return
+	}
+	alive := func() bool {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// Gone, or a zombie (its state, after the command's closing parenthesis, is Z).
+		return err == nil && !strings.HasPrefix(string(stat[strings.LastIndexByte(string(stat), ')')+1:]), " Z") &&
+			strings.Contains(string(stat), "(krad-ade)")
+	}
+	if !alive() {
+		return
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for deadline := time.Now().Add(uiPatience); alive() && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (s *screen) tmux(args ...string) *exec.Cmd {
