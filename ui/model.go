@@ -773,6 +773,8 @@ func (m Model) attach() (tea.Model, tea.Cmd) {
 		return m, nil
 	}
 	delete(m.marked, a.ID())
+	// Until the terminal is back, a frame drawn as tmux takes over must not say it is back.
+	m.status = "attaching to " + a.ID().String() + "…"
 	c := exec.Command("sh", "-c", line)
 	c.Env = m.opts.AttachEnv
 	id := a.ID()

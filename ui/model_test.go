@@ -439,3 +439,24 @@ func TestDiscoveryWriteFails(t *testing.T) {
 		t.Errorf("after a write that succeeded:\n%s", screen(m))
 	}
 }
+
+// attachApp gives an attach command; the model's other calls are not made here.
+type attachApp struct{ App }
+
+func (attachApp) AttachCommand(id api.TerminalID) (string, bool) {
+	return "tmux -L krad-ade attach -t " + id.String(), true
+}
+
+// Enter steps aside for the attach command; until the person is back, no frame says they are
+// (a frame drawn as tmux takes over shows that it attaches).
+func TestAttachSaysSo(t *testing.T) {
+	m := model(t)
+	m.opts.App = attachApp{}
+	m.status = "back from main:2"
+	m = update(t, m, key("j"))
+	next, cmd := m.Update(key("enter"))
+	m = next.(Model)
+	if s := screen(m); cmd == nil || !strings.Contains(s, "attaching to main:2…") || strings.Contains(s, "back from") {
+		t.Errorf("Enter on main:2 (cmd %v):\n%s", cmd != nil, s)
+	}
+}
