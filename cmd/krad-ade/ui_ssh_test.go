@@ -81,7 +81,9 @@ func TestUISSHEnvironments(t *testing.T) {
 	if strings.TrimSpace(string(out)) != "" {
 		t.Errorf("keys reached the worker in the handovers; its pane (cat -v):\n%s", out)
 	}
-	s.keys("Escape")
+	// (No key typed at once on the return here: an Esc typed within moments of coming back from
+	// an SSH attach was seen lost, with the key after it, in a few runs out of twenty on a loaded
+	// machine; the filter stays, which n does not mind.)
 
 	// Removed: the row goes, and a lead can no longer be named there.
 	w.write(cfg, "")
