@@ -82,24 +82,74 @@ var ErrNoexec = errors.New("the filesystem of ~/.krad-ade is mounted noexec, so 
 // host, made executable, run once (krad version --json), and only then renamed into place, so a
 // cut or corrupt copy never takes the place of a good one. Either way the installed krad is run
 // and must print b.Version: a home mounted noexec is [ErrNoexec].
+//
+// Install is [LookStep] run alone, then [InstallFound]: a connect runs the look in a batch with
+// its other steps, and copies the binary only when the look did not find it.
 func Install(ctx context.Context, h Host, b Binary) (dir string, err error) {
 	if err := b.check(); err != nil {
 		return "", fmt.Errorf("install krad: %w", err)
 	}
-	size := strconv.FormatInt(b.Size, 10)
-	out, err := h.Run(ctx, checkScript.Command(b.Version, b.SHA256), nil)
-	rep, err := checkScript.Result(out, err)
+	look := LookStep(b.Version)
+	out, err := h.Run(ctx, look.Script.Command(look.Args...), nil)
+	rep, err := lookScript.Result(out, err)
+	found, err := ReadLook(b.Version, rep, err)
 	if err != nil {
-		return "", fmt.Errorf("install krad: look in ~/.krad-ade/bin/%s: %w", b.Version, err)
+		return "", err
 	}
-	if len(rep) >= 2 && rep[0] == "present" {
-		return ran(rep[1], rep[2:], b)
+	return InstallFound(ctx, h, b, found)
+}
+
+// Found is what [LookStep] found on the host: the folder of a version, and the krad installed
+// there, if any, with its SHA-256 and what it printed when run.
+type Found struct {
+	version string
+	dir     string
+	sha     string   // "" when no whole set of the three names is there
+	ran     []string // the report of its run of krad version --json, for [ran]
+}
+
+// LookStep looks in ~/.krad-ade/bin/<version> (made if missing, and checked as every folder
+// under ~/.krad-ade is), as a step of a [shell.Batch]: for krad, krad-ade-agents and
+// krad-ade-askpass, regular files of the user's, executable, one binary (the same file, or the
+// same SHA-256), and runs it once. It reports the SHA-256, so that it needs no binary of the
+// app's: the platform may not be known yet, as when the same batch probes it. [ReadLook] reads
+// its result.
+func LookStep(version string) shell.Step {
+	return shell.Step{Script: lookScript, Args: []string{version}}
+}
+
+// ReadLook reads the result of [LookStep] for version.
+func ReadLook(version string, rep []string, err error) (Found, error) {
+	if err := checkVersion(version); err != nil {
+		return Found{}, fmt.Errorf("install krad: %w", err)
 	}
-	if len(rep) != 2 || rep[0] != "missing" {
-		return "", fmt.Errorf("install krad: look in ~/.krad-ade/bin/%s: %w", b.Version, unknown(rep))
+	if err != nil {
+		return Found{}, fmt.Errorf("install krad: look in ~/.krad-ade/bin/%s: %w", version, err)
 	}
-	out, err = h.Run(ctx, uploadScript.Command(b.Version, b.SHA256, size), io.NewSectionReader(b.Content, 0, b.Size))
-	rep, err = uploadScript.Result(out, err)
+	switch {
+	case len(rep) >= 3 && rep[0] == "present":
+		return Found{version: version, dir: rep[1], sha: rep[2], ran: rep[3:]}, nil
+	case len(rep) == 2 && rep[0] == "missing":
+		return Found{version: version, dir: rep[1]}, nil
+	}
+	return Found{}, fmt.Errorf("install krad: look in ~/.krad-ade/bin/%s: %w", version, unknown(rep))
+}
+
+// InstallFound finishes Install after a look: when f found b there (its SHA-256), it checks the
+// run the look made; otherwise it copies b over, as Install says.
+func InstallFound(ctx context.Context, h Host, b Binary, f Found) (dir string, err error) {
+	if err := b.check(); err != nil {
+		return "", fmt.Errorf("install krad: %w", err)
+	}
+	if f.version != b.Version {
+		return "", fmt.Errorf("install krad: the look was for version %q, not %q", f.version, b.Version)
+	}
+	if f.sha == b.SHA256 {
+		return ran(f.dir, f.ran, b)
+	}
+	size := strconv.FormatInt(b.Size, 10)
+	out, err := h.Run(ctx, uploadScript.Command(b.Version, b.SHA256, size), io.NewSectionReader(b.Content, 0, b.Size))
+	rep, err := uploadScript.Result(out, err)
 	if err != nil {
 		return "", fmt.Errorf("install krad in ~/.krad-ade/bin/%s: %w", b.Version, err)
 	}
@@ -214,17 +264,18 @@ krad_enter bin "~/.krad-ade/bin";
 krad_enter "$1" "~/.krad-ade/bin/$1";
 ` + sums
 
-// checkScript ($1 version, $2 SHA-256) reports "present DIR" and the output of krad version --json
-// (or "status N" and the output, if it failed), or "missing DIR".
-var checkScript = shell.Script{
+// lookScript ($1 version) reports "present DIR SHA256" and the output of krad version --json (or
+// "status N" and the output, if it failed) when the folder holds one binary under the three
+// names, or "missing DIR".
+var lookScript = shell.Script{
 	Name: "INSTALL",
 	Body: enterVersion + `
-if krad_have krad && krad_have krad-ade-agents && krad_have krad-ade-askpass && [ "$(krad_sha krad)" = "$2" ]; then
-  if { [ krad -ef krad-ade-agents ] || [ "$(krad_sha krad-ade-agents)" = "$2" ]; } &&
-     { [ krad -ef krad-ade-askpass ] || [ "$(krad_sha krad-ade-askpass)" = "$2" ]; }; then
+if krad_have krad && krad_have krad-ade-agents && krad_have krad-ade-askpass && h=$(krad_sha krad); then
+  if { [ krad -ef krad-ade-agents ] || [ "$(krad_sha krad-ade-agents)" = "$h" ]; } &&
+     { [ krad -ef krad-ade-askpass ] || [ "$(krad_sha krad-ade-askpass)" = "$h" ]; }; then
     o=$(./krad version --json 2>&1); s=$?;
-    if [ $s -ne 0 ]; then krad_say ok present "$(pwd -P)" status $s "$o"; exit 0; fi;
-    krad_say ok present "$(pwd -P)" "$o"; exit 0;
+    if [ $s -ne 0 ]; then krad_say ok present "$(pwd -P)" "$h" status $s "$o"; exit 0; fi;
+    krad_say ok present "$(pwd -P)" "$h" "$o"; exit 0;
   fi;
 fi;
 krad_say ok missing "$(pwd -P)";
@@ -235,7 +286,7 @@ krad_say ok missing "$(pwd -P)";
 // the output of krad version --json; or "short N", "corrupt SHA256", or "unrunnable DIR status N"
 // and the output when the copy would not run, and then nothing was put in place.
 var uploadScript = shell.Script{
-	Name: "INSTALL",
+	Name: "UPLOAD",
 	Body: enterVersion + `
 t=.krad.$$.tmp; a=.krad-ade-agents.$$.tmp; p=.krad-ade-askpass.$$.tmp;
 trap 'rm -f "$t" "$a" "$p"' EXIT; trap 'exit 1' HUP INT TERM PIPE;
