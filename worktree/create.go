@@ -206,8 +206,15 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	if err != nil {
 		return Group{}, fail(fmt.Errorf("lock the repository's worktrees: %w", err))
 	}
-	_, err = git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "add", "--quiet", "--lock", "--reason", lockReason(o.Name), "--", dir, branch)
+	// Under the lock, only what git must not do twice at once: the worktree's admin folder (two
+	// adds at once can meet each other's half-made one). The checkout, which is what takes the
+	// time (seconds for a tree of ten thousand files, most of it the kernel's), runs after it, as
+	// git worktree add itself runs it: so the Creates of a variant set check out side by side.
+	_, err = git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "add", "--quiet", "--no-checkout", "--lock", "--reason", lockReason(o.Name), "--", dir, branch)
 	unlock()
+	if err == nil {
+		_, err = git(ctx, gitRun{dir: dir, write: true}, "reset", "--hard", "--quiet", "--no-recurse-submodules")
+	}
 	if err != nil {
 		if !diskFull(err) && ctx.Err() == nil {
 			if full := r.noRoomFor(ctx, "refs/heads/"+branch, keyDir); full != nil {
