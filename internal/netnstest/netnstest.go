@@ -11,14 +11,19 @@ package netnstest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/krad-ade/krad/internal/testbin"
 )
@@ -30,6 +35,10 @@ type Net struct {
 	Here, There string
 	// Link is this computer's end of the pair, Peer the namespace's.
 	Link, Peer string
+
+	once    sync.Once
+	dials   chan dialRequest
+	dialErr error
 }
 
 var seq atomic.Int32
@@ -64,30 +73,34 @@ func New(t testing.TB) *Net {
 	if n < 0 {
 		t.Fatal("netnstest: every /24 of 10.231.0.0/16 is taken")
 	}
-	net := &Net{
+	nt := &Net{
 		Name:  fmt.Sprintf("krad-test-%d-%d", os.Getpid(), k),
 		Here:  fmt.Sprintf("10.231.%d.1", n),
 		There: fmt.Sprintf("10.231.%d.2", n),
 		Link:  fmt.Sprintf("kr%d-%d", os.Getpid()%100000, k%100),
 	}
-	net.Peer = net.Link + "p"
-	peer, link := net.Peer, net.Link
+	nt.Peer = nt.Link + "p"
+	peer, link := nt.Peer, nt.Link
 	t.Cleanup(func() {
+		nt.once.Do(func() {}) // no dialer starts after this
+		if nt.dials != nil {
+			close(nt.dials)
+		}
 		_ = exec.Command("ip", "link", "del", link).Run()
-		_ = exec.Command("ip", "netns", "del", net.Name).Run()
+		_ = exec.Command("ip", "netns", "del", nt.Name).Run()
 	})
 	for _, args := range [][]string{
-		{"netns", "add", net.Name},
-		{"link", "add", link, "type", "veth", "peer", "name", peer, "netns", net.Name},
-		{"addr", "add", net.Here + "/24", "dev", link},
+		{"netns", "add", nt.Name},
+		{"link", "add", link, "type", "veth", "peer", "name", peer, "netns", nt.Name},
+		{"addr", "add", nt.Here + "/24", "dev", link},
 		{"link", "set", link, "up"},
-		{"-n", net.Name, "addr", "add", net.There + "/24", "dev", peer},
-		{"-n", net.Name, "link", "set", peer, "up"},
-		{"-n", net.Name, "link", "set", "lo", "up"},
+		{"-n", nt.Name, "addr", "add", nt.There + "/24", "dev", peer},
+		{"-n", nt.Name, "link", "set", peer, "up"},
+		{"-n", nt.Name, "link", "set", "lo", "up"},
 	} {
 		ip(t, args...)
 	}
-	return net
+	return nt
 }
 
 func ip(t testing.TB, args ...string) {
@@ -132,5 +145,62 @@ func (n *Net) WaitUp(t testing.TB, d time.Duration) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the link %s is not up %s after Restore", n.Link, d)
 		}
+	}
+}
+
+// Dial opens a connection from inside the namespace, as a program there would (to its own
+// loopback, say): its socket is made by a thread that entered the namespace.
+func (n *Net) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	n.once.Do(n.startDialer)
+	if n.dialErr != nil {
+		return nil, n.dialErr
+	}
+	reply := make(chan dialed, 1)
+	select {
+	case n.dials <- dialRequest{ctx, network, addr, reply}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	d := <-reply
+	return d.c, d.err
+}
+
+type dialRequest struct {
+	ctx           context.Context
+	network, addr string
+	reply         chan<- dialed
+}
+
+type dialed struct {
+	c   net.Conn
+	err error
+}
+
+// startDialer starts the goroutine that makes Dial's sockets: locked to a thread that entered
+// the namespace, and never unlocked, so that the thread ends with it rather than go back to Go
+// in another namespace. (The socket stays in the namespace it was made in, whatever thread then
+// reads it.)
+func (n *Net) startDialer() {
+	n.dials = make(chan dialRequest)
+	ready := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		f, err := os.Open("/run/netns/" + n.Name)
+		if err == nil {
+			err = unix.Setns(int(f.Fd()), unix.CLONE_NEWNET)
+			f.Close()
+		}
+		ready <- err
+		if err != nil {
+			return
+		}
+		for r := range n.dials {
+			var d net.Dialer
+			c, err := d.DialContext(r.ctx, r.network, r.addr)
+			r.reply <- dialed{c, err}
+		}
+	}()
+	if err := <-ready; err != nil {
+		n.dialErr = fmt.Errorf("enter network namespace %s: %w", n.Name, err)
 	}
 }
