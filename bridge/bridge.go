@@ -106,11 +106,12 @@ type Environment struct {
 
 	mu        sync.Mutex
 	vars      app.HostVars
-	home      string        // the user's home folder on the host, as of the last connect
-	socket    string        // the tmux server's socket on the host, ~/.krad-ade/tmux/krad-ade
-	server    string        // the tmux server's identity (hostScript), which its starts lock
-	legacy    bool          // attach to an earlier version's server, tmux -L krad-ade, instead
-	connected chan struct{} // closed while connected; replaced when the connection goes
+	home      string          // the user's home folder on the host, as of the last connect
+	socket    string          // the tmux server's socket on the host, ~/.krad-ade/tmux/krad-ade
+	server    string          // the tmux server's identity (hostScript), which its starts lock
+	legacy    bool            // attach to an earlier version's server, tmux -L krad-ade, instead
+	verified  remote.Verified // the krad installed there, as the last connect checked it
+	connected chan struct{}   // closed while connected; replaced when the connection goes
 }
 
 var _ app.Host = (*Environment)(nil)
@@ -273,9 +274,12 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	if err != nil {
 		return forward.Permanent(err)
 	}
+	e.mu.Lock()
+	last := e.verified
+	e.mu.Unlock()
 	batch := shell.Batch{
 		remote.ProbeStep(),
-		remote.LookStep(e.cfg.Version),
+		remote.LookStep(e.cfg.Version, last),
 		token,
 		{Script: hostScript, Args: []string{e.cfg.Name, app.SocketName}},
 	}
@@ -311,10 +315,13 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	if err != nil {
 		return forward.Permanent(fmt.Errorf("the static krad for %s: %w", plat, err))
 	}
-	binDir, err := remote.InstallFound(ctx, timed{h, e, "installing krad"}, *bin, found)
+	binDir, verified, err := remote.InstallFound(ctx, timed{h, e, "installing krad"}, *bin, found, last)
 	if err != nil {
 		return stepError(err)
 	}
+	e.mu.Lock()
+	e.verified = verified
+	e.mu.Unlock()
 	home, path, tmuxPath, socket, legacy, server := lines[0], lines[1], lines[2], lines[3], lines[4] == "legacy", lines[5]
 	// The user's own askpass on the host (GIT_ASKPASS, or git's core.askPass) is left alone.
 	askpass := lines[6] != "own"

@@ -352,10 +352,13 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 		return false, err
 	}
 	c.files.add(h.knownHostsFiles()...)
+	began := time.Now()
+	step := func(what string) { c.cfg.Logger.Debug(what, "host", c.cfg.Host, "after", time.Since(began).Round(time.Millisecond)) }
 	l, err := dial(ctx, c.cfg, h)
 	if err != nil {
 		return false, err
 	}
+	step("ssh connected")
 	defer l.close()
 	stop := context.AfterFunc(ctx, l.close)
 	defer stop()
@@ -382,6 +385,7 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 		sh.close()
 		return false, l.cause(err)
 	}
+	step("forward open")
 	ready := make(chan struct{})
 	go c.serve(l.ctx, ln, ready, newHostEnds(l.ctx, l.client, h.Alias, fwd.Port, c.cfg.CommandTimeout, c.cfg.Logger))
 
@@ -415,6 +419,7 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	c.port = fwd.Port
 	c.prev = &info.session
 
+	step("forward checked")
 	if c.cfg.OnConnect != nil {
 		if err := c.cfg.OnConnect(l.ctx, l.client, fwd); err != nil {
 			return false, l.cause(err) // it names its own step (see Config.OnConnect)

@@ -237,7 +237,7 @@ echo %[1]send`, marker, prev.PID, tcpScript(port))
 	if err := endProcess(ctx, sh, prev); err != nil {
 		return false, err
 	}
-	c.cfg.Logger.Info("ended the stale sshd session that held our port on the host", "pid", prev.PID, "port", port)
+	c.cfg.Logger.Info("ended the stale sshd session that held our port on the host", "host", c.cfg.Host, "pid", prev.PID, "port", port)
 	return true, nil
 }
 
