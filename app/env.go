@@ -470,7 +470,13 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 
 	w, p, err := e.newWindowCreating(ctx, c, id, s)
 	if err == nil {
-		err = e.mark(ctx, c, w, id, meta)
+		if err = e.mark(ctx, c, w, id, meta); err != nil {
+			// Closed while e.createMu is held, before anything can take it for a window a
+			// person opened: a client that left mid-open leaves no window behind.
+			if _, kerr := c.Command(context.WithoutCancel(ctx), "kill-window", "-t", w.String()); kerr != nil {
+				e.warn("could not close the window of a terminal that failed to open", "terminal", n, "err", kerr)
+			}
+		}
 	}
 	a.mu.Lock()
 	switch {
@@ -519,7 +525,9 @@ func (e *environment) newWindowCreating(ctx context.Context, c *tmux.Client, id 
 			return 0, 0, err
 		}
 		// A window a person opens may take the index between the two commands: try again.
-		out, err = c.Command(ctx, args...)
+		// The answer is awaited even when ctx ends meanwhile (the client's watch bounds how long
+		// tmux may keep silent), since tmux may have made the window: open closes it then.
+		out, err = c.Command(context.WithoutCancel(ctx), args...)
 		var ce *tmux.CommandError
 		if err == nil || try == 2 || !errors.As(err, &ce) {
 			break

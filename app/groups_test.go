@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -616,5 +617,137 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("waited %v for %s", d, what)
 		}
+	}
+}
+
+// TestVariantRunFolderTaken: a set whose third group's folder is taken is all or nothing in the
+// app too: RunVariants answers conflict naming that folder, opens no terminal (the next one
+// gets the number after the lead's), and leaves no group, branch, ref or folder.
+func TestVariantRunFolderTaken(t *testing.T) {
+	repo, root, withRepo := withRepo(t)
+	r, err := worktree.Open(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := filepath.Join(root, r.Key, "taken-3")
+	if err := os.MkdirAll(taken, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, lead(), withRepo)
+	c := h.as(1)
+	refs := gitIn(t, repo, "for-each-ref", "--format=%(refname) %(objectname)")
+	_, err = h.call(c, api.RunVariants, &api.RunVariantsBody{Title: "taken", Prompt: "go",
+		Agents: []api.VariantAgent{{Command: []string{"sh", "-c", "echo started > started.txt; sleep 60"}, Count: 3}}})
+	if code(err) != api.CodeConflict || !strings.Contains(err.Error(), "folder "+taken+" exists") {
+		t.Errorf("RunVariants with the third folder taken: %v, want conflict naming %s", err, taken)
+	}
+	if got := gitIn(t, repo, "for-each-ref", "--format=%(refname) %(objectname)"); got != refs {
+		t.Errorf("refs after the refused set:\n%s\nwere:\n%s", got, refs)
+	}
+	if wts := gitIn(t, repo, "worktree", "list", "--porcelain"); strings.Count(wts, "worktree ") != 1 {
+		t.Errorf("worktrees after the refused set:\n%s", wts)
+	}
+	var l worktree.List
+	if err := h.decode(c, api.Groups, nil, api.AnswerGroups, &l); err != nil || len(l.Groups) != 0 || len(l.Kept) != 0 {
+		t.Errorf("Groups after the refused set: %+v, %v; want none, and nothing kept", l, err)
+	}
+	left, _ := os.ReadDir(filepath.Join(root, r.Key))
+	if len(left) != 1 || left[0].Name() != "taken-3" {
+		t.Errorf("under the worktrees root: %v, want the taken folder alone", left)
+	}
+	if agents := h.agents(h.as(0)); len(agents) != 1 {
+		t.Errorf("terminals after the refused set: %+v, want the lead alone", agents)
+	}
+	// No terminal was opened and closed meanwhile: the next one is the lead's next number.
+	if w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "next", Command: []string{"sleep", "60"}}); w.Terminal != 2 {
+		t.Errorf("the next terminal is main:%d, want main:2: the refused set opened terminals", w.Terminal)
+	}
+}
+
+// TestVariantRunClientLeavesAfterAWorker: a lead's client that leaves once the set's first
+// worker has opened, while tmux makes the second's window (a tmux hook holds tmux there, after
+// new-window), leaves no half set either: the opened worker is closed, the second's window too
+// (never taken for one a person opened), and no worktree, branch, ref or folder of the set is
+// left. The workers did no work, so their retiring keeps nothing.
+func TestVariantRunClientLeavesAfterAWorker(t *testing.T) {
+	repo, root, withRepo := withRepo(t)
+	h := start(t, lead(), withRepo)
+	c := h.as(1)
+	before := gitIn(t, repo, "for-each-ref", "--format=%(refname)")
+
+	// After the second new-window of the set, tmux runs a gate that waits for the test.
+	gate := t.TempDir()
+	script := filepath.Join(gate, "gate.sh")
+	if err := os.WriteFile(script, []byte(`d=$(dirname "$0"); n=$(cat "$d/count" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$d/count"
+[ $n -eq 2 ] || exit 0
+: > "$d/waiting"; i=0; while [ ! -e "$d/release" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+`), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("tmux", "-S", h.socket, "set-hook", "-g", "after-new-window", "run-shell 'sh "+script+"'").CombinedOutput(); err != nil {
+		t.Fatalf("tmux set-hook: %v %s", err, out)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, api.NewRequest(api.RunVariants, &api.RunVariantsBody{Title: "leaving",
+			Agents: []api.VariantAgent{{Command: []string{"sleep", "60"}, Count: 3}}}))
+		done <- err
+	}()
+	waitFor(t, 30*time.Second, "the second worker's window", func() bool {
+		_, err := os.Stat(filepath.Join(gate, "waiting"))
+		return err == nil
+	})
+	// The first worker has opened (the app opens one at a time): its window is marked as its
+	// terminal, and runs in its group's checkout.
+	out, err := exec.Command("tmux", "-S", h.socket, "list-windows", "-a", "-F", "#{@krad_terminal} #{pane_current_path}").Output()
+	if err != nil || !regexp.MustCompile(`(?m)^main:2 .*/leaving-1$`).Match(out) {
+		t.Fatalf("when the second window is made, the first worker is not open: %q, %v", out, err)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("RunVariants answered although its client left")
+	}
+	if err := os.WriteFile(filepath.Join(gate, "release"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	var wts, refs, windows string
+	undone := func() bool {
+		wts = gitIn(t, repo, "worktree", "list", "--porcelain")
+		refs = gitIn(t, repo, "for-each-ref", "--format=%(refname)")
+		out, _ := exec.Command("tmux", "-S", h.socket, "list-windows", "-a", "-F", "#{window_id} #{@krad_terminal} #{pane_current_path}").Output()
+		windows = strings.TrimSpace(string(out))
+		return strings.Count(wts, "worktree ") == 1 && refs == before && strings.Count(windows, "\n") == 0
+	}
+	for deadline := time.Now().Add(30 * time.Second); !undone(); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the client left, the set is not undone: worktrees\n%s\nrefs\n%s\nwindows\n%s", wts, refs, windows)
+		}
+	}
+	// Settled: nothing comes back a moment later (a window numbered late, a group made late).
+	time.Sleep(time.Second)
+	if out, _ := exec.Command("tmux", "-S", h.socket, "list-windows", "-a", "-F", "#{window_id} #{@krad_terminal}").Output(); strings.Count(strings.TrimSpace(string(out)), "\n") != 0 {
+		t.Errorf("windows left in tmux:\n%s", out)
+	}
+	for _, a := range h.agents(h.as(0)) {
+		if a.Terminal != 1 {
+			t.Errorf("a terminal is left: %+v", a)
+		}
+	}
+	var left []string
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if p != root && filepath.Dir(p) != root { // the repository's key folder may stay, empty
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Errorf("left under the worktrees root: %q", left)
+	}
+	var l worktree.List
+	if err := h.decode(c, api.Groups, nil, api.AnswerGroups, &l); err != nil || len(l.Groups) != 0 || len(l.Kept) != 0 {
+		t.Errorf("Groups after the client left: %+v, %v; want none, and nothing kept", l, err)
 	}
 }
