@@ -415,8 +415,10 @@ echo END; sleep 60`
 }
 
 // TestVariantFaults: a pick while the winner works is a conflict; another lead's pick is
-// forbidden; 9 variants are refused; an unknown agent is refused before any group is made; the
-// app restarted between run and pick finds the set again.
+// forbidden, and a pick of a group of no set is bad_request, each changing nothing; 9 variants
+// are refused; an unknown agent is refused before any group is made; the app restarted between
+// run and pick finds the set again, and the pick's AppEvent says what was picked, closed and
+// kept.
 func TestVariantFaults(t *testing.T) {
 	repo, _, withRepo := withRepo(t)
 	gitIn(t, repo, "config", "user.name", "Pat")
@@ -451,8 +453,25 @@ func TestVariantFaults(t *testing.T) {
 	if _, err := h.call(c, api.PickVariant, &api.PickVariantBody{Group: win.Group}); code(err) != api.CodeConflict || !strings.Contains(err.Error(), "wait for it first") {
 		t.Errorf("a pick while the winner works: %v, want conflict", err)
 	}
-	if _, err := h.call(other, api.PickVariant, &api.PickVariantBody{Group: win.Group}); code(err) != api.CodeForbidden {
-		t.Errorf("another lead's pick: %v, want forbidden", err)
+	// A lead picks within its own sets only; a plain group is no variant. Neither changes a
+	// thing: no ref, no checkout, no terminal.
+	if _, err := h.call(c, api.CreateWorktree, &api.CreateWorktreeBody{Name: "plain"}); err != nil {
+		t.Fatalf("CreateWorktree: %v", err)
+	}
+	refs := gitIn(t, repo, "for-each-ref", "--format=%(refname) %(objectname)")
+	wts := gitIn(t, repo, "worktree", "list", "--porcelain")
+	agents := len(h.agents(h.as(0)))
+	_, err := h.call(other, api.PickVariant, &api.PickVariantBody{Group: win.Group})
+	if code(err) != api.CodeForbidden || !strings.Contains(err.Error(), "which main:1 ran, not this lead") {
+		t.Errorf("another lead's pick: %v, want forbidden naming the set's lead", err)
+	}
+	_, err = h.call(c, api.PickVariant, &api.PickVariantBody{Group: "plain"})
+	if code(err) != api.CodeBadRequest || !strings.Contains(err.Error(), "group plain is of no variant set") {
+		t.Errorf("a pick of a group of no set: %v, want bad_request saying so", err)
+	}
+	if gitIn(t, repo, "for-each-ref", "--format=%(refname) %(objectname)") != refs || gitIn(t, repo, "worktree", "list", "--porcelain") != wts ||
+		len(h.agents(h.as(0))) != agents || gitIn(t, repo, "status", "--porcelain") != "" {
+		t.Error("a refused pick changed refs, worktrees, terminals or the main checkout")
 	}
 
 	// The app restarts between run and pick; the set and its workers are found again.
@@ -465,15 +484,27 @@ func TestVariantFaults(t *testing.T) {
 	if got := h.agent(c, api.Wait, &api.WaitBody{Target: api.Target(win.Agent.Terminal), TimeoutSecs: secs(30)}); !api.Settled(got.State) {
 		t.Fatalf("the winner is %s after it was stopped", got.State)
 	}
+	events := subscribe(t, h)
 	var p api.Picked
 	if err := h.decode(c, api.PickVariant, &api.PickVariantBody{Group: win.Group, How: api.PickSquash}, api.AnswerPicked, &p); err != nil {
 		t.Fatalf("PickVariant after a restart: %v", err)
 	}
-	if len(p.Closed) != 1 || p.Closed[0] != fmt.Sprintf("main:%d", v.Variants[0].Agent.Terminal) {
+	loser := v.Variants[0]
+	if len(p.Closed) != 1 || p.Closed[0] != fmt.Sprintf("main:%d", loser.Agent.Terminal) {
 		t.Errorf("the pick closed %v, want the other variant's terminal", p.Closed)
 	}
 	if got := gitIn(t, repo, "show", "HEAD:"+win.Group+".txt"); got != win.Group {
 		t.Errorf("main holds %q of the winner's file", got)
+	}
+	// The AppEvent: the winner, how and into what; the terminal closed; what the loser kept.
+	ev := events.wait(t, api.VariantPicked)
+	want := fmt.Sprintf("variant %s of set race picked (squash → %s on main); closed main:%d; kept %s on krad/%s and refs/krad/snapshots/%s",
+		win.Group, p.Commit[:12], loser.Agent.Terminal, loser.Group, loser.Group, loser.Group)
+	if ev.Message != want || ev.Environment != "main" {
+		t.Errorf("the variant_picked AppEvent says %q in %q, want %q", ev.Message, ev.Environment, want)
+	}
+	if got := gitIn(t, repo, "show", worktree.SnapshotPrefix+loser.Group+":"+loser.Group+".txt"); got != loser.Group {
+		t.Errorf("the loser's snapshot holds %q", got)
 	}
 }
 
