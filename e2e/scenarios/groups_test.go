@@ -3,6 +3,7 @@
 package scenarios_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,55 +55,98 @@ printf 'package retry\n' > retry.go; git add .; git commit -q -m first`)
 		t.Errorf("%s checkouts left after the close", left)
 	}
 
-	// Variants: three scripted workers a set, each writing a file of its own; the second of each
-	// set is picked, one set for each way of picking.
+	// Variants: three scripted workers a set, each committing a file of its own and leaving
+	// another uncommitted; the second of each set is picked, one set for each way of picking.
+	git := func(args ...string) string {
+		return strings.TrimSpace(s.a.ExecAs(t, "krad", append([]string{"git", "-C", "/home/krad/app"}, args...)...))
+	}
+	worktrees := func() int { return strings.Count(git("worktree", "list", "--porcelain"), "worktree ") }
 	term := 3
 	for _, how := range []string{"squash", "apply", "merge", "branch"} {
 		set := "flaky-" + how
-		out = lead.mustRun(t, `krad variants run --title `+set+` --prompt go --count 3 -- sh -c 'read -r p; echo "$p $KRAD_ADE_GROUP" > "$KRAD_ADE_GROUP.txt"; echo wrote'`)
+		out = lead.mustRun(t, `krad variants run --title `+set+` --prompt go --count 3 -- sh -c 'read -r p; echo "$p $KRAD_ADE_GROUP" > "$KRAD_ADE_GROUP.txt"; git add "$KRAD_ADE_GROUP.txt"; git commit -q -m "$KRAD_ADE_GROUP"; echo "notes of $KRAD_ADE_GROUP" > "$KRAD_ADE_GROUP.notes"; echo wrote'`)
 		if !strings.HasPrefix(out, "set "+set+": 3 workers from ") {
 			t.Fatalf("krad variants run printed %q", out)
 		}
 		lead.mustRun(t, fmt.Sprintf("krad wait %d %d %d", term, term+1, term+2))
+		winnerTerm := term + 1
 		term += 3
-		head := strings.TrimSpace(s.a.ExecAs(t, "krad", "git", "-C", "/home/krad/app", "rev-parse", "HEAD"))
+		head := git("rev-parse", "HEAD")
 		winner := set + "-2"
-		if out = lead.mustRun(t, "krad variants pick "+winner+" --how "+how+" --message '"+set+": fixed'"); !strings.Contains(out, "picked "+winner+" ("+how) || !strings.Contains(out, "closed 2 other terminals") {
-			t.Errorf("krad variants pick --how %s printed %q", how, out)
+		pick := "krad variants pick " + winner + " --how " + how + " --message '" + set + ": fixed'"
+		var picked struct { // the answer's body, as --json prints it
+			How, Commit, Branch, Snapshot string
+			Closed                        []string
 		}
-		git := func(args ...string) string {
-			return strings.TrimSpace(s.a.ExecAs(t, "krad", append([]string{"git", "-C", "/home/krad/app"}, args...)...))
+		if how == "branch" { // its answer names the branch that is the result
+			out = lead.mustRun(t, pick+" --json")
+			if err := json.Unmarshal([]byte(strings.ReplaceAll(out, "\n", "")), &picked); err != nil {
+				t.Errorf("krad variants pick --json printed %q: %v", out, err)
+			}
+		} else if out = lead.mustRun(t, pick); !strings.Contains(out, "picked "+winner+" ("+how) || !strings.Contains(out, "closed 2 other terminals") {
+			t.Errorf("krad variants pick --how %s printed %q", how, out)
 		}
 		switch how {
 		case "squash", "merge":
 			if got := git("log", "-1", "--format=%s %an"); got != set+": fixed Pat" {
 				t.Errorf("%s: the host's main branch ends with %q", how, got)
 			}
-			if got := git("show", "HEAD:"+winner+".txt"); got != "go "+winner {
-				t.Errorf("%s: the picked file holds %q", how, got)
+			if got := git("show", "HEAD:"+winner+".txt") + "|" + git("show", "HEAD:"+winner+".notes"); got != "go "+winner+"|notes of "+winner {
+				t.Errorf("%s: the picked files hold %q", how, got)
 			}
 			parents := len(strings.Fields(git("rev-list", "--parents", "-n1", "HEAD"))) - 1
 			if want := map[string]int{"squash": 1, "merge": 2}[how]; parents != want {
 				t.Errorf("%s: the commit has %d parents, want %d", how, parents, want)
 			}
 		case "apply":
-			if got := git("status", "--porcelain"); got != "A  "+winner+".txt" || git("rev-parse", "HEAD") != head {
-				t.Errorf("apply: the host's checkout is %q at %s, want the file staged on %s", got, git("rev-parse", "HEAD"), head)
+			if got := git("status", "--porcelain"); got != "A  "+winner+".notes\nA  "+winner+".txt" || git("rev-parse", "HEAD") != head {
+				t.Errorf("apply: the host's checkout is %q at %s, want the files staged on %s", got, git("rev-parse", "HEAD"), head)
 			}
 			git("commit", "-q", "-m", "applied")
 		case "branch":
 			if git("rev-parse", "HEAD") != head || git("status", "--porcelain") != "" {
 				t.Error("branch: the host's main checkout was touched")
 			}
-			if got := git("show", "refs/krad/snapshots/"+winner+":"+winner+".txt"); got != "go "+winner {
-				t.Errorf("branch: the winner's snapshot holds %q", got)
+			// The result is the winner's branch: its commit on the base, and the snapshot of
+			// its whole state on top of that.
+			branch := "refs/heads/krad/" + winner
+			if picked.How != "branch" || picked.Branch != "krad/"+winner || picked.Commit != "" || len(picked.Closed) != 2 {
+				t.Errorf("branch: the pick answered %+v, want branch krad/%s, no commit, 2 closed", picked, winner)
+			}
+			if got := git("log", "-1", "--format=%s %P", branch); got != winner+" "+head {
+				t.Errorf("branch: %s is %q, want the winner's commit on %s", branch, got, head)
+			}
+			if got := git("show", branch+":"+winner+".txt"); got != "go "+winner {
+				t.Errorf("branch: %s holds %q", branch, got)
+			}
+			snap := "refs/krad/snapshots/" + winner
+			if got := git("rev-parse", snap); got != picked.Snapshot {
+				t.Errorf("branch: %s is %s, the pick answered %s", snap, got, picked.Snapshot)
+			}
+			if got := git("show", snap+":"+winner+".notes") + "|" + git("rev-parse", snap+"^"); got != "notes of "+winner+"|"+git("rev-parse", branch) {
+				t.Errorf("branch: the winner's snapshot holds and follows %q", got)
 			}
 		}
-		// The losers' work is kept on the host, their checkouts gone.
+		// The losers' work is kept on the host, their branches and snapshots, their checkouts
+		// gone: the main checkout and the winner's are the worktrees left.
 		for _, loser := range []string{set + "-1", set + "-3"} {
-			if got := git("show", "refs/krad/snapshots/"+loser+":"+loser+".txt"); got != "go "+loser {
+			if got := git("show", "refs/heads/krad/"+loser+":"+loser+".txt"); got != "go "+loser {
+				t.Errorf("%s: the loser %s's branch holds %q", how, loser, got)
+			}
+			if got := git("show", "refs/krad/snapshots/"+loser+":"+loser+".notes"); got != "notes of "+loser {
 				t.Errorf("%s: the loser %s's snapshot holds %q", how, loser, got)
 			}
+		}
+		if n := worktrees(); n != 2 {
+			t.Errorf("%s: %d worktrees after the pick, want the main checkout's and the winner's:\n%s", how, n, git("worktree", "list"))
+		}
+		// The winner's terminal closed, its group retires too: one worktree, its branch kept.
+		lead.mustRun(t, fmt.Sprintf("krad close %d", winnerTerm))
+		if n := worktrees(); n != 1 {
+			t.Errorf("%s: %d worktrees once the winner closed, want the main checkout's alone:\n%s", how, n, git("worktree", "list"))
+		}
+		if got := git("show", "refs/heads/krad/"+winner+":"+winner+".txt"); got != "go "+winner {
+			t.Errorf("%s: the winner's branch holds %q once it closed", how, got)
 		}
 	}
 }
