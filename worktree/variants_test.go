@@ -43,8 +43,9 @@ func TestCreateSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, g := range groups {
-		if want := "retry-backoff-" + string(rune('1'+i)); g.Name != want || g.Set != "retry-backoff" || g.Lead != "main:1" || g.BaseCommit != head {
-			t.Errorf("group %d = %+v, want %s of the set, from %s", i, g, want, head)
+		// Joined: its worker starts at once, so a restart that finds it without one retires it.
+		if want := "retry-backoff-" + string(rune('1'+i)); g.Name != want || g.Set != "retry-backoff" || g.Lead != "main:1" || g.BaseCommit != head || !g.Joined {
+			t.Errorf("group %d = %+v, want %s of the set, from %s, joined", i, g, want, head)
 		}
 	}
 	// A second set of the same title gets a name of its own.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/e2e"
 )
 
@@ -34,10 +35,17 @@ printf 'package retry\n' > retry.go; git add .; git commit -q -m first`)
 	if _, rc := lead.run(t, "krad worktree create fix-retry", 30*time.Second); rc != 1 {
 		t.Errorf("creating fix-retry again exited %d, want 1 (conflict)", rc)
 	}
-	lead.mustRun(t, `krad spawn --group fix-retry --title fixer -- sh -c 'echo "G=$KRAD_ADE_GROUP P=$KRAD_ADE_PORT D=$(pwd)"; printf "package retry\n// fixed\n" > retry.go; echo done-writing; sleep 300'`)
-	out = lead.mustRun(t, `until krad read 2 | grep -q done-writing; do sleep 0.2; done; krad read 2 | grep G=`)
-	if !strings.Contains(out, "G=fix-retry P=20000 D=/home/krad/.krad-ade/worktrees/app-") {
-		t.Errorf("the worker's variables: %q", out)
+	// The worker's own krad list (its file outside the checkout, so that it is no change) is
+	// its group: itself, in fix-retry, and not the lead.
+	lead.mustRun(t, `krad spawn --group fix-retry --title fixer -- sh -c 'echo "G=$KRAD_ADE_GROUP P=$KRAD_ADE_PORT D=$(pwd)"; printf "package retry\n// fixed\n" > retry.go; krad list --json >/tmp/worker-list.json; echo "list=$?"; echo done-writing; sleep 300'`)
+	out = lead.mustRun(t, `until krad read 2 | grep -q done-writing; do sleep 0.2; done; krad read 2 | grep -e G= -e list=`)
+	if !strings.Contains(out, "G=fix-retry P=20000 D=/home/krad/.krad-ade/worktrees/app-") || !strings.Contains(out, "list=0") {
+		t.Errorf("the worker's variables and krad list: %q", out)
+	}
+	listed := s.a.ExecAs(t, "krad", "cat", "/tmp/worker-list.json")
+	var agents []api.Agent
+	if err := json.Unmarshal([]byte(listed), &agents); err != nil || len(agents) != 1 || agents[0].Terminal != 2 || agents[0].Group != "fix-retry" || !strings.Contains(listed, `"group":"fix-retry"`) {
+		t.Errorf("krad list --json in the worker printed %q (%v); want itself alone, in group fix-retry", listed, err)
 	}
 	if out = lead.mustRun(t, "krad changes 2 --stat"); !strings.Contains(out, " retry.go | 1 +") {
 		t.Errorf("krad changes --stat printed %q", out)
@@ -148,5 +156,49 @@ printf 'package retry\n' > retry.go; git add .; git commit -q -m first`)
 		if got := git("show", "refs/heads/krad/"+winner+":"+winner+".txt"); got != "go "+winner {
 			t.Errorf("%s: the winner's branch holds %q once it closed", how, got)
 		}
+	}
+}
+
+// TestGroupsOnAHostWithOldGit: a host whose git is older than groups need (a git on its PATH that
+// says it is 2.20.0, and fails everything else, as an old git fails the commands groups use):
+// krad worktree create, krad spawn --group and krad groups, typed in a lead's terminal there,
+// answer unavailable with the version found, the version needed and what to install, on one
+// line; nothing is made, and the environment serves on.
+func TestGroupsOnAHostWithOldGit(t *testing.T) {
+	s := oneHost(t, 52, singleOptions{dir: "~/app", before: func(h *e2e.Host) {
+		h.ExecAs(t, "krad", "sh", "-c", `set -e; mkdir ~/app; cd ~/app; git init -q -b main
+git config user.name Pat; git config user.email pat@example.com
+printf 'package retry\n' > retry.go; git add .; git commit -q -m first`)
+		h.WriteFile(t, "/usr/local/bin/git", []byte("#!/bin/sh\n"+
+			"for a; do if [ \"$a\" = --version ]; then echo 'git version 2.20.0'; exit 0; fi; done\n"+
+			"echo \"error: unknown option '$1'\" >&2; exit 129\n"), 0o755, "root")
+	}})
+	lead := s.lead
+	lead.waitForShell(t, 30*time.Second)
+	if got := strings.TrimSpace(lead.mustRun(t, "git --version")); got != "git version 2.20.0" {
+		t.Fatalf("the host's git says %q, want the old one", got)
+	}
+	want := "krad: error: %s: the app answered unavailable: git version 2.20.0 is too old: groups need git 2.36 or later (for `git worktree list --porcelain -z`); " +
+		"install git 2.36 or later: Debian 12 and Ubuntu 24.04 have one (apt-get install git), others see https://git-scm.com/downloads\n"
+	for _, c := range []struct{ cmd, request string }{
+		{"krad worktree create fix-retry", "CreateWorktree"},
+		{"krad spawn --group fix-retry -- true", "Spawn"},
+		{"krad groups", "Groups"},
+	} {
+		out, rc := lead.run(t, c.cmd+" >/tmp/old-git.out 2>/tmp/old-git.err", time.Minute)
+		stderr := s.a.ExecAs(t, "krad", "cat", "/tmp/old-git.err")
+		if rc != 1 || stderr != fmt.Sprintf(want, c.request) {
+			t.Errorf("%s exited %d (%s), its stderr %q; want 1 and %q", c.cmd, rc, out, stderr, fmt.Sprintf(want, c.request))
+		}
+		if got := s.a.ExecAs(t, "krad", "cat", "/tmp/old-git.out"); got != "" {
+			t.Errorf("%s printed %q on stdout", c.cmd, got)
+		}
+	}
+	// Nothing made, and the lead alone, served.
+	if left := s.a.ExecAs(t, "krad", "sh", "-c", "ls -A ~/.krad-ade/worktrees 2>/dev/null; /usr/bin/git -C ~/app branch --list 'krad/*'"); strings.TrimSpace(left) != "" {
+		t.Errorf("left on the host: %q", left)
+	}
+	if out := lead.mustRun(t, "krad list"); !strings.Contains(out, "\na:1 ") || strings.Contains(out, "a:2") {
+		t.Errorf("krad list after the refusals: %q, want the lead alone", out)
 	}
 }

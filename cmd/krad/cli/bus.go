@@ -315,6 +315,9 @@ func (b *bus) hintFor(req api.Name, e *api.Error) string {
 		}
 		return ""
 	case api.CodeNotFound:
+		if req == api.CreateWorktree { // a base or a branch that the repository does not have
+			return "--base and --branch take what git names: git branch lists the branches, git log --oneline the commits; krad groups the branches retired groups kept"
+		}
 		if groupRequest(req) && !strings.HasPrefix(e.Message, "no terminal ") {
 			return "krad groups lists this environment's groups and the branches retired ones kept"
 		}
