@@ -32,5 +32,6 @@ import (
 //	48      TestGroupsAndVariantsOnTheHost
 //	49      TestExtensionFromAContainerHost
 //	50      TestAppPreparesAnArm64Host
+//	52      TestGroupsOnAHostWithOldGit
 
 func TestMain(m *testing.M) { e2e.Main(m, testbin.Cleanup, removeProbe) }
