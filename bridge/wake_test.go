@@ -36,11 +36,11 @@ func TestNetworkCutHealsEveryHost(t *testing.T) {
 	f.up(2 * time.Minute)
 	before := f.ports()
 	f.allThrough(before, time.Minute, n.Dial)
-	heal, slowest, answered := wake(t, f, n)
-	t.Logf("all %d back %s after the link; the local terminal's %d requests answered, the slowest in %s", len(f.names), heal, answered, slowest)
+	w := wake(t, f, n)
+	t.Logf("all %d back %s after the link; the local terminal's %d requests answered, the slowest in %s", len(f.names), w.heal, w.answered, w.slowest)
 	// Well under the 45 s the keepalives would take: the change of the network was seen.
-	if heal > 30*time.Second {
-		t.Errorf("the environments took %s to come back after the network did", heal)
+	if w.heal > 30*time.Second {
+		t.Errorf("the environments took %s to come back after the network did", w.heal)
 	}
 	if after := f.ports(); !mapsEqual(after, before) {
 		t.Errorf("the forwards moved: before %v, after %v", before, after)
@@ -50,20 +50,61 @@ func TestNetworkCutHealsEveryHost(t *testing.T) {
 // wake cuts the fleet's network for wakeCut, restores it, and returns the time from the link's
 // return until every environment answered through its forward on its old port, with the local
 // terminal's slowest answer over the whole time. A local request that fails fails the test.
-func wake(t testing.TB, f *fleet, n *netnstest.Net) (heal, slowest time.Duration, answered int) {
+func wake(t testing.TB, f *fleet, n *netnstest.Net) (w woken) {
 	t.Helper()
 	before := f.ports()
 	stop := f.answered()
 	n.Cut(t)
 	time.Sleep(wakeCut)
+	app0, all0 := cpuTimes(t)
 	n.Restore(t)
 	back := time.Now()
 	last := f.allThrough(before, 2*time.Minute, n.Dial)
-	slowest, answered, failures := stop()
+	app1, all1 := cpuTimes(t)
+	w.heal, w.appCPU, w.allCPU = last.Sub(back), app1-app0, all1-all0
+	var failures []string
+	w.slowest, w.answered, failures = stop()
 	if len(failures) > 0 {
-		t.Errorf("%d of the local terminal's %d requests failed while the hosts were away: %s", len(failures), answered, failures[0])
+		t.Errorf("%d of the local terminal's %d requests failed while the hosts were away: %s", len(failures), w.answered, failures[0])
 	}
-	return last.Sub(back), slowest, answered
+	return w
+}
+
+// woken is what wake measured: the heal, the local terminal's slowest answer and how many it
+// got, and the CPU time the heal took, the app's (this process's) and all of this computer's
+// (which runs the hosts' sshd, shells and tmux too).
+type woken struct {
+	heal, slowest, appCPU, allCPU time.Duration
+	answered                      int
+}
+
+// cpuTimes is the CPU time this process has used, and all of this computer's processors
+// together (user, nice, system, irq), from Linux's /proc.
+func cpuTimes(t testing.TB) (self, all time.Duration) {
+	t.Helper()
+	tick := func(n string) time.Duration {
+		v, err := strconv.ParseInt(n, 10, 64)
+		if err != nil {
+			t.Fatalf("read /proc: %q is not a number", n)
+		}
+		return time.Duration(v) * time.Second / 100 // USER_HZ
+	}
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Skip("no /proc/self/stat:", err)
+	}
+	f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+	self = tick(f[11]) + tick(f[12]) // utime, stime: fields 14 and 15
+	sys, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Skip("no /proc/stat:", err)
+	}
+	cpu := strings.Fields(strings.SplitN(string(sys), "\n", 2)[0])
+	for _, n := range cpu[1:8] { // user nice system idle iowait irq softirq
+		all += tick(n)
+	}
+	all -= tick(cpu[4]) + tick(cpu[5]) // not idle, not iowait
+	return self, all
 }
 
 func mapsEqual(a, b map[string]string) bool {
@@ -115,7 +156,9 @@ func bastionRestart(t testing.TB, f *fleet, jump *sshdtest.Server) time.Duration
 // answer to the local terminal's Lists, one every 20 ms from the cut to the end. The baseline in
 // the same run: N autossh (-M 0, ssh -R on fixed ports, ServerAliveInterval 1 × 3,
 // ExitOnForwardFailure) to the same hosts, cut and restored the same way, until a round trip
-// goes through every forward again (autossh-heal-s). Keepalives are ssh's defaults for the app
+// goes through every forward again (autossh-heal-s). heal-app-cpu-s is the CPU time the app (this
+// process) used from the link's return to the last environment back, heal-all-cpu-s that of
+// every processor here, which also runs the hosts' sshd, shells and tmux. Keepalives are ssh's defaults for the app
 // (15 s × 3): what brings it back at once is the kernel's word that the network changed.
 func BenchmarkWake(b *testing.B) {
 	for _, n := range []int{20, 100} {
@@ -124,14 +167,16 @@ func BenchmarkWake(b *testing.B) {
 			f := newFleet(b, fleetOptions{hosts: n, host: sshdtest.Options{Netns: nt.Name, Listen: nt.There}})
 			f.up(5 * time.Minute)
 			f.allThrough(f.ports(), time.Minute, nt.Dial)
-			heal, slowest, _ := wake(b, f, nt)
+			w := wake(b, f, nt)
 			f.cancel()
 			f.running.Wait()
 			base := autosshWake(b, f, nt)
 			for range b.N {
 			}
-			b.ReportMetric(heal.Seconds(), "heal-s")
-			b.ReportMetric(float64(slowest)/float64(time.Millisecond), "local-max-ms")
+			b.ReportMetric(w.heal.Seconds(), "heal-s")
+			b.ReportMetric(w.appCPU.Seconds(), "heal-app-cpu-s")
+			b.ReportMetric(w.allCPU.Seconds(), "heal-all-cpu-s")
+			b.ReportMetric(float64(w.slowest)/float64(time.Millisecond), "local-max-ms")
 			b.ReportMetric(base.Seconds(), "autossh-heal-s")
 		})
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -29,6 +30,8 @@ type link struct {
 	once sync.Once
 	mu   sync.Mutex
 	err  error // why the link ended, the first cause given
+
+	received atomic.Int64 // bytes read from the first hop: a path that brings any works
 }
 
 func newLink() *link {
@@ -87,7 +90,11 @@ func dial(ctx context.Context, c Config, h *Host) (*link, error) {
 	chain := append(append([]*Host(nil), h.Jump...), h)
 	var prev *ssh.Client
 	for i, hop := range chain {
-		client, conn, err := dialHop(ctx, c, hop, prev)
+		var counter *atomic.Int64
+		if i == 0 {
+			counter = &l.received
+		}
+		client, conn, err := dialHop(ctx, c, hop, prev, counter)
 		if err != nil {
 			l.close()
 			if i < len(chain)-1 {
@@ -116,7 +123,9 @@ func dial(ctx context.Context, c Config, h *Host) (*link, error) {
 //
 // Only a direct TCP connection's failures are the path's ([pathError]): the probes that watch a
 // path dial TCP, which says nothing of the way a ProxyCommand goes.
-func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Client, net.Conn, error) {
+//
+// counter, when not nil, counts the bytes read from the connection (the first hop's).
+func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client, counter *atomic.Int64) (*ssh.Client, net.Conn, error) {
 	hk, err := loadHostKeys(h, c.Logger)
 	if err != nil {
 		return nil, nil, err
@@ -165,6 +174,9 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Cli
 		}
 		return nil, nil, onPath(direct, h.Addr(), err)
 	}
+	if counter != nil {
+		conn = countingConn{conn, counter}
+	}
 	if d, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(d) // a channel over a hop says it has no deadlines: the timer is for it
 	}
@@ -208,6 +220,18 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Cli
 	}
 	conn.SetDeadline(time.Time{})
 	return ssh.NewClient(cc, chans, reqs), conn, nil
+}
+
+// countingConn counts the bytes read from a connection.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // proxySaid is what a ProxyCommand that did not exit by itself last said on its stderr, for an
@@ -262,6 +286,8 @@ func (l *link) keepalive(interval time.Duration, maxMissed int, check <-chan str
 		rtt     time.Duration // the slowest of the recent replies' round trips, decaying
 		due     <-chan time.Time
 		why     string // the check's reason while one is due
+		seen    int64  // the bytes received when the check began, or its window was renewed
+		windows int    // the check's windows renewed because bytes came meanwhile
 	)
 	send := func() {
 		pending, sent = make(chan error, 1), time.Now()
@@ -290,10 +316,17 @@ func (l *link) keepalive(interval time.Duration, maxMissed int, check <-chan str
 			}
 			if due == nil {
 				d := checkTimeout(rtt)
-				due, why = time.After(d), reason
+				due, why, seen, windows = time.After(d), reason, l.received.Load(), 0
 				logger.Debug("checking the connection", "reason", reason, "within", d)
 			}
 		case <-due:
+			// Bytes that came meanwhile went all the way: the path works, and the reply is
+			// late behind them, or behind a busy host. The check waits on, a few windows.
+			if n := l.received.Load(); n != seen && windows < checkWindows {
+				seen, windows = n, windows+1
+				due = time.After(checkTimeout(rtt))
+				continue
+			}
 			l.fail(fmt.Errorf("%w: no reply within %s after %s", ErrKeepalive, checkTimeout(rtt), why))
 			return
 		case <-tick:
@@ -316,6 +349,9 @@ func (l *link) keepalive(interval time.Duration, maxMissed int, check <-chan str
 // waits for its keepalive's reply: CheckTimeout, or four times the slowest recent round trip on
 // a slow link, so that a connection that works is not taken for dead.
 func checkTimeout(rtt time.Duration) time.Duration { return max(CheckTimeout, 4*rtt) }
+
+// checkWindows is how many more times a check waits CheckTimeout while bytes keep coming.
+const checkWindows = 4
 
 // CheckTimeout is the least time a connection has to answer a keepalive after the computer slept
 // or its network changed, before it is taken for dead and made again.

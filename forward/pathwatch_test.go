@@ -87,3 +87,40 @@ func TestPathWatchSubscribers(t *testing.T) {
 		t.Error("the watchers still run with no subscriber")
 	}
 }
+
+// TestPathChangeChecksTheConnection: after the path watch's word (sleep, a network change), a
+// connection that answers is left as it is, and one whose path died meanwhile (a proxy that
+// passes nothing more, and closes nothing) is found dead and made again at once, on its port,
+// though its keepalives (every minute here) would take three minutes to say so.
+func TestPathChangeChecksTheConnection(t *testing.T) {
+	e := newEnv(t)
+	s := e.startBuild()
+	p := newCutProxy(t, s.Addr)
+	cfg := e.cfg("build")
+	cfg.Dialer = p.dialer
+	cfg.ServerAliveInterval, cfg.ServerAliveCountMax = time.Minute, 3
+	r := run(t, cfg)
+	st, i := r.connected(0)
+	client := r.c.Client()
+
+	paths.notify("the test's network changed")
+	time.Sleep(2 * CheckTimeout)
+	if got := r.c.Status(); got.State != Connected || r.c.Client() != client {
+		t.Fatalf("a connection that answers was made again after the check: %s; statuses: %v", got, r.history())
+	}
+
+	p.cut()
+	paths.notify("the test's network changed")
+	down, j := r.wait(30*time.Second, i+1, func(s Status) bool { return s.State != Connected })
+	if want := "no reply within 1.5s after the test's network changed"; !strings.Contains(down.String(), want) {
+		t.Errorf("the status after the cut is %q, want it to say %q", down, want)
+	}
+	if lost := r.at(j).Sub(r.at(i)); lost > 30*time.Second {
+		t.Errorf("the dead connection was noticed %s after the change", lost)
+	}
+	p.restore()
+	again, _ := r.wait(60*time.Second, j, func(s Status) bool { return s.State == Connected })
+	if again.Addr != st.Addr {
+		t.Errorf("the forward came back on %s, want %s", again.Addr, st.Addr)
+	}
+}
