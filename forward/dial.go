@@ -287,7 +287,6 @@ func (l *link) keepalive(interval time.Duration, maxMissed int, check <-chan str
 		due     <-chan time.Time
 		why     string // the check's reason while one is due
 		seen    int64  // the bytes received when the check began, or its window was renewed
-		windows int    // the check's windows renewed because bytes came meanwhile
 	)
 	send := func() {
 		pending, sent = make(chan error, 1), time.Now()
@@ -316,14 +315,15 @@ func (l *link) keepalive(interval time.Duration, maxMissed int, check <-chan str
 			}
 			if due == nil {
 				d := checkTimeout(rtt)
-				due, why, seen, windows = time.After(d), reason, l.received.Load(), 0
+				due, why, seen = time.After(d), reason, l.received.Load()
 				logger.Debug("checking the connection", "reason", reason, "within", d)
 			}
 		case <-due:
 			// Bytes that came meanwhile went all the way: the path works, and the reply is
-			// late behind them, or behind a busy host. The check waits on, a few windows.
-			if n := l.received.Load(); n != seen && windows < checkWindows {
-				seen, windows = n, windows+1
+			// late behind them (a flood through the forward, a busy host). The check waits on
+			// while they come; the keepalives' own count still applies.
+			if n := l.received.Load(); n != seen {
+				seen = n
 				due = time.After(checkTimeout(rtt))
 				continue
 			}
@@ -349,9 +349,6 @@ func (l *link) keepalive(interval time.Duration, maxMissed int, check <-chan str
 // waits for its keepalive's reply: CheckTimeout, or four times the slowest recent round trip on
 // a slow link, so that a connection that works is not taken for dead.
 func checkTimeout(rtt time.Duration) time.Duration { return max(CheckTimeout, 4*rtt) }
-
-// checkWindows is how many more times a check waits CheckTimeout while bytes keep coming.
-const checkWindows = 4
 
 // CheckTimeout is the least time a connection has to answer a keepalive after the computer slept
 // or its network changed, before it is taken for dead and made again.
