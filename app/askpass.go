@@ -17,7 +17,7 @@ import (
 // Prompter is who answers git's credential prompts: the person, through the UI's modal. The app
 // calls Ask once per prompt, on a goroutine of its own, and hands the answer once to the git that
 // asked. Ask returns when the person answers, or with an error when they refuse (Esc: git then
-// fails) or when ctx ends: the git went away, or no one answered in [AskpassLimit]. A prompt is
+// fails) or when ctx ends: the git went away, or no one answered in Config.AskpassLimit. A prompt is
 // never shown to a lead or any agent, and never on a terminal's screen.
 type Prompter interface {
 	Ask(ctx context.Context, p Prompt) (api.Secret, error)
@@ -44,8 +44,9 @@ const (
 	// AskpassPoll is how long one Askpass waits for the answer before it answers with the
 	// prompt's pending id, well within the request's 10-second deadline.
 	AskpassPoll = 4 * time.Second
-	// AskpassLimit is how long a prompt stays open, over all of its polls.
-	AskpassLimit = 3 * time.Minute
+	// DefaultAskpassLimit is how long a prompt stays open, over all of its polls, unless
+	// Config.AskpassLimit says otherwise.
+	DefaultAskpassLimit = 3 * time.Minute
 	// askpassGone is how long a prompt stays open with no poll waiting on it: the git that
 	// asked is taken to have left.
 	askpassGone = 10 * time.Second
@@ -185,7 +186,8 @@ func (p *prompts) startLocked(a *App, env string, b *api.AskpassBody) (string, *
 	var raw [16]byte
 	_, _ = rand.Read(raw[:])
 	id := hex.EncodeToString(raw[:])
-	ctx, cancel := context.WithTimeout(context.Background(), AskpassLimit)
+	limit := a.cfg.AskpassLimit
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	pd := &pending{key: key, cancel: cancel, done: make(chan struct{})}
 	p.open[id] = pd
 	host := "this computer"
@@ -199,7 +201,7 @@ func (p *prompts) startLocked(a *App, env string, b *api.AskpassBody) (string, *
 		secret, err := pr.Ask(ctx, prompt)
 		switch {
 		case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-			err = api.Errorf(api.CodeUnavailable, "no one answered git's prompt in %v", AskpassLimit)
+			err = api.Errorf(api.CodeUnavailable, "no one answered git's prompt in %v", limit)
 		case ctx.Err() != nil:
 			err = api.Errorf(api.CodeUnavailable, "git's prompt was given up: the git that asked left")
 		case err != nil:
