@@ -96,6 +96,9 @@ type Config struct {
 	Forward forward.Config
 	// Logger gets what the bridge did on each connect; nil discards.
 	Logger *slog.Logger
+	// SSHAskpass: the host's terminals get SSH_ASKPASS too ([git] ssh_askpass), when they get
+	// GIT_ASKPASS.
+	SSHAskpass bool
 }
 
 // Environment is one SSH environment's bridge. It implements app.Host.
@@ -305,7 +308,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	}
 	e.mu.Lock()
 	e.vars = app.HostVars{
-		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path, Askpass: askpass},
+		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path, Askpass: askpass, SSHAskpass: askpass && e.cfg.SSHAskpass},
 		Dir:          dir,
 	}
 	e.home = home
