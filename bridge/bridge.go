@@ -50,6 +50,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -188,8 +189,9 @@ const WorktreesDir = "~/.krad-ade/worktrees"
 // host: its home, its PATH, and whether tmux is there; it makes the worktrees root,
 // ~/.krad-ade/worktrees, and the socket folder, ~/.krad-ade/tmux, and reports the socket's path,
 // and "legacy" when an earlier version's tmux server (tmux -L krad-ade, in tmux's default folder)
-// has the session and ours does not; the server's identity (tmuxServer); and "own" when the user
-// has an askpass of their own there (GIT_ASKPASS, or git's core.askPass), which stays.
+// has the session and ours does not; the server's identity (tmuxServer); and the askpass programs
+// the user has of their own there, which stay: "own" for git's (GIT_ASKPASS, or git's
+// core.askPass), "ssh" for ssh's (SSH_ASKPASS).
 var hostScript = shell.Script{Name: "HOST", Body: `
 umask 077;
 krad_home;
@@ -207,6 +209,7 @@ b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || true);
 i=$(ls -di . 2>/dev/null || true);
 a=;
 if [ -n "${GIT_ASKPASS:-}" ] || { command -v git >/dev/null 2>&1 && [ -n "$(git config --global --get core.askPass 2>/dev/null)" ]; }; then a=own; fi;
+if [ -n "${SSH_ASKPASS:-}" ]; then a="$a ssh"; fi;
 krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s" "$a";
 `}
 
@@ -291,8 +294,10 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 		return fmt.Errorf("look at the host: %d lines, want 7", len(lines))
 	}
 	home, path, tmuxPath, socket, legacy, server := lines[0], lines[1], lines[2], lines[3], lines[4] == "legacy", lines[5]
-	// The user's own askpass on the host (GIT_ASKPASS, or git's core.askPass) is left alone.
-	askpass := lines[6] != "own"
+	// The user's own askpass on the host (GIT_ASKPASS, or git's core.askPass; SSH_ASKPASS) is
+	// left alone.
+	own := strings.Fields(lines[6])
+	askpass, sshAskpass := !slices.Contains(own, "own"), !slices.Contains(own, "ssh")
 	if tmuxPath == "" {
 		return fmt.Errorf("tmux is not installed on the host, and its terminals are tmux windows: install it there (Debian: apt-get install tmux)")
 	}
@@ -308,7 +313,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	}
 	e.mu.Lock()
 	e.vars = app.HostVars{
-		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path, Askpass: askpass, SSHAskpass: askpass && e.cfg.SSHAskpass},
+		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path, Askpass: askpass, SSHAskpass: askpass && sshAskpass && e.cfg.SSHAskpass},
 		Dir:          dir,
 	}
 	e.home = home
