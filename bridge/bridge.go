@@ -410,7 +410,7 @@ func (e *Environment) Worktree(ctx context.Context, op worktree.Op) (worktree.Re
 	// of files: the bus's own bound on an answer's line, not the 1 MiB of the host's other
 	// commands.
 	h := remote.SSHWith(client, remote.Options{MaxStdout: api.MaxAnswerLine, Stop: ssh.SIGTERM})
-	out, err := h.Run(ctx, "exec "+shell.Quote(vars.BinDir+"/krad-ade-agents")+" worktree", bytes.NewReader(in))
+	out, err := h.Run(ctx, appGitEnv(e.cfg.Name, vars.TerminalVars)+shell.Quote(vars.BinDir+"/krad-ade-agents")+" worktree", bytes.NewReader(in))
 	if err != nil {
 		if ctx.Err() != nil {
 			return worktree.Result{}, fmt.Errorf("the group operation on the host: %w", context.Cause(ctx))

@@ -89,3 +89,18 @@ func promptKind(prompt string) string {
 	}
 	return ""
 }
+
+// appGitEnv is what the gits of `krad-ade-agents worktree` get so that their prompts reach the
+// person, as the app gave it to the verb on the host (api.TerminalVars.AppGitEnv): the verb's own
+// GIT_ASKPASS and bus variables, when KRAD_ADE_GIT says they are the app's. (package worktree
+// drops GIT_ASKPASS from the environment it inherits: only this way does it come back.)
+func appGitEnv(env Env) []string {
+	if env(api.VarGit) == "" || env(api.VarGitAskpass) == "" {
+		return nil
+	}
+	var vars []string
+	for _, name := range []string{api.VarGitAskpass, api.VarEndpoint, api.VarToken, api.VarTokenFile, api.VarTerminal, api.VarGit} {
+		vars = append(vars, name+"="+env(name))
+	}
+	return vars
+}
