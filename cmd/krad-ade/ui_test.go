@@ -439,13 +439,14 @@ func TestUINoColorAndHeadless(t *testing.T) {
 // $GIT_ASKPASS with the prompt and reads the answer from its output.
 const askpassConfig = `[[terminal]]
 title = "pusher"
-command = """for i in 1 2; do "$GIT_ASKPASS" "Password for 'https://pat@git.example.com': " > $HOME/answer$i; echo $? > $HOME/rc$i; done; sleep 600"""
+command = """for i in 1 2 3; do "$GIT_ASKPASS" "Password for 'https://pat@git.example.com': " > $HOME/answer$i; echo $? > $HOME/rc$i; done; sleep 600"""
 `
 
 // TestUIAnswersGitsPrompt: git's prompt in a terminal comes to the person as the UI's modal,
 // naming the terminal and host that asked; what they type is masked, and goes to that git
 // (Enter); Esc refuses the next prompt, and git's askpass fails. The answer is on no screen and
-// in no log.
+// in no log. Ctrl-C with the third prompt open closes the UI: that askpass fails too, and the
+// terminal is given back with its modes restored.
 func TestUIAnswersGitsPrompt(t *testing.T) {
 	s := startScreen(t, 120, 40, askpassConfig, nil)
 	text, took := s.waitFor(`Git asks`)
@@ -474,10 +475,23 @@ func TestUIAnswersGitsPrompt(t *testing.T) {
 	if len(answer) != 0 || rc == "0" {
 		t.Errorf("the refused askpass printed %q and exited %s; want nothing and a failure", answer, rc)
 	}
-	s.waitGone("Git asks")
+	// The third: the UI closes with it open.
+	s.waitFor(`Git asks`)
+	s.keys("-l", "typed-but-never-sent")
+	s.waitFor(`\*{20}`)
+	s.keys("C-c")
+	s.waitFor(`krad-ade exited`)
+	rc = exitOf(t, filepath.Join(s.home, "rc3"))
+	answer, _ = os.ReadFile(filepath.Join(s.home, "answer3"))
+	if len(answer) != 0 || rc == "0" {
+		t.Errorf("the askpass open when the UI closed printed %q and exited %s; want nothing and a failure", answer, rc)
+	}
+	s.wantModesRestored()
 	logged, _ := os.ReadFile(filepath.Join(s.home, "state", "krad-ade", "krad-ade.log"))
-	if strings.Contains(s.screens.String(), secret) || strings.Contains(string(logged), secret) {
-		t.Error("the answer was shown or logged")
+	for _, typed := range []string{secret, "typed-but-never-sent"} {
+		if strings.Contains(s.screens.String(), typed) || strings.Contains(string(logged), typed) {
+			t.Errorf("what the person typed (%s) was shown or logged", typed)
+		}
 	}
 }
 
