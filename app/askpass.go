@@ -65,6 +65,7 @@ type prompts struct {
 	prompter Prompter
 	open     map[string]*pending
 	started  map[string][]time.Time // per terminal key, the starts of the last minute
+	headless map[string]time.Time   // per terminal key, when the log last said a prompt found no UI
 }
 
 type pending struct {
@@ -81,6 +82,7 @@ func (p *prompts) init(pr Prompter) {
 	p.prompter = pr
 	p.open = map[string]*pending{}
 	p.started = map[string][]time.Time{}
+	p.headless = map[string]time.Time{}
 }
 
 // SetPrompter sets who answers git's prompts from now on: the UI once it runs. nil is headless.
@@ -161,11 +163,17 @@ func (a *App) askpass(ctx context.Context, env string, b *api.AskpassBody) (any,
 
 // startLocked opens a prompt and puts it to the prompter. p.mu is held.
 func (p *prompts) startLocked(a *App, env string, b *api.AskpassBody) (string, *pending, error) {
-	if p.prompter == nil {
-		return "", nil, api.Errorf(api.CodeUnavailable, "%s", headlessHint)
-	}
 	key := env + ":" + strconv.Itoa(b.Terminal)
 	now := time.Now()
+	if p.prompter == nil {
+		// Said in the log once a minute per terminal, so that a person running the app headless
+		// learns why git fails, and a flood of prompts floods nothing.
+		if now.Sub(p.headless[key]) >= time.Minute {
+			p.headless[key] = now
+			a.log.Info("git's prompt refused: the app runs headless, with no UI to ask in", "from", "Git "+env, "terminal", b.Terminal, "kind", b.Kind)
+		}
+		return "", nil, api.Errorf(api.CodeUnavailable, "%s", headlessHint)
+	}
 	recent := p.started[key][:0]
 	for _, t := range p.started[key] {
 		if now.Sub(t) < time.Minute {
@@ -196,6 +204,8 @@ func (p *prompts) startLocked(a *App, env string, b *api.AskpassBody) (string, *
 	}
 	prompt := Prompt{ID: id, Environment: env, Terminal: b.Terminal, Host: host, Kind: b.Kind,
 		Text: termsafe.Escape(b.Prompt, api.MaxPrompt)}
+	// Who asked, never what was answered.
+	a.log.Info("git's prompt put to the person", "from", "Git "+env, "terminal", b.Terminal, "host", host, "kind", b.Kind)
 	pr := p.prompter
 	go func() {
 		secret, err := pr.Ask(ctx, prompt)

@@ -152,6 +152,13 @@ func TestGitPushAskpass(t *testing.T) {
 	if strings.Contains(logs.String(), gitPassword) {
 		t.Error("the app's log holds the password")
 	}
+	// The log says who asked, and why a headless prompt failed.
+	for _, want := range []string{`msg="git's prompt put to the person" from="Git main" terminal=1 host="this computer" kind=password`,
+		`msg="git's prompt refused: the app runs headless, with no UI to ask in" from="Git main" terminal=1 kind=password`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the app's log lacks %s:\n%s", want, logs.String())
+		}
+	}
 	if where := sweepProc(gitPassword); where != "" {
 		t.Errorf("the password is in %s", where)
 	}
