@@ -32,5 +32,7 @@ import (
 //	48      TestGroupsAndVariantsOnTheHost
 //	49      TestExtensionFromAContainerHost
 //	50      TestAppPreparesAnArm64Host
+//	51      TestGitPushOverHTTPFromAContainerHost
+//	56      TestGitPushOverSSHFromAContainerHost
 
 func TestMain(m *testing.M) { e2e.Main(m, testbin.Cleanup, removeProbe) }
