@@ -34,6 +34,9 @@ type CreateOptions struct {
 	// $XDG_DATA_HOME/krad-ade/worktrees on this computer. The group's checkout is
 	// Root/<repo-key>/<Name>.
 	Root string
+
+	// joined records in the new group that a terminal joins it (Group.Joined): an Op's Join.
+	joined bool
 }
 
 // createStep, when set by a test, is called after each step of Create: "branch" (made, or
@@ -244,7 +247,7 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		unlock()
 		return Group{}, fail(err)
 	}
-	m := meta{Name: o.Name, Branch: branch, BaseCommit: base, MadeBranch: made, Port: freePorts(now), Created: time.Now().UTC().Truncate(time.Second)}
+	m := meta{Name: o.Name, Branch: branch, BaseCommit: base, MadeBranch: made, Port: freePorts(now), Created: time.Now().UTC().Truncate(time.Second), Joined: o.joined}
 	data, _ := json.Marshal(m)
 	err = atomicfile.WriteFile(filepath.Join(admin, metaFile), append(data, '\n'), 0o600)
 	unlock()
@@ -259,7 +262,7 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		tip = base
 	}
 	return Group{Name: o.Name, Dir: dir, Branch: branch, BaseCommit: base, MadeBranch: made, Head: tip,
-		Locked: true, Port: m.Port, Created: m.Created, Restored: restored, admin: admin}, nil
+		Locked: true, Port: m.Port, Created: m.Created, Restored: restored, Joined: m.Joined, admin: admin}, nil
 }
 
 // Each group has a block of PortBlock ports, from its Port on, that its terminals get as

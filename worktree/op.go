@@ -182,11 +182,20 @@ func (r *Repo) create(ctx context.Context, o CreateOptions, hint string, join bo
 		if join {
 			g, err := r.group(ctx, o.Name)
 			if err == nil {
+				if !g.Joined && !g.Missing {
+					// The record says a terminal joined, in the same operation: no other round
+					// trip to a host.
+					g.Joined = true
+					if err := r.writeMeta(g); err != nil {
+						return Result{}, fmt.Errorf("group %s: record that a terminal joins it: %w", o.Name, err)
+					}
+				}
 				return Result{Group: &g, Joined: true}, nil
 			}
 			if !errors.Is(err, ErrNotFound) {
 				return Result{}, err
 			}
+			o.joined = true
 		}
 		g, err := r.Create(ctx, o)
 		if err != nil {

@@ -138,6 +138,7 @@ func (r *Repo) createSet(ctx context.Context, name, commit, root string, o SetOp
 			return set, err
 		}
 		g.Set, g.Lead = name, o.Lead
+		g.Joined = true // its worker starts once the set is made
 		if err := r.writeMeta(g); err != nil {
 			set.Groups = append(set.Groups, g)
 			return set, fmt.Errorf("make variant %s: %w", g.Name, err)
@@ -153,7 +154,7 @@ func (r *Repo) writeMeta(g Group) error {
 		return fmt.Errorf("group %s has no admin folder known", g.Name)
 	}
 	m := meta{Name: g.Name, Branch: g.Branch, BaseCommit: g.BaseCommit, MadeBranch: g.MadeBranch, Port: g.Port,
-		Created: g.Created, Set: g.Set, Lead: g.Lead, Picked: g.Picked}
+		Created: g.Created, Set: g.Set, Lead: g.Lead, Picked: g.Picked, Joined: g.Joined}
 	data, _ := json.Marshal(m)
 	return atomicfile.WriteFile(filepath.Join(g.admin, metaFile), append(data, '\n'), 0o600)
 }
