@@ -50,6 +50,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -96,6 +97,9 @@ type Config struct {
 	Forward forward.Config
 	// Logger gets what the bridge did on each connect; nil discards.
 	Logger *slog.Logger
+	// SSHAskpass: the host's terminals get SSH_ASKPASS too ([git] ssh_askpass), when they get
+	// GIT_ASKPASS.
+	SSHAskpass bool
 }
 
 // Environment is one SSH environment's bridge. It implements app.Host.
@@ -186,8 +190,9 @@ const WorktreesDir = "~/.krad-ade/worktrees"
 // host: its home, its PATH, and whether tmux is there; it makes the worktrees root,
 // ~/.krad-ade/worktrees, and the socket folder, ~/.krad-ade/tmux, and reports the socket's path,
 // and "legacy" when an earlier version's tmux server (tmux -L krad-ade, in tmux's default folder)
-// has the session and ours does not; the server's identity (tmuxServer); and "own" when the user
-// has an askpass of their own there (GIT_ASKPASS, or git's core.askPass), which stays.
+// has the session and ours does not; the server's identity (tmuxServer); and the askpass programs
+// the user has of their own there, which stay: "own" for git's (GIT_ASKPASS, or git's
+// core.askPass), "ssh" for ssh's (SSH_ASKPASS).
 var hostScript = shell.Script{Name: "HOST", Body: `
 umask 077;
 krad_home;
@@ -205,6 +210,7 @@ b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || true);
 i=$(ls -di . 2>/dev/null || true);
 a=;
 if [ -n "${GIT_ASKPASS:-}" ] || { command -v git >/dev/null 2>&1 && [ -n "$(git config --global --get core.askPass 2>/dev/null)" ]; }; then a=own; fi;
+if [ -n "${SSH_ASKPASS:-}" ]; then a="$a ssh"; fi;
 krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s" "$a";
 `}
 
@@ -323,8 +329,10 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	e.verified = verified
 	e.mu.Unlock()
 	home, path, tmuxPath, socket, legacy, server := lines[0], lines[1], lines[2], lines[3], lines[4] == "legacy", lines[5]
-	// The user's own askpass on the host (GIT_ASKPASS, or git's core.askPass) is left alone.
-	askpass := lines[6] != "own"
+	// The user's own askpass on the host (GIT_ASKPASS, or git's core.askPass; SSH_ASKPASS) is
+	// left alone.
+	own := strings.Fields(lines[6])
+	askpass, sshAskpass := !slices.Contains(own, "own"), !slices.Contains(own, "ssh")
 	if tmuxPath == "" {
 		return fmt.Errorf("tmux is not installed on the host, and its terminals are tmux windows: install it there (Debian: apt-get install tmux)")
 	}
@@ -340,7 +348,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	}
 	e.mu.Lock()
 	e.vars = app.HostVars{
-		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path, Askpass: askpass},
+		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path, Askpass: askpass, SSHAskpass: askpass && sshAskpass && e.cfg.SSHAskpass},
 		Dir:          dir,
 	}
 	e.home = home
@@ -437,7 +445,7 @@ func (e *Environment) Worktree(ctx context.Context, op worktree.Op) (worktree.Re
 	// of files: the bus's own bound on an answer's line, not the 1 MiB of the host's other
 	// commands.
 	h := remote.SSHWith(client, remote.Options{MaxStdout: api.MaxAnswerLine, Stop: ssh.SIGTERM})
-	out, err := h.Run(ctx, "exec "+shell.Quote(vars.BinDir+"/krad-ade-agents")+" worktree", bytes.NewReader(in))
+	out, err := h.Run(ctx, appGitEnv(e.cfg.Name, vars.TerminalVars)+shell.Quote(vars.BinDir+"/krad-ade-agents")+" worktree", bytes.NewReader(in))
 	if err != nil {
 		if ctx.Err() != nil {
 			return worktree.Result{}, fmt.Errorf("the group operation on the host: %w", context.Cause(ctx))

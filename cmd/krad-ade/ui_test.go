@@ -12,22 +12,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/internal/screentest"
 	"github.com/krad-ade/krad/internal/testbin"
-	"github.com/krad-ade/krad/remote/shell"
 )
 
 // screen is krad-ade started as a person starts it, on a terminal: a pane of a tmux server of the
-// test's own (not the app's), driven with send-keys and read with capture-pane.
+// test's own (not the app's), driven with send-keys and read with capture-pane (screentest).
 type screen struct {
-	t       *testing.T
-	screens strings.Builder // every screen read
-	sock    string          // the test's tmux server
-	home    string          // the app's HOME, XDG_CONFIG_HOME and TMUX_TMPDIR
+	*screentest.Screen
+	t    *testing.T
+	home string // the app's HOME, XDG_CONFIG_HOME and TMUX_TMPDIR
 }
 
 // uiPatience is how long the screen may take to show what a test waits for: the machine is
 // shared, so it is generous; what it measures is logged, not asserted.
-const uiPatience = 60 * time.Second
+const uiPatience = screentest.Patience
 
 // startScreen starts krad-ade in a w×h pane, with a config.toml holding config, and extra
 // variables in its environment.
@@ -36,7 +35,6 @@ func startScreen(t *testing.T, w, h int, config string, extra []string, args ...
 	testbin.Need(t, "tmux", "tmux")
 	bin := testbin.Dir(t)
 	home := t.TempDir()
-	s := &screen{t: t, sock: filepath.Join(home, "test-tmux.sock"), home: home}
 	if config != "" {
 		if err := os.MkdirAll(filepath.Join(home, "krad-ade"), 0o700); err != nil {
 			t.Fatal(err)
@@ -47,29 +45,12 @@ func startScreen(t *testing.T, w, h int, config string, extra []string, args ...
 	}
 	env := append(baseEnv(bin, home), "TERM=xterm-256color", "LANG=C.UTF-8", "XDG_STATE_HOME="+filepath.Join(home, "state"))
 	env = append(env, extra...)
-	words := []string{"env", "-i"}
-	for _, kv := range env {
-		words = append(words, shell.Quote(kv))
-	}
-	words = append(words, shell.Quote(filepath.Join(bin, "krad-ade")))
-	for _, a := range args {
-		words = append(words, shell.Quote(a))
-	}
-	// After the app, the pane stays, so that what it printed last can be read.
-	line := strings.Join(words, " ") + "; echo krad-ade exited $?; sleep 3600"
-	t.Cleanup(func() {
-		_ = s.tmux("kill-server").Run()
-		killTmux(home)
-	})
-	if out, err := s.tmux("-f", "/dev/null", "new-session", "-d", "-s", "ui", "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), line).CombinedOutput(); err != nil {
-		t.Fatalf("tmux new-session: %v: %s", err, out)
-	}
-	return s
+	t.Cleanup(func() { killTmux(home) }) // after the test's own server: cleanups run last first
+	sc := screentest.Start(t, filepath.Join(home, "test-tmux.sock"), w, h, env, append([]string{filepath.Join(bin, "krad-ade")}, args...))
+	return &screen{Screen: sc, t: t, home: home}
 }
 
-func (s *screen) tmux(args ...string) *exec.Cmd {
-	return exec.Command("tmux", append([]string{"-S", s.sock}, args...)...)
-}
+func (s *screen) tmux(args ...string) *exec.Cmd { return s.Tmux(args...) }
 
 // appTmux runs tmux on the app's own server.
 func (s *screen) appTmux(args ...string) *exec.Cmd {
@@ -79,59 +60,24 @@ func (s *screen) appTmux(args ...string) *exec.Cmd {
 }
 
 // capture is the pane's text; with escapes, its SGR sequences too.
-func (s *screen) capture(escapes bool) string {
-	args := []string{"capture-pane", "-p", "-t", "ui"}
-	if escapes {
-		args = append(args, "-e")
-	}
-	out, err := s.tmux(args...).Output()
-	if err != nil {
-		s.t.Fatalf("capture-pane: %v", err)
-	}
-	return string(out)
-}
+func (s *screen) capture(escapes bool) string { return s.Capture(escapes) }
 
 // keys sends keys as tmux names them ("Enter", "Escape", "C-c") or as text.
 func (s *screen) keys(keys ...string) {
 	s.t.Helper()
-	if out, err := s.tmux(append([]string{"send-keys", "-t", "ui"}, keys...)...).CombinedOutput(); err != nil {
-		s.t.Fatalf("send-keys: %v: %s", err, out)
-	}
+	s.Keys(keys...)
 }
 
 // waitFor waits until the screen matches re, and returns the screen and how long it took.
 func (s *screen) waitFor(re string) (string, time.Duration) {
 	s.t.Helper()
-	rx := regexp.MustCompile(re)
-	began := time.Now()
-	for {
-		text := s.capture(false)
-		s.screens.WriteString(text)
-		if rx.MatchString(text) {
-			return text, time.Since(began)
-		}
-		if time.Since(began) > uiPatience {
-			s.t.Fatalf("the screen did not show %q within %s:\n%s", re, uiPatience, text)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return s.WaitFor(re)
 }
 
 // waitGone waits until the screen no longer shows text.
 func (s *screen) waitGone(text string) {
 	s.t.Helper()
-	began := time.Now()
-	for {
-		got := s.capture(false)
-		s.screens.WriteString(got)
-		if !strings.Contains(got, text) {
-			return
-		}
-		if time.Since(began) > uiPatience {
-			s.t.Fatalf("the screen still shows %q after %s:\n%s", text, uiPatience, got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.WaitGone(text)
 }
 
 // rowOf is the agents pane's row whose title is title.
@@ -190,7 +136,7 @@ func TestUI(t *testing.T) {
 		if !strings.Contains(string(b), "msg=serving") {
 			t.Errorf("the log file lacks the log lines: %q", b)
 		}
-		if strings.Contains(string(b), token) || strings.Contains(s.screens.String(), token) {
+		if strings.Contains(string(b), token) || strings.Contains(s.Seen(), token) {
 			t.Error("the token was shown or logged")
 		}
 	})
@@ -326,13 +272,7 @@ func (s *screen) detach() {
 // screen, showed the cursor, and turned off the mouse and the application keypad.
 func (s *screen) wantModesRestored() {
 	s.t.Helper()
-	out, err := s.tmux("display-message", "-p", "-t", "ui", "#{alternate_on} #{cursor_flag} #{mouse_any_flag} #{keypad_flag}").Output()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if got := strings.TrimSpace(string(out)); got != "0 1 0 0" {
-		s.t.Errorf("the terminal's modes after the UI (alternate screen, cursor, mouse, keypad): got %q, want 0 1 0 0", got)
-	}
+	s.WantModesRestored()
 }
 
 // readToken reads the token from api.json.
@@ -439,13 +379,14 @@ func TestUINoColorAndHeadless(t *testing.T) {
 // $GIT_ASKPASS with the prompt and reads the answer from its output.
 const askpassConfig = `[[terminal]]
 title = "pusher"
-command = """for i in 1 2; do "$GIT_ASKPASS" "Password for 'https://pat@git.example.com': " > $HOME/answer$i; echo $? > $HOME/rc$i; done; sleep 600"""
+command = """for i in 1 2 3; do "$GIT_ASKPASS" "Password for 'https://pat@git.example.com': " > $HOME/answer$i; echo $? > $HOME/rc$i; done; sleep 600"""
 `
 
 // TestUIAnswersGitsPrompt: git's prompt in a terminal comes to the person as the UI's modal,
 // naming the terminal and host that asked; what they type is masked, and goes to that git
 // (Enter); Esc refuses the next prompt, and git's askpass fails. The answer is on no screen and
-// in no log.
+// in no log. Ctrl-C with the third prompt open closes the UI: that askpass fails too, and the
+// terminal is given back with its modes restored.
 func TestUIAnswersGitsPrompt(t *testing.T) {
 	s := startScreen(t, 120, 40, askpassConfig, nil)
 	text, took := s.waitFor(`Git asks`)
@@ -474,10 +415,23 @@ func TestUIAnswersGitsPrompt(t *testing.T) {
 	if len(answer) != 0 || rc == "0" {
 		t.Errorf("the refused askpass printed %q and exited %s; want nothing and a failure", answer, rc)
 	}
-	s.waitGone("Git asks")
+	// The third: the UI closes with it open.
+	s.waitFor(`Git asks`)
+	s.keys("-l", "typed-but-never-sent")
+	s.waitFor(`\*{20}`)
+	s.keys("C-c")
+	s.waitFor(`krad-ade exited`)
+	rc = exitOf(t, filepath.Join(s.home, "rc3"))
+	answer, _ = os.ReadFile(filepath.Join(s.home, "answer3"))
+	if len(answer) != 0 || rc == "0" {
+		t.Errorf("the askpass open when the UI closed printed %q and exited %s; want nothing and a failure", answer, rc)
+	}
+	s.wantModesRestored()
 	logged, _ := os.ReadFile(filepath.Join(s.home, "state", "krad-ade", "krad-ade.log"))
-	if strings.Contains(s.screens.String(), secret) || strings.Contains(string(logged), secret) {
-		t.Error("the answer was shown or logged")
+	for _, typed := range []string{secret, "typed-but-never-sent"} {
+		if strings.Contains(s.Seen(), typed) || strings.Contains(string(logged), typed) {
+			t.Errorf("what the person typed (%s) was shown or logged", typed)
+		}
 	}
 }
 
