@@ -114,7 +114,18 @@ func newFleet(t testing.TB, o fleetOptions) *fleet {
 	f.local = &api.Client{Endpoint: f.served.Bus.Addr(), Token: f.served.Token,
 		From: api.FromTerminal(api.TerminalID{Environment: app.Local, Terminal: 1})}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
-	t.Cleanup(func() { f.cancel(); f.running.Wait() })
+	t.Cleanup(func() {
+		f.cancel()
+		f.running.Wait()
+		// A command a bridge ran on a host as it stopped (sshd, run as root, lets it finish)
+		// may still write under the host's home, which the test is about to remove.
+		deadline := time.Now().Add(10 * time.Second)
+		for _, h := range f.hosts {
+			for len(h.Sessions()) > 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	})
 	sub, unsubscribe := context.WithCancel(context.Background())
 	t.Cleanup(unsubscribe)
 	_, events := f.served.App.Subscribe(sub)
