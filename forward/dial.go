@@ -174,6 +174,7 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client, counter *
 		}
 		return nil, nil, onPath(direct, h.Addr(), err)
 	}
+	raw := conn // what the link closes, and asks how a ProxyCommand ended
 	if counter != nil {
 		conn = countingConn{conn, counter}
 	}
@@ -219,7 +220,7 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client, counter *
 		return nil, nil, fmt.Errorf("ssh handshake with %s: %w%s", h.Addr(), err, proxySaid(proxy))
 	}
 	conn.SetDeadline(time.Time{})
-	return ssh.NewClient(cc, chans, reqs), conn, nil
+	return ssh.NewClient(cc, chans, reqs), raw, nil
 }
 
 // countingConn counts the bytes read from a connection.
