@@ -295,8 +295,8 @@ func TestCreateRollsBack(t *testing.T) {
 		o     CreateOptions
 		steps []string
 	}{
-		{"a new branch", CreateOptions{Name: "gone"}, []string{"branch", "worktree", "metadata"}},
-		{"a kept branch continued", CreateOptions{Name: "again", Branch: "krad/kept"}, []string{"branch", "worktree", "restored", "metadata"}},
+		{"a new branch", CreateOptions{Name: "gone"}, []string{"branch", "worktree", "checkout"}},
+		{"a kept branch continued", CreateOptions{Name: "again", Branch: "krad/kept"}, []string{"branch", "worktree", "checkout", "restored"}},
 	} {
 		t.Run(tt.what, func(t *testing.T) {
 			r, g := newGroup(t, "kept")
