@@ -208,12 +208,9 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	// Under the repository's admin lock: what git must not do twice at once (the worktree's
 	// admin folder: two adds at once can meet each other's half-made one), and the group's record
 	// with its port block (Creates running at once list each other's records, and take
-	// different blocks). The record is written, and synced, before the checkout: a sync after it
-	// waits for the checkout's every file to reach the disk (ext4 commits them with the record),
-	// which took a Create from 1.2 s to 3.2 s of the Go source tree. The checkout, which is what
-	// takes the time (seconds for a tree of ten thousand files, most of it the kernel's), runs
-	// after the lock, as git worktree add itself runs it: so the Creates of a variant set check
-	// out side by side.
+	// different blocks). The checkout, which is what takes the time (seconds for a tree of ten
+	// thousand files, most of it the kernel's), runs after the lock, as git worktree add itself
+	// runs it: so the Creates of a variant set check out side by side.
 	unlock, err := r.lockAdmin()
 	if err != nil {
 		return Group{}, fail(fmt.Errorf("lock the repository's worktrees: %w", err))
@@ -255,6 +252,14 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		Locked: true, Port: m.Port, Created: m.Created, Restored: restored, Joined: m.Joined, admin: admin}, nil
 }
 
+// writeRecord writes a group's record into its worktree's admin folder, beside git's own data
+// there, and as git writes that: whole, but not synced (a sync waits for every file written
+// before it, the checkouts of the groups being made at once included).
+func writeRecord(admin string, m meta) error {
+	data, _ := json.Marshal(m)
+	return atomicfile.WriteFileUnsynced(filepath.Join(admin, metaFile), append(data, '\n'), 0o600)
+}
+
 // addLocked adds the group's worktree (its admin folder, locked, no checkout yet) and writes its
 // record; the repository's admin lock must be held.
 func (r *Repo) addLocked(ctx context.Context, o CreateOptions, dir, branch, base string, made bool) (meta, string, error) {
@@ -275,8 +280,7 @@ func (r *Repo) addLocked(ctx context.Context, o CreateOptions, dir, branch, base
 		return meta{}, "", err
 	}
 	m := meta{Name: o.Name, Branch: branch, BaseCommit: base, MadeBranch: made, Port: freePorts(now), Created: time.Now().UTC().Truncate(time.Second), Joined: o.joined}
-	data, _ := json.Marshal(m)
-	return m, admin, atomicfile.WriteFile(filepath.Join(admin, metaFile), append(data, '\n'), 0o600)
+	return m, admin, writeRecord(admin, m)
 }
 
 // Each group has a block of PortBlock ports, from its Port on, that its terminals get as

@@ -2,17 +2,14 @@ package worktree
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/internal/atomicfile"
 	"github.com/krad-ade/krad/internal/termsafe"
 )
 
@@ -184,10 +181,8 @@ func (r *Repo) writeMeta(g Group) error {
 	if g.admin == "" {
 		return fmt.Errorf("group %s has no admin folder known", g.Name)
 	}
-	m := meta{Name: g.Name, Branch: g.Branch, BaseCommit: g.BaseCommit, MadeBranch: g.MadeBranch, Port: g.Port,
-		Created: g.Created, Set: g.Set, Lead: g.Lead, Picked: g.Picked, Joined: g.Joined}
-	data, _ := json.Marshal(m)
-	return atomicfile.WriteFile(filepath.Join(g.admin, metaFile), append(data, '\n'), 0o600)
+	return writeRecord(g.admin, meta{Name: g.Name, Branch: g.Branch, BaseCommit: g.BaseCommit, MadeBranch: g.MadeBranch, Port: g.Port,
+		Created: g.Created, Set: g.Set, Lead: g.Lead, Picked: g.Picked, Joined: g.Joined})
 }
 
 // Pick takes the winner's work as o.How says, computed off every checkout (git merge-tree, a
