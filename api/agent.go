@@ -96,7 +96,8 @@ const (
 	// its checkout stays, and Message names its folder.
 	GroupNotRetired = "group_not_retired"
 	// VariantPicked says that a lead picked a variant: Message says which, how, the commit made,
-	// and how many of the others' terminals closed.
+	// the others' terminals it closed, and what each other variant's retiring kept (its branch,
+	// its snapshot ref), in names and ids only.
 	VariantPicked = "variant_picked"
 )
 

@@ -59,17 +59,28 @@ type TerminalVars struct {
 	Path string
 	// Askpass: git's prompts come to the app (GIT_ASKPASS is BinDir/krad-ade-askpass), unless
 	// the user has an askpass of their own, which the app then leaves alone. SSHAskpass: ssh's
-	// too (SSH_ASKPASS, with SSH_ASKPASS_REQUIRE=prefer), only when config.toml asks.
+	// too (SSH_ASKPASS, with SSH_ASKPASS_REQUIRE=force), only when config.toml asks and the user
+	// has no SSH_ASKPASS of their own.
 	Askpass, SSHAskpass bool
 }
 
 // VarGitAskpass and VarSSHAskpass are the variables that send git's and ssh's prompts to
-// krad-ade-askpass, and AskpassName its name in BinDir.
+// krad-ade-askpass, and AskpassName its name in BinDir. VarSSHAskpassRequire is set to "force"
+// beside VarSSHAskpass: OpenSSH uses its askpass only with a display (DISPLAY) unless told to,
+// and a terminal of the app has a TTY and, on an SSH host, no display; "prefer" still asks on
+// the TTY there.
 const (
-	VarGitAskpass = "GIT_ASKPASS"
-	VarSSHAskpass = "SSH_ASKPASS"
-	AskpassName   = "krad-ade-askpass"
+	VarGitAskpass        = "GIT_ASKPASS"
+	VarSSHAskpass        = "SSH_ASKPASS"
+	VarSSHAskpassRequire = "SSH_ASKPASS_REQUIRE"
+	AskpassName          = "krad-ade-askpass"
 )
+
+// VarGit names the environment whose own git (a group's checkout the app makes, say) asks a
+// prompt: krad-ade-askpass calls as the Git caller of that environment for terminal 0, the app
+// itself, when it is set and VarTerminal is not. The app sets it only for the gits it runs
+// itself ([TerminalVars.AppGitEnv]), never in a terminal.
+const VarGit = "KRAD_ADE_GIT"
 
 // Env is terminal's variables as NAME=value, for its process's environment (tmux new-window
 // -e): those of [TerminalVars.Session] that are set, and [VarTerminal]. It holds the token in
@@ -109,9 +120,34 @@ func (v TerminalVars) list(terminal string) (set, unset []string) {
 		set = append(set, VarGitAskpass+"="+path.Join(v.BinDir, AskpassName))
 	}
 	if v.SSHAskpass && v.BinDir != "" {
-		set = append(set, VarSSHAskpass+"="+path.Join(v.BinDir, AskpassName), "SSH_ASKPASS_REQUIRE=prefer")
+		set = append(set, VarSSHAskpass+"="+path.Join(v.BinDir, AskpassName), VarSSHAskpassRequire+"=force")
 	}
 	return set, unset
+}
+
+// AppGitEnv is what a git the app runs itself in environment env gets, as NAME=value, so that
+// its prompts (a credential a filter asks for while a group's checkout is made) reach the person
+// as the Git caller of env: GIT_ASKPASS, and the variables krad-ade-askpass finds the bus with,
+// naming no terminal but VarGit. The token goes as its file when there is one, not in the clear.
+// Each variable is set, empty where it has no value, so that one the app's own process inherited
+// (from a terminal of another app it was started in) is not taken instead. None when Askpass is
+// off: the user's own askpass (core.askPass) then answers, or nothing does.
+func (v TerminalVars) AppGitEnv(env string) []string {
+	if !v.Askpass || v.BinDir == "" {
+		return nil
+	}
+	token, file := v.Token.Reveal(), v.TokenFile
+	if file != "" {
+		token = ""
+	}
+	return []string{
+		VarGitAskpass + "=" + path.Join(v.BinDir, AskpassName),
+		VarEndpoint + "=" + v.Endpoint,
+		VarToken + "=" + token,
+		VarTokenFile + "=" + file,
+		VarTerminal + "=",
+		VarGit + "=" + env,
+	}
 }
 
 // PathFirst is the PATH list with dir first and nowhere else: how the app's folder, which

@@ -119,3 +119,35 @@ func TestPathFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestAskpassVars: Askpass sets GIT_ASKPASS to the folder's krad-ade-askpass, SSHAskpass
+// SSH_ASKPASS with SSH_ASKPASS_REQUIRE=force; neither is ever unset (a user's own stays). A git
+// the app runs itself gets the askpass, the bus's variables with the token as its file when there
+// is one, no terminal and KRAD_ADE_GIT; nothing without Askpass.
+func TestAskpassVars(t *testing.T) {
+	tok, _ := NewToken()
+	v := TerminalVars{Endpoint: "127.0.0.1:5", Token: tok, TokenFile: "/t/token", BinDir: "/b", Path: "/bin", Askpass: true, SSHAskpass: true}
+	set, unset := v.Session()
+	for _, want := range []string{"GIT_ASKPASS=/b/krad-ade-askpass", "SSH_ASKPASS=/b/krad-ade-askpass", "SSH_ASKPASS_REQUIRE=force"} {
+		if !slices.Contains(set, want) {
+			t.Errorf("the session's variables %q lack %s", set, want)
+		}
+	}
+	for _, name := range unset {
+		if strings.Contains(name, "ASKPASS") {
+			t.Errorf("the session unsets %s", name)
+		}
+	}
+	got := strings.Join(v.AppGitEnv("build"), " ")
+	if want := "GIT_ASKPASS=/b/krad-ade-askpass KRAD_ADE_ENDPOINT=127.0.0.1:5 KRAD_ADE_TOKEN= KRAD_ADE_TOKEN_FILE=/t/token KRAD_ADE_TERMINAL= KRAD_ADE_GIT=build"; got != want {
+		t.Errorf("AppGitEnv = %s, want %s", got, want)
+	}
+	v.TokenFile = ""
+	if got := v.AppGitEnv("main"); !slices.Contains(got, "KRAD_ADE_TOKEN="+tok.Reveal()) || !slices.Contains(got, "KRAD_ADE_TOKEN_FILE=") {
+		t.Errorf("AppGitEnv without a token file: %q, want the token", got)
+	}
+	v.Askpass = false
+	if got := v.AppGitEnv("main"); got != nil {
+		t.Errorf("AppGitEnv without Askpass: %q, want nothing", got)
+	}
+}

@@ -102,10 +102,13 @@ type Config struct {
 	// Extensions are the person's MCP servers that ExtensionTool lends to terminals
 	// ([[extension]] in config.toml). Their Env is the app's own (os.Environ) when nil.
 	Extensions extension.Config
-	// Askpass: terminals of this computer get GIT_ASKPASS, git's prompts coming to the app
-	// (krad-ade leaves it false when the user has an askpass of their own); SSHAskpass:
-	// SSH_ASKPASS too.
+	// Askpass: terminals of this computer, and the gits the app runs here itself, get
+	// GIT_ASKPASS, git's prompts coming to the app (krad-ade leaves it false when the user has an
+	// askpass of their own); SSHAskpass: the terminals get SSH_ASKPASS too.
 	Askpass, SSHAskpass bool
+	// AskpassLimit is how long a git prompt stays open, over all of its polls, before it fails
+	// with "no one answered"; zero is DefaultAskpassLimit, 3 minutes.
+	AskpassLimit time.Duration
 	// Editor is how Code opens a file in the person's editor; none configured, Code is
 	// unavailable.
 	Editor Editor
@@ -173,6 +176,9 @@ func New(cfg Config) *App {
 	}
 	if cfg.TmuxTimeout <= 0 {
 		cfg.TmuxTimeout = DefaultTmuxTimeout
+	}
+	if cfg.AskpassLimit <= 0 {
+		cfg.AskpassLimit = DefaultAskpassLimit
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

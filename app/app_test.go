@@ -180,7 +180,13 @@ func (h *harness) read(c *api.Client, n int) string {
 // waitScreen waits until terminal n's screen contains want.
 func (h *harness) waitScreen(c *api.Client, n int, want string) string {
 	h.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	return h.waitScreenWithin(c, n, want, 15*time.Second)
+}
+
+// waitScreenWithin waits up to d until terminal n's screen contains want.
+func (h *harness) waitScreenWithin(c *api.Client, n int, want string, d time.Duration) string {
+	h.t.Helper()
+	deadline := time.Now().Add(d)
 	var text string
 	for time.Now().Before(deadline) {
 		if text = h.read(c, n); strings.Contains(text, want) {

@@ -17,7 +17,7 @@ import (
 // Prompter is who answers git's credential prompts: the person, through the UI's modal. The app
 // calls Ask once per prompt, on a goroutine of its own, and hands the answer once to the git that
 // asked. Ask returns when the person answers, or with an error when they refuse (Esc: git then
-// fails) or when ctx ends: the git went away, or no one answered in [AskpassLimit]. A prompt is
+// fails) or when ctx ends: the git went away, or no one answered in Config.AskpassLimit. A prompt is
 // never shown to a lead or any agent, and never on a terminal's screen.
 type Prompter interface {
 	Ask(ctx context.Context, p Prompt) (api.Secret, error)
@@ -44,8 +44,9 @@ const (
 	// AskpassPoll is how long one Askpass waits for the answer before it answers with the
 	// prompt's pending id, well within the request's 10-second deadline.
 	AskpassPoll = 4 * time.Second
-	// AskpassLimit is how long a prompt stays open, over all of its polls.
-	AskpassLimit = 3 * time.Minute
+	// DefaultAskpassLimit is how long a prompt stays open, over all of its polls, unless
+	// Config.AskpassLimit says otherwise.
+	DefaultAskpassLimit = 3 * time.Minute
 	// askpassGone is how long a prompt stays open with no poll waiting on it: the git that
 	// asked is taken to have left.
 	askpassGone = 10 * time.Second
@@ -64,6 +65,7 @@ type prompts struct {
 	prompter Prompter
 	open     map[string]*pending
 	started  map[string][]time.Time // per terminal key, the starts of the last minute
+	headless map[string]time.Time   // per terminal key, when the log last said a prompt found no UI
 }
 
 type pending struct {
@@ -80,6 +82,7 @@ func (p *prompts) init(pr Prompter) {
 	p.prompter = pr
 	p.open = map[string]*pending{}
 	p.started = map[string][]time.Time{}
+	p.headless = map[string]time.Time{}
 }
 
 // SetPrompter sets who answers git's prompts from now on: the UI once it runs. nil is headless.
@@ -160,11 +163,17 @@ func (a *App) askpass(ctx context.Context, env string, b *api.AskpassBody) (any,
 
 // startLocked opens a prompt and puts it to the prompter. p.mu is held.
 func (p *prompts) startLocked(a *App, env string, b *api.AskpassBody) (string, *pending, error) {
-	if p.prompter == nil {
-		return "", nil, api.Errorf(api.CodeUnavailable, "%s", headlessHint)
-	}
 	key := env + ":" + strconv.Itoa(b.Terminal)
 	now := time.Now()
+	if p.prompter == nil {
+		// Said in the log once a minute per terminal, so that a person running the app headless
+		// learns why git fails, and a flood of prompts floods nothing.
+		if now.Sub(p.headless[key]) >= time.Minute {
+			p.headless[key] = now
+			a.log.Info("git's prompt refused: the app runs headless, with no UI to ask in", "from", "Git "+env, "terminal", b.Terminal, "kind", b.Kind)
+		}
+		return "", nil, api.Errorf(api.CodeUnavailable, "%s", headlessHint)
+	}
 	recent := p.started[key][:0]
 	for _, t := range p.started[key] {
 		if now.Sub(t) < time.Minute {
@@ -185,7 +194,8 @@ func (p *prompts) startLocked(a *App, env string, b *api.AskpassBody) (string, *
 	var raw [16]byte
 	_, _ = rand.Read(raw[:])
 	id := hex.EncodeToString(raw[:])
-	ctx, cancel := context.WithTimeout(context.Background(), AskpassLimit)
+	limit := a.cfg.AskpassLimit
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	pd := &pending{key: key, cancel: cancel, done: make(chan struct{})}
 	p.open[id] = pd
 	host := "this computer"
@@ -194,12 +204,14 @@ func (p *prompts) startLocked(a *App, env string, b *api.AskpassBody) (string, *
 	}
 	prompt := Prompt{ID: id, Environment: env, Terminal: b.Terminal, Host: host, Kind: b.Kind,
 		Text: termsafe.Escape(b.Prompt, api.MaxPrompt)}
+	// Who asked, never what was answered.
+	a.log.Info("git's prompt put to the person", "from", "Git "+env, "terminal", b.Terminal, "host", host, "kind", b.Kind)
 	pr := p.prompter
 	go func() {
 		secret, err := pr.Ask(ctx, prompt)
 		switch {
 		case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-			err = api.Errorf(api.CodeUnavailable, "no one answered git's prompt in %v", AskpassLimit)
+			err = api.Errorf(api.CodeUnavailable, "no one answered git's prompt in %v", limit)
 		case ctx.Err() != nil:
 			err = api.Errorf(api.CodeUnavailable, "git's prompt was given up: the git that asked left")
 		case err != nil:

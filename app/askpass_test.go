@@ -1,9 +1,14 @@
 package app_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +16,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 // testPrompter stands in for the UI's modal: it records the prompts it is shown and answers each
@@ -162,4 +168,146 @@ func TestAskpassAnswered(t *testing.T) {
 			t.Fatal("a prompt whose git left was not given up in 40 s")
 		}
 	}
+}
+
+// askpassProgram runs krad-ade-askpass with prompt as git does, in the environment of terminal n
+// of main, and returns its exit code, stdout and stderr.
+func (h *harness) askpassProgram(n int, prompt string) (int, string, string) {
+	h.t.Helper()
+	cmd := exec.Command(filepath.Join(testbin.Dir(h.t), api.AskpassName), prompt)
+	cmd.Env = append(api.TerminalVars{Endpoint: h.bus.Addr(), Token: h.token}.Env(api.TerminalID{Environment: "main", Terminal: n}), "PATH=/usr/bin:/bin")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		h.t.Fatal(err)
+	}
+	return code, stdout.String(), stderr.String()
+}
+
+// TestAskpassLimits: a prompt of 1 MiB is refused by the bus (the line is too long) and one of
+// 1,025 bytes by the request's check, before either reaches the Prompter; krad-ade-askpass then
+// exits non-zero with nothing on stdout for git to take. Of 100 prompts at once from one
+// terminal, exactly 2 reach the Prompter and the rest are refused with conflict at once; the 11th
+// prompt a terminal starts in a minute is refused.
+func TestAskpassLimits(t *testing.T) {
+	h := start(t, withTerminals(app.TerminalSpec{Title: "sh"}))
+	release := make(chan struct{})
+	defer close(release)
+	p := newTestPrompter(func(pr app.Prompt) (string, error) {
+		if pr.Terminal == 1 {
+			<-release // the person does not answer these
+		}
+		return "answer", nil
+	})
+	h.app.SetPrompter(p)
+
+	// 1 MiB, as a line on the bus.
+	line := fmt.Sprintf(`{"api_version":1,"token":%q,"from":{"Git":"main"},"request":{"Askpass":{"prompt":%q,"terminal":1}}}`+"\n",
+		h.token.Reveal(), strings.Repeat("P", 1<<20))
+	conn, err := net.Dial("tcp", h.bus.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	go func() { _, _ = io.WriteString(conn, line) }()
+	got, _ := bufio.NewReader(conn).ReadString('\n')
+	conn.Close()
+	if !strings.Contains(got, `"bad_request"`) || !strings.Contains(got, "the line is longer than") {
+		t.Errorf("a prompt of 1 MiB: the bus answered %.300s, want bad_request, the line too long", got)
+	}
+	// 1,025 bytes, and the most an argument may be, through krad-ade-askpass.
+	for _, n := range []int{api.MaxPrompt + 1, 128<<10 - 1} {
+		code, stdout, stderr := h.askpassProgram(1, strings.Repeat("P", n))
+		if code == 0 || stdout != "" || !strings.Contains(stderr, "krad-ade-askpass: error: ") {
+			t.Errorf("krad-ade-askpass with a prompt of %d bytes: exit %d, stdout %q, stderr %.300q; want a failure and nothing on stdout", n, code, stdout, stderr)
+		}
+		if n == api.MaxPrompt+1 && !strings.Contains(stderr, "longer than 1024") {
+			t.Errorf("a prompt of 1,025 bytes: %q, want it said to be longer than 1024", stderr)
+		}
+	}
+	if len(p.shown) != 0 {
+		t.Fatalf("the Prompter was shown %d prompts that were too long", len(p.shown))
+	}
+
+	// 100 at once from terminal 1.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[api.ErrorCode]int{}
+	var slowest time.Duration
+	began := time.Now()
+	for range 100 {
+		wg.Go(func() {
+			_, err := h.asGit("main").Call(ctx, api.NewRequest(api.Askpass, &api.AskpassBody{Prompt: "Password: ", Kind: api.AskPassword, Terminal: 1}))
+			mu.Lock()
+			defer mu.Unlock()
+			codes[code(err)]++
+			if code(err) == api.CodeConflict {
+				slowest = max(slowest, time.Since(began))
+			}
+		})
+	}
+	wg.Wait()
+	p.mu.Lock()
+	shown := len(p.shown)
+	p.mu.Unlock()
+	if shown != 2 || codes[api.CodeConflict] != 98 || codes[""] != 2 {
+		t.Errorf("100 prompts at once: the Prompter was shown %d, and the answers were %v; want 2 shown (pending), 98 conflict", shown, codes)
+	}
+	t.Logf("measured: the 98 refused prompts were all answered within %v of the first ask (the 2 open ones after the %v poll)", slowest, app.AskpassPoll)
+
+	// The 11th in a minute, from terminal 2, whose prompts are answered at once.
+	for i := 1; i <= 10; i++ {
+		if _, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 2}); err != nil {
+			t.Fatalf("prompt %d of terminal 2: %v", i, err)
+		}
+	}
+	if _, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 2}); code(err) != api.CodeConflict || !strings.Contains(err.Error(), "10 a minute") {
+		t.Errorf("the 11th prompt of a minute: %v, want conflict", err)
+	}
+	p.mu.Lock()
+	shown = len(p.shown)
+	p.mu.Unlock()
+	if shown != 12 {
+		t.Errorf("the Prompter was shown %d prompts, want 12 (2 of terminal 1, 10 of terminal 2)", shown)
+	}
+}
+
+// TestAskpassNeverAnswered: a prompt no one answers fails after Config.AskpassLimit (here 2 s)
+// with unavailable, "no one answered", and the modal's ctx ends; a real git whose prompt no one
+// answers fails cleanly, saying so.
+func TestAskpassNeverAnswered(t *testing.T) {
+	url, _ := gitServer(t)
+	repo, _, withRepo := withRepo(t)
+	h := start(t, withRepo, withTerminals(app.TerminalSpec{Title: "sh"}), func(c *app.Config) {
+		c.Askpass, c.AskpassLimit = true, 2*time.Second
+	})
+	p := newTestPrompter(nil)
+	p.block = true
+	h.app.SetPrompter(p)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	began := time.Now()
+	_, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 1})
+	if code(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "no one answered git's prompt in 2s") {
+		t.Errorf("a prompt never answered: %v, want unavailable, no one answered", err)
+	}
+	t.Logf("measured: given up after %v", time.Since(began))
+	select {
+	case <-p.gone:
+	case <-time.After(20 * time.Second):
+		t.Error("the prompt's modal was not closed")
+	}
+
+	remote := strings.Replace(url, "http://", "http://me@", 1) + "/r.git"
+	screen := h.typeAndWait(1, "cd "+repo+" && GIT_TERMINAL_PROMPT=0 git push "+remote+" main", "PUSH")
+	if exitIn(screen, "PUSH") == "0" || !strings.Contains(screen, "no one answered git's prompt in 2s") {
+		t.Errorf("git push whose prompt no one answers: want a failure that says so:\n%s", screen)
+	}
+	<-p.gone
 }

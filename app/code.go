@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -51,7 +50,9 @@ func (ed Editor) argv(host, file string, line int) ([]string, error) {
 }
 
 // code answers Code: the file, which must be in the caller's environment folder or its group's
-// checkout, opened in the person's editor; with Wait, once the editor exits.
+// checkout, opened in the person's editor; with Wait, once the editor exits. The file and the
+// folders are compared resolved where they are (worktree.OpResolve: on this computer, or on the
+// SSH host by the static krad there), so that a symlink out of the folder is not a way out.
 func (a *App) code(ctx context.Context, from api.TerminalID, b *api.CodeBody) error {
 	e, err := a.env(ctx, from.Environment)
 	if err != nil {
@@ -64,6 +65,7 @@ func (a *App) code(ctx context.Context, from api.TerminalID, b *api.CodeBody) er
 		group = t.group
 	}
 	a.mu.Unlock()
+	_, local := e.host.(*localHost)
 	roots := []string{e.host.Vars().Dir}
 	if lh, ok := e.host.(*localHost); ok {
 		roots[0] = lh.dir
@@ -78,18 +80,29 @@ func (a *App) code(ctx context.Context, from api.TerminalID, b *api.CodeBody) er
 			}
 		}
 	}
-	_, local := e.host.(*localHost)
-	file := path.Clean(b.Path)
-	if local {
-		if file, err = resolve(file); err != nil {
-			if !inside(path.Clean(b.Path), roots, false) {
-				return api.Errorf(api.CodeForbidden, "%s is outside this terminal's environment folder and group: Code opens only files of the caller's own checkout", shortPath(b.Path))
-			}
-			return api.Errorf(api.CodeNotFound, "no file %s: %v", shortPath(b.Path), errors.Unwrap(err))
+	forbidden := api.Errorf(api.CodeForbidden, "%s is outside this terminal's environment folder and group: Code opens only files of the caller's own checkout", shortPath(b.Path))
+	paths := []string{b.Path}
+	for _, r := range roots {
+		if path.IsAbs(r) {
+			paths = append(paths, r)
 		}
 	}
-	if !inside(file, roots, local) {
-		return api.Errorf(api.CodeForbidden, "%s is outside this terminal's environment folder and group: Code opens only files of the caller's own checkout", shortPath(b.Path))
+	res, err := e.worktree(ctx, worktree.Op{Op: worktree.OpResolve, Resolve: &worktree.ResolveOptions{Paths: paths}})
+	if err != nil {
+		return err
+	}
+	if res.Resolved == nil || len(res.Resolved.Paths) != len(paths) {
+		return fmt.Errorf("resolve %s: the host's answer does not hold its %d paths", shortPath(b.Path), len(paths))
+	}
+	file, resolved := res.Resolved.Paths[0], res.Resolved.Paths[1:]
+	if file == "" {
+		if !inside(path.Clean(b.Path), paths[1:]) {
+			return forbidden
+		}
+		return api.Errorf(api.CodeNotFound, "no file %s, nor its folder", shortPath(b.Path))
+	}
+	if !inside(file, resolved) {
+		return forbidden
 	}
 	host := ""
 	if !local {
@@ -135,32 +148,12 @@ func (a *App) sshHost(env string) string {
 	return ""
 }
 
-// resolve is file with every symlink resolved; a file that does not exist yet (the editor may
-// make it) is resolved through its folder.
-func resolve(file string) (string, error) {
-	if r, err := filepath.EvalSymlinks(file); err == nil {
-		return r, nil
-	}
-	dir, err := filepath.EvalSymlinks(filepath.Dir(file))
-	if err != nil {
-		return "", fmt.Errorf("resolve %s: %w", filepath.Dir(file), err)
-	}
-	return filepath.Join(dir, filepath.Base(file)), nil
-}
-
-// inside says whether file is one of roots or under one. On this computer the roots are resolved
-// as file was; on an SSH host both are compared as written (cleaned: no ".." is left in an
-// absolute cleaned path).
-func inside(file string, roots []string, local bool) bool {
+// inside says whether file is one of roots or under one, all of them absolute and clean (resolved
+// by worktree.OpResolve, or cleaned as written); an empty root holds nothing.
+func inside(file string, roots []string) bool {
 	for _, r := range roots {
 		if r == "" || !path.IsAbs(r) {
 			continue
-		}
-		if local {
-			var err error
-			if r, err = filepath.EvalSymlinks(r); err != nil {
-				continue
-			}
 		}
 		r = path.Clean(r)
 		if file == r || strings.HasPrefix(file, strings.TrimSuffix(r, "/")+"/") {

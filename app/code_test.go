@@ -9,6 +9,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/worktree"
 )
 
 // recordingEditor writes an editor script that records its arguments, one per line, in log, and
@@ -115,5 +116,81 @@ func TestCodeWithoutEditor(t *testing.T) {
 	_, err := h.call(h.as(1), api.Code, &api.CodeBody{Path: filepath.Join(repo, "retry.go")})
 	if code(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "[editor] command = [") {
 		t.Errorf("Code with no editor: %v, want unavailable with the line to add", err)
+	}
+}
+
+// TestCodeInGroups: a worker's Code may open files of its own group's checkout, not those of
+// another group's; the lead, in the main checkout, may not open a group's either.
+func TestCodeInGroups(t *testing.T) {
+	_, _, withRepo := withRepo(t)
+	script, log, done := recordingEditor(t)
+	if err := os.WriteFile(done, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, withRepo, lead(), func(c *app.Config) {
+		c.Editor = app.Editor{Command: []string{script, "{file}:{line}"}}
+	})
+	c := h.as(1)
+	dirs := map[string]string{}
+	workers := map[string]int{}
+	for _, g := range []string{"one", "two"} {
+		w := h.agent(c, api.Spawn, &api.SpawnBody{Title: g, Group: g, Command: []string{"sleep", "600"}})
+		workers[g] = w.Terminal
+		var list worktree.List
+		if err := h.decode(c, api.Groups, nil, api.AnswerGroups, &list); err != nil {
+			t.Fatal(err)
+		}
+		for _, gr := range list.Groups {
+			if gr.Name == g {
+				dirs[g] = gr.Dir
+			}
+		}
+	}
+	one, two := filepath.Join(dirs["one"], "retry.go"), filepath.Join(dirs["two"], "retry.go")
+	if _, err := h.call(h.as(workers["one"]), api.Code, &api.CodeBody{Path: one}); err != nil {
+		t.Fatalf("Code of a file of the worker's own group: %v", err)
+	}
+	real, _ := filepath.EvalSymlinks(one)
+	if got := waitFile(t, log); got != real+":1\n" {
+		t.Errorf("the editor was asked to open %q, want %s:1", got, real)
+	}
+	os.Remove(log)
+	for _, c := range []struct {
+		who  int
+		path string
+	}{{workers["one"], two}, {1, one}} {
+		if _, err := h.call(h.as(c.who), api.Code, &api.CodeBody{Path: c.path}); code(err) != api.CodeForbidden {
+			t.Errorf("Code of %s by main:%d: %v, want forbidden", c.path, c.who, err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if _, err := os.Stat(log); err == nil {
+		t.Errorf("the editor was started for a refused path: %s", waitFile(t, log))
+	}
+}
+
+// TestKradCodeWaitInATerminal: `krad code retry.go:3 --wait`, typed into a terminal, opens the
+// file of the terminal's folder at line 3 in the editor and returns, 0, only once the editor
+// exits.
+func TestKradCodeWaitInATerminal(t *testing.T) {
+	repo, _, withRepo := withRepo(t)
+	script, log, done := recordingEditor(t)
+	h := start(t, withRepo, withTerminals(app.TerminalSpec{Title: "sh"}), func(c *app.Config) {
+		c.Editor = app.Editor{Command: []string{script, "--goto", "{file}:{line}"}}
+	})
+	h.typeIn(1, "cd "+repo+" && krad code retry.go:3 --wait; echo CO\"\"DE=$?")
+	real, _ := filepath.EvalSymlinks(filepath.Join(repo, "retry.go"))
+	if got := waitFile(t, log); got != "--goto\n"+real+":3\n" {
+		t.Errorf("the editor was asked to open %q, want --goto %s:3", got, real)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if s := h.read(h.as(1), 1); strings.Contains(s, "CODE=") {
+		t.Fatalf("krad code --wait returned while the editor was open:\n%s", s)
+	}
+	if err := os.WriteFile(done, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s := h.waitScreen(h.as(1), 1, "CODE="); exitIn(s, "CODE") != "0" {
+		t.Errorf("krad code --wait after the editor exited:\n%s", s)
 	}
 }

@@ -117,9 +117,12 @@ func (e *environment) session(ctx context.Context) error {
 	if err := e.setup(ctx, c); err != nil {
 		return err
 	}
-	if err := e.adopt(ctx, c); err != nil {
+	held, err := e.adopt(ctx, c)
+	if err != nil {
 		return err
 	}
+	// Groups whose last terminal closed while the app was away retire now, beside the rest.
+	go e.retireOrphans(ctx, held)
 	a.mu.Lock()
 	first := !e.started
 	e.started = true
@@ -209,14 +212,17 @@ func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
 }
 
 // adopt takes over the windows the session already has: the app's own from an earlier run, with
-// their numbers, and any a person opened while the app was away, as new shells.
-func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
+// their numbers, and any a person opened while the app was away, as new shells. It returns the
+// groups of the app's windows, every one it read (those it had no room for, and those whose
+// process ended, included): a group of one of them is not to retire.
+func (e *environment) adopt(ctx context.Context, c *tmux.Client) (held map[string]bool, err error) {
 	e.createMu.Lock()
 	defer e.createMu.Unlock()
 	lines, err := c.Command(ctx, "list-windows", "-t", e.name, "-F", windowLineFormat)
 	if err != nil {
-		return fmt.Errorf("list windows: %w", err)
+		return nil, fmt.Errorf("list windows: %w", err)
 	}
+	held = map[string]bool{}
 	next, _ := c.Command(ctx, "show-options", "-qv", "-t", e.name, nextOption)
 	a := e.app
 	var strangers []tmux.WindowID
@@ -242,6 +248,9 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 		if w.meta == nil {
 			strangers = append(strangers, w.window)
 			continue
+		}
+		if w.meta.Group != "" {
+			held[w.meta.Group] = true
 		}
 		a.mu.Lock()
 		seen[w.window] = true
@@ -283,7 +292,7 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 	// One listing of where the windows are serves the numbering and the placing below.
 	ws, err := e.windows(ctx, c)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var unnumbered problems
 	for _, w := range strangers {
@@ -308,7 +317,7 @@ func (e *environment) adopt(ctx context.Context, c *tmux.Client) error {
 		}
 	}
 	unplaced.warn(e, "could not move windows to their terminals' numbers")
-	return nil
+	return held, nil
 }
 
 // endedLocked records that a terminal's pane died, with the exit code tmux told if it knew it
@@ -471,7 +480,13 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 
 	w, p, err := e.newWindowCreating(ctx, c, id, s)
 	if err == nil {
-		err = e.mark(ctx, c, w, id, meta)
+		if err = e.mark(ctx, c, w, id, meta); err != nil {
+			// Closed while e.createMu is held, before anything can take it for a window a
+			// person opened: a client that left mid-open leaves no window behind.
+			if _, kerr := c.Command(context.WithoutCancel(ctx), "kill-window", "-t", w.String()); kerr != nil {
+				e.warn("could not close the window of a terminal that failed to open", "terminal", n, "err", kerr)
+			}
+		}
 	}
 	a.mu.Lock()
 	switch {
@@ -520,7 +535,9 @@ func (e *environment) newWindowCreating(ctx context.Context, c *tmux.Client, id 
 			return 0, 0, err
 		}
 		// A window a person opens may take the index between the two commands: try again.
-		out, err = c.Command(ctx, args...)
+		// The answer is awaited even when ctx ends meanwhile (the client's watch bounds how long
+		// tmux may keep silent), since tmux may have made the window: open closes it then.
+		out, err = c.Command(context.WithoutCancel(ctx), args...)
 		var ce *tmux.CommandError
 		if err == nil || try == 2 || !errors.As(err, &ce) {
 			break

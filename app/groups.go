@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -18,7 +19,10 @@ import (
 // again, and a terminal's group is in its window's options (windowMeta). What the app adds is
 // when a group retires: once its last terminal closes (Close, CloseSession, a window closed by
 // hand, its process exiting with the window), its uncommitted work is kept and its checkout
-// removed, and an AppEvent says what was removed and what was kept.
+// removed, and an AppEvent says what was removed and what was kept. A group whose last terminal
+// closed while the app was away retires when the app attaches to the environment again
+// (retireOrphans): the group's record says whether a terminal ever joined it, so that a group made
+// by CreateWorktree, waiting for its first worker, is not taken for one.
 //
 // A group's operations on one environment are serialised by name (groupLocks), so that a Spawn
 // that joins a group and the retire of that group's last terminal cannot cross: the retire
@@ -186,6 +190,44 @@ func (e *environment) leftGroupLocked(group string) {
 	if group == "" || e.inGroupLocked(group) {
 		return
 	}
+	e.retireLocked(group)
+}
+
+// retireOrphans retires, after an attach, the groups whose last terminal closed while the app
+// was not there to see it (stopped, or its way to the host broken): those that a terminal joined
+// (Group.Joined) and that no terminal is in now, nor any window of the session (held: the groups
+// of every window adopt read, the windows it left out for want of room included). A group no
+// terminal ever joined (made by CreateWorktree, waiting for its first worker) stays, and so does
+// a damaged one. Each retires as when its last terminal closes (retire looks again, under the
+// group's lock, and tells subscribers).
+func (e *environment) retireOrphans(ctx context.Context, held map[string]bool) {
+	// The Groups request's deadline: this is that request, made by the app.
+	octx, cancel := context.WithTimeout(ctx, api.NewRequest(api.Groups, nil).Deadline())
+	res, err := e.worktree(octx, worktree.Op{Op: worktree.OpGroups})
+	cancel()
+	if err != nil {
+		// Most environments' folders are in no repository, or on a host without git: they have
+		// no groups to retire.
+		var ae *api.Error
+		if !(errors.As(err, &ae) && ae.Code == api.CodeUnavailable) && ctx.Err() == nil {
+			e.app.log.Warn("could not look for groups whose last terminal closed while the app was away", "environment", e.name, "err", err)
+		}
+		return
+	}
+	a := e.app
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, g := range res.List.Groups {
+		if g.Joined && g.Damaged == "" && !held[g.Name] && !e.inGroupLocked(g.Name) {
+			a.log.Info("group left without terminals while the app was away: it retires", "environment", e.name, "group", g.Name)
+			e.retireLocked(g.Name)
+		}
+	}
+}
+
+// retireLocked starts the retire of group, in the background, unless one runs. app.mu must be
+// held.
+func (e *environment) retireLocked(group string) {
 	if e.retiring == nil {
 		e.retiring = map[string]chan struct{}{}
 	}

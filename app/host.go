@@ -56,9 +56,12 @@ func (h *localHost) Attach(ctx context.Context, session string, onNote func(*tmu
 	return h.tmux.attach(ctx, session, onNote)
 }
 
+// Worktree runs op in this process. A prompt of its gits (a credential a filter needs during a
+// checkout) goes to the person as the Git caller of main, terminal 0, when the terminals get
+// GIT_ASKPASS too (api.TerminalVars.AppGitEnv).
 func (h *localHost) Worktree(ctx context.Context, op worktree.Op) (worktree.Result, error) {
 	op.Dir, op.Root = h.dir, h.root
-	return worktree.Do(ctx, op), nil
+	return worktree.Do(worktree.WithPrompts(ctx, h.vars.AppGitEnv(Local)), op), nil
 }
 
 func (h *localHost) Vars() HostVars                   { return h.vars }

@@ -181,10 +181,12 @@ func (a *App) pickVariant(ctx context.Context, from api.TerminalID, b *api.PickV
 		}
 		out.Closed = append(out.Closed, t.id().String())
 	}
+	var others []string
 	for _, g := range groups {
 		if g.Set != winner.Set || g.Name == b.Group {
 			continue
 		}
+		others = append(others, g.Name)
 		e.retiredBy(ctx, g.Name)
 		a.mu.Lock()
 		has := e.inGroupLocked(g.Name)
@@ -199,7 +201,11 @@ func (a *App) pickVariant(ctx context.Context, from api.TerminalID, b *api.PickV
 	if p.Commit != "" {
 		msg += " → " + short(p.Commit) + " on " + p.Branch
 	}
-	msg += fmt.Sprintf("); %d other terminals closed, their groups retired with their work kept", len(out.Closed))
+	closed := "no other terminal"
+	if len(out.Closed) > 0 {
+		closed = strings.Join(out.Closed, ", ")
+	}
+	msg += "); closed " + closed + "; " + e.keptOf(ctx, others)
 	a.mu.Lock()
 	a.publishAppLocked(api.AppEvent{Kind: api.VariantPicked, Environment: e.name, Message: msg})
 	a.mu.Unlock()
@@ -223,13 +229,67 @@ func (e *environment) variant(ctx context.Context, group string, from api.Termin
 		}
 		switch {
 		case g.Set == "":
-			return g, nil, api.Errorf(api.CodeConflict, "group %s is of no variant set: take its work with git, or see it with krad changes --group %s", group, group)
+			return g, nil, api.Errorf(api.CodeBadRequest, "group %s is of no variant set, and a pick takes a variant of a set the lead ran (krad variants run): take a plain group's work with git (its branch %s), or see it with krad changes --group %s",
+				group, g.Branch, group)
 		case g.Lead != from.String():
 			return g, nil, api.Errorf(api.CodeForbidden, "group %s is of the variant set %s, which %s ran, not this lead: a lead picks within its own sets", group, g.Set, g.Lead)
 		}
 		return g, res.List.Groups, nil
 	}
 	return worktree.Group{}, nil, api.Errorf(api.CodeNotFound, "no group %s: krad groups lists them", group)
+}
+
+// keptOf says what the retiring of the variants others kept, as Groups lists it once they
+// retired: "kept retry-2 on krad/retry-2 and refs/krad/snapshots/retry-2, …"; a variant that
+// kept nothing, or did not retire, is said so too. Names and refs only.
+func (e *environment) keptOf(ctx context.Context, others []string) string {
+	if len(others) == 0 {
+		return "no other variant"
+	}
+	res, err := e.worktree(ctx, worktree.Op{Op: worktree.OpGroups})
+	if err != nil {
+		e.warn("could not list what the variants that were not picked kept", "err", err)
+		return "krad groups lists what the others kept"
+	}
+	var kept, nothing, stayed []string
+	for _, name := range others {
+		switch k, g := keptFor(res.List, name); {
+		case g:
+			stayed = append(stayed, name)
+		case k.Branch != "" && k.Snapshot != "":
+			kept = append(kept, name+" on "+k.Branch+" and "+k.Snapshot)
+		case k.Branch != "" || k.Snapshot != "":
+			kept = append(kept, name+" on "+k.Branch+k.Snapshot)
+		default:
+			nothing = append(nothing, name)
+		}
+	}
+	var parts []string
+	if len(kept) > 0 {
+		parts = append(parts, "kept "+strings.Join(kept, ", "))
+	}
+	if len(nothing) > 0 {
+		parts = append(parts, strings.Join(nothing, ", ")+" held no work to keep")
+	}
+	if len(stayed) > 0 {
+		parts = append(parts, strings.Join(stayed, ", ")+" did not retire (krad groups lists them)")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// keptFor is what l keeps of the group name, and whether it is still a group.
+func keptFor(l *worktree.List, name string) (worktree.Kept, bool) {
+	for _, g := range l.Groups {
+		if g.Name == name {
+			return worktree.Kept{}, true
+		}
+	}
+	for _, k := range l.Kept {
+		if k.Name == name {
+			return k, false
+		}
+	}
+	return worktree.Kept{}, false
 }
 
 // inSet says whether group is one of set's, by the groups' records.

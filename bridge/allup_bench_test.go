@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -14,33 +13,26 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/app"
-	"github.com/krad-ade/krad/bridge"
-	"github.com/krad-ade/krad/forward"
-	"github.com/krad-ade/krad/internal/apptest"
 	"github.com/krad-ade/krad/internal/testbin"
-	"github.com/krad-ade/krad/internal/version"
-	"github.com/krad-ade/krad/local"
-	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
 // Run with:
 //
 //	go test -run '^$' -bench AllUp -benchtime 1x -timeout 30m ./bridge
 //
-// BenchmarkAllUp starts N SSH environments at once in one app (N = 1, 20, 100; Host aliases of
-// one loopback sshd, as the issue allows), each connected, prepared (krad installed, token file
-// written, tmux found) and attached to its tmux session, and reports the time until the last is
-// up (allup-s) beside the time N `ssh -N -R` started at once by hand take until the last has its
-// forward (ssh-R-allup-s), in the same run. rss-KiB/env is what the N add to the process's
-// VmRSS (/proc/self/status, after giving freed memory back to the system), per environment.
-// hello-p50-ms and hello-p99-ms are Hello round trips to the bus (a Client, a TCP connection
-// each) with the N up; hello0-* the same, with none, in the same run.
+// BenchmarkAllUp starts N SSH environments at once in one app (N = 1, 20, 100; each host an sshd
+// of its own with a home of its own, as N machines are: see fleet), each connected, prepared
+// (krad installed, token file written, tmux found) and attached to its tmux session, and reports
+// the time until the last is up (allup-s) beside the time N `ssh -N -R` started at once by hand
+// take until the last has its forward (ssh-R-allup-s), in the same run. rss-KiB/env is what the N
+// add to the process's VmRSS (/proc/self/status, after giving freed memory back to the system),
+// per environment. hello-p50-ms and hello-p99-ms are 2,000 Hello round trips to the bus (a
+// Client, a TCP connection each) with the N up, once their terminals settled (5 s); hello0-* the
+// same, with none, in the same run.
 func BenchmarkAllUp(b *testing.B) {
 	testbin.Need(b, "tmux", "tmux")
 	for _, n := range []int{1, 20, 100} {
@@ -56,39 +48,25 @@ var benchLog = func() *slog.Logger {
 	return nil
 }()
 
+// helloCount is how many Hellos each of the Hello figures is made of.
+const helloCount = 2000
+
 func allUp(b *testing.B, n int) {
-	bin := testbin.Dir(b)
-	tmpdir := b.TempDir()
-	srv := sshdtest.Start(b, sshdtest.Options{Env: []string{"TMUX_TMPDIR=" + tmpdir},
-		Config: []string{"MaxSessions 100", fmt.Sprintf("MaxStartups %d", 2*n+10)}})
-	b.Cleanup(func() {
-		_ = exec.Command("tmux", "-S", srv.Home+"/.krad-ade/tmux/"+app.SocketName, "kill-server").Run()
-	})
-	cfgFile := srv.WriteSSHConfig(b, "h*")
-	tok, _ := api.NewToken()
-	ln, err := local.ListenLoopback("")
-	if err != nil {
-		b.Fatal(err)
-	}
-	localSock := b.TempDir() + "/local.sock"
-	b.Cleanup(func() { _ = exec.Command("tmux", "-S", localSock, "kill-server").Run() })
-	served := apptest.ServeApp(b, ln, app.Config{
-		BinDir: bin, Path: "/usr/bin:/bin",
-		Tmux:   app.TmuxConfig{SocketPath: localSock, ConfigFile: "/dev/null", Env: []string{"PATH=/usr/bin:/bin", "SHELL=/bin/sh"}},
-		Logger: benchLog,
-	}, local.Config{BusToken: tok, Build: version.Build})
-	model, bus := served.App, served.Bus
-
+	f := newFleet(b, fleetOptions{hosts: n})
+	bus := f.served.Bus
 	// The baseline: N ssh -N -R to the same bus, started at once, until each has its port.
-	sshAll := sshRAll(b, srv, cfgFile, bus.Addr(), n)
+	sshAll := sshRAll(b, f, bus.Addr())
 
-	hello0 := hellos(b, bus.Addr(), tok, 300)
+	hello0 := hellos(b, bus.Addr(), f.served.Token, helloCount)
 	rss0 := vmRSS(b)
 	// The first start on these hosts installs krad on each; every later one finds it there.
-	first := startAll(b, model, bus, tok, cfgFile, n, true)
-	again := startAll(b, model, bus, tok, cfgFile, n, false)
+	first := f.up(5 * time.Minute)
+	f.down()
+	again := f.up(5 * time.Minute)
 	rss1 := vmRSS(b)
-	hello1 := hellos(b, bus.Addr(), tok, 300)
+	// The terminals the environments opened settle (their shells start, go quiet) first.
+	time.Sleep(5 * time.Second)
+	hello1 := hellos(b, bus.Addr(), f.served.Token, helloCount)
 	for range b.N {
 	}
 	b.ReportMetric(first.Seconds(), "first-allup-s")
@@ -101,67 +79,12 @@ func allUp(b *testing.B, n int) {
 	b.ReportMetric(pct(hello1, 0.99), "hello-p99-ms")
 }
 
-// startAll adds n SSH environments to the app, h000 to h(n-1), runs their bridges, and returns
-// the time until the last is up. With remove, it then removes them from the app and closes the
-// bridges, as config.toml's loss of them does (their tmux sessions stay on the host).
-func startAll(b *testing.B, model *app.App, bus *local.Server, tok api.Token, cfgFile string, n int, remove bool) time.Duration {
+// sshRAll starts an `ssh -N -R 127.0.0.1:0:target` to each of the fleet's hosts, all at once,
+// and returns the time until the last says it allocated its port; they are stopped before it
+// returns.
+func sshRAll(b *testing.B, f *fleet, target string) time.Duration {
 	b.Helper()
-	bin := testbin.Dir(b)
-	ctx, cancel := context.WithCancel(context.Background())
-	var running sync.WaitGroup
-	defer func() {
-		if remove {
-			cancel()
-			running.Wait()
-		}
-	}()
-	b.Cleanup(func() { cancel(); running.Wait() })
-	began := time.Now()
-	names := make([]string, n)
-	for i := range n {
-		name := fmt.Sprintf("h%03d", i)
-		names[i] = name
-		br := bridge.New(bridge.Config{
-			Name: name, Token: tok, Instance: "bench", BinDir: bin, Version: version.Build, Logger: benchLog,
-			Forward: forward.Config{Host: name, Target: func(ctx context.Context) (net.Conn, error) { return bus.Pipe(ctx, local.FromForward(name)) },
-				UserConfig: cfgFile, SystemConfig: forward.None, AgentSocket: forward.None, Logger: benchLog,
-				OnStatus: func(s forward.Status) {
-					if benchLog != nil {
-						benchLog.Info("status", "env", name, "after", time.Since(began), "status", s.String())
-					}
-				}},
-		})
-		if err := model.AddEnvironment(app.Remote{Name: name, Host: br}, nil); err != nil {
-			b.Fatal(err)
-		}
-		running.Go(func() { _ = br.Run(ctx) })
-	}
-	for _, name := range names {
-		select {
-		case <-model.ReadyOf(name):
-		case <-time.After(5 * time.Minute):
-			b.Fatalf("environment %s did not come up in 5 minutes", name)
-		}
-	}
-	all := time.Since(began)
-	if remove {
-		var wg sync.WaitGroup
-		for _, name := range names {
-			wg.Go(func() {
-				if err := model.RemoveEnvironment(context.Background(), name); err != nil {
-					b.Error(err)
-				}
-			})
-		}
-		wg.Wait()
-	}
-	return all
-}
-
-// sshRAll starts n `ssh -N -R 127.0.0.1:0:target` at once, to aliases of srv, and returns the
-// time until the last says it allocated its port; they are stopped before it returns.
-func sshRAll(b *testing.B, srv *sshdtest.Server, cfgFile, target string, n int) time.Duration {
-	b.Helper()
+	n := len(f.names)
 	var cmds []*exec.Cmd
 	defer func() {
 		for _, c := range cmds {
@@ -172,8 +95,8 @@ func sshRAll(b *testing.B, srv *sshdtest.Server, cfgFile, target string, n int) 
 	got := make(chan error, n)
 	began := time.Now()
 	for i := range n {
-		cmd := exec.Command("ssh", "-N", "-F", cfgFile, "-o", "ExitOnForwardFailure=yes", "-o", "BatchMode=yes",
-			"-R", "127.0.0.1:0:"+target, fmt.Sprintf("h%03d", i))
+		cmd := exec.Command("ssh", "-N", "-F", f.config, "-o", "ExitOnForwardFailure=yes", "-o", "BatchMode=yes",
+			"-R", "127.0.0.1:0:"+target, f.names[i])
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
 			b.Fatal(err)

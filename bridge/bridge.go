@@ -50,6 +50,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -88,14 +89,17 @@ type Config struct {
 	// Forward is the connection's configuration. Its Host and Target are required; OnConnect is
 	// the bridge's own, and OnStatus is called after the bridge has seen the status. Its
 	// CommandTimeout (zero is forward.DefaultCommandTimeout, 30 s) bounds, besides the forward's
-	// own check, each command the bridge runs on the host after a connect (the platform probe,
-	// the install, the token file, the look at the host), and tmux's attach and first reply: a
-	// host that passes it is retried, with a *forward.TimeoutError that says which step. A
-	// command that sends a file gets a second more for each 64 KiB of it (the static krad, over
-	// a slow link).
+	// own check, each command the bridge runs on the host after a connect (the look at the host
+	// with the token file, and the copy of krad), and tmux's attach and first reply: a host that
+	// passes it is retried, with a *forward.TimeoutError that says which step. A command that is
+	// sent a file (the static krad) has it from the last byte the host took, so that a slow link
+	// takes as long as it needs.
 	Forward forward.Config
 	// Logger gets what the bridge did on each connect; nil discards.
 	Logger *slog.Logger
+	// SSHAskpass: the host's terminals get SSH_ASKPASS too ([git] ssh_askpass), when they get
+	// GIT_ASKPASS.
+	SSHAskpass bool
 }
 
 // Environment is one SSH environment's bridge. It implements app.Host.
@@ -106,11 +110,12 @@ type Environment struct {
 
 	mu        sync.Mutex
 	vars      app.HostVars
-	home      string        // the user's home folder on the host, as of the last connect
-	socket    string        // the tmux server's socket on the host, ~/.krad-ade/tmux/krad-ade
-	server    string        // the tmux server's identity (hostScript), which its starts lock
-	legacy    bool          // attach to an earlier version's server, tmux -L krad-ade, instead
-	connected chan struct{} // closed while connected; replaced when the connection goes
+	home      string          // the user's home folder on the host, as of the last connect
+	socket    string          // the tmux server's socket on the host, ~/.krad-ade/tmux/krad-ade
+	server    string          // the tmux server's identity (hostScript), which its starts lock
+	legacy    bool            // attach to an earlier version's server, tmux -L krad-ade, instead
+	verified  remote.Verified // the krad installed there, as the last connect checked it
+	connected chan struct{}   // closed while connected; replaced when the connection goes
 }
 
 var _ app.Host = (*Environment)(nil)
@@ -185,8 +190,9 @@ const WorktreesDir = "~/.krad-ade/worktrees"
 // host: its home, its PATH, and whether tmux is there; it makes the worktrees root,
 // ~/.krad-ade/worktrees, and the socket folder, ~/.krad-ade/tmux, and reports the socket's path,
 // and "legacy" when an earlier version's tmux server (tmux -L krad-ade, in tmux's default folder)
-// has the session and ours does not; the server's identity (tmuxServer); and "own" when the user
-// has an askpass of their own there (GIT_ASKPASS, or git's core.askPass), which stays.
+// has the session and ours does not; the server's identity (tmuxServer); and the askpass programs
+// the user has of their own there, which stay: "own" for git's (GIT_ASKPASS, or git's
+// core.askPass), "ssh" for ssh's (SSH_ASKPASS).
 var hostScript = shell.Script{Name: "HOST", Body: `
 umask 077;
 krad_home;
@@ -204,6 +210,7 @@ b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || true);
 i=$(ls -di . 2>/dev/null || true);
 a=;
 if [ -n "${GIT_ASKPASS:-}" ] || { command -v git >/dev/null 2>&1 && [ -n "$(git config --global --get core.askPass 2>/dev/null)" ]; }; then a=own; fi;
+if [ -n "${SSH_ASKPASS:-}" ]; then a="$a ssh"; fi;
 krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s" "$a";
 `}
 
@@ -226,8 +233,10 @@ func startLock(server string) *sync.Mutex {
 	return mu.(*sync.Mutex)
 }
 
-// timed is a remote.Host whose every command has the bridge's deadline, plus a second for each
-// 64 KiB it sends on stdin; past it the command fails with a *forward.TimeoutError for step.
+// timed is a remote.Host whose every command has the bridge's deadline; past it the command fails
+// with a *forward.TimeoutError for step. A command sent a file on stdin (the static krad) has the
+// deadline from the last byte the host took (forward.WithinReading): a slow link takes as long as
+// it needs, and a host that takes nothing fails as soon as for any other command.
 type timed struct {
 	h    remote.Host
 	e    *Environment
@@ -235,11 +244,15 @@ type timed struct {
 }
 
 func (t timed) Run(ctx context.Context, command string, stdin io.Reader) (out []byte, err error) {
-	d := t.e.cfg.Forward.CommandTimeout
-	if s, ok := stdin.(interface{ Size() int64 }); ok {
-		d += time.Duration(s.Size()/(64<<10)) * time.Second
+	d, host := t.e.cfg.Forward.CommandTimeout, t.e.cfg.Forward.Host
+	if _, file := stdin.(interface{ Size() int64 }); file {
+		err = forward.WithinReading(ctx, host, t.step, d, stdin, func(ctx context.Context, stdin io.Reader) (err error) {
+			out, err = t.h.Run(ctx, command, stdin)
+			return err
+		})
+		return out, err
 	}
-	err = forward.Within(ctx, t.e.cfg.Forward.Host, t.step, d, func(ctx context.Context) (err error) {
+	err = forward.Within(ctx, host, t.step, d, func(ctx context.Context) (err error) {
 		out, err = t.h.Run(ctx, command, stdin)
 		return err
 	})
@@ -257,39 +270,69 @@ func stepError(err error) error {
 }
 
 // prepare gets a freshly connected host ready, before the connection counts as up: krad
-// installed, the token file written, tmux found and its socket folder made. Each command has a
+// installed, the token file written, tmux found and its socket folder made. The looks and the
+// token file are one command on the host (a shell.Batch: one SSH exec, one login shell), the
+// copy of krad a second one when the look did not find this version there. Each command has a
 // deadline (the Forward's CommandTimeout).
 func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forward.Forward) error {
 	h := remote.SSH(client)
-	plat, err := remote.Probe(ctx, timed{h, e, "probing its platform"})
+	token, err := tokenfile.WriteStep(e.cfg.Instance, e.cfg.Token)
 	if err != nil {
-		return stepError(err)
+		return forward.Permanent(err)
+	}
+	e.mu.Lock()
+	last := e.verified
+	e.mu.Unlock()
+	batch := shell.Batch{
+		remote.ProbeStep(),
+		remote.LookStep(e.cfg.Version, last),
+		token,
+		{Script: hostScript, Args: []string{e.cfg.Name, app.SocketName}},
+	}
+	out, runErr := timed{h, e, "preparing the host"}.Run(ctx, batch.Command(), batch.Stdin())
+	if te := (*forward.TimeoutError)(nil); errors.As(runErr, &te) {
+		return te
+	}
+	// Each step's failure is named by its package ("probe the host's platform: …", "install
+	// krad: …", "write the token file: …"), in the order of the steps: the status shows it as
+	// it is.
+	plat, err := remote.ReadProbe(batch.Result(0, out, runErr))
+	if err != nil {
+		return err
+	}
+	look, err := batch.Result(1, out, runErr)
+	found, err := remote.ReadLook(e.cfg.Version, look, err)
+	if err != nil {
+		return err
+	}
+	rep, err := batch.Result(2, out, runErr)
+	tokenPath, err := tokenfile.ReadWrite(e.cfg.Instance, rep, err)
+	if err != nil {
+		return err
+	}
+	lines, err := batch.Result(3, out, runErr)
+	if err != nil {
+		return fmt.Errorf("look at the host: %w", err)
+	}
+	if len(lines) != 7 {
+		return fmt.Errorf("look at the host: %d lines, want 7", len(lines))
 	}
 	bin, err := readStatic(filepath.Join(e.cfg.BinDir, plat.StaticName()), plat, e.cfg.Version)
 	if err != nil {
 		return forward.Permanent(fmt.Errorf("the static krad for %s: %w", plat, err))
 	}
-	// Install and Write name their step in their errors ("install krad: …", "write the token
-	// file: …"): the status shows them as they are.
-	binDir, err := remote.Install(ctx, timed{h, e, "installing krad"}, *bin)
+	binDir, verified, err := remote.InstallFound(ctx, timed{h, e, "installing krad"}, *bin, found, last)
 	if err != nil {
 		return stepError(err)
 	}
-	tokenPath, err := tokenfile.Write(ctx, timed{h, e, "writing the token file"}, e.cfg.Instance, e.cfg.Token)
-	if err != nil {
-		return stepError(err)
-	}
-	out, runErr := timed{h, e, "looking for tmux"}.Run(ctx, hostScript.Command(e.cfg.Name, app.SocketName), nil)
-	lines, err := hostScript.Result(out, runErr)
-	if err != nil {
-		return stepError(fmt.Errorf("look at the host: %w", err))
-	}
-	if len(lines) != 7 {
-		return fmt.Errorf("look at the host: %d lines, want 7", len(lines))
-	}
+	e.mu.Lock()
+	e.verified = verified
+	e.mu.Unlock()
 	home, path, tmuxPath, socket, legacy, server := lines[0], lines[1], lines[2], lines[3], lines[4] == "legacy", lines[5]
-	// The user's own askpass on the host (GIT_ASKPASS, or git's core.askPass) is left alone.
-	askpass := lines[6] != "own"
+	// The user's own askpass on the host (GIT_ASKPASS, or git's core.askPass; SSH_ASKPASS) is
+	// left alone.
+	own := strings.Fields(lines[6])
+	askpass, sshAskpass := !slices.Contains(own, "own"), !slices.Contains(own, "ssh")
 	if tmuxPath == "" {
 		return fmt.Errorf("tmux is not installed on the host, and its terminals are tmux windows: install it there (Debian: apt-get install tmux)")
 	}
@@ -305,7 +348,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	}
 	e.mu.Lock()
 	e.vars = app.HostVars{
-		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path, Askpass: askpass},
+		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path, Askpass: askpass, SSHAskpass: askpass && sshAskpass && e.cfg.SSHAskpass},
 		Dir:          dir,
 	}
 	e.home = home
@@ -402,7 +445,7 @@ func (e *Environment) Worktree(ctx context.Context, op worktree.Op) (worktree.Re
 	// of files: the bus's own bound on an answer's line, not the 1 MiB of the host's other
 	// commands.
 	h := remote.SSHWith(client, remote.Options{MaxStdout: api.MaxAnswerLine, Stop: ssh.SIGTERM})
-	out, err := h.Run(ctx, "exec "+shell.Quote(vars.BinDir+"/krad-ade-agents")+" worktree", bytes.NewReader(in))
+	out, err := h.Run(ctx, appGitEnv(e.cfg.Name, vars.TerminalVars)+shell.Quote(vars.BinDir+"/krad-ade-agents")+" worktree", bytes.NewReader(in))
 	if err != nil {
 		if ctx.Err() != nil {
 			return worktree.Result{}, fmt.Errorf("the group operation on the host: %w", context.Cause(ctx))

@@ -68,6 +68,11 @@ type worldOptions struct {
 	commandTimeout, tmuxTimeout time.Duration
 	// extensions are the app's ([[extension]] in config.toml).
 	extensions []extension.Spec
+	// sshAskpass is the bridge's SSHAskpass ([git] ssh_askpass); editor the app's [editor];
+	// authorizedKeys more keys sshd lets in.
+	sshAskpass     bool
+	editor         app.Editor
+	authorizedKeys []string
 }
 
 func startWorld(t *testing.T, opts ...worldOptions) *world {
@@ -79,7 +84,7 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 	testbin.Need(t, "tmux", "tmux")
 	bin := testbin.Dir(t)
 	w := &world{t: t, tmpdir: t.TempDir(), states: make(chan string, 1024), events: make(chan api.Answer, 4096)}
-	w.sshd = sshdtest.Start(t, sshdtest.Options{Env: append([]string{"TMUX_TMPDIR=" + w.tmpdir}, o.hostEnv...)})
+	w.sshd = sshdtest.Start(t, sshdtest.Options{Env: append([]string{"TMUX_TMPDIR=" + w.tmpdir}, o.hostEnv...), AuthorizedKeys: o.authorizedKeys})
 	t.Cleanup(func() {
 		_ = w.hostTmux("kill-server").Run()
 		cmd := exec.Command("tmux", "-L", app.SocketName, "kill-server") // an earlier version's
@@ -99,12 +104,13 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 	localSock := filepath.Join(t.TempDir(), "local.sock")
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", localSock, "kill-server").Run() })
 	w.bridge = bridge.New(bridge.Config{
-		Name:     "build",
-		Dir:      o.dir,
-		Token:    w.token,
-		Instance: "test-instance",
-		BinDir:   bin,
-		Version:  version.Build,
+		Name:       "build",
+		Dir:        o.dir,
+		Token:      w.token,
+		Instance:   "test-instance",
+		BinDir:     bin,
+		Version:    version.Build,
+		SSHAskpass: o.sshAskpass,
 		Forward: forward.Config{
 			Host:           "buildbox",
 			CommandTimeout: o.commandTimeout,
@@ -130,9 +136,10 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 			{Environment: "build", Title: "lead", Lead: true},
 			{Environment: app.Local, Title: "local lead", Lead: true},
 		},
-		Remotes:    []app.Remote{{Name: "build", Host: w.bridge}},
+		Remotes:    []app.Remote{{Name: "build", Host: w.bridge, SSH: "buildbox"}},
 		Logger:     o.log,
 		Extensions: extension.Config{Extensions: o.extensions},
+		Editor:     o.editor,
 	}, local.Config{BusToken: w.token, LeadToken: w.lead, Build: version.Build, PID: os.Getpid()})
 	w.app, w.bus = served.App, served.Bus
 	// The bridge and the subscriber stop first, the bridge after removing its token file from the

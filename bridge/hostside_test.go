@@ -53,10 +53,10 @@ func TestStuckStartupFilesTimeOut(t *testing.T) {
 		tmux          bool // reported by the app's event, not the connection's status
 	}{
 		{"checking the forward", `"exec sh"`, false},
-		{"probing its platform", `*__KRAD_PROBE_BEGIN__*`, false},
-		{"installing krad", `*__KRAD_INSTALL_BEGIN__*`, false},
-		{"writing the token file", `*__KRAD_TOKENFILE_BEGIN__*`, false},
-		{"looking for tmux", `*__KRAD_HOST_BEGIN__*`, false},
+		// One command probes the platform, looks for krad, writes the token file and looks
+		// for tmux; a second copies krad over when it is not there.
+		{"preparing the host", `*__KRAD_PROBE_BEGIN__*`, false},
+		{"installing krad", `*__KRAD_UPLOAD_BEGIN__*`, false},
 		{"starting tmux", `*" '-C' 'new-session' "*`, true},
 	} {
 		t.Run(strings.ReplaceAll(step.name, " ", "-"), func(t *testing.T) {

@@ -104,6 +104,7 @@ type Conn struct {
 	warned map[Warning]bool
 
 	nudge chan struct{} // Retry's, for Run; holds one
+	path  chan string   // the path watch's reasons (see paths), for Run; holds one
 
 	// Carried from one connection to the next; only Run's goroutine touches them.
 	port  int          // the port to ask for
@@ -116,7 +117,7 @@ type Conn struct {
 func New(cfg Config) *Conn {
 	checked, err := cfg.check()
 	return &Conn{cfg: checked, cfgErr: err, port: cfg.PreferredPort, status: Status{State: Connecting, Since: time.Now()},
-		warned: map[Warning]bool{}, nudge: make(chan struct{}, 1)}
+		warned: map[Warning]bool{}, nudge: make(chan struct{}, 1), path: make(chan string, 1)}
 }
 
 // Retry asks for a new attempt now: the person says they fixed something (trusted the host's
@@ -182,6 +183,8 @@ func (c *Conn) Run(ctx context.Context) error {
 		c.setStatus(Status{State: Failed, Err: c.cfgErr})
 		return c.cfgErr
 	}
+	// The computer's sleep and its network's changes reach the connection (see paths).
+	defer paths.subscribe(c.path)()
 
 	failures := 1 // so that a first attempt that fails waits MinBackoff before the next
 	var last error
@@ -271,6 +274,9 @@ func (c *Conn) waitForPath(ctx context.Context, d time.Duration, addr string) {
 			return
 		case <-c.nudge:
 			return
+		case reason := <-c.path:
+			c.cfg.Logger.Info("trying again at once", "host", c.cfg.Host, "reason", reason)
+			return
 		case <-tick.C:
 			go func() {
 				if c.probe(ctx, addr) {
@@ -310,6 +316,8 @@ func (c *Conn) sleep(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-c.nudge:
+	case reason := <-c.path:
+		c.cfg.Logger.Info("trying again at once", "host", c.cfg.Host, "reason", reason)
 	case <-t.C:
 	}
 }
@@ -329,6 +337,11 @@ func (c *Conn) backoff(n int) time.Duration {
 // connected and answered a keepalive before it ended: an attempt that never got as far as
 // connected is a failure to back off from, however long the host took to fail it.
 func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
+	// This attempt sees the network as it is now: a change it would be told of is older.
+	select {
+	case <-c.path:
+	default:
+	}
 	// The files are looked at before they are read, so that an edit made meanwhile counts as
 	// a change should this attempt fail.
 	c.files = nil
@@ -339,16 +352,19 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 		return false, err
 	}
 	c.files.add(h.knownHostsFiles()...)
+	began := time.Now()
+	step := func(what string) { c.cfg.Logger.Debug(what, "host", c.cfg.Host, "after", time.Since(began).Round(time.Millisecond)) }
 	l, err := dial(ctx, c.cfg, h)
 	if err != nil {
 		return false, err
 	}
+	step("ssh connected")
 	defer l.close()
 	stop := context.AfterFunc(ctx, l.close)
 	defer stop()
 
 	var proved atomic.Bool
-	go l.keepalive(h.ServerAliveInterval, h.ServerAliveCountMax, func() { proved.Store(true) }, c.cfg.Logger)
+	go l.keepalive(h.ServerAliveInterval, h.ServerAliveCountMax, c.path, func() { proved.Store(true) }, c.cfg.Logger)
 
 	// The shell starts first, so that the host runs the user's start-up files while it is
 	// asked for the forward.
@@ -369,6 +385,7 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 		sh.close()
 		return false, l.cause(err)
 	}
+	step("forward open")
 	ready := make(chan struct{})
 	go c.serve(l.ctx, ln, ready, newHostEnds(l.ctx, l.client, h.Alias, fwd.Port, c.cfg.CommandTimeout, c.cfg.Logger))
 
@@ -402,6 +419,7 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	c.port = fwd.Port
 	c.prev = &info.session
 
+	step("forward checked")
 	if c.cfg.OnConnect != nil {
 		if err := c.cfg.OnConnect(l.ctx, l.client, fwd); err != nil {
 			return false, l.cause(err) // it names its own step (see Config.OnConnect)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -29,6 +30,8 @@ type link struct {
 	once sync.Once
 	mu   sync.Mutex
 	err  error // why the link ended, the first cause given
+
+	received atomic.Int64 // bytes read from the first hop: a path that brings any works
 }
 
 func newLink() *link {
@@ -87,7 +90,11 @@ func dial(ctx context.Context, c Config, h *Host) (*link, error) {
 	chain := append(append([]*Host(nil), h.Jump...), h)
 	var prev *ssh.Client
 	for i, hop := range chain {
-		client, conn, err := dialHop(ctx, c, hop, prev)
+		var counter *atomic.Int64
+		if i == 0 {
+			counter = &l.received
+		}
+		client, conn, err := dialHop(ctx, c, hop, prev, counter)
 		if err != nil {
 			l.close()
 			if i < len(chain)-1 {
@@ -116,7 +123,9 @@ func dial(ctx context.Context, c Config, h *Host) (*link, error) {
 //
 // Only a direct TCP connection's failures are the path's ([pathError]): the probes that watch a
 // path dial TCP, which says nothing of the way a ProxyCommand goes.
-func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Client, net.Conn, error) {
+//
+// counter, when not nil, counts the bytes read from the connection (the first hop's).
+func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client, counter *atomic.Int64) (*ssh.Client, net.Conn, error) {
 	hk, err := loadHostKeys(h, c.Logger)
 	if err != nil {
 		return nil, nil, err
@@ -129,6 +138,13 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Cli
 	if len(ks.signers) == 0 {
 		return nil, nil, ks.authError(h, nil)
 	}
+	// At most MaxStartups handshakes at once with one address: the app's start, or a wake,
+	// with many hosts behind one bastion.
+	release, err := startup(ctx, h.Addr())
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
 
 	ctx, cancel := context.WithTimeout(ctx, h.ConnectTimeout)
 	defer cancel()
@@ -157,6 +173,10 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Cli
 			err = fmt.Errorf("connect to %s: %w", h.Addr(), err)
 		}
 		return nil, nil, onPath(direct, h.Addr(), err)
+	}
+	raw := conn // what the link closes, and asks how a ProxyCommand ended
+	if counter != nil {
+		conn = countingConn{conn, counter}
 	}
 	if d, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(d) // a channel over a hop says it has no deadlines: the timer is for it
@@ -200,7 +220,19 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client) (*ssh.Cli
 		return nil, nil, fmt.Errorf("ssh handshake with %s: %w%s", h.Addr(), err, proxySaid(proxy))
 	}
 	conn.SetDeadline(time.Time{})
-	return ssh.NewClient(cc, chans, reqs), conn, nil
+	return ssh.NewClient(cc, chans, reqs), raw, nil
+}
+
+// countingConn counts the bytes read from a connection.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // proxySaid is what a ProxyCommand that did not exit by itself last said on its stderr, for an
@@ -234,49 +266,91 @@ func onPath(first bool, addr string, err error) error {
 }
 
 // keepalive sends keepalive@openssh.com every interval and waits for the reply. When a request
-// has gone unanswered for max intervals the link is dead: it is ended whole. So a dead path is
-// noticed within interval × (max+1). onReply is called after each reply: the path works.
+// has gone unanswered for maxMissed intervals the link is dead: it is ended whole. So a dead path
+// is noticed within interval × (maxMissed+1). onReply is called after each reply: the path works.
+// A reason on check (the path watch's: the computer slept, the network changed) asks for a reply
+// at once: one that does not come within checkTimeout ends the link too.
 //
 // An interval of 0 (ServerAliveInterval 0) sends none, as in ssh: a dead path is then noticed
-// only when TCP gives up on it.
-func (l *link) keepalive(interval time.Duration, max int, onReply func(), logger *slog.Logger) {
-	if interval <= 0 {
-		return
+// only when TCP gives up on it, or by a check.
+func (l *link) keepalive(interval time.Duration, maxMissed int, check <-chan string, onReply func(), logger *slog.Logger) {
+	var tick <-chan time.Time
+	if interval > 0 {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tick = t.C
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
 	var (
 		pending chan error
+		sent    time.Time
 		missed  int
+		rtt     time.Duration // the slowest of the recent replies' round trips, decaying
+		due     <-chan time.Time
+		why     string // the check's reason while one is due
+		seen    int64  // the bytes received when the check began, or its window was renewed
 	)
+	send := func() {
+		pending, sent = make(chan error, 1), time.Now()
+		go func(ch chan<- error) {
+			// OpenSSH answers with a failure: any answer is a reply.
+			_, _, err := l.client.SendRequest("keepalive@openssh.com", true, nil)
+			ch <- err
+		}(pending)
+	}
 	for {
 		select {
 		case <-l.ctx.Done():
 			return
 		case err := <-pending:
-			pending, missed = nil, 0
+			pending, missed, due = nil, 0, nil
 			if err != nil {
 				l.fail(fmt.Errorf("keepalive: %w", err))
 				return
 			}
+			rtt = max(time.Since(sent), rtt*7/8)
 			onReply()
-		case <-t.C:
+		case reason := <-check:
+			// The path may have changed under the connection: it must answer now.
+			if pending == nil {
+				send()
+			}
+			if due == nil {
+				d := checkTimeout(rtt)
+				due, why, seen = time.After(d), reason, l.received.Load()
+				logger.Debug("checking the connection", "reason", reason, "within", d)
+			}
+		case <-due:
+			// Bytes that came meanwhile went all the way: the path works, and the reply is
+			// late behind them (a flood through the forward, a busy host). The check waits on
+			// while they come; the keepalives' own count still applies.
+			if n := l.received.Load(); n != seen {
+				seen = n
+				due = time.After(checkTimeout(rtt))
+				continue
+			}
+			l.fail(fmt.Errorf("%w: no reply within %s after %s", ErrKeepalive, checkTimeout(rtt), why))
+			return
+		case <-tick:
 			if pending != nil {
 				missed++
-				if missed >= max {
+				if missed >= maxMissed {
 					l.fail(fmt.Errorf("%w: no reply in %s (ServerAliveInterval %s × ServerAliveCountMax %d)",
-						ErrKeepalive, time.Duration(max)*interval, interval, max))
+						ErrKeepalive, time.Duration(maxMissed)*interval, interval, maxMissed))
 					return
 				}
 				logger.Debug("keepalive: no reply yet", "missed", missed)
 				continue
 			}
-			pending = make(chan error, 1)
-			go func(ch chan<- error) {
-				// OpenSSH answers with a failure: any answer is a reply.
-				_, _, err := l.client.SendRequest("keepalive@openssh.com", true, nil)
-				ch <- err
-			}(pending)
+			send()
 		}
 	}
 }
+
+// checkTimeout is how long a check of the connection (after sleep, or a change of the network)
+// waits for its keepalive's reply: CheckTimeout, or four times the slowest recent round trip on
+// a slow link, so that a connection that works is not taken for dead.
+func checkTimeout(rtt time.Duration) time.Duration { return max(CheckTimeout, 4*rtt) }
+
+// CheckTimeout is the least time a connection has to answer a keepalive after the computer slept
+// or its network changed, before it is taken for dead and made again.
+const CheckTimeout = 1500 * time.Millisecond

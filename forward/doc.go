@@ -172,6 +172,15 @@
 // (a probe every 500 ms opens a TCP connection and waits for the server's first bytes), so a
 // long outage heals well under a second after the path is back.
 //
+// Sleep and changes of this computer's network are watched for too (pathwatch.go): the wall
+// clock running ahead of the monotonic one, and on Linux the kernel's rtnetlink messages of
+// links, addresses and routes. After either, every connected Conn checks itself at once, with a
+// keepalive that must come back within [CheckTimeout] (1.5 s, or four times the slowest recent
+// round trip; longer while other bytes still come from the host), else the connection is made
+// again; and every Conn waiting to retry tries at once. At most [MaxStartups] handshakes run at
+// once with one address, so that many Conns coming back together through one bastion take
+// turns rather than have its sshd refuse them.
+//
 // The states, as [Status.String] writes them:
 //
 //	connecting

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -175,6 +176,37 @@ func Within(ctx context.Context, host, step string, d time.Duration, f func(cont
 		return te
 	}
 	return err
+}
+
+// WithinReading is [Within] for a command that is sent a file on stdin (f runs it with the reader
+// it is given): its deadline counts from the last byte it took, so that a slow link has the time
+// it needs and a command that takes nothing (a start-up file that loops) fails after d, as any
+// other would. Once stdin is all read, the command has d more to finish.
+func WithinReading(ctx context.Context, host, step string, d time.Duration, stdin io.Reader, f func(context.Context, io.Reader) error) error {
+	te := &TimeoutError{Host: host, Step: step, After: d}
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	timer := time.AfterFunc(d, func() { cancel(te) })
+	defer timer.Stop()
+	err := f(fctx, progress{stdin, func() { timer.Reset(d) }})
+	if err != nil && ctx.Err() == nil && context.Cause(fctx) == te {
+		return te
+	}
+	return err
+}
+
+// progress is a reader that calls read after each read that got something.
+type progress struct {
+	r    io.Reader
+	read func()
+}
+
+func (p progress) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.read()
+	}
+	return n, err
 }
 
 // Permanent marks err as one that retrying alone cannot fix: when OnConnect returns it, [Conn.Run]

@@ -67,10 +67,12 @@ func (c *Conn) openForward(ctx context.Context, l *link, sh *hostShell, h *Host,
 	ln, err := listen(l.client, port)
 	if err != nil && port != 0 && isRefused(err) {
 		if prev != nil {
-			if freed, ferr := c.endStaleSession(ctx, sh, port, prev); ferr != nil {
+			if _, ferr := c.endStaleSession(ctx, sh, port, prev); ferr != nil {
 				c.cfg.Logger.Warn("could not end the stale sshd session on the host", "host", h.Alias, "pid", prev.PID, "err", ferr)
-			} else if freed {
-				// The process is gone in a few milliseconds; its socket with it.
+			} else {
+				// Ended now, or found ending by itself (the host heard of the old connection's
+				// end as this one came up: a laptop's wake): the process is gone in a few
+				// milliseconds, its socket with it. (A port someone else holds costs this wait.)
 				for i := 0; i < 100 && err != nil && isRefused(err); i++ {
 					select {
 					case <-ctx.Done():
@@ -237,7 +239,7 @@ echo %[1]send`, marker, prev.PID, tcpScript(port))
 	if err := endProcess(ctx, sh, prev); err != nil {
 		return false, err
 	}
-	c.cfg.Logger.Info("ended the stale sshd session that held our port on the host", "pid", prev.PID, "port", port)
+	c.cfg.Logger.Info("ended the stale sshd session that held our port on the host", "host", c.cfg.Host, "pid", prev.PID, "port", port)
 	return true, nil
 }
 

@@ -82,36 +82,121 @@ var ErrNoexec = errors.New("the filesystem of ~/.krad-ade is mounted noexec, so 
 // host, made executable, run once (krad version --json), and only then renamed into place, so a
 // cut or corrupt copy never takes the place of a good one. Either way the installed krad is run
 // and must print b.Version: a home mounted noexec is [ErrNoexec].
+//
+// Install is [LookStep] run alone, then [InstallFound]: a connect runs the look in a batch with
+// its other steps, and copies the binary only when the look did not find it.
 func Install(ctx context.Context, h Host, b Binary) (dir string, err error) {
 	if err := b.check(); err != nil {
 		return "", fmt.Errorf("install krad: %w", err)
 	}
+	look := LookStep(b.Version, Verified{})
+	out, err := h.Run(ctx, look.Script.Command(look.Args...), nil)
+	rep, err := lookScript.Result(out, err)
+	found, err := ReadLook(b.Version, rep, err)
+	if err != nil {
+		return "", err
+	}
+	dir, _, err = InstallFound(ctx, h, b, found, Verified{})
+	return dir, err
+}
+
+// Verified is what an install checked on a host: the binary's SHA-256, and the identity of the
+// three files it found or put there (their device, inode, size, modification and change times,
+// as `stat` gives them; "" where the host has no stat -c). A later look given it
+// (LookStep) skips the hashing and the trial run when the files are still those: a host's
+// reconnect, or a laptop's wake with dozens of hosts, does not hash megabytes on each again.
+// Only the user, or root, can change a file in ~/.krad-ade/bin without changing its change
+// time.
+type Verified struct {
+	SHA256, ID string
+}
+
+// Found is what [LookStep] found on the host: the folder of a version, and the krad installed
+// there, if any, with its SHA-256 and what it printed when run; or that the files are those of
+// the Verified the look was given.
+type Found struct {
+	version string
+	dir     string
+	id      string   // the files' identity (see Verified), "" when unknown
+	same    bool     // the files are those of the Verified the look was given: not hashed
+	sha     string   // "" when no whole set of the three names is there
+	ran     []string // the report of its run of krad version --json, for [ran]
+}
+
+// LookStep looks in ~/.krad-ade/bin/<version> (made if missing, and checked as every folder
+// under ~/.krad-ade is), as a step of a [shell.Batch]: for krad, krad-ade-agents and
+// krad-ade-askpass, regular files of the user's, executable, one binary (the same file, or the
+// same SHA-256), and runs it once. It reports the SHA-256, so that it needs no binary of the
+// app's: the platform may not be known yet, as when the same batch probes it. When the files are
+// still those last verified (last.ID), it neither hashes nor runs them. [ReadLook] reads its
+// result.
+func LookStep(version string, last Verified) shell.Step {
+	return shell.Step{Script: lookScript, Args: []string{version, last.ID}}
+}
+
+// ReadLook reads the result of [LookStep] for version.
+func ReadLook(version string, rep []string, err error) (Found, error) {
+	if err := checkVersion(version); err != nil {
+		return Found{}, fmt.Errorf("install krad: %w", err)
+	}
+	if err != nil {
+		return Found{}, fmt.Errorf("install krad: look in ~/.krad-ade/bin/%s: %w", version, err)
+	}
+	switch {
+	case len(rep) == 3 && rep[0] == "same":
+		return Found{version: version, dir: rep[1], id: rep[2], same: true}, nil
+	case len(rep) >= 4 && rep[0] == "present":
+		return Found{version: version, dir: rep[1], id: rep[2], sha: rep[3], ran: rep[4:]}, nil
+	case len(rep) == 2 && rep[0] == "missing":
+		return Found{version: version, dir: rep[1]}, nil
+	}
+	return Found{}, fmt.Errorf("install krad: look in ~/.krad-ade/bin/%s: %w", version, unknown(rep))
+}
+
+// InstallFound finishes Install after a look given last: when the look found the files of last
+// unchanged, and last is of b, there is nothing to do; when it found b there (its SHA-256), it
+// checks the run the look made; otherwise it copies b over, as Install says (a look that skipped
+// the hashing for another binary than b's is made again, whole). It returns what it verified, for
+// the next look.
+func InstallFound(ctx context.Context, h Host, b Binary, f Found, last Verified) (dir string, now Verified, err error) {
+	if err := b.check(); err != nil {
+		return "", Verified{}, fmt.Errorf("install krad: %w", err)
+	}
+	if f.version != b.Version {
+		return "", Verified{}, fmt.Errorf("install krad: the look was for version %q, not %q", f.version, b.Version)
+	}
+	switch {
+	case f.same && last.SHA256 == b.SHA256 && f.id == last.ID:
+		if err := checkDir(f.dir); err != nil {
+			return "", Verified{}, err
+		}
+		return f.dir, last, nil
+	case f.same:
+		dir, err := Install(ctx, h, b)
+		return dir, Verified{SHA256: b.SHA256}, err
+	case f.sha == b.SHA256:
+		dir, err := ran(f.dir, f.ran, b)
+		return dir, Verified{SHA256: b.SHA256, ID: f.id}, err
+	}
 	size := strconv.FormatInt(b.Size, 10)
-	out, err := h.Run(ctx, checkScript.Command(b.Version, b.SHA256), nil)
-	rep, err := checkScript.Result(out, err)
+	out, err := h.Run(ctx, uploadScript.Command(b.Version, b.SHA256, size), io.NewSectionReader(b.Content, 0, b.Size))
+	rep, err := uploadScript.Result(out, err)
 	if err != nil {
-		return "", fmt.Errorf("install krad: look in ~/.krad-ade/bin/%s: %w", b.Version, err)
-	}
-	if len(rep) >= 2 && rep[0] == "present" {
-		return ran(rep[1], rep[2:], b)
-	}
-	if len(rep) != 2 || rep[0] != "missing" {
-		return "", fmt.Errorf("install krad: look in ~/.krad-ade/bin/%s: %w", b.Version, unknown(rep))
-	}
-	out, err = h.Run(ctx, uploadScript.Command(b.Version, b.SHA256, size), io.NewSectionReader(b.Content, 0, b.Size))
-	rep, err = uploadScript.Result(out, err)
-	if err != nil {
-		return "", fmt.Errorf("install krad in ~/.krad-ade/bin/%s: %w", b.Version, err)
+		return "", Verified{}, fmt.Errorf("install krad in ~/.krad-ade/bin/%s: %w", b.Version, err)
 	}
 	switch {
 	case len(rep) == 2 && rep[0] == "short":
-		return "", fmt.Errorf("install krad in ~/.krad-ade/bin/%s: the host received %s bytes of %s: the copy was cut short, and removed", b.Version, termsafe.Escape(rep[1], 20), size)
+		return "", Verified{}, fmt.Errorf("install krad in ~/.krad-ade/bin/%s: the host received %s bytes of %s: the copy was cut short, and removed", b.Version, termsafe.Escape(rep[1], 20), size)
 	case len(rep) == 2 && rep[0] == "corrupt":
-		return "", fmt.Errorf("install krad in ~/.krad-ade/bin/%s: %w", b.Version, &CorruptError{Want: b.SHA256, Got: termsafe.Escape(rep[1], 64)})
-	case len(rep) >= 2 && (rep[0] == "installed" || rep[0] == "unrunnable"):
-		return ran(rep[1], rep[2:], b)
+		return "", Verified{}, fmt.Errorf("install krad in ~/.krad-ade/bin/%s: %w", b.Version, &CorruptError{Want: b.SHA256, Got: termsafe.Escape(rep[1], 64)})
+	case len(rep) >= 3 && rep[0] == "installed":
+		dir, err := ran(rep[1], rep[3:], b)
+		return dir, Verified{SHA256: b.SHA256, ID: rep[2]}, err
+	case len(rep) >= 2 && rep[0] == "unrunnable":
+		dir, err := ran(rep[1], rep[2:], b)
+		return dir, Verified{}, err
 	}
-	return "", fmt.Errorf("install krad in ~/.krad-ade/bin/%s: %w", b.Version, unknown(rep))
+	return "", Verified{}, fmt.Errorf("install krad in ~/.krad-ade/bin/%s: %w", b.Version, unknown(rep))
 }
 
 // CorruptError says that the copy on the host does not have the SHA-256 it should. It was
@@ -127,8 +212,8 @@ func (e *CorruptError) Error() string {
 // ran reads the report of a run of krad version --json in dir: out is its exit status and
 // output for a copy that failed to run, or its output alone for one that ran.
 func ran(dir string, out []string, b Binary) (string, error) {
-	if !path.IsAbs(dir) || strings.ContainsFunc(dir, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return "", fmt.Errorf("install krad: the host named the folder %q, not an absolute path", termsafe.Shorten(dir, 200))
+	if err := checkDir(dir); err != nil {
+		return "", err
 	}
 	if len(out) >= 1 && out[0] == "status" {
 		return "", runError(out[1:])
@@ -148,6 +233,14 @@ func ran(dir string, out []string, b Binary) (string, error) {
 		return "", errors.New("install krad: the binary is not the static krad (it reads api.json): build cmd/krad-static")
 	}
 	return dir, nil
+}
+
+// checkDir refuses a folder the host named that is not an absolute path fit for PATH.
+func checkDir(dir string) error {
+	if !path.IsAbs(dir) || strings.ContainsFunc(dir, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return fmt.Errorf("install krad: the host named the folder %q, not an absolute path", termsafe.Shorten(dir, 200))
+	}
+	return nil
 }
 
 // runError explains a krad that did not run: out is its exit status, then its output.
@@ -214,28 +307,35 @@ krad_enter bin "~/.krad-ade/bin";
 krad_enter "$1" "~/.krad-ade/bin/$1";
 ` + sums
 
-// checkScript ($1 version, $2 SHA-256) reports "present DIR" and the output of krad version --json
-// (or "status N" and the output, if it failed), or "missing DIR".
-var checkScript = shell.Script{
+// lookScript ($1 version, $2 the files' identity when last verified, or "") reports "same DIR ID"
+// when the three files are still those of $2; else "present DIR ID SHA256" and the output of krad
+// version --json (or "status N" and the output, if it failed) when the folder holds one binary
+// under the three names; or "missing DIR". ID is what stat says of the three files (device, inode,
+// size, modification and change times), "" where the host has no stat -c (then it never matches).
+var lookScript = shell.Script{
 	Name: "INSTALL",
 	Body: enterVersion + `
-if krad_have krad && krad_have krad-ade-agents && krad_have krad-ade-askpass && [ "$(krad_sha krad)" = "$2" ]; then
-  if { [ krad -ef krad-ade-agents ] || [ "$(krad_sha krad-ade-agents)" = "$2" ]; } &&
-     { [ krad -ef krad-ade-askpass ] || [ "$(krad_sha krad-ade-askpass)" = "$2" ]; }; then
+if krad_have krad && krad_have krad-ade-agents && krad_have krad-ade-askpass; then
+  i=$(stat -c '%d.%i.%s.%Y.%Z' krad krad-ade-agents krad-ade-askpass 2>/dev/null) || i=;
+  i=$(echo $i);
+  if [ -n "$i" ] && [ "$i" = "$2" ]; then krad_say ok same "$(pwd -P)" "$i"; exit 0; fi;
+  if h=$(krad_sha krad) &&
+     { [ krad -ef krad-ade-agents ] || [ "$(krad_sha krad-ade-agents)" = "$h" ]; } &&
+     { [ krad -ef krad-ade-askpass ] || [ "$(krad_sha krad-ade-askpass)" = "$h" ]; }; then
     o=$(./krad version --json 2>&1); s=$?;
-    if [ $s -ne 0 ]; then krad_say ok present "$(pwd -P)" status $s "$o"; exit 0; fi;
-    krad_say ok present "$(pwd -P)" "$o"; exit 0;
+    if [ $s -ne 0 ]; then krad_say ok present "$(pwd -P)" "$i" "$h" status $s "$o"; exit 0; fi;
+    krad_say ok present "$(pwd -P)" "$i" "$h" "$o"; exit 0;
   fi;
 fi;
 krad_say ok missing "$(pwd -P)";
 `,
 }
 
-// uploadScript ($1 version, $2 SHA-256, $3 size; the binary on stdin) reports "installed DIR" and
-// the output of krad version --json; or "short N", "corrupt SHA256", or "unrunnable DIR status N"
+// uploadScript ($1 version, $2 SHA-256, $3 size; the binary on stdin) reports "installed DIR ID"
+// and the output of krad version --json (ID as lookScript's); or "short N", "corrupt SHA256", or "unrunnable DIR status N"
 // and the output when the copy would not run, and then nothing was put in place.
 var uploadScript = shell.Script{
-	Name: "INSTALL",
+	Name: "UPLOAD",
 	Body: enterVersion + `
 t=.krad.$$.tmp; a=.krad-ade-agents.$$.tmp; p=.krad-ade-askpass.$$.tmp;
 trap 'rm -f "$t" "$a" "$p"' EXIT; trap 'exit 1' HUP INT TERM PIPE;
@@ -258,6 +358,8 @@ ln "$t" "$p" 2>/dev/null || cp "$t" "$p" || krad_fail "copy krad to krad-ade-ask
 chmod 755 "$p" || krad_fail "make krad-ade-askpass executable";
 mv -f "$p" krad-ade-askpass || krad_fail "rename krad-ade-askpass into place";
 mv -f "$t" krad || krad_fail "rename krad into place";
-krad_say ok installed "$(pwd -P)" "$o";
+i=$(stat -c '%d.%i.%s.%Y.%Z' krad krad-ade-agents krad-ade-askpass 2>/dev/null) || i=;
+i=$(echo $i);
+krad_say ok installed "$(pwd -P)" "$i" "$o";
 `,
 }

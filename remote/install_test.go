@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/testbin"
@@ -363,4 +364,90 @@ func TestInstallChecksItsInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLookSkipsWhatItVerified: a look given what the last install verified neither hashes nor
+// runs the files while they are those very files, and hashes them again as soon as one of
+// them changed (a touch is enough: its change time moved), copying the binary again when its
+// bytes are not ours. The host's sha256sum counts its runs.
+func TestLookSkipsWhatItVerified(t *testing.T) {
+	b := binary(t)
+	tools := t.TempDir()
+	counted := filepath.Join(tools, "runs")
+	real, err := exec.LookPath("sha256sum")
+	if err != nil {
+		t.Skip("sha256sum is not installed")
+	}
+	wrapper := "#!/bin/sh\necho run >> '" + counted + "'\nexec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(tools, "sha256sum"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, h := start(t, "", sshdtest.Options{Env: []string{"PATH=" + tools + ":/usr/bin:/bin"}})
+	ctx := context.Background()
+	runs := func() int {
+		data, _ := os.ReadFile(counted)
+		return strings.Count(string(data), "run\n")
+	}
+	look := func(last remote.Verified) (string, remote.Verified) {
+		t.Helper()
+		step := remote.LookStep(b.Version, last)
+		out, err := h.Run(ctx, step.Script.Command(step.Args...), nil)
+		rep, err := step.Script.Result(out, err)
+		found, err := remote.ReadLook(b.Version, rep, err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir, now, err := remote.InstallFound(ctx, h, b, found, last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dir, now
+	}
+	dir, v := look(remote.Verified{}) // copies krad over, and knows the files from now on
+	if v.SHA256 != b.SHA256 || v.ID == "" {
+		t.Fatalf("verified %+v, want the binary's SHA-256 and the files' identity", v)
+	}
+	before := runs()
+	if again, v2 := look(v); again != dir || v2 != v {
+		t.Errorf("the look of verified files gave %q, %+v; want %q, %+v", again, v2, dir, v)
+	}
+	if n := runs() - before; n != 0 {
+		t.Errorf("the look of verified files hashed %d times, want none", n)
+	}
+	// A touch changes no byte, but the look cannot know it: it hashes again, and copies nothing.
+	now := time.Now().Add(time.Minute)
+	if err := os.Chtimes(filepath.Join(dir, "krad"), now, now); err != nil {
+		t.Fatal(err)
+	}
+	ino := statOf(t, filepath.Join(dir, "krad")).ino
+	before = runs()
+	_, v3 := look(v)
+	if runs() == before || v3.ID == v.ID {
+		t.Errorf("after a touch the look hashed %d times and verified %+v, want a new hash and identity", runs()-before, v3)
+	}
+	if statOf(t, filepath.Join(dir, "krad")).ino != ino {
+		t.Error("after a touch the look copied krad again")
+	}
+	// Other bytes of the same size, in place: the look hashes, finds them not ours, copies ours.
+	data, err := os.ReadFile(filepath.Join(dir, "krad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-1] ^= 0xff
+	if err := os.WriteFile(filepath.Join(dir, "krad"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	look(v3)
+	if got, _ := os.ReadFile(filepath.Join(dir, "krad")); sha256.Sum256(got) != sha256.Sum256(mustRead(t, staticKrad(t))) {
+		t.Error("a changed krad was not replaced by the app's")
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

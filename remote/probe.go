@@ -48,7 +48,14 @@ krad_say ok "$u";
 // missing answer is a *shell.NoiseError that quotes what came instead.
 func Probe(ctx context.Context, h Host) (Platform, error) {
 	out, err := h.Run(ctx, probeScript.Command(), nil)
-	lines, err := probeScript.Result(out, err)
+	return ReadProbe(probeScript.Result(out, err))
+}
+
+// ProbeStep is Probe's command as a step of a [shell.Batch]; [ReadProbe] reads its result.
+func ProbeStep() shell.Step { return shell.Step{Script: probeScript} }
+
+// ReadProbe reads the result of [ProbeStep] (from [shell.Batch.Result]) as Probe does.
+func ReadProbe(lines []string, err error) (Platform, error) {
 	if err != nil {
 		return Platform{}, fmt.Errorf("probe the host's platform: %w", err)
 	}

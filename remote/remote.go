@@ -24,8 +24,10 @@
 // made owner-only (0700) otherwise; the binary is written to a fresh temporary file in that folder,
 // which only the user can enter, checked against the SHA-256 the app computed from its own copy,
 // and renamed over the old names, never written in place, so a terminal never runs half a file.
-// An installed pair is trusted again only if both files are regular files of the user's with that
-// SHA-256.
+// An installed set is trusted again only if its files are regular files of the user's with that
+// SHA-256, or, for a look given what an earlier one verified ([Verified]), if they are still the
+// very files it hashed: the same device, inode, size, modification and change times, which no
+// one but the user and root can keep while changing a file's bytes.
 //
 // The package does not protect against root on the host, nor against other programs of the same
 // user, which can replace anything in the user's home (their ~/.bashrc included). The terminals'

@@ -35,15 +35,30 @@ type Host interface {
 // Its errors start "write the token file: ", and say no more of where: h's own errors say
 // whether the command ran on a host or on this computer.
 func Write(ctx context.Context, h Host, instance string, tok api.Token) (path string, err error) {
+	step, err := WriteStep(instance, tok)
+	if err != nil {
+		return "", err
+	}
+	out, err := h.Run(ctx, step.Script.Command(step.Args...), step.Stdin)
+	rep, err := writeScript.Result(out, err)
+	return ReadWrite(instance, rep, err)
+}
+
+// WriteStep is Write's command as a step of a [shell.Batch], the token on its stdin; [ReadWrite]
+// reads its result. Its errors are Write's.
+func WriteStep(instance string, tok api.Token) (shell.Step, error) {
 	if err := checkInstance(instance); err != nil {
-		return "", fmt.Errorf("write the token file: %w", err)
+		return shell.Step{}, fmt.Errorf("write the token file: %w", err)
 	}
 	if tok.IsZero() {
-		return "", errors.New("write the token file: no token")
+		return shell.Step{}, errors.New("write the token file: no token")
 	}
 	content := tok.Reveal() + "\n" // the one reveal: onto the session's stdin
-	out, err := h.Run(ctx, writeScript.Command(instance, strconv.Itoa(len(content))), strings.NewReader(content))
-	rep, err := writeScript.Result(out, err)
+	return shell.Step{Script: writeScript, Args: []string{instance, strconv.Itoa(len(content))}, Stdin: strings.NewReader(content)}, nil
+}
+
+// ReadWrite reads the result of [WriteStep] for instance: the token file's absolute path.
+func ReadWrite(instance string, rep []string, err error) (path string, _ error) {
 	if err != nil {
 		return "", fmt.Errorf("write the token file: %w", err)
 	}

@@ -263,21 +263,28 @@ func alone(makeOne func(*testing.B) func()) func(*testing.B) {
 	}
 }
 
-// pairedMakes is paired for two such makers, the groups of each pair removed after it. The
-// removed files are synced to the disk before the next pair: else their writing back and
-// discarding slows the next pair's first op. Give it an even b.N, so that each goes first as
-// often.
+// pairedMakes is paired for two such makers, the groups of each pair removed after it. The disk
+// is synced before each op, untimed: else the op that goes second in a pair waits for the first
+// one's 157 MB to be written back (the kernel throttles a writer behind dirty pages), and the
+// removal of the pair before slows the next pair's first op. Give it an even b.N, so that each
+// goes first as often.
 func pairedMakes(b *testing.B, baseline, krad func(*testing.B) func()) {
 	var removes []func()
-	keep := func(makeOne func(*testing.B) func()) func(*testing.B) {
-		return func(b *testing.B) { removes = append(removes, makeOne(b)) }
+	keep := func(makeOne func(*testing.B) func()) func(*testing.B) time.Duration {
+		return func(b *testing.B) time.Duration {
+			syscall.Sync()
+			t0 := time.Now()
+			remove := makeOne(b)
+			d := time.Since(t0)
+			removes = append(removes, remove)
+			return d
+		}
 	}
-	paired(b, keep(baseline), keep(krad), func() {
+	pairedTimes(b, keep(baseline), keep(krad), func() {
 		for _, remove := range removes {
 			remove()
 		}
 		removes = nil
-		syscall.Sync()
 	})
 }
 

@@ -263,10 +263,17 @@ func TestChangesWhileCommitting(t *testing.T) {
 	r, g := newGroup(t, "loop")
 	const n = 25
 	done := make(chan error, 1)
+	scratch := t.TempDir()
 	go func() {
 		for i := range n {
-			name := filepath.Join(g.Dir, "f"+strings.Repeat("x", i%5)+string(rune('a'+i)))
-			if err := os.WriteFile(name, []byte("line\n"), 0o644); err != nil {
+			// Each file appears whole (written beside, then renamed in), as an editor saves:
+			// a Changes that saw it half-written would count it right, with no line.
+			name := "f" + strings.Repeat("x", i%5) + string(rune('a'+i))
+			if err := os.WriteFile(filepath.Join(scratch, name), []byte("line\n"), 0o644); err != nil {
+				done <- err
+				return
+			}
+			if err := os.Rename(filepath.Join(scratch, name), filepath.Join(g.Dir, name)); err != nil {
 				done <- err
 				return
 			}

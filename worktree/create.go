@@ -34,11 +34,14 @@ type CreateOptions struct {
 	// $XDG_DATA_HOME/krad-ade/worktrees on this computer. The group's checkout is
 	// Root/<repo-key>/<Name>.
 	Root string
+
+	// joined records in the new group that a terminal joins it (Group.Joined): an Op's Join.
+	joined bool
 }
 
 // createStep, when set by a test, is called after each step of Create: "branch" (made, or
-// checked when continued), "worktree", "restored" (a continued branch's snapshot looked for and
-// put back), "metadata".
+// checked when continued), "worktree" (its admin folder and the group's record), "checkout",
+// "restored" (a continued branch's snapshot looked for and put back).
 var createStep func(step string)
 
 // Create makes a group: its branch, from its base resolved once to a commit, checked out in a new
@@ -202,11 +205,17 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	if err := ctx.Err(); err != nil {
 		return Group{}, fail(err)
 	}
+	// Under the repository's admin lock: what git must not do twice at once (the worktree's
+	// admin folder: two adds at once can meet each other's half-made one), and the group's record
+	// with its port block (Creates running at once list each other's records, and take
+	// different blocks). The checkout, which is what takes the time (seconds for a tree of ten
+	// thousand files, most of it the kernel's), runs after the lock, as git worktree add itself
+	// runs it: so the Creates of a variant set check out side by side.
 	unlock, err := r.lockAdmin()
 	if err != nil {
 		return Group{}, fail(fmt.Errorf("lock the repository's worktrees: %w", err))
 	}
-	_, err = git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "add", "--quiet", "--lock", "--reason", lockReason(o.Name), "--", dir, branch)
+	m, admin, err := r.addLocked(ctx, o, dir, branch, base, made)
 	unlock()
 	if err != nil {
 		if !diskFull(err) && ctx.Err() == nil {
@@ -217,6 +226,15 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		return Group{}, fail(err)
 	}
 	step("worktree")
+	if _, err = git(ctx, gitRun{dir: dir, write: true}, "reset", "--hard", "--quiet", "--no-recurse-submodules"); err != nil {
+		if !diskFull(err) && ctx.Err() == nil {
+			if full := r.noRoomFor(ctx, "refs/heads/"+branch, keyDir); full != nil {
+				err = fmt.Errorf("%w (%w)", err, full)
+			}
+		}
+		return Group{}, fail(err)
+	}
+	step("checkout")
 	restored := ""
 	if !made {
 		if restored, err = r.restoreSnapshot(ctx, dir, branch, tip); err != nil {
@@ -224,34 +242,6 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		}
 		step("restored")
 	}
-	out, err := git(ctx, gitRun{dir: dir}, "rev-parse", "--path-format=absolute", "--git-dir")
-	if err != nil {
-		return Group{}, fail(err)
-	}
-	admin := strings.TrimSpace(string(out))
-	// A mark that a Retire of an earlier group of this name was killed midway is no one's now.
-	if err := os.Remove(r.retiringMark(o.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return Group{}, fail(err)
-	}
-	// The port block is chosen, and the record written, under the repository's admin lock: Creates
-	// running at once list each other's records, and take different blocks.
-	unlock, err = r.lockAdmin()
-	if err != nil {
-		return Group{}, fail(fmt.Errorf("lock the repository's worktrees: %w", err))
-	}
-	now, err := r.Groups(ctx)
-	if err != nil {
-		unlock()
-		return Group{}, fail(err)
-	}
-	m := meta{Name: o.Name, Branch: branch, BaseCommit: base, MadeBranch: made, Port: freePorts(now), Created: time.Now().UTC().Truncate(time.Second)}
-	data, _ := json.Marshal(m)
-	err = atomicfile.WriteFile(filepath.Join(admin, metaFile), append(data, '\n'), 0o600)
-	unlock()
-	if err != nil {
-		return Group{}, fail(err)
-	}
-	step("metadata")
 	if err := ctx.Err(); err != nil {
 		return Group{}, fail(err)
 	}
@@ -259,7 +249,38 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		tip = base
 	}
 	return Group{Name: o.Name, Dir: dir, Branch: branch, BaseCommit: base, MadeBranch: made, Head: tip,
-		Locked: true, Port: m.Port, Created: m.Created, Restored: restored, admin: admin}, nil
+		Locked: true, Port: m.Port, Created: m.Created, Restored: restored, Joined: m.Joined, admin: admin}, nil
+}
+
+// writeRecord writes a group's record into its worktree's admin folder, beside git's own data
+// there, and as git writes that: whole, but not synced (a sync waits for every file written
+// before it, the checkouts of the groups being made at once included).
+func writeRecord(admin string, m meta) error {
+	data, _ := json.Marshal(m)
+	return atomicfile.WriteFileUnsynced(filepath.Join(admin, metaFile), append(data, '\n'), 0o600)
+}
+
+// addLocked adds the group's worktree (its admin folder, locked, no checkout yet) and writes its
+// record; the repository's admin lock must be held.
+func (r *Repo) addLocked(ctx context.Context, o CreateOptions, dir, branch, base string, made bool) (meta, string, error) {
+	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "worktree", "add", "--quiet", "--no-checkout", "--lock", "--reason", lockReason(o.Name), "--", dir, branch); err != nil {
+		return meta{}, "", err
+	}
+	out, err := git(ctx, gitRun{dir: dir}, "rev-parse", "--path-format=absolute", "--git-dir")
+	if err != nil {
+		return meta{}, "", err
+	}
+	admin := strings.TrimSpace(string(out))
+	// A mark that a Retire of an earlier group of this name was killed midway is no one's now.
+	if err := os.Remove(r.retiringMark(o.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return meta{}, "", err
+	}
+	now, err := r.Groups(ctx)
+	if err != nil {
+		return meta{}, "", err
+	}
+	m := meta{Name: o.Name, Branch: branch, BaseCommit: base, MadeBranch: made, Port: freePorts(now), Created: time.Now().UTC().Truncate(time.Second), Joined: o.joined}
+	return m, admin, writeRecord(admin, m)
 }
 
 // Each group has a block of PortBlock ports, from its Port on, that its terminals get as

@@ -1,12 +1,14 @@
 package worktree
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -56,6 +58,69 @@ func TestCreate(t *testing.T) {
 	got.admin, got.Created = "", want.Created
 	if got != want {
 		t.Errorf("Groups()[0] = %+v, want %+v", got, want)
+	}
+}
+
+// TestJoinIsRecorded: the group's record says whether a terminal ever joined it, so that a
+// restarted app can tell a group whose last terminal closed while it was away (joined: it
+// retires) from one made by CreateWorktree and still waiting for its first worker (it stays).
+// Joining writes it in the same operation, for a group it makes and one that exists.
+func TestJoinIsRecorded(t *testing.T) {
+	dir := newRepo(t)
+	root := t.TempDir()
+	ctx := context.Background()
+	do := func(op Op) Result {
+		t.Helper()
+		op.Dir, op.Root = dir, root
+		res := Do(ctx, op)
+		if res.Error != nil || res.Group == nil {
+			t.Fatalf("%+v: %+v", op, res)
+		}
+		return res
+	}
+	joined := func() map[string]bool {
+		t.Helper()
+		groups, err := open(t, dir).Groups(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, g := range groups {
+			m[g.Name] = g.Joined
+		}
+		return m
+	}
+
+	made := do(Op{Op: OpCreate, Create: &CreateOptions{Name: "waiting"}})
+	if made.Group.Joined || made.Joined {
+		t.Errorf("CreateWorktree's group is joined: %+v", made)
+	}
+	if res := do(Op{Op: OpCreate, Create: &CreateOptions{Name: "spawned"}, Join: true}); !res.Group.Joined || res.Joined {
+		t.Errorf("a Spawn that makes its group: %+v, want a new group, joined", res)
+	}
+	if got, want := joined(), map[string]bool{"waiting": false, "spawned": true}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after the creates, joined = %v, want %v", got, want)
+	}
+	res := do(Op{Op: OpCreate, Create: &CreateOptions{Name: "waiting"}, Join: true})
+	if !res.Joined || !res.Group.Joined {
+		t.Errorf("a Spawn into the waiting group: %+v, want it found, joined", res)
+	}
+	if got, want := joined(), map[string]bool{"waiting": true, "spawned": true}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after the join, joined = %v, want %v", got, want)
+	}
+	// The rest of the record is as it was.
+	groups, err := open(t, dir).Groups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g Group
+	for _, g = range groups {
+		if g.Name == "waiting" {
+			break
+		}
+	}
+	if g.Name != "waiting" || g.Port != made.Group.Port || g.BaseCommit != made.Group.BaseCommit || !g.Created.Equal(made.Group.Created) || !g.MadeBranch || g.Branch != "krad/waiting" {
+		t.Errorf("after the join, the record is %+v; it was %+v", g, *made.Group)
 	}
 }
 
@@ -230,8 +295,8 @@ func TestCreateRollsBack(t *testing.T) {
 		o     CreateOptions
 		steps []string
 	}{
-		{"a new branch", CreateOptions{Name: "gone"}, []string{"branch", "worktree", "metadata"}},
-		{"a kept branch continued", CreateOptions{Name: "again", Branch: "krad/kept"}, []string{"branch", "worktree", "restored", "metadata"}},
+		{"a new branch", CreateOptions{Name: "gone"}, []string{"branch", "worktree", "checkout"}},
+		{"a kept branch continued", CreateOptions{Name: "again", Branch: "krad/kept"}, []string{"branch", "worktree", "checkout", "restored"}},
 	} {
 		t.Run(tt.what, func(t *testing.T) {
 			r, g := newGroup(t, "kept")
@@ -376,12 +441,14 @@ func createOnFullDisk(t *testing.T, r *Repo, root string) {
 }
 
 // smallDisk mounts a tmpfs of size (as mount takes it: 256k, 24m) on a new folder, unmounted when
-// the test ends, and returns the folder.
+// the test ends, and returns the folder. Where mounting is refused (a container without
+// CAP_SYS_ADMIN) the test is skipped, except under CI, where it fails: CI runs as root where it
+// can mount.
 func smallDisk(t *testing.T, size string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here (a container without CAP_SYS_ADMIN?): %v: %s", err, out)
+		testbin.Cannot(t, fmt.Sprintf("cannot mount a tmpfs here (a container without CAP_SYS_ADMIN?): %v: %s", err, bytes.TrimSpace(out)))
 	}
 	// Registered after t.TempDir's removal, so it runs first.
 	t.Cleanup(func() {

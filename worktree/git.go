@@ -88,7 +88,7 @@ func git(ctx context.Context, r gitRun, args ...string) ([]byte, error) {
 	}
 	full = append(full, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
-	cmd.Env = append(baseEnv(), r.env...)
+	cmd.Env = append(append(baseEnv(), r.env...), promptEnv(ctx)...)
 	cmd.Stdin = r.stdin
 	var out bytes.Buffer
 	if r.stdout != nil {

@@ -47,6 +47,11 @@ type Group struct {
 	Lead string `json:"lead,omitempty"`
 	// Picked says that a lead picked the group's work, and how: "squash 9c01d2e…", "apply", ….
 	Picked string `json:"picked,omitempty"`
+	// Joined says that a terminal joined the group: written when a Spawn joins or makes it, and
+	// by CreateSet, whose workers start at once. A group that no terminal is in retires only
+	// once one was (a group made by CreateWorktree waits for its first worker), so that an app
+	// started after the last terminal of a group closed can tell it from one still waiting.
+	Joined bool `json:"joined,omitempty"`
 	// Restored, in what Create returns, is the snapshot commit whose work it put back in the
 	// continued branch's checkout as uncommitted changes.
 	Restored string `json:"restored,omitempty"`
@@ -74,6 +79,7 @@ type meta struct {
 	Set        string    `json:"set,omitempty"`
 	Lead       string    `json:"lead,omitempty"`
 	Picked     string    `json:"picked,omitempty"`
+	Joined     bool      `json:"joined,omitempty"`
 }
 
 // Groups lists the repository's groups, in the order git lists its worktrees. A worktree that
@@ -127,7 +133,7 @@ func (r *Repo) groupsOf(wts []worktree) ([]Group, error) {
 		g := Group{
 			Name: m.Name, Dir: wt.path, BaseCommit: m.BaseCommit, MadeBranch: m.MadeBranch,
 			Head: wt.head, Locked: wt.locked, Port: m.Port, Created: m.Created, admin: admin,
-			Set: m.Set, Lead: m.Lead, Picked: m.Picked,
+			Set: m.Set, Lead: m.Lead, Picked: m.Picked, Joined: m.Joined,
 			Branch: m.Branch,
 		}
 		if _, err := os.Lstat(wt.path); wt.prunable || errors.Is(err, fs.ErrNotExist) {

@@ -36,6 +36,8 @@ type Op struct {
 	Set *SetOptions `json:"set,omitempty"`
 	// Pick is OpPick's options.
 	Pick *PickOptions `json:"pick,omitempty"`
+	// Resolve is OpResolve's options.
+	Resolve *ResolveOptions `json:"resolve,omitempty"`
 }
 
 // The operations of an Op.
@@ -52,14 +54,15 @@ const (
 
 // Result is what an Op did: one of its fields, or Error.
 type Result struct {
-	Group   *Group     `json:"group,omitempty"`
-	Joined  bool       `json:"joined,omitempty"` // Group existed: a Join found it
-	List    *List      `json:"list,omitempty"`
-	Changes *Changes   `json:"changes,omitempty"`
-	Retired *Retired   `json:"retired,omitempty"`
-	Set     *Set       `json:"set,omitempty"`
-	Picked  *Pick      `json:"picked,omitempty"`
-	Error   *api.Error `json:"error,omitempty"`
+	Group    *Group     `json:"group,omitempty"`
+	Joined   bool       `json:"joined,omitempty"` // Group existed: a Join found it
+	List     *List      `json:"list,omitempty"`
+	Changes  *Changes   `json:"changes,omitempty"`
+	Retired  *Retired   `json:"retired,omitempty"`
+	Set      *Set       `json:"set,omitempty"`
+	Picked   *Pick      `json:"picked,omitempty"`
+	Resolved *Resolved  `json:"resolved,omitempty"`
+	Error    *api.Error `json:"error,omitempty"`
 }
 
 // List is the answer to the Groups request: the repository's groups and what retired groups kept.
@@ -98,6 +101,9 @@ func Do(ctx context.Context, op Op) Result {
 }
 
 func do(ctx context.Context, op Op) (Result, error) {
+	if op.Op == OpResolve { // no repository: resolve.go
+		return resolveOp(op)
+	}
 	switch op.Op {
 	case OpCreate, OpChanges, OpGroups, OpRetire, OpCreateSet, OpPick:
 	default:
@@ -176,11 +182,20 @@ func (r *Repo) create(ctx context.Context, o CreateOptions, hint string, join bo
 		if join {
 			g, err := r.group(ctx, o.Name)
 			if err == nil {
+				if !g.Joined && !g.Missing {
+					// The record says a terminal joined, in the same operation: no other round
+					// trip to a host.
+					g.Joined = true
+					if err := r.writeMeta(g); err != nil {
+						return Result{}, fmt.Errorf("group %s: record that a terminal joins it: %w", o.Name, err)
+					}
+				}
 				return Result{Group: &g, Joined: true}, nil
 			}
 			if !errors.Is(err, ErrNotFound) {
 				return Result{}, err
 			}
+			o.joined = true
 		}
 		g, err := r.Create(ctx, o)
 		if err != nil {

@@ -99,7 +99,7 @@ func tooOld(ctx context.Context, err error) error {
 	}
 	if !versionOK(v) {
 		return api.Errorf(api.CodeUnavailable,
-			"%s is too old: groups need git %d.%d or later (for `git worktree list --porcelain -z`); install a newer git",
+			"%s is too old: groups need git %d.%d or later (for `git worktree list --porcelain -z`); install git %[2]d.%[3]d or later: Debian 12 and Ubuntu 24.04 have one (apt-get install git), others see https://git-scm.com/downloads",
 			termsafe.QuoteMax(line, 80), MinGitVersion[0], MinGitVersion[1]).WithCause(ErrGit)
 	}
 	return err

@@ -66,8 +66,8 @@ func TestOpenOldGit(t *testing.T) {
 	}
 	t.Setenv("PATH", bin)
 	_, err := Open(context.Background(), t.TempDir())
-	if !errors.Is(err, ErrGit) || !strings.Contains(err.Error(), "2.36") || !strings.Contains(err.Error(), "2.30.2") {
-		t.Errorf("Open with git 2.30.2 = %v, want ErrGit naming both versions", err)
+	if !errors.Is(err, ErrGit) || !strings.Contains(err.Error(), "git version 2.30.2") || !strings.Contains(err.Error(), "install git 2.36 or later: Debian 12 and Ubuntu 24.04 have one (apt-get install git)") {
+		t.Errorf("Open with git 2.30.2 = %v, want ErrGit naming both versions and what to install", err)
 	}
 	t.Setenv("PATH", t.TempDir())
 	if _, err := Open(context.Background(), t.TempDir()); !errors.Is(err, ErrGit) || !strings.Contains(err.Error(), "install") {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/testbin"
 )
 
 // TestRetireClean: a group that did nothing leaves nothing: no worktree, branch, ref, admin
@@ -152,14 +153,58 @@ func TestRetireFolderGone(t *testing.T) {
 	}
 }
 
-// TestRetireRebased: a worker that rebased its branch onto another base: kept.
+// TestRetireRebased: a worker that rebased its branch onto another base (git rebase --onto, a
+// branch made from an older commit): Changes still compares against the group's base_commit, in
+// a patch that applies there, and Retire keeps the branch, which holds the worker's commit.
 func TestRetireRebased(t *testing.T) {
 	ctx := context.Background()
 	r, g := newGroup(t, "reb")
-	run(t, g.Dir, "reset", "-q", "--hard", "HEAD~1")
+	// Another base: a branch from the commit before the group's base, with a commit of its own.
+	run(t, r.Top, "branch", "other", g.BaseCommit+"~1")
+	other := t.TempDir()
+	run(t, r.Top, "worktree", "add", "-q", other, "other")
+	write(t, other, "other.txt", "from the other base\n")
+	run(t, other, "add", "other.txt")
+	run(t, other, "commit", "-q", "-m", "other base")
+	run(t, r.Top, "worktree", "remove", other)
+	// The worker commits, then moves its commit onto the other base.
+	write(t, g.Dir, "work.txt", "the worker's\n")
+	run(t, g.Dir, "add", "work.txt")
+	run(t, g.Dir, "commit", "-q", "-m", "work")
+	run(t, g.Dir, "rebase", "-q", "--onto", "other", g.BaseCommit)
+	head := run(t, g.Dir, "rev-parse", "HEAD")
+	if parent := run(t, g.Dir, "rev-parse", "HEAD~1"); parent != run(t, r.Top, "rev-parse", "other") {
+		t.Fatalf("after the rebase HEAD~1 is %s, not the other base", parent)
+	}
+
+	c, err := r.Changes(ctx, "reb", ChangesOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	for _, f := range c.Files {
+		files[f.Path] = f.Status
+	}
+	// Against base_commit: the other base lacks what the base's commit "more" added.
+	want := map[string]string{"work.txt": "A", "other.txt": "A", ".gitignore": "D", "old.txt": "D", "logo.bin": "D"}
+	if c.Base != g.BaseCommit || c.Head != head || !reflect.DeepEqual(files, want) {
+		t.Errorf("Changes after the rebase: base %s head %s files %v; want base %s head %s files %v", c.Base, c.Head, files, g.BaseCommit, head, want)
+	}
+	if len(c.Commits) != 2 || c.Commits[0].Subject != "work" || c.Commits[1].Subject != "other base" {
+		t.Errorf("Changes after the rebase lists the commits %+v, want work and other base", c.Commits)
+	}
+	patch := filepath.Join(t.TempDir(), "p.diff")
+	if err := os.WriteFile(patch, []byte(c.Patch), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(t, r.Top, "apply", "--check", patch) // the main checkout is at base_commit
+
 	ret, err := r.Retire(ctx, "reb")
-	if err != nil || ret.BranchDeleted || ret.BranchKept != "it is no longer at its base commit (it holds commits, or was moved)" {
-		t.Errorf("Retire = %+v, %v; want the branch kept", ret, err)
+	if err != nil || !ret.Removed || ret.BranchDeleted || ret.Snapshot != "" || ret.BranchKept != "it is no longer at its base commit (it holds commits, or was moved)" {
+		t.Errorf("Retire = %+v, %v; want the checkout removed and the branch kept", ret, err)
+	}
+	if tip := run(t, r.Top, "rev-parse", "refs/heads/krad/reb"); tip != head {
+		t.Errorf("the kept branch is at %s, want the rebased work %s", tip, head)
 	}
 }
 
@@ -179,16 +224,7 @@ func TestWorkerCannotRemove(t *testing.T) {
 // otherwise: a fault injected into one step.
 func failingGit(t *testing.T, word string) {
 	t.Helper()
-	real, err := exec.LookPath("git")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := t.TempDir()
-	script := "#!/bin/sh\nfor a; do if [ \"$a\" = " + word + " ]; then echo 'fatal: injected failure' >&2; exit 128; fi; done\nexec " + real + " \"$@\"\n"
-	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("PATH", testbin.FailingGit(t, word)+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
 // TestRetireFailureKeepsTheWorktree: when a step fails, the worktree stays, locked, and the

@@ -2,15 +2,14 @@ package worktree
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/internal/atomicfile"
 	"github.com/krad-ade/krad/internal/termsafe"
 )
 
@@ -116,6 +115,7 @@ func setTaken(groups []Group, name string) bool {
 // say) it answers the conflict with an empty Set, for CreateSet to try the next name.
 func (r *Repo) createSet(ctx context.Context, name, commit, root string, o SetOptions) (set Set, err error) {
 	set = Set{Name: name, BaseCommit: commit}
+	failed := -1 // the group whose failure stopped the set
 	defer func() {
 		if err == nil {
 			return
@@ -127,24 +127,53 @@ func (r *Repo) createSet(ctx context.Context, name, commit, root string, o SetOp
 				err = fmt.Errorf("%w; and undoing group %s failed: %v", err, g.Name, rerr)
 			}
 		}
-		if len(set.Groups) == 0 {
+		if errors.Is(err, ErrConflict) && failed == 0 {
 			set.Name = ""
 		}
 		set.Groups = nil
 	}()
-	for i := 1; i <= o.Count; i++ {
-		g, err := r.Create(ctx, CreateOptions{Name: name + "-" + strconv.Itoa(i), Base: commit, Root: root})
-		if err != nil {
-			return set, err
-		}
-		g.Set, g.Lead = name, o.Lead
-		if err := r.writeMeta(g); err != nil {
-			set.Groups = append(set.Groups, g)
-			return set, fmt.Errorf("make variant %s: %w", g.Name, err)
-		}
-		set.Groups = append(set.Groups, g)
+	// The groups are made side by side, a few at a time (their checkouts are what takes the
+	// time); the first failure stops the others, and every group made is undone above.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		made  = make([]Group, o.Count)
+		once  sync.Once
+		first error // the failure that stopped the others, not theirs of being stopped
+		slots = make(chan struct{}, min(o.Count, max(2, runtime.NumCPU())))
+		wg    sync.WaitGroup
+	)
+	fail := func(i int, err error) { once.Do(func() { failed, first = i, err; cancel() }) }
+	for i := range o.Count {
+		wg.Go(func() {
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+			case <-ctx.Done():
+				fail(i, ctx.Err())
+				return
+			}
+			g, err := r.Create(ctx, CreateOptions{Name: name + "-" + strconv.Itoa(i+1), Base: commit, Root: root})
+			if err == nil {
+				g.Set, g.Lead = name, o.Lead
+				g.Joined = true // its worker starts once the set is made
+				made[i] = g
+				if err = r.writeMeta(g); err != nil {
+					err = fmt.Errorf("make variant %s: %w", g.Name, err)
+				}
+			}
+			if err != nil {
+				fail(i, err)
+			}
+		})
 	}
-	return set, nil
+	wg.Wait()
+	for _, g := range made {
+		if g.Name != "" {
+			set.Groups = append(set.Groups, g)
+		}
+	}
+	return set, first
 }
 
 // writeMeta writes g's record again, with what changed in it since Create (its set, its pick).
@@ -152,10 +181,8 @@ func (r *Repo) writeMeta(g Group) error {
 	if g.admin == "" {
 		return fmt.Errorf("group %s has no admin folder known", g.Name)
 	}
-	m := meta{Name: g.Name, Branch: g.Branch, BaseCommit: g.BaseCommit, MadeBranch: g.MadeBranch, Port: g.Port,
-		Created: g.Created, Set: g.Set, Lead: g.Lead, Picked: g.Picked}
-	data, _ := json.Marshal(m)
-	return atomicfile.WriteFile(filepath.Join(g.admin, metaFile), append(data, '\n'), 0o600)
+	return writeRecord(g.admin, meta{Name: g.Name, Branch: g.Branch, BaseCommit: g.BaseCommit, MadeBranch: g.MadeBranch, Port: g.Port,
+		Created: g.Created, Set: g.Set, Lead: g.Lead, Picked: g.Picked, Joined: g.Joined})
 }
 
 // Pick takes the winner's work as o.How says, computed off every checkout (git merge-tree, a

@@ -2,31 +2,38 @@ package worktree
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/krad-ade/krad/api"
 )
 
-// newSet makes a repository with an identity of its own, and a set of n variants of it.
-func newSet(t *testing.T, n int) (dir string, r *Repo, set Set) {
+// newSet makes a repository with an identity of its own, and a set of n variants of it under
+// the worktrees root root.
+func newSet(t *testing.T, n int) (dir, root string, r *Repo, set Set) {
 	t.Helper()
 	dir = newRepo(t)
 	run(t, dir, "config", "user.name", "Pat")
 	run(t, dir, "config", "user.email", "pat@example.com")
 	r = open(t, dir)
-	set, err := r.CreateSet(context.Background(), "Retry backoff!", t.TempDir(), SetOptions{Count: n, Lead: "main:1"})
+	root = t.TempDir()
+	set, err := r.CreateSet(context.Background(), "Retry backoff!", root, SetOptions{Count: n, Lead: "main:1"})
 	if err != nil {
 		t.Fatalf("CreateSet: %v", err)
 	}
-	return dir, r, set
+	return dir, root, r, set
 }
 
 func TestCreateSet(t *testing.T) {
-	dir, r, set := newSet(t, 3)
+	dir, _, r, set := newSet(t, 3)
 	head := run(t, dir, "rev-parse", "HEAD")
 	if set.Name != "retry-backoff" || set.BaseCommit != head || len(set.Groups) != 3 {
 		t.Fatalf("CreateSet = %+v", set)
@@ -36,8 +43,9 @@ func TestCreateSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, g := range groups {
-		if want := "retry-backoff-" + string(rune('1'+i)); g.Name != want || g.Set != "retry-backoff" || g.Lead != "main:1" || g.BaseCommit != head {
-			t.Errorf("group %d = %+v, want %s of the set, from %s", i, g, want, head)
+		// Joined: its worker starts at once, so a restart that finds it without one retires it.
+		if want := "retry-backoff-" + string(rune('1'+i)); g.Name != want || g.Set != "retry-backoff" || g.Lead != "main:1" || g.BaseCommit != head || !g.Joined {
+			t.Errorf("group %d = %+v, want %s of the set, from %s, joined", i, g, want, head)
 		}
 	}
 	// A second set of the same title gets a name of its own.
@@ -50,24 +58,25 @@ func TestCreateSet(t *testing.T) {
 	}
 }
 
-// TestCreateSetAllOrNothing: a set whose third group cannot be made (its folder is taken) leaves
-// none of its groups, nor their branches.
+// TestCreateSetAllOrNothing: a set whose third group cannot be made (its folder is taken) is a
+// conflict naming that folder, and leaves none of its groups: no branch or ref, no worktree, no
+// admin folder, no folder under the worktrees root but the one that was there.
 func TestCreateSetAllOrNothing(t *testing.T) {
 	dir := newRepo(t)
 	r := open(t, dir)
 	root := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(root, r.Key, "flaky-3"), 0o755); err != nil {
+	taken := filepath.Join(root, r.Key, "flaky-3")
+	if err := os.MkdirAll(taken, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	before := refs(t, dir)
+	before := look(t, r, root)
 	_, err := r.CreateSet(context.Background(), "flaky", root, SetOptions{Count: 3, Lead: "main:1"})
-	if err == nil {
-		// The set may take the next name when its first cannot be made; here its third cannot.
-		t.Fatal("CreateSet made a set whose third folder was taken")
+	// The set may take the next name when its first cannot be made; here its third cannot.
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != api.CodeConflict || !strings.Contains(ae.Message, "folder "+taken+" exists") {
+		t.Fatalf("CreateSet of a set whose third folder was taken: %v, want a conflict naming %s", err, taken)
 	}
-	if after := refs(t, dir); after != before {
-		t.Errorf("refs after a failed set:\n%s\nbefore:\n%s", after, before)
-	}
+	noLeftovers(t, "after a set that could not be made", before, look(t, r, root))
 	if gs, _ := r.Groups(context.Background()); len(gs) != 0 {
 		t.Errorf("groups left after a failed set: %+v", gs)
 	}
@@ -83,7 +92,7 @@ func work(t *testing.T, g Group) {
 }
 
 func TestPickSquash(t *testing.T) {
-	dir, r, set := newSet(t, 2)
+	dir, _, r, set := newSet(t, 2)
 	win := set.Groups[1]
 	work(t, win)
 	write(t, dir, "unrelated.txt", "the person's own, not staged\n")
@@ -122,7 +131,7 @@ func TestPickSquash(t *testing.T) {
 func TestPickApplyMergeBranch(t *testing.T) {
 	for _, how := range []string{api.PickApply, api.PickMerge, api.PickBranch} {
 		t.Run(how, func(t *testing.T) {
-			dir, r, set := newSet(t, 1)
+			dir, _, r, set := newSet(t, 1)
 			win := set.Groups[0]
 			work(t, win)
 			head := run(t, dir, "rev-parse", "HEAD")
@@ -152,43 +161,183 @@ func TestPickApplyMergeBranch(t *testing.T) {
 }
 
 // TestPickRefuses: a pick that conflicts with the main branch, a main checkout with staged
-// changes, or on a detached HEAD: each changes nothing and says why.
+// changes, or on a detached HEAD: each says why, and changes nothing but the winner's snapshot,
+// which a pick keeps first: no other ref, no worktree or admin folder, nothing under the
+// worktrees root, nothing of the main checkout's or the winner's index or files.
 func TestPickRefuses(t *testing.T) {
-	dir, r, set := newSet(t, 1)
+	dir, root, r, set := newSet(t, 1)
 	win := set.Groups[0]
 	write(t, win.Dir, "README", "the variant's\n")
+	write(t, win.Dir, "main.go", "package main\n\n// the variant's\n")
 	write(t, dir, "README", "the main branch's\n")
+	write(t, dir, "main.go", "package main\n\n// the main branch's\n")
 	run(t, dir, "commit", "-qam", "meanwhile")
-	head := run(t, dir, "rev-parse", "HEAD")
-	before := refs(t, dir)
-	_, err := r.Pick(context.Background(), PickOptions{Group: win.Name, How: api.PickSquash})
-	var ae *api.Error
-	if !errors.As(err, &ae) || ae.Code != api.CodeConflict || !strings.Contains(ae.Message, "in 1 file: README;") {
-		t.Errorf("a conflicting pick: %v, want conflict naming README", err)
+	snapshot := SnapshotPrefix + win.Name
+	refuses := func(what string, o PickOptions, want string) {
+		t.Helper()
+		before, main, winner := look(t, r, root), lookAt(t, dir), lookAt(t, win.Dir)
+		_, err := r.Pick(context.Background(), o)
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Code != api.CodeConflict || !strings.Contains(ae.Message, want) {
+			t.Errorf("%s: %v, want a conflict saying %q", what, err, want)
+		}
+		noLeftovers(t, what, before, look(t, r, root), snapshot)
+		main.same(t, what+", the main checkout", lookAt(t, dir))
+		winner.same(t, what+", the winner's checkout", lookAt(t, win.Dir))
 	}
-	if after := refs(t, dir); strings.ReplaceAll(after, SnapshotPrefix, "") == after && after != before {
-		t.Errorf("refs changed:\n%s", after)
+	refuses("a pick that conflicts with the main branch", PickOptions{Group: win.Name, How: api.PickSquash},
+		"variant "+win.Name+" conflicts with main in 2 files: README, main.go; nothing was changed")
+	// The snapshot is the winner's whole state, its uncommitted edits.
+	if got := run(t, dir, "show", snapshot+":README"); got != "the variant's" {
+		t.Errorf("the snapshot holds README as %q", got)
 	}
-	if got := run(t, dir, "rev-parse", "HEAD"); got != head || run(t, dir, "status", "--porcelain") != "" {
-		t.Error("a conflicting pick touched the main checkout")
-	}
+	run(t, dir, "reset", "-q", "--hard", "HEAD~")
 
 	write(t, dir, "staged.txt", "x\n")
 	run(t, dir, "add", "staged.txt")
-	if _, err := r.Pick(context.Background(), PickOptions{Group: win.Name, How: api.PickApply}); err == nil || !strings.Contains(err.Error(), "staged changes") {
-		t.Errorf("a pick over staged changes: %v", err)
-	}
+	refuses("a pick over staged changes", PickOptions{Group: win.Name, How: api.PickApply}, "has staged changes")
 	run(t, dir, "reset", "-q")
 	run(t, dir, "checkout", "-q", "--detach")
-	if _, err := r.Pick(context.Background(), PickOptions{Group: win.Name, How: api.PickSquash}); err == nil || !strings.Contains(err.Error(), "detached HEAD") {
-		t.Errorf("a squash on a detached HEAD: %v", err)
+	refuses("a squash on a detached HEAD", PickOptions{Group: win.Name, How: api.PickSquash}, "detached HEAD")
+}
+
+// TestPickTouchesNoOtherCheckout: a pick is computed off every checkout. A branch pick, and one
+// that conflicts, leave the main checkout's and the winner's index and files as they were (their
+// bytes and times, and what git status says); a squash changes the main checkout's files only
+// where the pick says, keeps the person's own edits there, and leaves the winner's as it was.
+func TestPickTouchesNoOtherCheckout(t *testing.T) {
+	dir, _, r, set := newSet(t, 2)
+	win := set.Groups[1]
+	work(t, win)
+	write(t, win.Dir, "README", "the variant's, not staged\n")
+	write(t, win.Dir, "staged.txt", "the variant's, staged\n")
+	run(t, win.Dir, "add", "staged.txt")
+	// The person's own in the main checkout: an untracked file, an edit not staged.
+	write(t, dir, "mine.txt", "the person's own\n")
+	write(t, dir, "main.go", "package main\n\n// the person's edit\n")
+	// git status as a person runs it refreshes the index: the times are set before any look.
+	run(t, dir, "status", "-s")
+	run(t, win.Dir, "status", "-s")
+
+	main, winner := lookAt(t, dir), lookAt(t, win.Dir)
+	if _, err := r.Pick(context.Background(), PickOptions{Group: win.Name, How: api.PickBranch}); err != nil {
+		t.Fatalf("a branch pick: %v", err)
+	}
+	main.same(t, "after a branch pick, the main checkout", lookAt(t, dir))
+	winner.same(t, "after a branch pick, the winner's checkout", lookAt(t, win.Dir))
+
+	// The main branch moves on: a commit of its own to README, which the winner edits too.
+	stash := run(t, dir, "stash", "create")
+	run(t, dir, "checkout", "-q", "--", "main.go")
+	write(t, dir, "README", "the main branch's\n")
+	run(t, dir, "commit", "-qam", "meanwhile")
+	run(t, dir, "stash", "apply", "-q", stash)
+	run(t, dir, "status", "-s")
+	main = lookAt(t, dir)
+	if _, err := r.Pick(context.Background(), PickOptions{Group: win.Name, How: api.PickSquash}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a squash that conflicts: %v", err)
+	}
+	main.same(t, "after a conflicting pick, the main checkout", lookAt(t, dir))
+	winner.same(t, "after a conflicting pick, the winner's checkout", lookAt(t, win.Dir))
+
+	// Without that commit, the squash goes in: the main checkout changes where the pick says.
+	run(t, dir, "stash", "-q")
+	run(t, dir, "reset", "-q", "--hard", "HEAD~")
+	run(t, dir, "stash", "pop", "-q")
+	run(t, dir, "status", "-s")
+	main = lookAt(t, dir)
+	head := run(t, dir, "rev-parse", "HEAD")
+	p, err := r.Pick(context.Background(), PickOptions{Group: win.Name, How: api.PickSquash})
+	if err != nil {
+		t.Fatalf("a squash: %v", err)
+	}
+	winner.same(t, "after a squash, the winner's checkout", lookAt(t, win.Dir))
+	after := lookAt(t, dir)
+	changed := strings.Fields(run(t, dir, "diff", "--name-only", head, p.Commit))
+	if want := []string{"README", "notes.txt", "retry.go", "staged.txt"}; !slices.Equal(changed, want) {
+		t.Errorf("the squash changed %q, want the winner's %q", changed, want)
+	}
+	for name, was := range main.files {
+		if now := after.files[name]; now != was && !slices.Contains(changed, name) {
+			t.Errorf("after a squash, %s of the main checkout, which the pick does not change, is %s, was %s", name, now, was)
+		}
+	}
+	for _, name := range changed {
+		if got, want := strings.Fields(after.files[name])[1], strings.Fields(winner.files[name])[1]; got != want {
+			t.Errorf("after a squash, the main checkout's %s is not the winner's", name)
+		}
+	}
+	if after.status != main.status {
+		t.Errorf("after a squash, the main checkout's status is %q, was %q: the person's own edits stay theirs, and the pick is committed", after.status, main.status)
+	}
+}
+
+// checkout is what a pick must not touch of a checkout it does not take the work into: its
+// index's bytes and time, what git status says, and each file's bytes and time.
+type checkout struct {
+	index  string
+	status string
+	// files: each file (path from the checkout's top, .git left out) as "<mtime> <sha256>".
+	files map[string]string
+}
+
+// lookAt is the checkout at dir now. git runs with --no-optional-locks, so that looking does not
+// refresh the index.
+func lookAt(t *testing.T, dir string) checkout {
+	t.Helper()
+	c := checkout{files: map[string]string{}}
+	sum := func(p string) string {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err.Error()
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("%d %x", fi.ModTime().UnixNano(), sha256.Sum256(b))
+	}
+	c.index = sum(run(t, dir, "rev-parse", "--path-format=absolute", "--git-path", "index"))
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Name() == ".git" {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type().IsRegular() {
+			c.files[strings.TrimPrefix(p, dir+"/")] = sum(p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.status = run(t, dir, "--no-optional-locks", "status", "--porcelain=v1", "--untracked-files=all")
+	return c
+}
+
+// same fails the test, saying what, when now differs from c in anything.
+func (c checkout) same(t *testing.T, what string, now checkout) {
+	t.Helper()
+	if now.index != c.index {
+		t.Errorf("%s: its index was written (%s, was %s)", what, now.index, c.index)
+	}
+	if now.status != c.status {
+		t.Errorf("%s: git status says %q, said %q", what, now.status, c.status)
+	}
+	if !maps.Equal(now.files, c.files) {
+		t.Errorf("%s: its files are\n%v\nwere\n%v", what, now.files, c.files)
 	}
 }
 
 // TestPickOfADeletedVariant: a variant whose worker deleted its own checkout cannot be picked:
 // the pick says so, changes nothing, and its branch is still there.
 func TestPickOfADeletedVariant(t *testing.T) {
-	dir, r, set := newSet(t, 2)
+	dir, _, r, set := newSet(t, 2)
 	win := set.Groups[0]
 	work(t, win)
 	if err := os.RemoveAll(win.Dir); err != nil {

@@ -70,6 +70,12 @@ func killUntilGone(tmux func(args ...string) *exec.Cmd) {
 
 func startApp(t *testing.T, home string, args ...string) *app {
 	t.Helper()
+	return startAppIn(t, home, "", args...)
+}
+
+// startAppIn starts the app in the folder dir ("" the test's), its local environment's folder.
+func startAppIn(t *testing.T, home, dir string, args ...string) *app {
+	t.Helper()
 	bin := testbin.Dir(t)
 	if home == "" {
 		home = t.TempDir()
@@ -80,6 +86,7 @@ func startApp(t *testing.T, home string, args ...string) *app {
 		Program: filepath.Join(bin, "krad-ade"),
 		Env:     baseEnv(bin, home),
 		Args:    args,
+		Dir:     dir,
 		Secrets: func() []string { return []string{a.tok} },
 	})
 	return a

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -163,4 +164,87 @@ func TestSIGHUPRetriesFailedEnvironments(t *testing.T) {
 	}
 	w.logs(at, "connected: 127.0.0.1:")
 	w.served()
+}
+
+// A group on an SSH host whose last terminal closed while the app was stopped retires when the
+// app comes back and attaches to the host again: its checkout on the host removed, its work kept
+// on a snapshot ref in the host's repository; a group made by krad worktree create, that no
+// terminal joined, stays.
+func TestGroupRetiredAfterARestartOnAnSSHHost(t *testing.T) {
+	testbin.Need(t, "git", "git")
+	w := newSSHWorld(t, "")
+	w.write(filepath.Join(w.home, ".ssh", "known_hosts"), w.sshd.KnownHostsLine(0)+"\n")
+	repo := filepath.Join(w.sshd.Home, "src")
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", repo}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if err := os.Mkdir(repo, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	git("init", "-q", "-b", "main")
+	w.write(filepath.Join(repo, "readme"), "one\n")
+	git("add", ".")
+	git("commit", "-q", "-m", "first")
+	// The lead on the host spawns a worker into g1, which writes a file and stays, and makes g2.
+	w.write(filepath.Join(w.home, "krad-ade", "config.toml"), `[[environment]]
+name = "build"
+ssh = "buildbox"
+dir = "~/src"
+
+[[terminal]]
+environment = "build"
+title = "lead"
+lead = true
+command = '''
+krad spawn --group g1 -- sh -c 'echo work > notes.txt; echo wrote; sleep 300'
+until krad read 2 | grep -q wrote; do sleep 0.1; done
+krad worktree create g2 && echo made > ~/ready
+sleep 300'''
+`)
+	w.start()
+	ready := filepath.Join(w.sshd.Home, "ready")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lead on the host did not make its groups within 60 s; the log:\n%s", w.app.Log)
+		}
+	}
+	wts := git("worktree", "list", "--porcelain")
+	if strings.Count(wts, "worktree ") != 3 {
+		t.Fatalf("the host's repository has these worktrees, want the main checkout, g1 and g2:\n%s", wts)
+	}
+
+	// The app stops; the worker's window on the host closes meanwhile; the app starts again.
+	w.app.Stop(syscall.SIGTERM, 10*time.Second)
+	if out, err := w.hostTmux("kill-window", "-t", "build:2").CombinedOutput(); err != nil {
+		t.Fatalf("tmux kill-window on the host: %v: %s", err, out)
+	}
+	w.start()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		wts = git("worktree", "list", "--porcelain")
+		if !strings.Contains(wts, "/g1\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("g1 was not retired within 60 s of the restart:\n%s\nthe log:\n%s", wts, w.app.Log)
+		}
+	}
+	if !strings.Contains(wts, "/g2\n") {
+		t.Errorf("g2, which no terminal joined, is gone:\n%s", wts)
+	}
+	if got := git("show", "refs/krad/snapshots/g1:notes.txt"); got != "work" {
+		t.Errorf("g1's snapshot on the host holds notes.txt as %q, want the worker's work", got)
+	}
+	if !strings.Contains(w.app.Log.String(), `msg="group retired" environment=build group=g1`) {
+		t.Errorf("the log does not say g1 retired:\n%s", w.app.Log)
+	}
 }

@@ -14,22 +14,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/internal/screentest"
 	"github.com/krad-ade/krad/internal/testbin"
-	"github.com/krad-ade/krad/remote/shell"
 )
 
 // screen is krad-ade started as a person starts it, on a terminal: a pane of a tmux server of the
-// test's own (not the app's), driven with send-keys and read with capture-pane.
+// test's own (not the app's), driven with send-keys and read with capture-pane (screentest).
 type screen struct {
-	t       testing.TB
-	screens strings.Builder // every screen read
-	sock    string          // the test's tmux server
-	home    string          // the app's HOME, XDG_CONFIG_HOME and TMUX_TMPDIR
+	*screentest.Screen
+	t    testing.TB
+	home string // the app's HOME, XDG_CONFIG_HOME and TMUX_TMPDIR
 }
 
 // uiPatience is how long the screen may take to show what a test waits for: the machine is
 // shared, so it is generous; what it measures is logged, not asserted.
-const uiPatience = 60 * time.Second
+const uiPatience = screentest.Patience
 
 // startScreen starts krad-ade in a w×h pane, with a config.toml holding config, and extra
 // variables in its environment.
@@ -54,64 +53,19 @@ func startScreenIn(t testing.TB, home, dir string, w, h int, extra []string, arg
 	t.Helper()
 	testbin.Need(t, "tmux", "tmux")
 	bin := testbin.Dir(t)
-	s := &screen{t: t, sock: filepath.Join(home, "test-tmux.sock"), home: home}
 	env := append(baseEnv(bin, home), "TERM=xterm-256color", "LANG=C.UTF-8", "XDG_STATE_HOME="+filepath.Join(home, "state"))
 	env = append(env, extra...)
-	words := []string{"env", "-i"}
-	for _, kv := range env {
-		words = append(words, shell.Quote(kv))
-	}
-	words = append(words, shell.Quote(filepath.Join(bin, "krad-ade")))
-	for _, a := range args {
-		words = append(words, shell.Quote(a))
-	}
-	// After the app, the pane stays, so that what it printed last can be read.
-	line := strings.Join(words, " ") + "; echo krad-ade exited $?; sleep 3600"
-	t.Cleanup(func() {
-		s.stopApp()
-		_ = s.tmux("kill-server").Run()
-		killTmux(home)
-	})
-	newSession := []string{"-f", "/dev/null", "new-session", "-d", "-s", "ui", "-x", strconv.Itoa(w), "-y", strconv.Itoa(h)}
+	t.Cleanup(func() { killTmux(home) }) // after the test's own server: cleanups run last first
+	// Stopped at the end, krad-ade writes its log and removes its files before the folders go.
+	opts := []screentest.Option{screentest.StopAtCleanup()}
 	if dir != "" {
-		newSession = append(newSession, "-c", dir)
+		opts = append(opts, screentest.In(dir))
 	}
-	if out, err := s.tmux(append(newSession, line)...).CombinedOutput(); err != nil {
-		t.Fatalf("tmux new-session: %v: %s", err, out)
-	}
-	return s
+	sc := screentest.Start(t, filepath.Join(home, "test-tmux.sock"), w, h, env, append([]string{filepath.Join(bin, "krad-ade")}, args...), opts...)
+	return &screen{Screen: sc, t: t, home: home}
 }
 
-// stopApp stops a krad-ade still running on the screen as a person's kill would (SIGTERM), and
-// waits until it has exited: it writes its log and removes its files as it stops, which must be
-// done before the test's folders are removed.
-func (s *screen) stopApp() {
-	b, err := os.ReadFile(filepath.Join(s.home, "krad-ade", "krad-ade.lock"))
-	if err != nil {
-		return
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 0 {
-		return
-	}
-	alive := func() bool {
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		// Gone, or a zombie (its state, after the command's closing parenthesis, is Z).
-		return err == nil && !strings.HasPrefix(string(stat[strings.LastIndexByte(string(stat), ')')+1:]), " Z") &&
-			strings.Contains(string(stat), "(krad-ade)")
-	}
-	if !alive() {
-		return
-	}
-	_ = syscall.Kill(pid, syscall.SIGTERM)
-	for deadline := time.Now().Add(uiPatience); alive() && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (s *screen) tmux(args ...string) *exec.Cmd {
-	return exec.Command("tmux", append([]string{"-S", s.sock}, args...)...)
-}
+func (s *screen) tmux(args ...string) *exec.Cmd { return s.Tmux(args...) }
 
 // appTmux runs tmux on the app's own server.
 func (s *screen) appTmux(args ...string) *exec.Cmd {
@@ -121,81 +75,27 @@ func (s *screen) appTmux(args ...string) *exec.Cmd {
 }
 
 // capture is the pane's text; with escapes, its SGR sequences too.
-func (s *screen) capture(escapes bool) string {
-	args := []string{"capture-pane", "-p", "-t", "ui"}
-	if escapes {
-		args = append(args, "-e")
-	}
-	out, err := s.tmux(args...).Output()
-	if err != nil {
-		s.t.Fatalf("capture-pane: %v", err)
-	}
-	return string(out)
-}
+func (s *screen) capture(escapes bool) string { return s.Capture(escapes) }
 
 // keys sends keys as tmux names them ("Enter", "Escape", "C-c") or as text.
 func (s *screen) keys(keys ...string) {
 	s.t.Helper()
-	if out, err := s.tmux(append([]string{"send-keys", "-t", "ui"}, keys...)...).CombinedOutput(); err != nil {
-		s.t.Fatalf("send-keys: %v: %s", err, out)
-	}
+	s.Keys(keys...)
 }
 
 // waitFor waits until the screen matches re, and returns the screen and how long it took.
 func (s *screen) waitFor(re string) (string, time.Duration) {
 	s.t.Helper()
-	rx := regexp.MustCompile(re)
-	began := time.Now()
-	for {
-		text := s.capture(false)
-		s.screens.WriteString(text)
-		if rx.MatchString(text) {
-			return text, time.Since(began)
-		}
-		if time.Since(began) > uiPatience {
-			s.t.Fatalf("the screen did not show %q within %s (%s):\n%s", re, uiPatience, s.ttyMode(), text)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return s.WaitFor(re)
 }
 
-// ttyMode says whether the pane's terminal reads line by line (icanon, as a shell leaves it) or
-// key by key (-icanon, as the UI sets it), and echoes: for a failure's message, since keys that
-// seem lost may wait in a terminal left in line mode.
-func (s *screen) ttyMode() string {
-	out, err := s.tmux("display-message", "-p", "-t", "ui", "#{pane_tty}").Output()
-	if err != nil {
-		return "no pane tty: " + err.Error()
-	}
-	tty := strings.TrimSpace(string(out))
-	out, err = exec.Command("stty", "-a", "-F", tty).CombinedOutput()
-	if err != nil {
-		return fmt.Sprintf("stty -F %s: %v", tty, err)
-	}
-	var modes []string
-	for _, f := range strings.Fields(string(out)) {
-		if strings.TrimPrefix(f, "-") == "icanon" || strings.TrimPrefix(f, "-") == "echo" {
-			modes = append(modes, f)
-		}
-	}
-	return "the pane's terminal: " + strings.Join(modes, " ")
-}
+// ttyMode says whether the pane's terminal reads line by line or key by key, and echoes.
+func (s *screen) ttyMode() string { return s.TTYMode() }
 
 // waitGone waits until the screen no longer shows text.
 func (s *screen) waitGone(text string) {
 	s.t.Helper()
-	began := time.Now()
-	for {
-		got := s.capture(false)
-		s.screens.WriteString(got)
-		if !strings.Contains(got, text) {
-			return
-		}
-		if time.Since(began) > uiPatience {
-			s.t.Fatalf("the screen still shows %q after %s (%s):\n%s", text, uiPatience, s.ttyMode(), got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.WaitGone(text)
 }
 
 // rowOf is the agents pane's row whose title is title.
@@ -265,10 +165,10 @@ func TestUI(t *testing.T) {
 		if !strings.Contains(string(b), "msg=serving") {
 			t.Errorf("the log file lacks the log lines: %q", b)
 		}
-		if strings.Contains(string(b), token) || strings.Contains(s.screens.String(), token) {
+		if strings.Contains(string(b), token) || strings.Contains(s.Seen(), token) {
 			t.Error("the token was shown or logged")
 		}
-		if strings.Contains(string(b), uiMarker) || strings.Contains(s.screens.String(), uiMarker) {
+		if strings.Contains(string(b), uiMarker) || strings.Contains(s.Seen(), uiMarker) {
 			t.Error("what a worker printed was shown or logged")
 		}
 	})
@@ -400,20 +300,14 @@ func detachPerson(t testing.TB, tmux func(args ...string) *exec.Cmd) {
 // modes are the pane's terminal modes: alternate screen, cursor shown, mouse, application keypad.
 func (s *screen) modes() string {
 	s.t.Helper()
-	out, err := s.tmux("display-message", "-p", "-t", "ui", "#{alternate_on} #{cursor_flag} #{mouse_any_flag} #{keypad_flag}").Output()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return strings.TrimSpace(string(out))
+	return s.Modes()
 }
 
 // wantModesRestored checks that the pane is back to a plain terminal: the UI left the alternate
 // screen, showed the cursor, and turned off the mouse and the application keypad.
 func (s *screen) wantModesRestored() {
 	s.t.Helper()
-	if got := s.modes(); got != "0 1 0 0" {
-		s.t.Errorf("the terminal's modes after the UI (alternate screen, cursor, mouse, keypad): got %q, want 0 1 0 0", got)
-	}
+	s.WantModesRestored()
 }
 
 // attachAndBack attaches to the agent the cursor is on (Enter), waits for the attached tmux's
@@ -548,13 +442,14 @@ func TestUINoColorAndHeadless(t *testing.T) {
 // $GIT_ASKPASS with the prompt and reads the answer from its output.
 const askpassConfig = `[[terminal]]
 title = "pusher"
-command = """for i in 1 2; do "$GIT_ASKPASS" "Password for 'https://pat@git.example.com': " > $HOME/answer$i; echo $? > $HOME/rc$i; done; sleep 600"""
+command = """for i in 1 2 3; do "$GIT_ASKPASS" "Password for 'https://pat@git.example.com': " > $HOME/answer$i; echo $? > $HOME/rc$i; done; sleep 600"""
 `
 
 // TestUIAnswersGitsPrompt: git's prompt in a terminal comes to the person as the UI's modal,
 // naming the terminal and host that asked; what they type is masked, and goes to that git
 // (Enter); Esc refuses the next prompt, and git's askpass fails. The answer is on no screen and
-// in no log.
+// in no log. Ctrl-C with the third prompt open closes the UI: that askpass fails too, and the
+// terminal is given back with its modes restored.
 func TestUIAnswersGitsPrompt(t *testing.T) {
 	s := startScreen(t, 120, 40, askpassConfig, nil)
 	text, took := s.waitFor(`Git asks`)
@@ -583,10 +478,23 @@ func TestUIAnswersGitsPrompt(t *testing.T) {
 	if len(answer) != 0 || rc == "0" {
 		t.Errorf("the refused askpass printed %q and exited %s; want nothing and a failure", answer, rc)
 	}
-	s.waitGone("Git asks")
+	// The third: the UI closes with it open.
+	s.waitFor(`Git asks`)
+	s.keys("-l", "typed-but-never-sent")
+	s.waitFor(`\*{20}`)
+	s.keys("C-c")
+	s.waitFor(`krad-ade exited`)
+	rc = exitOf(t, filepath.Join(s.home, "rc3"))
+	answer, _ = os.ReadFile(filepath.Join(s.home, "answer3"))
+	if len(answer) != 0 || rc == "0" {
+		t.Errorf("the askpass open when the UI closed printed %q and exited %s; want nothing and a failure", answer, rc)
+	}
+	s.wantModesRestored()
 	logged, _ := os.ReadFile(filepath.Join(s.home, "state", "krad-ade", "krad-ade.log"))
-	if strings.Contains(s.screens.String(), secret) || strings.Contains(string(logged), secret) {
-		t.Error("the answer was shown or logged")
+	for _, typed := range []string{secret, "typed-but-never-sent"} {
+		if strings.Contains(s.Seen(), typed) || strings.Contains(string(logged), typed) {
+			t.Errorf("what the person typed (%s) was shown or logged", typed)
+		}
 	}
 }
 

@@ -30,8 +30,9 @@ type helloOptions struct {
 	warmup     int
 	reqTimeout time.Duration
 	// ui compares krad-ade with its UI open (on a pseudo-terminal) against krad-ade headless,
-	// instead of the app against the baseline server.
-	ui bool
+	// instead of the app against the baseline server; with control, the first is started the
+	// same way but headless: what two identical apps differ by on this machine.
+	ui, control bool
 }
 
 // uiGoals: with its UI open the app serves within 5% of its headless self.
@@ -49,6 +50,8 @@ func (o *helloOptions) check() error {
 		return errors.New("--rounds must be at least 1")
 	case o.reqTimeout <= 0:
 		return errors.New("--request-timeout must be positive")
+	case o.control && !o.ui:
+		return errors.New("--control goes with --ui")
 	}
 	return nil
 }
@@ -81,7 +84,7 @@ func benchHello(ctx context.Context, bin, self string, env []string, o helloOpti
 func benchUI(ctx context.Context, bin string, env []string, o helloOptions, progress io.Writer) (*Report, error) {
 	return withApp(ctx, bin, env, progress, func(headless *app, rep *Report) error {
 		fmt.Fprintf(progress, "starting %s with its UI from %s\n", appName, bin)
-		shown, err := startAppOn(ctx, bin, env, true)
+		shown, err := startAppOn(ctx, bin, env, !o.control)
 		if err != nil {
 			return err
 		}
@@ -99,7 +102,12 @@ func benchUI(ctx context.Context, bin string, env []string, o helloOptions, prog
 			return err
 		}
 		baseT.pid = headless.proc.pid()
-		rep.Notes = append(rep.Notes, "--ui: the app is krad-ade with its UI open on a 120×40 pseudo-terminal; the baseline is krad-ade headless")
+		if o.control {
+			uiT.name = appName + " (headless, in the UI's place)"
+			rep.Notes = append(rep.Notes, "--ui --control: both apps are krad-ade headless, in the same places as --ui puts them: the difference between them is the machine's")
+		} else {
+			rep.Notes = append(rep.Notes, "--ui: the app is krad-ade with its UI open on a 120×40 pseudo-terminal; the baseline is krad-ade headless")
+		}
 		rep.Hello = measureHello(ctx, uiT, baseT, o, uiGoals, progress)
 		return nil
 	})

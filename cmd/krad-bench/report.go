@@ -219,8 +219,8 @@ func (h *HelloReport) writeMarkdown(p func(string, ...any)) {
 		g := md.Goals
 		p("| %s | %.1f%% | %s | %.2f× | %s | %.2f× | %s |\n", modeLabel(md.Mode, md.Clients),
 			md.RPSRatio*100, goalCell(g.RPS, "≥ %.0f%%", 100, md.RPSGoalMet),
-			md.P50Ratio, goalCell(g.P50, "≤ %.1f×", 1, md.P50GoalMet),
-			md.P99Ratio, goalCell(g.P99, "≤ %.1f×", 1, md.P99GoalMet))
+			md.P50Ratio, goalCell(g.P50, "≤ %g×", 1, md.P50GoalMet),
+			md.P99Ratio, goalCell(g.P99, "≤ %g×", 1, md.P99GoalMet))
 	}
 }
 

@@ -128,6 +128,7 @@ func runRoundTrips(ctx context.Context, name string, bench func(context.Context,
 	fs.DurationVar(&o.reqTimeout, "request-timeout", 10*time.Second, "deadline of one request")
 	if name == "hello" {
 		fs.BoolVar(&o.ui, "ui", false, "measure krad-ade with its UI open against krad-ade headless")
+		fs.BoolVar(&o.control, "control", false, "with --ui: the first app headless too, in the UI's place: what two identical apps differ by on this machine")
 	}
 	if code, done := parse(fs, args, stderr, c.check, o.check); done {
 		return code

@@ -32,5 +32,8 @@ import (
 //	48      TestGroupsAndVariantsOnTheHost
 //	49      TestExtensionFromAContainerHost
 //	50      TestAppPreparesAnArm64Host
+//	51      TestGitPushOverHTTPFromAContainerHost
+//	52      TestGroupsOnAHostWithOldGit
+//	56      TestGitPushOverSSHFromAContainerHost
 
 func TestMain(m *testing.M) { e2e.Main(m, testbin.Cleanup, removeProbe) }

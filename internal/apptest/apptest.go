@@ -27,6 +27,8 @@ type Options struct {
 	Program string
 	Env     []string
 	Args    []string
+	// Dir is the folder it starts in, its local environment's folder; "" the test's.
+	Dir string
 	// Secrets, when set, is called after the app stopped: no line of its stdout or log may hold
 	// any string it returns (the bus tokens the test read).
 	Secrets func() []string
@@ -69,6 +71,7 @@ func Start(t testing.TB, o Options) *App {
 	a := &App{t: t, Log: &Buffer{}, exited: make(chan struct{})}
 	a.Cmd = exec.Command(o.Program, o.Args...)
 	a.Cmd.Env = o.Env
+	a.Cmd.Dir = o.Dir
 	a.Cmd.Stderr = a.Log
 	// A pipe of the test's own rather than StdoutPipe: Wait then returns when the app exits, even
 	// if a process it started still holds the pipe.

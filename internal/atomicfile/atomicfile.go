@@ -33,7 +33,21 @@ var (
 // syncs, closes and renames over path, then syncs the folder. Its errors are *fs.PathError with Op
 // "write" and Path path.
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
-	return write(path, data, perm, putAndSync)
+	return write(path, data, perm, putAndSync, true)
+}
+
+// WriteFileUnsynced is WriteFile without the syncs: whole or not at all for every reader while
+// the system runs, but after a crash it may be missing, or empty, as the files beside it may be.
+// It is for a file that lives among files their own program does not sync (git's admin data of
+// a worktree), where a sync would buy nothing and cost much: on ext4 (data=ordered) a sync waits
+// for every file written before it to reach the disk, a checkout of thousands of them included.
+func WriteFileUnsynced(path string, data []byte, perm fs.FileMode) error {
+	return write(path, data, perm, put, false)
+}
+
+func put(fh *os.File, data []byte) error {
+	_, err := fh.Write(data)
+	return err
 }
 
 // putAndSync writes data to the temporary file and syncs it; tests replace it to make the write
@@ -45,14 +59,14 @@ func putAndSync(fh *os.File, data []byte) error {
 	return fh.Sync()
 }
 
-func write(path string, data []byte, perm fs.FileMode, put func(*os.File, []byte) error) error {
-	if err := writeVia(path, data, perm, put); err != nil {
+func write(path string, data []byte, perm fs.FileMode, put func(*os.File, []byte) error, sync bool) error {
+	if err := writeVia(path, data, perm, put, sync); err != nil {
 		return &fs.PathError{Op: "write", Path: path, Err: err}
 	}
 	return nil
 }
 
-func writeVia(path string, data []byte, perm fs.FileMode, put func(*os.File, []byte) error) (err error) {
+func writeVia(path string, data []byte, perm fs.FileMode, put func(*os.File, []byte) error, sync bool) (err error) {
 	if fi, err := os.Lstat(path); err == nil {
 		switch {
 		case fi.Mode()&fs.ModeSymlink != 0:
@@ -89,7 +103,9 @@ func writeVia(path string, data []byte, perm fs.FileMode, put func(*os.File, []b
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	syncDir(dir)
+	if sync {
+		syncDir(dir)
+	}
 	return nil
 }
 

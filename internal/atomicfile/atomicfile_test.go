@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -28,8 +29,12 @@ func TestWriteFile(t *testing.T) {
 	for _, tt := range []struct {
 		data string
 		perm fs.FileMode
-	}{{"first", 0o600}, {"second, longer", 0o644}, {"3", 0o600}} {
-		if err := WriteFile(path, []byte(tt.data), tt.perm); err != nil {
+	}{{"first", 0o600}, {"second, longer", 0o644}, {"3", 0o600}, {"fourth, unsynced", 0o640}, {"5", 0o600}} {
+		write := WriteFile
+		if strings.Contains(tt.data, "unsynced") || tt.data == "5" {
+			write = WriteFileUnsynced
+		}
+		if err := write(path, []byte(tt.data), tt.perm); err != nil {
 			t.Fatal(err)
 		}
 		if b, err := os.ReadFile(path); err != nil || string(b) != tt.data {
@@ -69,6 +74,9 @@ func TestWriteFileRefuses(t *testing.T) {
 			tt.setup(t, path)
 			before, _ := os.Lstat(path)
 			err := WriteFile(path, []byte("new"), 0o600)
+			if err2 := WriteFileUnsynced(path, []byte("new"), 0o600); !errors.Is(err2, tt.want) {
+				t.Errorf("WriteFileUnsynced: got %v, want %v", err2, tt.want)
+			}
 			var pe *fs.PathError
 			if !errors.Is(err, tt.want) || !errors.As(err, &pe) || pe.Op != "write" || pe.Path != path {
 				t.Fatalf("got %v, want write %s: %v", err, path, tt.want)
@@ -109,7 +117,7 @@ func TestWriteFailureLeavesTheOldFile(t *testing.T) {
 			if err := WriteFile(path, []byte("old"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if err := write(path, []byte("the new contents"), 0o600, tt.put); !errors.Is(err, errFull) {
+			if err := write(path, []byte("the new contents"), 0o600, tt.put, true); !errors.Is(err, errFull) {
 				t.Errorf("got error %v, want %v", err, errFull)
 			}
 			if b, err := os.ReadFile(path); err != nil || string(b) != "old" {

@@ -29,6 +29,14 @@ func NeedRoot(t testing.TB, what string) {
 	}
 }
 
+// Cannot skips a test that this computer cannot run, why saying what it lacks (a mount a
+// container forbids, say), except under CI, where it fails, as Need does: CI runs the tests where
+// they can run.
+func Cannot(t testing.TB, why string) {
+	t.Helper()
+	missing(t, why)
+}
+
 func missing(t testing.TB, why string) {
 	t.Helper()
 	if os.Getenv("CI") != "" {

@@ -34,6 +34,22 @@ func TestNeed(t *testing.T) {
 			t.Errorf("skip %q, fatal %q; want a failure", f.skip, f.fatal)
 		}
 	})
+	t.Run("cannot, outside CI: skipped", func(t *testing.T) {
+		t.Setenv("CI", "")
+		f := &fakeTB{}
+		f.run(func(tb testing.TB) { Cannot(tb, "cannot mount a tmpfs") })
+		if f.skip != "cannot mount a tmpfs" || f.fatal != "" {
+			t.Errorf("skip %q, fatal %q; want a skip that says why", f.skip, f.fatal)
+		}
+	})
+	t.Run("cannot, under CI: failed", func(t *testing.T) {
+		t.Setenv("CI", "1")
+		f := &fakeTB{}
+		f.run(func(tb testing.TB) { Cannot(tb, "cannot mount a tmpfs") })
+		if f.fatal != "cannot mount a tmpfs, and CI must run this test" || f.skip != "" {
+			t.Errorf("skip %q, fatal %q; want a failure", f.skip, f.fatal)
+		}
+	})
 	t.Run("there", func(t *testing.T) {
 		want, err := exec.LookPath("sh")
 		if err != nil {

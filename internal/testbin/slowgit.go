@@ -22,3 +22,19 @@ func SlowGit(t testing.TB) string {
 	}
 	return dir
 }
+
+// FailingGit is a folder holding a git that fails, saying "fatal: injected failure" and exiting
+// 128, when one of its arguments is word (remove, commit-tree), and is the real git otherwise: a
+// fault injected into one step. Put the folder first on the PATH of the process under test.
+func FailingGit(t testing.TB, word string) string {
+	t.Helper()
+	real := Need(t, "git", "git")
+	dir := t.TempDir()
+	script := "#!/bin/sh\n" +
+		"for a; do if [ \"$a\" = '" + word + "' ]; then echo 'fatal: injected failure' >&2; exit 128; fi; done\n" +
+		"exec '" + real + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "git"), []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -104,12 +104,25 @@ func (s Script) End() string { return "__KRAD_" + s.Name + "_END__" }
 // for the login shell of the host to run. It panics on a script it cannot carry unchanged through
 // every login shell (a backslash other than in \n), which is a mistake in the program.
 func (s Script) Command(args ...string) string {
+	s.checkName()
+	return command(s.script(), args)
+}
+
+// checkName panics on a name that cannot name a frame's markers.
+func (s Script) checkName() {
 	if s.Name == "" || strings.IndexFunc(s.Name, func(r rune) bool { return !('A' <= r && r <= 'Z' || '0' <= r && r <= '9') }) >= 0 {
 		panic("shell: a script's name is upper case letters and digits: " + strconv.Quote(s.Name))
 	}
+}
+
+// command is the command line that runs script, one line, under sh with args as $1, $2, ….
+func command(script string, args []string) string {
+	if strings.Contains(strings.ReplaceAll(script, `\n`, ""), `\`) {
+		panic("shell: a script may use a backslash only in \\n")
+	}
 	var b strings.Builder
 	b.WriteString("sh -c ")
-	b.WriteString(Quote(s.script()))
+	b.WriteString(Quote(script))
 	b.WriteString(" sh")
 	for _, a := range args {
 		b.WriteByte(' ')
@@ -120,11 +133,7 @@ func (s Script) Command(args ...string) string {
 
 // script is the whole script, on one line.
 func (s Script) script() string {
-	script := oneLine("KRAD_BEGIN=" + s.Begin() + "; KRAD_END=" + s.End() + ";\n" + Prelude + s.Body)
-	if strings.Contains(strings.ReplaceAll(script, `\n`, ""), `\`) {
-		panic("shell: a script may use a backslash only in \\n")
-	}
-	return script
+	return oneLine("KRAD_BEGIN=" + s.Begin() + "; KRAD_END=" + s.End() + ";\n" + Prelude + s.Body)
 }
 
 // oneLine joins the script's lines with spaces, for login shells (tcsh) that refuse a newline

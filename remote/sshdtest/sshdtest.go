@@ -62,6 +62,9 @@ type Options struct {
 	// AuthorizedKeys are files of authorized_keys lines (options and all) that may log in too,
 	// after the test's own key.
 	AuthorizedKeys []string
+	// Netns, when set, is the network namespace sshd runs in (ip netns exec; see package
+	// internal/netnstest), and Listen its address there; Listen is 127.0.0.1 by default.
+	Netns, Listen string
 }
 
 // Server is a running sshd.
@@ -79,6 +82,8 @@ type Server struct {
 	HostKeys []ssh.PublicKey
 
 	sshd, config string
+	netns        string
+	listen       string // ListenAddress
 	signer       ssh.Signer
 	log          *logBuffer
 
@@ -114,7 +119,10 @@ func Start(t testing.TB, opts Options) *Server {
 			t.Fatal(err)
 		}
 	}
-	s := &Server{Home: opts.Home, User: u.Username, sshd: sshd, config: filepath.Join(dir, "sshd_config")}
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1"
+	}
+	s := &Server{Home: opts.Home, User: u.Username, sshd: sshd, config: filepath.Join(dir, "sshd_config"), netns: opts.Netns, listen: opts.Listen}
 	if len(opts.HostKeyTypes) == 0 {
 		opts.HostKeyTypes = []string{"ed25519"}
 	}
@@ -172,7 +180,7 @@ func Start(t testing.TB, opts Options) *Server {
 	for attempt := 0; ; attempt++ {
 		s.Port = freePort(t)
 		lines := append([]string{}, opts.Config...)
-		lines = append(lines, "Port "+strconv.Itoa(s.Port), "ListenAddress 127.0.0.1")
+		lines = append(lines, "Port "+strconv.Itoa(s.Port), "ListenAddress "+s.listen)
 		lines = append(lines, hostKeyLines...)
 		lines = append(lines,
 			"AuthorizedKeysFile "+authorized,
@@ -209,7 +217,7 @@ func Start(t testing.TB, opts Options) *Server {
 			t.Logf("sshd's log:\n%s", s.log)
 		}
 	})
-	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
+	s.Addr = net.JoinHostPort(s.listen, strconv.Itoa(s.Port))
 	s.KnownHosts = filepath.Join(dir, "known_hosts")
 	var known strings.Builder
 	for i := range s.HostKeys {
@@ -248,6 +256,10 @@ func (s *Server) start() (*process, error) {
 		return nil, err
 	}
 	cmd := exec.Command(s.sshd, "-D", "-e", "-f", s.config)
+	if s.netns != "" {
+		// ip netns exec enters the namespace and execs sshd: the process is sshd's.
+		cmd = exec.Command("ip", "netns", "exec", s.netns, s.sshd, "-D", "-e", "-f", s.config)
+	}
 	cmd.Stderr = w
 	err = cmd.Start()
 	w.Close()
@@ -261,7 +273,7 @@ func (s *Server) start() (*process, error) {
 		close(p.exited)
 	}()
 	listening := make(chan struct{}, 1)
-	want := fmt.Sprintf("Server listening on 127.0.0.1 port %d.", s.Port)
+	want := fmt.Sprintf("Server listening on %s port %d.", s.listen, s.Port)
 	go func() {
 		defer close(p.logged)
 		defer r.Close()
@@ -386,8 +398,8 @@ func (s *Server) Dial(t testing.TB) *ssh.Client {
 // the extra lines.
 func (s *Server) HostBlock(alias string, extra ...string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Host %s\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n"+
-		"  UserKnownHostsFile %s\n  StrictHostKeyChecking yes\n", alias, s.Port, s.User, s.KeyFile, s.KnownHosts)
+	fmt.Fprintf(&b, "Host %s\n  HostName %s\n  Port %d\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n"+
+		"  UserKnownHostsFile %s\n  StrictHostKeyChecking yes\n", alias, s.listen, s.Port, s.User, s.KeyFile, s.KnownHosts)
 	for _, l := range extra {
 		b.WriteString("  " + l + "\n")
 	}

@@ -33,6 +33,8 @@ type hosts struct {
 	ports *portFile
 	toBus func(env string) func(context.Context) (net.Conn, error)
 	model func() *app.App // the model, once made: bridges are made before it
+	// sshAskpass is [git] ssh_askpass as the app started: the hosts' terminals get SSH_ASKPASS.
+	sshAskpass bool
 
 	ctx context.Context // the bridges' context
 	wg  sync.WaitGroup  // the bridges' Runs
@@ -55,13 +57,14 @@ type host struct {
 func (hs *hosts) newHost(env config.Environment) *host {
 	a := hs.run
 	b := bridge.New(bridge.Config{
-		Name:     env.Name,
-		Dir:      env.Dir,
-		Token:    hs.token,
-		Instance: a.instance(),
-		BinDir:   filepath.Dir(a.companion),
-		Version:  version.Build,
-		Logger:   a.log,
+		Name:       env.Name,
+		Dir:        env.Dir,
+		Token:      hs.token,
+		Instance:   a.instance(),
+		BinDir:     filepath.Dir(a.companion),
+		Version:    version.Build,
+		Logger:     a.log,
+		SSHAskpass: hs.sshAskpass,
 		Forward: forward.Config{
 			Host:   env.SSH,
 			Target: hs.toBus(env.Name),

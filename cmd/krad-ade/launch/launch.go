@@ -260,7 +260,7 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 		return func(ctx context.Context) (net.Conn, error) { return srv.Pipe(ctx, local.FromForward(env)) }
 	}
 	hs := &hosts{run: a, token: busToken, ports: a.forwardPorts(), toBus: toBus, on: map[string]*host{},
-		model: func() *app.App { return model }}
+		model: func() *app.App { return model }, sshAskpass: cfg.SSHAskpass}
 	var initial []*host
 	var remotes []app.Remote
 	for _, env := range cfg.Environments {
@@ -291,7 +291,8 @@ func (a *run) serve(ctx context.Context, cfg config.Config, tmuxConfig app.TmuxC
 		Extensions: extension.Config{Extensions: extensionSpecs(cfg.Extensions), Env: tmuxConfig.Env, Logger: a.log},
 		Editor:     app.Editor{Command: cfg.Editor.Command, SSHCommand: cfg.Editor.SSHCommand},
 		Askpass:    askpass,
-		SSHAskpass: cfg.SSHAskpass && askpass,
+		// ssh's prompts too when config.toml asks, unless the user has an SSH_ASKPASS of their own.
+		SSHAskpass: cfg.SSHAskpass && askpass && a.getenv(api.VarSSHAskpass) == "",
 	})
 	srv, err = local.Listen(local.Config{
 		BusToken:  busToken,

@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -18,12 +20,15 @@ const AskpassName = api.AskpassName
 // app's own limit, so that the app's answer (no one answered) comes first.
 const askpassLimit = 3*time.Minute + 15*time.Second
 
-// runAskpass is krad-ade-askpass PROMPT, as git runs it: it calls the bus as the Git caller of
-// this terminal's environment, {"Git": E}, with Askpass, polls until the person answers in the
-// app's UI, and prints the answer for git on stdout. It proves itself as every krad does, with
-// the bus token of the terminal's variables (KRAD_ADE_TOKEN, or the file KRAD_ADE_TOKEN_FILE
-// names); E and the terminal come from KRAD_ADE_TERMINAL, which is declared, not proven, so the
-// app's UI shows which terminal asked. The answer is written to stdout only, once.
+// runAskpass is krad-ade-askpass PROMPT, as git (or ssh, through SSH_ASKPASS) runs it: it calls
+// the bus as the Git caller of this terminal's environment, {"Git": E}, with Askpass, polls until
+// the person answers in the app's UI, and prints the answer for git on stdout. It proves itself
+// as every krad does, with the bus token of the terminal's variables (KRAD_ADE_TOKEN, or the file
+// KRAD_ADE_TOKEN_FILE names); E and the terminal come from KRAD_ADE_TERMINAL, which is declared,
+// not proven, so the app's UI shows which terminal asked. A git the app runs itself has no
+// terminal: KRAD_ADE_GIT names its environment, and it asks for terminal 0, the app. The answer is
+// written to stdout only, once. When the git that runs it goes (the reader of its stdout), it
+// stops asking, and the prompt leaves the UI.
 func (x *invocation) runAskpass(args []string) error {
 	if len(args) != 1 {
 		return &problem{err: errors.New("krad-ade-askpass takes one argument, git's prompt"), kind: errUsage,
@@ -33,15 +38,27 @@ func (x *invocation) runAskpass(args []string) error {
 	if err != nil {
 		return err
 	}
-	from := b.client.From
-	if from.Kind != api.CallerTerminal {
+	var env string
+	var terminal int
+	switch from := b.client.From; {
+	case from.Kind == api.CallerTerminal:
+		env, terminal = from.Terminal.Environment, from.Terminal.Terminal
+	case x.env(api.VarGit) != "":
+		env = x.env(api.VarGit)
+		if err := api.ValidEnvironment(env); err != nil {
+			return &problem{err: fmt.Errorf("%s=%s: %w", api.VarGit, quote(env), err), hint: "krad-ade sets it for the gits it runs itself; unset it elsewhere"}
+		}
+	default:
 		return &problem{err: errors.New("KRAD_ADE_TERMINAL is not set: krad-ade-askpass answers git's prompts in krad-ade's terminals only"),
 			hint: "unset GIT_ASKPASS outside krad-ade's terminals"}
 	}
-	b.client.From = api.Caller{Kind: api.CallerGit, Environment: from.Terminal.Environment}
-	body := &api.AskpassBody{Prompt: args[0], Kind: promptKind(args[0]), Terminal: from.Terminal.Terminal}
+	b.client.From = api.Caller{Kind: api.CallerGit, Environment: env}
+	body := &api.AskpassBody{Prompt: args[0], Kind: promptKind(args[0]), Terminal: terminal}
 	ctx, cancel := context.WithTimeout(x.ctx, askpassLimit)
 	defer cancel()
+	if f, ok := x.stdout.(*os.File); ok {
+		ctx = cancelWhenReaderGone(ctx, f)
+	}
 	for {
 		var ans api.AskpassAnswer
 		if _, err := b.answer(ctx, api.NewRequest(api.Askpass, body), &ans); err != nil {
@@ -71,4 +88,19 @@ func promptKind(prompt string) string {
 		return api.AskPassword
 	}
 	return ""
+}
+
+// appGitEnv is what the gits of `krad-ade-agents worktree` get so that their prompts reach the
+// person, as the app gave it to the verb on the host (api.TerminalVars.AppGitEnv): the verb's own
+// GIT_ASKPASS and bus variables, when KRAD_ADE_GIT says they are the app's. (package worktree
+// drops GIT_ASKPASS from the environment it inherits: only this way does it come back.)
+func appGitEnv(env Env) []string {
+	if env(api.VarGit) == "" || env(api.VarGitAskpass) == "" {
+		return nil
+	}
+	var vars []string
+	for _, name := range []string{api.VarGitAskpass, api.VarEndpoint, api.VarToken, api.VarTokenFile, api.VarTerminal, api.VarGit} {
+		vars = append(vars, name+"="+env(name))
+	}
+	return vars
 }

@@ -315,6 +315,9 @@ func (b *bus) hintFor(req api.Name, e *api.Error) string {
 		}
 		return ""
 	case api.CodeNotFound:
+		if req == api.CreateWorktree { // a base or a branch that the repository does not have
+			return "--base and --branch take what git names: git branch lists the branches, git log --oneline the commits; krad groups the branches retired groups kept"
+		}
 		if groupRequest(req) && !strings.HasPrefix(e.Message, "no terminal ") {
 			return "krad groups lists this environment's groups and the branches retired ones kept"
 		}
@@ -330,6 +333,12 @@ func (b *bus) hintFor(req api.Name, e *api.Error) string {
 	case api.CodeUnsupportedAPIVersion:
 		return fmt.Sprintf("this krad speaks the agents API v%d: use the krad that came with this krad-ade (first on PATH in its terminals)", api.Version)
 	case api.CodeBadRequest:
+		switch {
+		case (req == api.Spawn || req == api.RunVariants) && strings.HasPrefix(e.Message, "no agent "):
+			return "an [[agent]] table in config.toml, on the computer that runs krad-ade, adds an agent; the app reads them when it starts"
+		case groupRequest(req):
+			return "" // a name, a count, a group of no set: the app's message says what to change
+		}
 		return "this krad and the app disagree about the request: use the krad that came with this krad-ade"
 	case api.CodeUnavailable:
 		if api.IsNotServed(e) {

@@ -1,0 +1,91 @@
+package shell
+
+import (
+	"io"
+	"strconv"
+	"strings"
+)
+
+// A Step is one [Script] of a [Batch], with its arguments ($1, $2, … in its body) and, for at
+// most one step of a batch, the batch's standard input; the other steps read nothing (their
+// stdin is /dev/null).
+type Step struct {
+	Script Script
+	Args   []string
+	Stdin  io.Reader
+}
+
+// A Batch is several scripts run one after another by one sh: one command, so one SSH exec and
+// one login shell started on the host, in place of one for each. Each step runs in a subshell of
+// its own, so that one that exits (krad_fail, krad_refuse, or its own exit) ends only itself and
+// the next step still runs; each prints its own frame, so [Batch.Result] reads each step's
+// report from the one stdout. The steps' frames must have different names. The batch exits
+// with the status of its first step that did not exit 0.
+//
+// Running on when a step failed is what the steps of a connect want: each reports on its own,
+// and the caller takes the first failure in its own order. A step that must not run after
+// another failed belongs in the same script.
+type Batch []Step
+
+// Command is the command line that runs the batch under sh: one line, like [Script.Command],
+// with every step's arguments quoted. It panics on a batch it cannot run as one: two steps of
+// the same name, or two that read stdin.
+func (b Batch) Command() string {
+	names := map[string]bool{}
+	readers := 0
+	var body strings.Builder
+	var args []string
+	body.WriteString(Prelude)
+	body.WriteString("krad_s=0;\n")
+	for i, s := range b {
+		s.Script.checkName()
+		if names[s.Script.Name] {
+			panic("shell: two steps of a batch have the name " + strconv.Quote(s.Script.Name))
+		}
+		names[s.Script.Name] = true
+		if s.Stdin != nil {
+			readers++
+		}
+		fn := "krad_step" + strconv.Itoa(i)
+		// The function's body is a subshell: its exit, cd, umask, traps and variables stay in it.
+		body.WriteString(fn + "() ( KRAD_BEGIN=" + s.Script.Begin() + "; KRAD_END=" + s.Script.End() + ";\n")
+		body.WriteString(s.Script.Body)
+		body.WriteString("\n);\n")
+		body.WriteString(fn)
+		for range s.Args {
+			args = append(args, "")
+			body.WriteString(` "${` + strconv.Itoa(len(args)) + `}"`)
+		}
+		copy(args[len(args)-len(s.Args):], s.Args)
+		if s.Stdin == nil {
+			body.WriteString(" </dev/null")
+		}
+		body.WriteString("; krad_r=$?; if [ $krad_s -eq 0 ]; then krad_s=$krad_r; fi;\n")
+	}
+	if readers > 1 {
+		panic("shell: more than one step of a batch reads stdin")
+	}
+	body.WriteString("exit $krad_s;\n")
+	return command(oneLine(body.String()), args)
+}
+
+// Stdin is what the batch's command reads: the stdin of the one step that has one, else nil.
+func (b Batch) Stdin() io.Reader {
+	for _, s := range b {
+		if s.Stdin != nil {
+			return s.Stdin
+		}
+	}
+	return nil
+}
+
+// Result reads step i's report from the batch's stdout, as [Script.Result] does for a script run
+// alone. runErr is the batch's: it is passed on only for a step that did not report success,
+// whose failure its stderr may explain (the stderr is the whole batch's).
+func (b Batch) Result(i int, stdout []byte, runErr error) ([]string, error) {
+	s := b[i].Script
+	if lines, err := s.Frame(stdout); err == nil && len(lines) > 0 && lines[0] == "ok" {
+		runErr = nil
+	}
+	return s.Result(stdout, runErr)
+}
