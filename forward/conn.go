@@ -353,7 +353,9 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	}
 	c.files.add(h.knownHostsFiles()...)
 	began := time.Now()
-	step := func(what string) { c.cfg.Logger.Debug(what, "host", c.cfg.Host, "after", time.Since(began).Round(time.Millisecond)) }
+	step := func(what string) {
+		c.cfg.Logger.Debug(what, "host", c.cfg.Host, "after", time.Since(began).Round(time.Millisecond))
+	}
 	l, err := dial(ctx, c.cfg, h)
 	if err != nil {
 		return false, err
