@@ -60,3 +60,23 @@ func TestNeed(t *testing.T) {
 		}
 	})
 }
+
+// TestPairedEstimates: the median of an even count is the mean of its middle two; the geometric
+// mean of pairs whose second op is slowed by a factor, half with each side second, is the ratio
+// itself, where their median is not.
+func TestPairedEstimates(t *testing.T) {
+	if got := Median([]float64{4, 1, 3, 2}); got != 2.5 {
+		t.Errorf("Median(4 1 3 2) = %v, want 2.5", got)
+	}
+	if got := Median([]float64{3, 1, 2}); got != 2 {
+		t.Errorf("Median(3 1 2) = %v, want 2", got)
+	}
+	const r, f = 1.1, 3.0
+	pairs := []float64{r * f, r / f, r * f, r / f, r * f, r / f}
+	if got := GeoMean(pairs); got < r-1e-9 || got > r+1e-9 {
+		t.Errorf("GeoMean of the pairs = %v, want %v", got, r)
+	}
+	if got := Median(pairs); got < 1.5 {
+		t.Errorf("Median of the pairs = %v: the test's pairs no longer show what GeoMean is for", got)
+	}
+}
