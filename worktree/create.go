@@ -226,7 +226,15 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		return Group{}, fail(err)
 	}
 	step("worktree")
-	if _, err = git(ctx, gitRun{dir: dir, write: true}, "reset", "--hard", "--quiet", "--no-recurse-submodules"); err != nil {
+	// The checkout, in one of the repository's few checkout slots: a set's eight checkouts at
+	// once thrash where a few at a time do not.
+	release, err := r.checkoutSlot(ctx)
+	if err != nil {
+		return Group{}, fail(fmt.Errorf("wait for a checkout of the repository: %w", err))
+	}
+	_, err = git(ctx, gitRun{dir: dir, write: true}, "reset", "--hard", "--quiet", "--no-recurse-submodules")
+	release()
+	if err != nil {
 		if !diskFull(err) && ctx.Err() == nil {
 			if full := r.noRoomFor(ctx, "refs/heads/"+branch, keyDir); full != nil {
 				err = fmt.Errorf("%w (%w)", err, full)

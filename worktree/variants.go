@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,27 +131,20 @@ func (r *Repo) createSet(ctx context.Context, name, commit, root string, o SetOp
 		}
 		set.Groups = nil
 	}()
-	// The groups are made side by side, a few at a time (their checkouts are what takes the
-	// time); the first failure stops the others, and every group made is undone above.
+	// The groups are made side by side (their checkouts, which are what takes the time, a few
+	// at a time: Create's checkout slots); the first failure stops the others, and every group
+	// made is undone above.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		made  = make([]Group, o.Count)
 		once  sync.Once
 		first error // the failure that stopped the others, not theirs of being stopped
-		slots = make(chan struct{}, min(o.Count, max(2, runtime.NumCPU())))
 		wg    sync.WaitGroup
 	)
 	fail := func(i int, err error) { once.Do(func() { failed, first = i, err; cancel() }) }
 	for i := range o.Count {
 		wg.Go(func() {
-			select {
-			case slots <- struct{}{}:
-				defer func() { <-slots }()
-			case <-ctx.Done():
-				fail(i, ctx.Err())
-				return
-			}
 			g, err := r.Create(ctx, CreateOptions{Name: name + "-" + strconv.Itoa(i+1), Base: commit, Root: root})
 			if err == nil {
 				g.Set, g.Lead = name, o.Lead

@@ -14,7 +14,8 @@ import (
 // can do untimed work before and after it. Other work on the machine moves a run's figures by
 // more than the goals' margins; two ops a moment apart see nearly the same load, so the pairs'
 // ratio is the figure the goals are judged on. ns/op is a pair's time. after, when not nil, runs
-// after each pair, untimed.
+// after each pair, untimed. Each pair's times are logged (go test -v shows them), so that a
+// reader can see an order effect, or one pair that moved the figure.
 func PairedTimes(b *testing.B, baseline, krad func(b *testing.B) time.Duration, after func()) {
 	var tb, tk []time.Duration
 	var ratios []float64
@@ -27,6 +28,11 @@ func PairedTimes(b *testing.B, baseline, krad func(b *testing.B) time.Duration, 
 		}
 		tb, tk = append(tb, db), append(tk, dk)
 		ratios = append(ratios, float64(dk)/float64(db))
+		first := "baseline"
+		if i%2 == 1 {
+			first = "krad"
+		}
+		b.Logf("pair %d (%s first): baseline %v, krad %v, krad/baseline %.2f", i+1, first, db.Round(time.Millisecond), dk.Round(time.Millisecond), ratios[len(ratios)-1])
 		if after != nil {
 			b.StopTimer()
 			after()
