@@ -18,7 +18,7 @@ import (
 // git folder, dropped by the kernel however the process ends), so that groups made at the same
 // time, by this process or another, never get the same block. The func releases it.
 func (r *Repo) lockAdmin() (func(), error) {
-	f, err := os.OpenFile(filepath.Join(r.CommonDir, "krad-worktrees.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := r.lockFile("krad-worktrees.lock")
 	if err != nil {
 		return nil, err
 	}
@@ -29,6 +29,15 @@ func (r *Repo) lockAdmin() (func(), error) {
 	return func() { f.Close() }, nil
 }
 
+// lockFile opens (making it, owner-only, if need be) the lock file name in the repository's git
+// folder, shared by its worktrees.
+func (r *Repo) lockFile(name string) (*os.File, error) {
+	return os.OpenFile(filepath.Join(r.CommonDir, name), os.O_RDWR|os.O_CREATE, 0o600)
+}
+
+// checkoutSlotFile is the name of checkout slot i's lock file.
+func checkoutSlotFile(i int) string { return "krad-checkout." + strconv.Itoa(i) + ".lock" }
+
 // checkoutSlots is how many checkouts of one repository run at once: as many as the machine
 // has cores, and at least two. Eight checkouts of a tree of ten thousand files at once on two
 // cores took 2.3 times as long as the same eight one after another (the kernel's page cache and
@@ -37,7 +46,9 @@ var checkoutSlots = max(2, runtime.NumCPU())
 
 // checkoutSlot takes one of the repository's checkout slots (flocks on files in its git folder,
 // shared by every process that makes groups there: the app, and each request's krad on a host),
-// waiting while all are taken, until ctx ends. The func gives it back.
+// waiting while all are taken, until ctx ends: it looks again after 10 ms, doubling to 200 ms
+// (flock cannot wait on several files at once, nor be cancelled; a checkout takes seconds).
+// The func gives it back.
 func (r *Repo) checkoutSlot(ctx context.Context) (func(), error) {
 	files := make([]*os.File, checkoutSlots)
 	defer func() {
@@ -48,7 +59,7 @@ func (r *Repo) checkoutSlot(ctx context.Context) (func(), error) {
 		}
 	}()
 	for i := range files {
-		f, err := os.OpenFile(filepath.Join(r.CommonDir, "krad-checkout."+strconv.Itoa(i)+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+		f, err := r.lockFile(checkoutSlotFile(i))
 		if err != nil {
 			return nil, err
 		}

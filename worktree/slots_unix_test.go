@@ -7,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -20,7 +19,7 @@ func holdCheckoutSlots(t *testing.T, r *Repo) (releaseOne, releaseAll func()) {
 	t.Helper()
 	var held []*os.File
 	for i := range checkoutSlots {
-		f, err := os.OpenFile(filepath.Join(r.CommonDir, "krad-checkout."+strconv.Itoa(i)+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+		f, err := r.lockFile(checkoutSlotFile(i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,9 +61,11 @@ func TestCreateWaitsForACheckoutSlot(t *testing.T) {
 		g, err := r.Create(context.Background(), CreateOptions{Name: "waits", Root: root})
 		done <- created{g, err}
 	}()
-	for s := range steps {
-		if s == "worktree" {
-			break
+	for s := ""; s != "worktree"; {
+		select {
+		case s = <-steps:
+		case c := <-done:
+			t.Fatalf("Create = %+v, %v before its admin folder was made", c.g, c.err)
 		}
 	}
 	select {
