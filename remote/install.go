@@ -286,14 +286,9 @@ func checkVersion(v string) error {
 	return nil
 }
 
-// sums picks the host's SHA-256 command: sha256sum (coreutils, busybox), shasum (perl), or
-// openssl. krad_sha FILE prints the file's SHA-256 in lowercase hex.
-const sums = `
-if command -v sha256sum >/dev/null 2>&1; then KRAD_SUM=sha256sum;
-elif command -v shasum >/dev/null 2>&1; then KRAD_SUM="shasum -a 256";
-elif command -v openssl >/dev/null 2>&1; then KRAD_SUM="openssl dgst -sha256 -r";
-else krad_fail "hash files: the host has none of sha256sum, shasum and openssl"; fi;
-krad_sha() { h=$($KRAD_SUM < "$1") || return 1; echo "${h%% *}"; };
+// sums defines the hashing of [shell.SHA256] (krad_sha FILE), and krad_have FILE: a regular file
+// of the user's, not a link, that it may run.
+const sums = shell.SHA256 + `
 krad_have() { [ -f "$1" ] && [ ! -L "$1" ] && [ -O "$1" ] && [ -x "$1" ]; };
 `
 

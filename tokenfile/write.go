@@ -2,6 +2,9 @@ package tokenfile
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -66,6 +69,55 @@ func ReadWrite(instance string, rep []string, err error) (path string, _ error) 
 		return "", fmt.Errorf("write the token file: the host reported %q, not the file's absolute path", termsafe.Shorten(strings.Join(rep, "\n"), maxShown))
 	}
 	return rep[0], nil
+}
+
+// Check looks at the token file of instance on the host ([CheckStep]): its absolute path, and
+// whether it holds tok, owner-only. Nothing is sent to the host but the instance's name.
+func Check(ctx context.Context, h Host, instance string, tok api.Token) (path string, holds bool, err error) {
+	step, err := CheckStep(instance)
+	if err != nil {
+		return "", false, err
+	}
+	out, err := h.Run(ctx, step.Script.Command(step.Args...), nil)
+	rep, err := checkScript.Result(out, err)
+	return ReadCheck(instance, tok, rep, err)
+}
+
+// CheckStep is a step of a [shell.Batch] that looks at the token file of instance on the host
+// without sending anything there, so that a reconnect whose file still holds the token need not
+// write it again (which takes an SSH exec of its own, the token on its stdin). It enters the
+// folders as [Write] does (making them if missing, refusing what Write refuses) and reports the
+// file's absolute path and the SHA-256 of what it holds, only when the file is a regular file of
+// the user's, mode 0600, with no ACL; else "stale". [ReadCheck] reads its result.
+func CheckStep(instance string) (shell.Step, error) {
+	if err := checkInstance(instance); err != nil {
+		return shell.Step{}, fmt.Errorf("look at the token file: %w", err)
+	}
+	return shell.Step{Script: checkScript, Args: []string{instance}}, nil
+}
+
+// ReadCheck reads the result of [CheckStep] for instance: the token file's absolute path, and
+// whether the file holds tok as [Write] writes it (compared in constant time). A file that does
+// not, or that is not owner-only, is not an error: it is to be written ([WriteStep]).
+func ReadCheck(instance string, tok api.Token, rep []string, err error) (path string, holds bool, _ error) {
+	if err != nil {
+		return "", false, fmt.Errorf("look at the token file: %w", err)
+	}
+	if len(rep) == 1 && rep[0] == "stale" {
+		return "", false, nil
+	}
+	if len(rep) != 2 || !isTokenPath(rep[0], instance) {
+		return "", false, fmt.Errorf("look at the token file: the host reported %q, not the file's absolute path and digest", termsafe.Shorten(strings.Join(rep, "\n"), maxShown))
+	}
+	if tok.IsZero() {
+		return "", false, errors.New("look at the token file: no token")
+	}
+	want := sha256.Sum256([]byte(tok.Reveal() + "\n"))
+	got, err := hex.DecodeString(rep[1])
+	if err != nil || len(got) != len(want) {
+		return "", false, fmt.Errorf("look at the token file: the host reported %q, not a SHA-256", termsafe.Shorten(rep[1], maxShown))
+	}
+	return rep[0], subtle.ConstantTimeCompare(got, want[:]) == 1, nil
 }
 
 // Remove removes the token file at path, as Write returned it, from the host: only a path in the
@@ -171,5 +223,23 @@ if [ ! -f token ]; then krad_refuse notfile "~/.krad-ade/run/$1/token"; fi;
 if [ ! -O token ]; then krad_refuse owner "~/.krad-ade/run/$1/token"; fi;
 rm -f token || krad_fail "remove the token file";
 krad_say ok removed;
+`,
+}
+
+// checkScript ($1 instance) reports the token file's absolute path and the SHA-256 of its
+// content, or "stale": no such file, not a regular file of the user's, or not mode 0600 exactly
+// (ls shows an ACL as a "+" after the mode, an SELinux context as a ".").
+var checkScript = shell.Script{
+	Name: "TOKENCHECK",
+	Body: shell.SHA256 + `
+umask 077;
+krad_home;
+krad_enter .krad-ade "~/.krad-ade";
+krad_enter run "~/.krad-ade/run";
+krad_enter "$1" "~/.krad-ade/run/$1";
+if [ -L token ] || [ ! -f token ] || [ ! -O token ]; then krad_say ok stale; exit 0; fi;
+case "$(ls -ln token 2>/dev/null)" in "-rw------- "*|"-rw-------. "*) ;; *) krad_say ok stale; exit 0;; esac;
+h=$(krad_sha token) || krad_fail "hash the token file";
+krad_say ok "$(pwd -P)/token" "$h";
 `,
 }

@@ -544,3 +544,68 @@ func TestRemove(t *testing.T) {
 		t.Errorf("the link's target is gone: %v", err)
 	}
 }
+
+// TestCheck: a reconnect's look at the token file says it holds the token only when it holds
+// exactly what Write wrote, in a regular file of the user's that only the user can read; anything
+// else is to be written again, and what Write refuses the look refuses too.
+func TestCheck(t *testing.T) {
+	ctx := context.Background()
+	srv, h := host(t)
+	tok := newToken(t)
+	if path, holds, err := tokenfile.Check(ctx, h, "main", tok); err != nil || holds || path != "" {
+		t.Fatalf("before any write: got %q, holds %v, %v; want no file held, no error", path, holds, err)
+	}
+	path, err := tokenfile.Write(ctx, h, "main", tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, holds, err := tokenfile.Check(ctx, h, "main", tok); err != nil || !holds || got != path {
+		t.Fatalf("after the write: got %q, holds %v, %v; want %q held", got, holds, err, path)
+	}
+	if _, holds, err := tokenfile.Check(ctx, h, "main", newToken(t)); err != nil || holds {
+		t.Errorf("another token: holds %v, %v; want not held", holds, err)
+	}
+	if _, holds, err := tokenfile.Check(ctx, h, "other", tok); err != nil || holds {
+		t.Errorf("another instance: holds %v, %v; want not held", holds, err)
+	}
+
+	stale := func(what string, change func()) {
+		t.Helper()
+		if _, err := tokenfile.Write(ctx, h, "main", tok); err != nil {
+			t.Fatal(err)
+		}
+		change()
+		if _, holds, err := tokenfile.Check(ctx, h, "main", tok); err != nil || holds {
+			t.Errorf("%s: holds %v, %v; want not held, no error", what, holds, err)
+		}
+		os.Remove(path) // the write refuses a link or a folder there (TestWriteRefuses)
+	}
+	stale("readable by others", func() { os.Chmod(path, 0o644) })
+	stale("not writable by its owner", func() { os.Chmod(path, 0o400) })
+	stale("a newline short", func() { os.WriteFile(path, []byte(tok.Reveal()), 0o600) })
+	stale("removed", func() { os.Remove(path) })
+	stale("a symbolic link to the token", func() {
+		elsewhere := filepath.Join(t.TempDir(), "token")
+		os.WriteFile(elsewhere, []byte(tok.Reveal()+"\n"), 0o600)
+		os.Remove(path)
+		if err := os.Symlink(elsewhere, path); err != nil {
+			t.Fatal(err)
+		}
+	})
+	stale("a folder in its place", func() { os.Remove(path); os.Mkdir(path, 0o700) })
+
+	// What Write refuses, the look refuses, with the same reason, and changes nothing there.
+	os.RemoveAll(filepath.Join(srv.Home, ".krad-ade", "run"))
+	target := t.TempDir()
+	if err := os.Symlink(target, filepath.Join(srv.Home, ".krad-ade", "run")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = tokenfile.Check(ctx, h, "main", tok)
+	var re *shell.RefusedError
+	if !errors.As(err, &re) || re.Reason != "symlink" || !strings.HasPrefix(err.Error(), "look at the token file: ") {
+		t.Errorf("a symbolic link for ~/.krad-ade/run: got %v, want it refused", err)
+	}
+	if n := names(t, target); len(n) != 0 {
+		t.Errorf("the link's target holds %q, want it untouched", n)
+	}
+}

@@ -94,6 +94,17 @@ krad_home() {
 };
 `
 
+// SHA256 defines krad_sha FILE, which prints the file's SHA-256 in lowercase hex, with the host's
+// command for it: sha256sum (coreutils, busybox), shasum (perl), or openssl. A [Script.Body] that
+// hashes starts with it; on a host with none of the three, that script fails (krad_fail).
+const SHA256 = `
+if command -v sha256sum >/dev/null 2>&1; then KRAD_SUM=sha256sum;
+elif command -v shasum >/dev/null 2>&1; then KRAD_SUM="shasum -a 256";
+elif command -v openssl >/dev/null 2>&1; then KRAD_SUM="openssl dgst -sha256 -r";
+else krad_fail "hash files: the host has none of sha256sum, shasum and openssl"; fi;
+krad_sha() { h=$($KRAD_SUM < "$1") || return 1; echo "${h%% *}"; };
+`
+
 // Begin is the frame's first marker line, without its newline.
 func (s Script) Begin() string { return "__KRAD_" + s.Name + "_BEGIN__" }
 
