@@ -199,8 +199,12 @@ func (e *environment) leftGroupLocked(group string) {
 // of every window adopt read, the windows it left out for want of room included). A group no
 // terminal ever joined (made by CreateWorktree, waiting for its first worker) stays, and so does
 // a damaged one. Each retires as when its last terminal closes (retire looks again, under the
-// group's lock, and tells subscribers).
+// group's lock, and tells subscribers). A host whose worktrees root was empty at its connect
+// (HostVars.NoGroups) has no groups, and is not asked.
 func (e *environment) retireOrphans(ctx context.Context, held map[string]bool) {
+	if e.host.Vars().NoGroups {
+		return
+	}
 	// The Groups request's deadline: this is that request, made by the app.
 	octx, cancel := context.WithTimeout(ctx, api.NewRequest(api.Groups, nil).Deadline())
 	res, err := e.worktree(octx, worktree.Op{Op: worktree.OpGroups})

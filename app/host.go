@@ -38,6 +38,10 @@ type HostVars struct {
 	api.TerminalVars
 	// Dir is the terminals' working folder, "" for tmux's default.
 	Dir string
+	// NoGroups says that the host's worktrees root was empty at the last connect: it has no
+	// groups, so an attach finds none to retire there and need not ask (an exec of krad and git
+	// on every host at every reconnect, a laptop's wake).
+	NoGroups bool
 }
 
 // companion is krad-ade-agents on the host.

@@ -192,7 +192,8 @@ const WorktreesDir = "~/.krad-ade/worktrees"
 // and "legacy" when an earlier version's tmux server (tmux -L krad-ade, in tmux's default folder)
 // has the session and ours does not; the server's identity (tmuxServer); and the askpass programs
 // the user has of their own there, which stay: "own" for git's (GIT_ASKPASS, or git's
-// core.askPass), "ssh" for ssh's (SSH_ASKPASS).
+// core.askPass), "ssh" for ssh's (SSH_ASKPASS); and "groups" when the worktrees root holds
+// anything (else the host has no groups, and after an attach no group to retire).
 var hostScript = shell.Script{Name: "HOST", Body: `
 umask 077;
 krad_home;
@@ -200,6 +201,8 @@ t=$(command -v tmux || true);
 h=$HOME; p=$PATH;
 krad_enter .krad-ade "~/.krad-ade";
 krad_enter worktrees "~/.krad-ade/worktrees";
+g=;
+for f in * .[!.]* ..?*; do if [ -e "$f" ] || [ -L "$f" ]; then g=groups; break; fi; done;
 cd .. || krad_fail "enter ~/.krad-ade";
 krad_enter tmux "~/.krad-ade/tmux";
 s="$(pwd -P)/$2";
@@ -211,7 +214,7 @@ i=$(ls -di . 2>/dev/null || true);
 a=;
 if [ -n "${GIT_ASKPASS:-}" ] || { command -v git >/dev/null 2>&1 && [ -n "$(git config --global --get core.askPass 2>/dev/null)" ]; }; then a=own; fi;
 if [ -n "${SSH_ASKPASS:-}" ]; then a="$a ssh"; fi;
-krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s" "$a";
+krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s" "$a" "$g";
 `}
 
 // tmuxServer names a tmux server on a host as a line of hostScript: the kernel's boot (its
@@ -270,53 +273,72 @@ func stepError(err error) error {
 }
 
 // prepare gets a freshly connected host ready, before the connection counts as up: krad
-// installed, the token file written, tmux found and its socket folder made. The looks and the
-// token file are one command on the host (a shell.Batch: one SSH exec, one login shell), the
-// copy of krad a second one when the look did not find this version there. Each command has a
-// deadline (the Forward's CommandTimeout).
-func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forward.Forward) error {
+// installed, the token file written, tmux found and its socket folder made. The looks run first
+// in the connect's own sh on the host (lent by forward: no SSH session, no login shell of their
+// own), with a look at the token file in place of its write; on a reconnect, where the file still
+// holds the token and krad's files are those verified before, that is all the host is asked.
+// Only what the look did not find costs an exec: the token file's write (the token on its stdin,
+// which the lent sh cannot carry), the copy of krad. A look that fails there is done again as one
+// exec, the token's write with it (a shell.Batch: one SSH exec, one login shell), whose errors
+// say in full why, with what the host printed on stderr. Each command has a deadline (the
+// Forward's CommandTimeout).
+func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forward.Forward, sh *forward.Shell) error {
 	h := remote.SSH(client)
-	token, err := tokenfile.WriteStep(e.cfg.Instance, e.cfg.Token)
-	if err != nil {
-		return forward.Permanent(err)
-	}
 	e.mu.Lock()
 	last := e.verified
 	e.mu.Unlock()
-	batch := shell.Batch{
-		remote.ProbeStep(),
-		remote.LookStep(e.cfg.Version, last),
-		token,
-		{Script: hostScript, Args: []string{e.cfg.Name, app.SocketName}},
+	looks := func(token shell.Step) shell.Batch {
+		return shell.Batch{
+			remote.ProbeStep(),
+			remote.LookStep(e.cfg.Version, last),
+			token,
+			{Script: hostScript, Args: []string{e.cfg.Name, app.SocketName}},
+		}
 	}
-	out, runErr := timed{h, e, "preparing the host"}.Run(ctx, batch.Command(), batch.Stdin())
+	check, err := tokenfile.CheckStep(e.cfg.Instance)
+	if err != nil {
+		return forward.Permanent(err)
+	}
+	batch := looks(check)
+	out, runErr := timed{lentShell{sh}, e, "preparing the host"}.Run(ctx, batch.Command(), nil)
 	if te := (*forward.TimeoutError)(nil); errors.As(runErr, &te) {
 		return te
 	}
-	// Each step's failure is named by its package ("probe the host's platform: …", "install
-	// krad: …", "write the token file: …"), in the order of the steps: the status shows it as
-	// it is.
-	plat, err := remote.ReadProbe(batch.Result(0, out, runErr))
-	if err != nil {
-		return err
+	var (
+		tokenPath string
+		holds     bool
+	)
+	l, err := readLooks(batch, out, runErr)
+	if err == nil {
+		rep, repErr := batch.Result(2, out, runErr)
+		tokenPath, holds, err = tokenfile.ReadCheck(e.cfg.Instance, e.cfg.Token, rep, repErr)
 	}
-	look, err := batch.Result(1, out, runErr)
-	found, err := remote.ReadLook(e.cfg.Version, look, err)
-	if err != nil {
-		return err
+	switch {
+	case err != nil:
+		e.log.Debug("the look in the connect's shell failed: again as an exec", "environment", e.cfg.Name, "error", err)
+		token, err := tokenfile.WriteStep(e.cfg.Instance, e.cfg.Token)
+		if err != nil {
+			return forward.Permanent(err)
+		}
+		batch = looks(token)
+		out, runErr = timed{h, e, "preparing the host"}.Run(ctx, batch.Command(), batch.Stdin())
+		if te := (*forward.TimeoutError)(nil); errors.As(runErr, &te) {
+			return te
+		}
+		if l, err = readLooks(batch, out, runErr); err != nil {
+			return err
+		}
+		rep, repErr := batch.Result(2, out, runErr)
+		if tokenPath, err = tokenfile.ReadWrite(e.cfg.Instance, rep, repErr); err != nil {
+			return err
+		}
+	case !holds:
+		e.log.Debug("the token file is to be written", "environment", e.cfg.Name)
+		if tokenPath, err = tokenfile.Write(ctx, timed{h, e, "writing the token file"}, e.cfg.Instance, e.cfg.Token); err != nil {
+			return stepError(err)
+		}
 	}
-	rep, err := batch.Result(2, out, runErr)
-	tokenPath, err := tokenfile.ReadWrite(e.cfg.Instance, rep, err)
-	if err != nil {
-		return err
-	}
-	lines, err := batch.Result(3, out, runErr)
-	if err != nil {
-		return fmt.Errorf("look at the host: %w", err)
-	}
-	if len(lines) != 7 {
-		return fmt.Errorf("look at the host: %d lines, want 7", len(lines))
-	}
+	plat, found, lines := l.plat, l.found, l.host
 	bin, err := readStatic(filepath.Join(e.cfg.BinDir, plat.StaticName()), plat, e.cfg.Version)
 	if err != nil {
 		return forward.Permanent(fmt.Errorf("the static krad for %s: %w", plat, err))
@@ -350,6 +372,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	e.vars = app.HostVars{
 		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path, Askpass: askpass, SSHAskpass: askpass && sshAskpass && e.cfg.SSHAskpass},
 		Dir:          dir,
+		NoGroups:     lines[7] != "groups",
 	}
 	e.home = home
 	e.socket = socket
@@ -362,6 +385,45 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	e.mu.Unlock()
 	e.log.Info("host ready", "environment", e.cfg.Name, "platform", plat.String(), "forward", fwd.Addr, "krad", binDir, "tmux", socket)
 	return nil
+}
+
+// looked is what the looks of a connect read (steps 0, 1 and 3 of prepare's batch): the host's
+// platform, what is installed of krad, and hostScript's 8 lines.
+type looked struct {
+	plat  remote.Platform
+	found remote.Found
+	host  []string
+}
+
+// readLooks reads the looks of prepare's batch. Each step's failure is named by its package
+// ("probe the host's platform: …", "install krad: …"), in the order of the steps: the status
+// shows it as it is.
+func readLooks(batch shell.Batch, out []byte, runErr error) (l looked, err error) {
+	if l.plat, err = remote.ReadProbe(batch.Result(0, out, runErr)); err != nil {
+		return looked{}, err
+	}
+	look, err := batch.Result(1, out, runErr)
+	if l.found, err = remote.ReadLook(batch[1].Args[0], look, err); err != nil {
+		return looked{}, err
+	}
+	if l.host, err = batch.Result(3, out, runErr); err != nil {
+		return looked{}, fmt.Errorf("look at the host: %w", err)
+	}
+	if len(l.host) != 8 {
+		return looked{}, fmt.Errorf("look at the host: %d lines, want 8", len(l.host))
+	}
+	return l, nil
+}
+
+// lentShell runs commands in the connect's sh that forward lends prepare, as a remote.Host
+// whose commands read nothing.
+type lentShell struct{ sh *forward.Shell }
+
+func (l lentShell) Run(ctx context.Context, command string, stdin io.Reader) ([]byte, error) {
+	if stdin != nil {
+		return nil, errors.New("run in the connect's shell: a command there reads nothing")
+	}
+	return l.sh.Run(ctx, command)
 }
 
 // statics shares the static krad that one prepare read with the others under way at the same

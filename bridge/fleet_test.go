@@ -179,15 +179,21 @@ func (f *fleet) up(d time.Duration) time.Duration {
 	return time.Since(began)
 }
 
-// down removes the environments from the app and stops their bridges, as config.toml's loss of
-// them does (their tmux sessions stay on the hosts, and the next up adopts them); the fleet can
-// be brought up again.
+// down removes the environments from the app, their token files from the hosts, and stops their
+// bridges, as config.toml's loss of them or the app's exit does (their tmux sessions stay on the
+// hosts, and the next up adopts them; it writes the token files again, as an app's start, with a
+// new token, must); the fleet can be brought up again.
 func (f *fleet) down() {
 	f.t.Helper()
 	var wg sync.WaitGroup
 	for _, name := range f.names {
 		wg.Go(func() {
 			if err := f.served.App.RemoveEnvironment(context.Background(), name); err != nil {
+				f.t.Error(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := f.bridge(name).Cleanup(ctx); err != nil {
 				f.t.Error(err)
 			}
 		})

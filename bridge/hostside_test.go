@@ -42,6 +42,23 @@ func stuckOn(t *testing.T, pattern string) string {
 	return fmt.Sprintf("case \"$BASH_EXECUTION_STRING\" in %s) while [ -e '%s' ]; do sleep 0.1; done;; esac\n", pattern, hold)
 }
 
+// stuckCommand is a ~/.bashrc that gives the sh a connect starts (ssh's "exec sh") a PATH whose
+// first folder has a program called name that loops while the file hold exists, as a command on
+// a hung network mount would.
+func stuckCommand(t *testing.T, name string) string {
+	dir := t.TempDir()
+	hold := filepath.Join(dir, "hold")
+	if err := os.WriteFile(hold, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(hold) })
+	script := fmt.Sprintf("#!/bin/sh\nwhile [ -e '%s' ]; do sleep 0.1; done\n", hold)
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("case \"$BASH_EXECUTION_STRING\" in \"exec sh\") export PATH='%s':\"$PATH\";; esac\n", dir)
+}
+
 // TestStuckStartupFilesTimeOut: a ~/.bashrc that loops holds the commands of one step of a
 // connect. Each step has a deadline: when it passes the app says which step (the connection's
 // status, or for tmux an environment_down event) and tries again, and once the loop is gone from
@@ -49,22 +66,25 @@ func stuckOn(t *testing.T, pattern string) string {
 // on) hold nothing.
 func TestStuckStartupFilesTimeOut(t *testing.T) {
 	for _, step := range []struct {
-		name, pattern string
-		tmux          bool // reported by the app's event, not the connection's status
+		name, bashrc string
+		tmux         bool // reported by the app's event, not the connection's status
 	}{
-		{"checking the forward", `"exec sh"`, false},
-		// One command probes the platform, looks for krad, writes the token file and looks
-		// for tmux; a second copies krad over when it is not there.
-		{"preparing the host", `*__KRAD_PROBE_BEGIN__*`, false},
-		{"installing krad", `*__KRAD_UPLOAD_BEGIN__*`, false},
-		{"starting tmux", `*" '-C' 'new-session' "*`, true},
+		{"checking the forward", stuckOn(t, `"exec sh"`), false},
+		// The looks (the platform, krad, the token file, tmux) run in the sh that checked the
+		// forward, where no start-up file runs: a command there that hangs (here uname, from
+		// a PATH that ~/.bashrc gave the sh, as a hung network mount would) holds them.
+		{"preparing the host", stuckCommand(t, "uname"), false},
+		// The token file's write, a command of its own, and the copy of krad.
+		{"writing the token file", stuckOn(t, `*__KRAD_TOKENFILE_BEGIN__*`), false},
+		{"installing krad", stuckOn(t, `*__KRAD_UPLOAD_BEGIN__*`), false},
+		{"starting tmux", stuckOn(t, `*" '-C' 'new-session' "*`), true},
 	} {
 		t.Run(strings.ReplaceAll(step.name, " ", "-"), func(t *testing.T) {
 			const d = 3 * time.Second
 			w := startWorld(t, worldOptions{
 				noWait:         true,
 				commandTimeout: d,
-				host:           func(w *world) { w.writeBashrc(stuckOn(t, step.pattern)) },
+				host:           func(w *world) { w.writeBashrc(step.bashrc) },
 			})
 			said := "the host did not finish " + step.name + " within 3s: "
 			if step.tmux {

@@ -4,10 +4,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/version"
+	"github.com/krad-ade/krad/tokenfile"
 )
 
 // TestHomeTheAppCannotPassOn: a host whose home folder's path holds a backslash gives a tmux
@@ -80,5 +83,48 @@ func TestEachStepNamedOnce(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReconnectAsksLittleOfTheHost: a reconnect to a host whose token file still holds the token
+// and whose krad is the one verified costs the host two SSH sessions, the connect's sh (which
+// checks the forward and then looks at the host) and tmux's attach; the token file is left as it
+// is. A token file removed meanwhile is written again at the next reconnect, with the token.
+func TestReconnectAsksLittleOfTheHost(t *testing.T) {
+	w := startWorld(t)
+	path := filepath.Join(w.sshd.Home, ".krad-ade", "run", "test-instance", "token")
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reconnect := func() (sessions int) {
+		t.Helper()
+		for len(w.events) > 0 {
+			<-w.events
+		}
+		logged := strings.Count(w.sshd.Log(), "Starting session:")
+		for _, pid := range w.sshd.Sessions() {
+			syscall.Kill(pid, syscall.SIGKILL) // the connection's sshd: the connection ends
+		}
+		w.event(60*time.Second, "environment_down after the kill", appEvent(api.EnvironmentDown, nil))
+		w.event(60*time.Second, "environment_up after the reconnect", appEvent(api.EnvironmentUp, nil))
+		return strings.Count(w.sshd.Log(), "Starting session:") - logged
+	}
+
+	if n := reconnect(); n != 2 {
+		t.Errorf("the reconnect opened %d sessions on the host, want 2 (the connect's sh, tmux's attach)", n)
+	}
+	if after, err := os.Stat(path); err != nil || !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("the token file was written again (or is gone: %v), want it left as it was", err)
+	}
+
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if n := reconnect(); n != 3 {
+		t.Errorf("the reconnect after the token file's loss opened %d sessions on the host, want 3 (with its write)", n)
+	}
+	if got, err := tokenfile.Read(path); err != nil || !got.Equal(w.token) {
+		t.Fatalf("the token file after the reconnect: %v, want it written again with the token", err)
 	}
 }

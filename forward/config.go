@@ -41,7 +41,9 @@ type Config struct {
 	// file, install the CLI, attach tmux). Its ctx ends when the connection does. An error is
 	// treated as a failed connect: retried, unless it is wrapped in [Permanent]. The status shows
 	// the error as it is, so it should name the step that failed ("write the token file: …").
-	OnConnect func(ctx context.Context, client *ssh.Client, fwd Forward) error
+	// sh is the plain sh on the host that checked the forward, lent for the call: what it runs
+	// costs the host no SSH session and no login shell of its own (see [Shell]).
+	OnConnect func(ctx context.Context, client *ssh.Client, fwd Forward, sh *Shell) error
 
 	// OnStatus, when set, is called with each new status, in order, from Run's goroutine. It
 	// should return quickly.

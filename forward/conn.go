@@ -356,7 +356,7 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	step := func(what string) {
 		c.cfg.Logger.Debug(what, "host", c.cfg.Host, "after", time.Since(began).Round(time.Millisecond))
 	}
-	l, err := dial(ctx, c.cfg, h)
+	l, err := c.dialAcrossChanges(ctx, h)
 	if err != nil {
 		return false, err
 	}
@@ -396,7 +396,7 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 		info, err = readHostInfo(ctx, sh, fwd.Port)
 		return err
 	})
-	sh.close()
+	defer sh.close() // lent to OnConnect meanwhile
 	var te *TimeoutError
 	if errors.As(err, &te) {
 		return false, l.cause(err)
@@ -423,10 +423,14 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 
 	step("forward checked")
 	if c.cfg.OnConnect != nil {
-		if err := c.cfg.OnConnect(l.ctx, l.client, fwd); err != nil {
+		lent := &Shell{sh: sh}
+		err := c.cfg.OnConnect(l.ctx, l.client, fwd, lent)
+		lent.end()
+		if err != nil {
 			return false, l.cause(err) // it names its own step (see Config.OnConnect)
 		}
 	}
+	sh.close()
 
 	c.mu.Lock()
 	c.client, c.fwd = l.client, fwd
@@ -437,6 +441,63 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	c.client, c.fwd = nil, Forward{}
 	c.mu.Unlock()
 	return proved.Load(), l.cause(nil)
+}
+
+// dialAcrossChanges is dial, started again at once when this computer's network changes before
+// the first hop has sent a byte. A connect begun while the network was down (a laptop waking, a
+// Wi-Fi that drops) may have sent its SYN where no answer comes back, and TCP sends it again only
+// 1, 3, 7 s later, up to ConnectTimeout (seen: every such connect of a wake waiting out its 15 s,
+// on Linux 6.18, while a new connect went through at once); the change that brings the network
+// back is the moment to start over. Once the host has answered, the dial goes on through a
+// change: its path works, and the change is left for the connection's keepalive check.
+func (c *Conn) dialAcrossChanges(ctx context.Context, h *Host) (*link, error) {
+	for {
+		l := newLink()
+		dctx, cancel := context.WithCancelCause(ctx)
+		done, watched := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(watched)
+			select {
+			case <-done:
+			case reason := <-c.path:
+				if l.received.Load() == 0 {
+					cancel(&pathChanged{reason})
+				} else {
+					c.repost(reason)
+				}
+			}
+		}()
+		err := dialInto(dctx, c.cfg, h, l)
+		close(done)
+		<-watched
+		var pc *pathChanged
+		changed := errors.As(context.Cause(dctx), &pc)
+		cancel(nil)
+		switch {
+		case err == nil:
+			if changed {
+				c.repost(pc.reason) // it came as the dial ended: the keepalive's check is for it
+			}
+			return l, nil
+		case changed && ctx.Err() == nil:
+			c.cfg.Logger.Info("connecting again at once", "host", c.cfg.Host, "reason", pc.reason)
+			continue
+		}
+		return nil, err
+	}
+}
+
+// pathChanged is why a dial was cut short: the network changed before the host answered.
+type pathChanged struct{ reason string }
+
+func (p *pathChanged) Error() string { return p.reason }
+
+// repost gives a path change back to the next that waits for one (Run's wait, the keepalive).
+func (c *Conn) repost(reason string) {
+	select {
+	case c.path <- reason:
+	default: // one is already waiting
+	}
 }
 
 // warn reports each warning once for the life of c.

@@ -3,6 +3,7 @@ package forward
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -25,7 +26,7 @@ func TestConnectKeyFile(t *testing.T) {
 
 	var onConnect []Forward
 	cfg := e.cfg("build")
-	cfg.OnConnect = func(ctx context.Context, client *ssh.Client, fwd Forward) error {
+	cfg.OnConnect = func(ctx context.Context, client *ssh.Client, fwd Forward, _ *Shell) error {
 		// The caller's steps run on the new client, before the state says connected.
 		sess, err := client.NewSession()
 		if err != nil {
@@ -357,7 +358,7 @@ func TestGatewayPorts(t *testing.T) {
 	e.trust(s.KnownHostsLine(0))
 	cfg := e.cfg("build")
 	var hook bool
-	cfg.OnConnect = func(context.Context, *ssh.Client, Forward) error { hook = true; return nil }
+	cfg.OnConnect = func(context.Context, *ssh.Client, Forward, *Shell) error { hook = true; return nil }
 	err := run(t, cfg).failed()
 	if !errors.Is(err, ErrNotLoopback) || !strings.Contains(err.Error(), "GatewayPorts no") {
 		t.Fatalf("err = %v, want ErrNotLoopback saying to set GatewayPorts no", err)
@@ -427,7 +428,7 @@ func TestOnConnectError(t *testing.T) {
 	t.Run("retried, on the same port", func(t *testing.T) {
 		var calls []Forward
 		cfg := e.cfg("build")
-		cfg.OnConnect = func(_ context.Context, _ *ssh.Client, fwd Forward) error {
+		cfg.OnConnect = func(_ context.Context, _ *ssh.Client, fwd Forward, _ *Shell) error {
 			calls = append(calls, fwd)
 			if len(calls) == 1 {
 				return errors.New("tmux is not installed")
@@ -447,7 +448,7 @@ func TestOnConnectError(t *testing.T) {
 	})
 	t.Run("Permanent fails", func(t *testing.T) {
 		cfg := e.cfg("build")
-		cfg.OnConnect = func(context.Context, *ssh.Client, Forward) error {
+		cfg.OnConnect = func(context.Context, *ssh.Client, Forward, *Shell) error {
 			return Permanent(errors.New("the host's home is mounted noexec"))
 		}
 		err := run(t, cfg).failed()
@@ -489,4 +490,68 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("Status = %q", s)
 		}
 	})
+}
+
+// TestOnConnectShell: OnConnect is lent the connect's sh on the host, which runs a command with
+// the environment the user's start-up files made, its stdin /dev/null (a command that reads
+// stdin does not eat what the shell is sent next), one line at a time; once OnConnect has
+// returned the loan is over and that sh is gone from the host.
+func TestOnConnectShell(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := e.startBuild()
+	if err := os.WriteFile(filepath.Join(srv.Home, ".bashrc"), []byte("echo 'Welcome'\nexport KRAD_FROM_BASHRC=yes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		out, stdin []byte
+		errs       []error
+		lent       *Shell
+	}
+	got := make(chan seen, 1)
+	cfg := e.cfg("build")
+	cfg.OnConnect = func(ctx context.Context, _ *ssh.Client, _ Forward, sh *Shell) error {
+		var s seen
+		var err error
+		s.lent = sh
+		s.out, err = sh.Run(ctx, `echo "pid $$ var ${KRAD_FROM_BASHRC:-}"`)
+		s.errs = append(s.errs, err)
+		s.stdin, err = sh.Run(ctx, "cat; echo read")
+		s.errs = append(s.errs, err)
+		_, err = sh.Run(ctx, "echo a\necho b")
+		s.errs = append(s.errs, err)
+		got <- s
+		return nil
+	}
+	r := run(t, cfg)
+	r.connected(0)
+	s := <-got
+	if s.errs[0] != nil || s.errs[1] != nil {
+		t.Fatalf("Run: %v", s.errs)
+	}
+	var pid int
+	var v string
+	if _, err := fmt.Sscanf(string(s.out), "pid %d var %s", &pid, &v); err != nil || v != "yes" {
+		t.Fatalf("the shell printed %q, want its pid and the variable ~/.bashrc exported", s.out)
+	}
+	if string(s.stdin) != "read\n" {
+		t.Errorf("cat in the shell read %q before its end, want nothing (stdin /dev/null)", s.stdin)
+	}
+	if s.errs[2] == nil || !strings.Contains(s.errs[2].Error(), "not one line") {
+		t.Errorf("a command of two lines: got %v, want it refused", s.errs[2])
+	}
+	if _, err := s.lent.Run(context.Background(), "echo late"); err == nil || !strings.Contains(err.Error(), "no longer lent") {
+		t.Errorf("Run after OnConnect returned: got %v, want an error", err)
+	}
+	// The host's sshd runs here: the sh that was lent is gone from it once connected.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the connect's sh (pid %d) still runs on the host after OnConnect returned", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

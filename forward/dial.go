@@ -87,6 +87,12 @@ func (l *link) cause(err error) error {
 // authenticates on each.
 func dial(ctx context.Context, c Config, h *Host) (*link, error) {
 	l := newLink()
+	return l, dialInto(ctx, c, h, l)
+}
+
+// dialInto is dial's work, into l, which it closes on failure: a caller may watch l.received
+// while it runs.
+func dialInto(ctx context.Context, c Config, h *Host, l *link) error {
 	chain := append(append([]*Host(nil), h.Jump...), h)
 	var prev *ssh.Client
 	for i, hop := range chain {
@@ -98,9 +104,9 @@ func dial(ctx context.Context, c Config, h *Host) (*link, error) {
 		if err != nil {
 			l.close()
 			if i < len(chain)-1 {
-				return nil, fmt.Errorf("jump host %s: %w", hop, err)
+				return fmt.Errorf("jump host %s: %w", hop, err)
 			}
-			return nil, err
+			return err
 		}
 		l.closers = append(l.closers, conn, client)
 		prev = client
@@ -113,7 +119,7 @@ func dial(ctx context.Context, c Config, h *Host) (*link, error) {
 		}
 		l.fail(fmt.Errorf("connection lost: %w", err))
 	}()
-	return l, nil
+	return nil
 }
 
 // dialHop opens the connection to one host, over prev's when there is one, else through its

@@ -10,7 +10,7 @@
 //			var d net.Dialer
 //			return d.DialContext(ctx, "tcp", bus.Addr())
 //		},
-//		OnConnect: func(ctx context.Context, client *ssh.Client, fwd forward.Forward) error {
+//		OnConnect: func(ctx context.Context, client *ssh.Client, fwd forward.Forward, sh *forward.Shell) error {
 //			// Write the token file, install the CLI, attach tmux: on every (re)connect,
 //			// before the state says connected. fwd.Addr is "127.0.0.1:41877" on the host.
 //			return nil
@@ -48,7 +48,8 @@
 //     (through one sh for all such connections, each read under CommandTimeout's deadline) until
 //     the client's socket is gone or held by no process: then both sides are closed. Target's
 //     close (hangup, or any end of input where hangup cannot tell) closes both too.
-//  8. OnConnect runs; then the state is connected.
+//  8. OnConnect runs, with that sh lent to it ([Shell]); then the sh ends, and the state is
+//     connected.
 //
 // Steps 5 and 6 run commands through the user's login shell, which reads its start-up files
 // first: each has a deadline, [Config.CommandTimeout] (30 s), so that a ~/.bashrc that loops or
@@ -228,7 +229,8 @@
 //
 // One sh per connect, started by the user's login shell with exec, that runs: echo, id -u, cat
 // of /proc/net/tcp, /proc/net/tcp6 and /proc/PID/stat, ls -l /proc/PID/fd, and when a stale
-// session holds the port, sed and kill, and sed again until that session is gone. Everything it
+// session holds the port, sed and kill, and sed again until that session is gone; then what
+// OnConnect runs in it ([Shell]), and it ends. Everything it
 // prints is read after marker lines, so what a chatty start-up file prints first is ignored. The
 // host must be Linux (the static CLI the app installs is Linux-only too): without /proc/net/tcp
 // the forward cannot be checked and is not served.

@@ -26,7 +26,7 @@ func Example() {
 			var d net.Dialer
 			return d.DialContext(ctx, "tcp", "127.0.0.1:52144")
 		},
-		OnConnect: func(ctx context.Context, client *ssh.Client, fwd forward.Forward) error {
+		OnConnect: func(ctx context.Context, client *ssh.Client, fwd forward.Forward, _ *forward.Shell) error {
 			if fwd.Changed != nil {
 				log.Printf("buildbox: %s", fwd.Changed)
 			}

@@ -124,3 +124,33 @@ func TestPathChangeChecksTheConnection(t *testing.T) {
 		t.Errorf("the forward came back on %s, want %s", again.Addr, st.Addr)
 	}
 }
+
+// TestPathChangeDialsAgain: a connect begun while the path was down, whose packets were lost (no
+// answer ever comes on it), is begun again at once when the network changes, rather than waited
+// out to its ConnectTimeout (two minutes here); the forward comes back on its port.
+func TestPathChangeDialsAgain(t *testing.T) {
+	e := newEnv(t)
+	s := e.startBuild()
+	p := newCutProxy(t, s.Addr)
+	cfg := e.cfg("build")
+	cfg.Dialer = p.dialer
+	cfg.ConnectTimeout = 2 * time.Minute
+	cfg.Logger = testLogger(t)
+	r := run(t, cfg)
+	st, i := r.connected(0)
+
+	p.cutLosing()
+	paths.notify("the test's network went")
+	_, j := r.wait(30*time.Second, i+1, func(s Status) bool { return s.State != Connected })
+	p.waitLost(1) // a connect is under way into the dead path
+	p.restore()
+	restored := time.Now()
+	paths.notify("the test's network came back")
+	again, k := r.wait(90*time.Second, j, func(s Status) bool { return s.State == Connected })
+	if took := r.at(k).Sub(restored); took > 30*time.Second {
+		t.Errorf("connected %s after the network came back, want at once (the ConnectTimeout is %s)", took, cfg.ConnectTimeout)
+	}
+	if again.Addr != st.Addr {
+		t.Errorf("the forward came back on %s, want %s", again.Addr, st.Addr)
+	}
+}

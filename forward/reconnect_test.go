@@ -22,7 +22,9 @@ import (
 
 // cutProxy stands for the network between the client and sshd. cut makes it a path that lost
 // its state: the connections open then never pass another byte (nor a close), and new ones are
-// accepted but pass nothing until restore. Nothing is closed, so neither side hears of it.
+// accepted but pass nothing until restore. cutLosing is a cut whose new connections are lost
+// too, as a SYN sent into a network that has gone: they never pass, even after restore. Nothing
+// is closed, so neither side hears of it.
 type cutProxy struct {
 	ln     net.Listener
 	target string
@@ -30,6 +32,8 @@ type cutProxy struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
 	blocking bool // new connections wait
+	losing   bool // new connections made while blocking are frozen
+	lost     int  // how many were
 	closed   bool
 	conns    []*proxyConn
 }
@@ -73,6 +77,11 @@ func (p *cutProxy) accept() {
 		}
 		c := &proxyConn{a: a, b: b}
 		p.mu.Lock()
+		if p.blocking && p.losing {
+			c.frozen = true
+			p.lost++
+			p.cond.Broadcast()
+		}
 		if p.closed {
 			p.mu.Unlock()
 			a.Close()
@@ -126,10 +135,27 @@ func (p *cutProxy) cut() {
 	}
 }
 
+// cutLosing cuts the path, and loses the connections made until restore.
+func (p *cutProxy) cutLosing() {
+	p.cut()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.losing = true
+}
+
+// waitLost waits until n connections were lost.
+func (p *cutProxy) waitLost(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !p.closed && p.lost < n {
+		p.cond.Wait()
+	}
+}
+
 func (p *cutProxy) restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.blocking = false
+	p.blocking, p.losing = false, false
 	p.cond.Broadcast()
 }
 

@@ -59,7 +59,7 @@ func TestRetry(t *testing.T) {
 	broken.Store(true)
 	var calls atomic.Int32
 	cfg := e.cfg("build")
-	cfg.OnConnect = func(context.Context, *ssh.Client, Forward) error {
+	cfg.OnConnect = func(context.Context, *ssh.Client, Forward, *Shell) error {
 		calls.Add(1)
 		if broken.Load() {
 			return Permanent(errors.New("tmux is not installed on the host"))
@@ -87,7 +87,7 @@ func TestRetryEndsTheBackoff(t *testing.T) {
 	var calls atomic.Int32
 	cfg := e.cfg("build")
 	cfg.MinBackoff = time.Hour
-	cfg.OnConnect = func(context.Context, *ssh.Client, Forward) error {
+	cfg.OnConnect = func(context.Context, *ssh.Client, Forward, *Shell) error {
 		if calls.Add(1) == 1 {
 			return errors.New("the host is busy")
 		}

@@ -137,6 +137,46 @@ func (sh *hostShell) fail(ctx context.Context, err error) error {
 	return err
 }
 
+// Shell is the plain sh on the host that a connect starts and checks the forward with, lent to
+// [Config.OnConnect] for the length of the call. A command run there costs the host no SSH session
+// and no login shell of its own, which is what an exec costs: on a host that 100 connections reach
+// at once (a laptop's wake), most of a reconnect's work there. sh was started by the user's login
+// shell, after its start-up files, so it has the environment an exec's command has.
+type Shell struct {
+	mu    sync.Mutex
+	sh    *hostShell
+	ended bool
+}
+
+// Run runs command (one line) in the shell, with stdin from /dev/null, and returns what it
+// printed on stdout. Neither its stderr nor its exit status comes back: a command reports through
+// what it prints (the frames of package remote/shell), and where the details on stderr are wanted,
+// an exec of the same command gives them. Output past 4 MiB, or ctx ending, breaks the shell
+// (later runs fail: an exec still works). Run fails once OnConnect has returned.
+func (s *Shell) Run(ctx context.Context, command string) ([]byte, error) {
+	if s == nil {
+		return nil, errors.New("no shell on the host")
+	}
+	if strings.ContainsAny(command, "\n\r") {
+		return nil, errors.New("run in the shell on the host: the command is not one line")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return nil, errors.New("run in the shell on the host: the connect's shell is no longer lent")
+	}
+	out, err := s.sh.run(ctx, "{ "+command+"\n} </dev/null")
+	// run's own newline, which starts its end marker on a line of its own, is not the command's.
+	return bytes.TrimSuffix(out, []byte("\n")), err
+}
+
+// end takes the shell back: later Runs fail.
+func (s *Shell) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended = true
+}
+
 // close ends the shell: the end of its input makes sh exit.
 func (sh *hostShell) close() {
 	sh.stdin.Close()
