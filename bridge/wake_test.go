@@ -155,8 +155,10 @@ func bastionRestart(t testing.TB, f *fleet, jump *sshdtest.Server) time.Duration
 // environment answered a Hello through its forward on its old port; local-max-ms the slowest
 // answer to the local terminal's Lists, one every 20 ms from the cut to the end. The baseline in
 // the same run: N autossh (-M 0, ssh -R on fixed ports, ServerAliveInterval 1 × 3,
-// ExitOnForwardFailure) to the same hosts, cut and restored the same way, until a round trip
-// goes through every forward again (autossh-heal-s). heal-app-cpu-s is the CPU time the app (this
+// ConnectTimeout 2, ExitOnForwardFailure) to the same hosts, cut and restored the same way, until a round trip
+// goes through every forward again (autossh-heal-s); and N `ssh -N -R` started at once to the same
+// hosts with the network up, until each has its port (ssh-R-allup-s): the floor of any SSH
+// reconnect on this machine, whose cores run the hosts' sshd too. heal-app-cpu-s is the CPU time the app (this
 // process) used from the link's return to the last environment back, heal-all-cpu-s that of
 // every processor here, which also runs the hosts' sshd, shells and tmux. Keepalives are ssh's defaults for the app
 // (15 s × 3): what brings it back at once is the kernel's word that the network changed.
@@ -170,6 +172,8 @@ func BenchmarkWake(b *testing.B) {
 			w := wake(b, f, nt)
 			f.cancel()
 			f.running.Wait()
+			// The floor of any SSH reconnect here: N bare handshakes and forwards at once.
+			bare := sshRAll(b, f, echoListener(b))
 			base := autosshWake(b, f, nt)
 			for range b.N {
 			}
@@ -178,6 +182,7 @@ func BenchmarkWake(b *testing.B) {
 			b.ReportMetric(w.allCPU.Seconds(), "heal-all-cpu-s")
 			b.ReportMetric(float64(w.slowest)/float64(time.Millisecond), "local-max-ms")
 			b.ReportMetric(base.Seconds(), "autossh-heal-s")
+			b.ReportMetric(bare.Seconds(), "ssh-R-allup-s")
 		})
 	}
 }
@@ -214,7 +219,9 @@ func autosshWake(b *testing.B, f *fleet, n *netnstest.Net) time.Duration {
 	for i, name := range f.names {
 		ports[i] = "127.0.0.1:" + strconv.Itoa(20000+i)
 		cmd := exec.Command(autossh, "-M", "0", "-N", "-F", f.config,
-			"-o", "ExitOnForwardFailure=yes", "-o", "ServerAliveInterval=1", "-o", "ServerAliveCountMax=3", "-o", "BatchMode=yes",
+			// Its best settings: without a ConnectTimeout, an ssh whose connect began while the
+			// network was down waits out TCP's SYN retries (about 130 s, seen on Linux 6.18).
+			"-o", "ExitOnForwardFailure=yes", "-o", "ServerAliveInterval=1", "-o", "ServerAliveCountMax=3", "-o", "ConnectTimeout=2", "-o", "BatchMode=yes",
 			"-R", ports[i]+":"+echo, name)
 		cmd.Env = append(os.Environ(), "AUTOSSH_GATETIME=0", "SSH_AUTH_SOCK=")
 		log, err := os.Create(filepath.Join(b.TempDir(), name+".log"))

@@ -446,9 +446,9 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 // dialAcrossChanges is dial, started again at once when this computer's network changes before
 // the first hop has sent a byte. A connect begun while the network was down (a laptop waking, a
 // Wi-Fi that drops) may have sent its SYN where no answer comes back, and TCP sends it again only
-// 1, 3, 7 s later, up to ConnectTimeout (seen: every such connect of a wake waiting out its 15 s,
-// on Linux 6.18, while a new connect went through at once); the change that brings the network
-// back is the moment to start over. Once the host has answered, the dial goes on through a
+// 1, 3, 7 s later, up to ConnectTimeout (seen in a wake test on Linux 6.18: such connects waited
+// out their 15 s, while new ones went through at once); the change that brings the network back
+// is the moment to start over. Once the host has answered, the dial goes on through a
 // change: its path works, and the change is left for the connection's keepalive check.
 func (c *Conn) dialAcrossChanges(ctx context.Context, h *Host) (*link, error) {
 	for {
