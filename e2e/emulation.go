@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -136,7 +137,10 @@ func readBinfmt(path string) (binfmtEntry, error) {
 }
 
 // needDebs installs Debian packages with apt-get: as root, or through sudo when that needs no
-// password. Its error says what to run.
+// password. Its error says what to run. The test packages that install something run in
+// parallel (one the image's mmdebstrap, another qemu-user-static's binfmt-support), and apt-get
+// refuses to run beside another: they take turns under a lock of their own, and each apt-get
+// waits a while for dpkg's lock too, which another program may hold.
 func needDebs(ctx context.Context, pkgs ...string) error {
 	var sudo []string
 	if os.Getuid() != 0 {
@@ -146,9 +150,15 @@ func needDebs(ctx context.Context, pkgs ...string) error {
 		}
 		sudo = []string{"sudo", "-n"}
 	}
+	lock, err := lockFile(filepath.Join(os.TempDir(), "krad-e2e-apt.lock"), true)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 	defer cancel()
-	for _, args := range [][]string{{"apt-get", "update", "-qq"}, append([]string{"apt-get", "install", "-y", "-qq"}, pkgs...)} {
+	wait := []string{"-o", "DPkg::Lock::Timeout=120"}
+	for _, args := range [][]string{append([]string{"apt-get", "update", "-qq"}, wait...), append(append([]string{"apt-get", "install", "-y", "-qq"}, wait...), pkgs...)} {
 		args = append(sudo, args...)
 		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
