@@ -108,6 +108,8 @@ func TestReconnectAsksLittleOfTheHost(t *testing.T) {
 		}
 		w.event(60*time.Second, "environment_down after the kill", appEvent(api.EnvironmentDown, nil))
 		w.event(60*time.Second, "environment_up after the reconnect", appEvent(api.EnvironmentUp, nil))
+		// A look for groups to retire, were one made, starts just after the attach.
+		time.Sleep(time.Second)
 		return strings.Count(w.sshd.Log(), "Starting session:") - logged
 	}
 

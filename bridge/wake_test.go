@@ -153,15 +153,16 @@ func bastionRestart(t testing.TB, f *fleet, jump *sshdtest.Server) time.Duration
 // connected; the namespace's link to this computer goes down for 4 s (every host's network cut
 // at the same moment) and comes back. heal-s is the time from the link's return until every
 // environment answered a Hello through its forward on its old port; local-max-ms the slowest
-// answer to the local terminal's Lists, one every 20 ms from the cut to the end. The baseline in
-// the same run: N autossh (-M 0, ssh -R on fixed ports, ServerAliveInterval 1 × 3,
-// ConnectTimeout 2, ExitOnForwardFailure) to the same hosts, cut and restored the same way, until a round trip
-// goes through every forward again (autossh-heal-s); and N `ssh -N -R` started at once to the same
-// hosts with the network up, until each has its port (ssh-R-allup-s): the floor of any SSH
-// reconnect on this machine, whose cores run the hosts' sshd too. heal-app-cpu-s is the CPU time the app (this
-// process) used from the link's return to the last environment back, heal-all-cpu-s that of
-// every processor here, which also runs the hosts' sshd, shells and tmux. Keepalives are ssh's defaults for the app
-// (15 s × 3): what brings it back at once is the kernel's word that the network changed.
+// answer to the local terminal's Lists, one every 20 ms from the cut to the end. The baselines
+// in the same run: N autossh (-M 0, ssh -R on fixed ports, ServerAliveInterval 1 × 3,
+// ConnectTimeout 2, ExitOnForwardFailure) to the same hosts, cut and restored the same way,
+// until a round trip goes through every forward again (autossh-heal-s); and N `ssh -N -R`
+// started at once to the same hosts with the network up, until each has its port
+// (ssh-R-allup-s): the floor of any SSH reconnect on this machine, whose cores run the hosts'
+// sshd too. heal-app-cpu-s is the CPU time the app (this process) used from the link's return to
+// the last environment back, heal-all-cpu-s that of every processor here, which also runs the
+// hosts' sshd, shells and tmux. Keepalives are ssh's defaults for the app (15 s × 3): what brings
+// it back at once is the kernel's word that the network changed.
 func BenchmarkWake(b *testing.B) {
 	for _, n := range []int{20, 100} {
 		b.Run(fmt.Sprintf("hosts=%d", n), func(b *testing.B) {
