@@ -292,6 +292,11 @@ func (c *Conn) waitForPath(ctx context.Context, d time.Duration, addr string) {
 
 // probe says whether the server at addr sends its first bytes within probeTimeout.
 func (c *Conn) probe(ctx context.Context, addr string) bool {
+	release, ok := tryStartup(addr)
+	if !ok {
+		return false
+	}
+	defer release()
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	conn, err := c.cfg.Dialer(ctx, "tcp", addr)

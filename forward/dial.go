@@ -223,7 +223,11 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client, counter *
 		case isAuthFailure(err):
 			return nil, nil, ks.authError(h, err)
 		}
-		return nil, nil, fmt.Errorf("ssh handshake with %s: %w%s", h.Addr(), err, proxySaid(proxy))
+		err = fmt.Errorf("ssh handshake with %s: %w%s", h.Addr(), err, proxySaid(proxy))
+		// A server that closed before its first byte (an sshd just started again, or past its
+		// MaxStartups) said no more than a probe would: the wait before the next attempt watches
+		// the path, and the first banner there ends it.
+		return nil, nil, onPath(direct && counter != nil && counter.Load() == 0, h.Addr(), err)
 	}
 	conn.SetDeadline(time.Time{})
 	return ssh.NewClient(cc, chans, reqs), raw, nil

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -503,4 +504,54 @@ func lanAddr() (netip.Addr, bool) {
 		}
 	}
 	return netip.Addr{}, false
+}
+
+// TestServerClosesBeforeItsBanner: a server that takes connections and closes them before its
+// banner (an sshd just started again, one past its MaxStartups) fails the attempt, and the wait
+// before the next watches the path: the connection is made as soon as a banner comes, not after
+// the backoff (30 s here).
+func TestServerClosesBeforeItsBanner(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := e.startBuild()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var open atomic.Bool
+	go func() {
+		for {
+			a, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if !open.Load() {
+				a.Close()
+				continue
+			}
+			b, err := net.Dial("tcp", s.Addr)
+			if err != nil {
+				a.Close()
+				continue
+			}
+			go func() { io.Copy(b, a); b.Close() }()
+			go func() { io.Copy(a, b); a.Close() }()
+		}
+	}()
+	cfg := e.cfg("build")
+	cfg.Dialer = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, ln.Addr().String())
+	}
+	cfg.MinBackoff, cfg.MaxBackoff = 30*time.Second, 30*time.Second
+	r := run(t, cfg)
+	retry, i := r.wait(20*time.Second, 0, func(s Status) bool { return s.State == Retrying })
+	if !strings.Contains(retry.String(), "handshake") {
+		t.Errorf("the status is %q, want the handshake's failure", retry)
+	}
+	open.Store(true)
+	opened := time.Now()
+	r.wait(20*time.Second, i, func(s Status) bool { return s.State == Connected })
+	t.Logf("connected %s after the server sent banners again", time.Since(opened).Round(time.Millisecond))
 }

@@ -56,3 +56,38 @@ func startup(ctx context.Context, addr string) (release func(), err error) {
 		})
 	}, nil
 }
+
+// tryStartup takes one of addr's handshake slots if one is free now, for a probe of the path
+// (see Conn.waitForPath): a probe is an unauthenticated connection to sshd as a handshake is,
+// and 20 hosts behind one bastion probing it at once, beside their handshakes, took it past its
+// MaxStartups (handshakes dropped, each waiting out its backoff). A probe that finds no slot is
+// not needed: the handshakes under way are finding out the same.
+func tryStartup(addr string) (release func(), ok bool) {
+	startups.mu.Lock()
+	defer startups.mu.Unlock()
+	s := startups.m[addr]
+	if s == nil {
+		s = &startupSlots{slots: make(chan struct{}, MaxStartups)}
+		startups.m[addr] = s
+	}
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		if s.users == 0 {
+			delete(startups.m, addr)
+		}
+		return nil, false
+	}
+	s.users++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			<-s.slots
+			startups.mu.Lock()
+			if s.users--; s.users == 0 {
+				delete(startups.m, addr)
+			}
+			startups.mu.Unlock()
+		})
+	}, true
+}
