@@ -2,6 +2,7 @@ package forward
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -27,6 +28,24 @@ type startupSlots struct {
 // startup takes one of addr's handshake slots, waiting for one while MaxStartups are taken, or
 // until ctx ends (then it returns ctx's error). The returned function gives the slot back.
 func startup(ctx context.Context, addr string) (release func(), err error) {
+	return takeStartup(ctx, addr, true)
+}
+
+// tryStartup takes one of addr's handshake slots if one is free now, for a probe of the path
+// (see Conn.waitForPath): a probe is an unauthenticated connection to sshd as a handshake is,
+// and 20 hosts behind one bastion probing it at once, beside their handshakes, took it past its
+// MaxStartups (handshakes dropped, each waiting out its backoff). A probe that finds no slot is
+// not needed: the handshakes under way are finding out the same.
+func tryStartup(addr string) (release func(), ok bool) {
+	release, err := takeStartup(context.Background(), addr, false)
+	return release, err == nil
+}
+
+// errNoStartup is takeStartup's answer, without wait, when every slot is taken.
+var errNoStartup = errors.New("every handshake slot of the address is taken")
+
+// takeStartup is startup, and with wait false tryStartup (errNoStartup when no slot is free).
+func takeStartup(ctx context.Context, addr string, wait bool) (release func(), err error) {
 	startups.mu.Lock()
 	s := startups.m[addr]
 	if s == nil {
@@ -44,9 +63,17 @@ func startup(ctx context.Context, addr string) (release func(), err error) {
 	}
 	select {
 	case s.slots <- struct{}{}:
-	case <-ctx.Done():
-		leave()
-		return nil, ctx.Err()
+	default:
+		if !wait {
+			leave()
+			return nil, errNoStartup
+		}
+		select {
+		case s.slots <- struct{}{}:
+		case <-ctx.Done():
+			leave()
+			return nil, ctx.Err()
+		}
 	}
 	var once sync.Once
 	return func() {
@@ -55,39 +82,4 @@ func startup(ctx context.Context, addr string) (release func(), err error) {
 			leave()
 		})
 	}, nil
-}
-
-// tryStartup takes one of addr's handshake slots if one is free now, for a probe of the path
-// (see Conn.waitForPath): a probe is an unauthenticated connection to sshd as a handshake is,
-// and 20 hosts behind one bastion probing it at once, beside their handshakes, took it past its
-// MaxStartups (handshakes dropped, each waiting out its backoff). A probe that finds no slot is
-// not needed: the handshakes under way are finding out the same.
-func tryStartup(addr string) (release func(), ok bool) {
-	startups.mu.Lock()
-	defer startups.mu.Unlock()
-	s := startups.m[addr]
-	if s == nil {
-		s = &startupSlots{slots: make(chan struct{}, MaxStartups)}
-		startups.m[addr] = s
-	}
-	select {
-	case s.slots <- struct{}{}:
-	default:
-		if s.users == 0 {
-			delete(startups.m, addr)
-		}
-		return nil, false
-	}
-	s.users++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			<-s.slots
-			startups.mu.Lock()
-			if s.users--; s.users == 0 {
-				delete(startups.m, addr)
-			}
-			startups.mu.Unlock()
-		})
-	}, true
 }
