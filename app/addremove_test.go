@@ -29,6 +29,7 @@ func (h *tmuxHost) Attach(ctx context.Context, session string, onNote func(*tmux
 		WindowName: app.HolderName, Command: app.HolderCommand, Env: h.env, OnNotification: onNote})
 }
 func (h *tmuxHost) Vars() app.HostVars       { return h.vars }
+func (h *tmuxHost) MayHaveGroups() bool      { return true }
 func (h *tmuxHost) AttachHint(string) string { return "tmux -S " + h.socket }
 func (h *tmuxHost) Worktree(context.Context, worktree.Op) (worktree.Result, error) {
 	return worktree.Result{}, api.Errorf(api.CodeUnavailable, "no groups here")

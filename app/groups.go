@@ -200,9 +200,9 @@ func (e *environment) leftGroupLocked(group string) {
 // terminal ever joined (made by CreateWorktree, waiting for its first worker) stays, and so does
 // a damaged one. Each retires as when its last terminal closes (retire looks again, under the
 // group's lock, and tells subscribers). A host whose worktrees root was empty at its connect
-// (HostVars.NoGroups) has no groups, and is not asked.
+// (Host.MayHaveGroups) has no groups, and is not asked.
 func (e *environment) retireOrphans(ctx context.Context, held map[string]bool) {
-	if e.host.Vars().NoGroups {
+	if !e.host.MayHaveGroups() {
 		return
 	}
 	// The Groups request's deadline: this is that request, made by the app.

@@ -29,6 +29,11 @@ type Host interface {
 	// The error is the way there failing (the host is not connected, say); what the operation
 	// itself answers, its errors included, is the Result.
 	Worktree(ctx context.Context, op worktree.Op) (worktree.Result, error)
+	// MayHaveGroups is false when the host's worktrees root was empty at the last connect: it
+	// had no groups then, so an attach right after finds none to retire there and need not ask
+	// (through the static krad, an exec of krad and git on every host at every reconnect, a
+	// laptop's wake).
+	MayHaveGroups() bool
 }
 
 // HostVars are what the terminals on a host get: the variables of the spec, built once for the
@@ -38,10 +43,6 @@ type HostVars struct {
 	api.TerminalVars
 	// Dir is the terminals' working folder, "" for tmux's default.
 	Dir string
-	// NoGroups says that the host's worktrees root was empty at the last connect: it has no
-	// groups, so an attach finds none to retire there and need not ask (an exec of krad and git
-	// on every host at every reconnect, a laptop's wake).
-	NoGroups bool
 }
 
 // companion is krad-ade-agents on the host.
@@ -69,6 +70,7 @@ func (h *localHost) Worktree(ctx context.Context, op worktree.Op) (worktree.Resu
 }
 
 func (h *localHost) Vars() HostVars                   { return h.vars }
+func (h *localHost) MayHaveGroups() bool              { return true } // asked in this process
 func (h *localHost) AttachHint(session string) string { return h.tmux.attachHint(session) }
 
 // DefaultWorktreeRoot is where this computer's groups are checked out when the config names no

@@ -115,6 +115,7 @@ type Environment struct {
 	server    string          // the tmux server's identity (hostScript), which its starts lock
 	legacy    bool            // attach to an earlier version's server, tmux -L krad-ade, instead
 	verified  remote.Verified // the krad installed there, as the last connect checked it
+	groups    bool            // the worktrees root held anything at the last connect
 	connected chan struct{}   // closed while connected; replaced when the connection goes
 }
 
@@ -308,7 +309,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 		tokenPath string
 		holds     bool
 	)
-	l, err := readLooks(batch, out, runErr)
+	l, err := readLooks(e.cfg.Version, batch, out, runErr)
 	if err == nil {
 		rep, repErr := batch.Result(2, out, runErr)
 		tokenPath, holds, err = tokenfile.ReadCheck(e.cfg.Instance, e.cfg.Token, rep, repErr)
@@ -325,7 +326,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 		if te := (*forward.TimeoutError)(nil); errors.As(runErr, &te) {
 			return te
 		}
-		if l, err = readLooks(batch, out, runErr); err != nil {
+		if l, err = readLooks(e.cfg.Version, batch, out, runErr); err != nil {
 			return err
 		}
 		rep, repErr := batch.Result(2, out, runErr)
@@ -372,8 +373,8 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	e.vars = app.HostVars{
 		TerminalVars: api.TerminalVars{Endpoint: fwd.Addr, TokenFile: tokenPath, BinDir: binDir, Path: path, Askpass: askpass, SSHAskpass: askpass && sshAskpass && e.cfg.SSHAskpass},
 		Dir:          dir,
-		NoGroups:     lines[7] != "groups",
 	}
+	e.groups = lines[7] == "groups"
 	e.home = home
 	e.socket = socket
 	e.server = server
@@ -398,12 +399,12 @@ type looked struct {
 // readLooks reads the looks of prepare's batch. Each step's failure is named by its package
 // ("probe the host's platform: …", "install krad: …"), in the order of the steps: the status
 // shows it as it is.
-func readLooks(batch shell.Batch, out []byte, runErr error) (l looked, err error) {
+func readLooks(version string, batch shell.Batch, out []byte, runErr error) (l looked, err error) {
 	if l.plat, err = remote.ReadProbe(batch.Result(0, out, runErr)); err != nil {
 		return looked{}, err
 	}
 	look, err := batch.Result(1, out, runErr)
-	if l.found, err = remote.ReadLook(batch[1].Args[0], look, err); err != nil {
+	if l.found, err = remote.ReadLook(version, look, err); err != nil {
 		return looked{}, err
 	}
 	if l.host, err = batch.Result(3, out, runErr); err != nil {
@@ -551,6 +552,13 @@ func (e *Environment) Vars() app.HostVars {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.vars
+}
+
+// MayHaveGroups is false when the host's worktrees root was empty at the last connect.
+func (e *Environment) MayHaveGroups() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.groups
 }
 
 // AttachHint is how a person sees the environment's terminals: ssh -t HOST 'tmux -S
