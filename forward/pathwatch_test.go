@@ -93,11 +93,7 @@ func TestPathWatchSubscribers(t *testing.T) {
 // passes nothing more, and closes nothing) is found dead and made again at once, on its port,
 // though its keepalives (every minute here) would take three minutes to say so.
 func TestPathChangeChecksTheConnection(t *testing.T) {
-	e := newEnv(t)
-	s := e.startBuild()
-	p := newCutProxy(t, s.Addr)
-	cfg := e.cfg("build")
-	cfg.Dialer = p.dialer
+	cfg, p := throughCutProxy(t)
 	cfg.ServerAliveInterval, cfg.ServerAliveCountMax = time.Minute, 3
 	r := run(t, cfg)
 	st, i := r.connected(0)
@@ -129,11 +125,7 @@ func TestPathChangeChecksTheConnection(t *testing.T) {
 // answer ever comes on it), is begun again at once when the network changes, rather than waited
 // out to its ConnectTimeout (two minutes here); the forward comes back on its port.
 func TestPathChangeDialsAgain(t *testing.T) {
-	e := newEnv(t)
-	s := e.startBuild()
-	p := newCutProxy(t, s.Addr)
-	cfg := e.cfg("build")
-	cfg.Dialer = p.dialer
+	cfg, p := throughCutProxy(t)
 	cfg.ConnectTimeout = 2 * time.Minute
 	cfg.Logger = testLogger(t)
 	r := run(t, cfg)

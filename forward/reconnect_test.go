@@ -59,6 +59,18 @@ func newCutProxy(t testing.TB, target string) *cutProxy {
 
 func (p *cutProxy) addr() string { return p.ln.Addr().String() }
 
+// throughCutProxy starts an sshd, named build in a new env, and a cutProxy before it: the
+// Config for build dials through the proxy.
+func throughCutProxy(t *testing.T) (Config, *cutProxy) {
+	t.Helper()
+	e := newEnv(t)
+	s := e.startBuild()
+	p := newCutProxy(t, s.Addr)
+	cfg := e.cfg("build")
+	cfg.Dialer = p.dialer
+	return cfg, p
+}
+
 // dialer is a Config.Dialer that goes through the proxy whatever the address.
 func (p *cutProxy) dialer(ctx context.Context, network, _ string) (net.Conn, error) {
 	var d net.Dialer
