@@ -195,6 +195,10 @@ const WorktreesDir = "~/.krad-ade/worktrees"
 // the user has of their own there, which stay: "own" for git's (GIT_ASKPASS, or git's
 // core.askPass), "ssh" for ssh's (SSH_ASKPASS); and "groups" when the worktrees root holds
 // anything (else the host has no groups, and after an attach no group to retire).
+//
+// It runs at every connect, so it starts few programs: tmux is asked about the earlier version's
+// server only where a socket of that name is there to ask (a host that never ran one starts no
+// tmux here), and the boot and the host's name are read by sh's own read from /proc.
 var hostScript = shell.Script{Name: "HOST", Body: `
 umask 077;
 krad_home;
@@ -209,13 +213,15 @@ krad_enter tmux "~/.krad-ade/tmux";
 s="$(pwd -P)/$2";
 if [ ${#s} -gt 107 ]; then krad_fail "use the tmux socket $s: its path is longer than the 107 bytes a Unix socket's may have; the home folder's path must be shorter"; fi;
 old=;
-if [ -n "$t" ] && ! tmux -S "$s" has-session -t "=$1" >/dev/null 2>&1 && tmux -L krad-ade has-session -t "=$1" >/dev/null 2>&1; then old=legacy; fi;
-b=$(cat /proc/sys/kernel/random/boot_id 2>/dev/null || true);
+for f in "${TMUX_TMPDIR:-/tmp}"/tmux-*/krad-ade; do if [ -S "$f" ]; then old=maybe; break; fi; done;
+if [ -n "$old" ] && [ -n "$t" ] && ! tmux -S "$s" has-session -t "=$1" >/dev/null 2>&1 && tmux -L krad-ade has-session -t "=$1" >/dev/null 2>&1; then old=legacy; else old=; fi;
+b=; { read -r b </proc/sys/kernel/random/boot_id; } 2>/dev/null || b=;
+n=; { read -r n </proc/sys/kernel/hostname; } 2>/dev/null || n=$(uname -n);
 i=$(ls -di . 2>/dev/null || true);
 a=;
 if [ -n "${GIT_ASKPASS:-}" ] || { command -v git >/dev/null 2>&1 && [ -n "$(git config --global --get core.askPass 2>/dev/null)" ]; }; then a=own; fi;
 if [ -n "${SSH_ASKPASS:-}" ]; then a="$a ssh"; fi;
-krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $(uname -n) $i $s" "$a" "$g";
+krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $n $i $s" "$a" "$g";
 `}
 
 // tmuxServer names a tmux server on a host as a line of hostScript: the kernel's boot (its

@@ -227,10 +227,10 @@
 //
 // # What runs on the host
 //
-// One sh per connect, started by the user's login shell with exec, that runs: echo, id -u, cat
-// of /proc/net/tcp, /proc/net/tcp6 and /proc/PID/stat, ls -l /proc/PID/fd, and when a stale
-// session holds the port, sed and kill, and sed again until that session is gone; then what
-// OnConnect runs in it ([Shell]), and it ends. Everything it
+// One sh per connect, started by the user's login shell with exec, that runs: echo, id -u, grep
+// of /proc/net/tcp and /proc/net/tcp6, its own read of /proc/PID/stat, ls -l /proc/PID/fd, and
+// when a stale session holds the port, sed and kill, and sed again until that session is gone;
+// then what OnConnect runs in it ([Shell]), and it ends. Everything it
 // prints is read after marker lines, so what a chatty start-up file prints first is ignored. The
 // host must be Linux (the static CLI the app installs is Linux-only too): without /proc/net/tcp
 // the forward cannot be checked and is not served.

@@ -127,9 +127,17 @@ type hostInfo struct {
 
 // tcpScript prints the lines of the host's /proc/net/tcp and tcp6 that mention port, and their
 // headers, so that a busy host's thousands of sockets stay on the host and an empty answer still
-// tells a missing file from a missing socket.
+// tells a missing file from a missing socket. grep reads the files itself (-h: no file names),
+// one process where cat and grep were two.
 func tcpScript(port int) string {
-	return fmt.Sprintf(`cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | grep -i -e local_address -e ':%04X '`, port)
+	return fmt.Sprintf(`grep -h -i -e local_address -e ':%04X ' /proc/net/tcp /proc/net/tcp6 2>/dev/null`, port)
+}
+
+// statScript prints the line of /proc/PID/stat, read by sh's own read: no process of its own,
+// which is what a cat would cost on every connect. A process whose name holds a newline is cut
+// there, and then fails to parse: it is no sshd of ours.
+func statScript(pid string) string {
+	return `{ read -r krad_stat </proc/` + pid + `/stat && printf '%s\n' "$krad_stat"; } 2>/dev/null`
 }
 
 // infoScript prints, after markers: the pid of the sshd process serving this connection (the
@@ -138,7 +146,7 @@ func tcpScript(port int) string {
 func infoScript(port int) string {
 	return `echo ` + marker + `pid; echo $PPID
 echo ` + marker + `uid; id -u
-echo ` + marker + `stat; cat /proc/$PPID/stat 2>/dev/null; echo
+echo ` + marker + `stat; ` + statScript("$PPID") + `; echo
 echo ` + marker + `fd; ls -l /proc/$PPID/fd 2>/dev/null
 echo ` + marker + `tcp; ` + tcpScript(port) + `
 echo ` + marker + `end`
@@ -215,10 +223,10 @@ func checkLoopback(socks []socket, port int, uid uint32, fds inodes) error {
 // on port; it says whether it did. It is how a port comes back when the host has not yet
 // noticed that the old connection is dead.
 func (c *Conn) endStaleSession(ctx context.Context, sh *hostShell, port int, prev *hostSession) (bool, error) {
-	script := fmt.Sprintf(`echo %[1]sstat; cat /proc/%[2]d/stat 2>/dev/null; echo
+	script := fmt.Sprintf(`echo %[1]sstat; %[4]s; echo
 echo %[1]sfd; ls -l /proc/%[2]d/fd 2>/dev/null
 echo %[1]stcp; %[3]s
-echo %[1]send`, marker, prev.PID, tcpScript(port))
+echo %[1]send`, marker, prev.PID, tcpScript(port), statScript(strconv.Itoa(prev.PID)))
 	out, err := sh.run(ctx, script)
 	if err != nil {
 		return false, err
