@@ -297,9 +297,7 @@ krad_have() { [ -f "$1" ] && [ ! -L "$1" ] && [ -O "$1" ] && [ -x "$1" ]; };
 const enterVersion = `
 umask 077;
 krad_home;
-krad_enter .krad-ade "~/.krad-ade";
-krad_enter bin "~/.krad-ade/bin";
-krad_enter "$1" "~/.krad-ade/bin/$1";
+krad_enters "~" .krad-ade bin "$1";
 ` + sums
 
 // lookScript ($1 version, $2 the files' identity when last verified, or "") reports "same DIR ID"
@@ -313,16 +311,16 @@ var lookScript = shell.Script{
 if krad_have krad && krad_have krad-ade-agents && krad_have krad-ade-askpass; then
   i=$(stat -c '%d.%i.%s.%Y.%Z' krad krad-ade-agents krad-ade-askpass 2>/dev/null) || i=;
   i=$(echo $i);
-  if [ -n "$i" ] && [ "$i" = "$2" ]; then krad_say ok same "$(pwd -P)" "$i"; exit 0; fi;
+  if [ -n "$i" ] && [ "$i" = "$2" ]; then krad_say ok same "$PWD" "$i"; exit 0; fi;
   if h=$(krad_sha krad) &&
      { [ krad -ef krad-ade-agents ] || [ "$(krad_sha krad-ade-agents)" = "$h" ]; } &&
      { [ krad -ef krad-ade-askpass ] || [ "$(krad_sha krad-ade-askpass)" = "$h" ]; }; then
     o=$(./krad version --json 2>&1); s=$?;
-    if [ $s -ne 0 ]; then krad_say ok present "$(pwd -P)" "$i" "$h" status $s "$o"; exit 0; fi;
-    krad_say ok present "$(pwd -P)" "$i" "$h" "$o"; exit 0;
+    if [ $s -ne 0 ]; then krad_say ok present "$PWD" "$i" "$h" status $s "$o"; exit 0; fi;
+    krad_say ok present "$PWD" "$i" "$h" "$o"; exit 0;
   fi;
 fi;
-krad_say ok missing "$(pwd -P)";
+krad_say ok missing "$PWD";
 `,
 }
 
@@ -345,7 +343,7 @@ h=$(krad_sha "$t") || krad_fail "hash the copy";
 if [ "$h" != "$2" ]; then krad_say ok corrupt "$h"; exit 0; fi;
 chmod 755 "$t" || krad_fail "make the copy executable";
 o=$(./"$t" version --json 2>&1); s=$?;
-if [ $s -ne 0 ]; then krad_say ok unrunnable "$(pwd -P)" status $s "$o"; exit 0; fi;
+if [ $s -ne 0 ]; then krad_say ok unrunnable "$PWD" status $s "$o"; exit 0; fi;
 ln "$t" "$a" 2>/dev/null || cp "$t" "$a" || krad_fail "copy krad to krad-ade-agents";
 chmod 755 "$a" || krad_fail "make krad-ade-agents executable";
 mv -f "$a" krad-ade-agents || krad_fail "rename krad-ade-agents into place";
@@ -355,6 +353,6 @@ mv -f "$p" krad-ade-askpass || krad_fail "rename krad-ade-askpass into place";
 mv -f "$t" krad || krad_fail "rename krad into place";
 i=$(stat -c '%d.%i.%s.%Y.%Z' krad krad-ade-agents krad-ade-askpass 2>/dev/null) || i=;
 i=$(echo $i);
-krad_say ok installed "$(pwd -P)" "$i" "$o";
+krad_say ok installed "$PWD" "$i" "$o";
 `,
 }

@@ -187,9 +187,7 @@ var writeScript = shell.Script{
 	Body: `
 umask 077;
 krad_home;
-krad_enter .krad-ade "~/.krad-ade";
-krad_enter run "~/.krad-ade/run";
-krad_enter "$1" "~/.krad-ade/run/$1";
+krad_enters "~" .krad-ade run "$1";
 if [ -L token ]; then krad_refuse symlink "~/.krad-ade/run/$1/token"; fi;
 if [ -e token ] && [ ! -f token ]; then krad_refuse notfile "~/.krad-ade/run/$1/token"; fi;
 t=.token.$$.tmp;
@@ -203,7 +201,7 @@ n=$(wc -c < "$t");
 if [ $n -eq "$2" ]; then :; else krad_fail "write the token: $n bytes of $2 arrived"; fi;
 chmod 600 "$t" || krad_fail "make the token file owner-only";
 mv -f "$t" token || krad_fail "rename the token file into place";
-krad_say ok "$(pwd -P)/token";
+krad_say ok "$PWD/token";
 `,
 }
 
@@ -214,10 +212,8 @@ var removeScript = shell.Script{
 	Body: `
 krad_home;
 if [ ! -e ".krad-ade/run/$1/token" ] && [ ! -L ".krad-ade/run/$1/token" ]; then krad_say ok absent; exit 0; fi;
-krad_enter .krad-ade "~/.krad-ade";
-krad_enter run "~/.krad-ade/run";
-krad_enter "$1" "~/.krad-ade/run/$1";
-if [ "$(pwd -P)/token" != "$2" ]; then krad_refuse elsewhere "$2"; fi;
+krad_enters "~" .krad-ade run "$1";
+if [ "$PWD/token" != "$2" ]; then krad_refuse elsewhere "$2"; fi;
 if [ -L token ]; then krad_refuse symlink "~/.krad-ade/run/$1/token"; fi;
 if [ ! -f token ]; then krad_refuse notfile "~/.krad-ade/run/$1/token"; fi;
 if [ ! -O token ]; then krad_refuse owner "~/.krad-ade/run/$1/token"; fi;
@@ -234,12 +230,10 @@ var checkScript = shell.Script{
 	Body: shell.SHA256 + `
 umask 077;
 krad_home;
-krad_enter .krad-ade "~/.krad-ade";
-krad_enter run "~/.krad-ade/run";
-krad_enter "$1" "~/.krad-ade/run/$1";
+krad_enters "~" .krad-ade run "$1";
 if [ -L token ] || [ ! -f token ] || [ ! -O token ]; then krad_say ok stale; exit 0; fi;
 case "$(ls -ln token 2>/dev/null)" in "-rw------- "*|"-rw-------. "*) ;; *) krad_say ok stale; exit 0;; esac;
 h=$(krad_sha token) || krad_fail "hash the token file";
-krad_say ok "$(pwd -P)/token" "$h";
+krad_say ok "$PWD/token" "$h";
 `,
 }

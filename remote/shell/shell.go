@@ -74,11 +74,17 @@ type Script struct {
 // folder NAME of the current folder (SHOWN is how errors name it, like "~/.krad-ade"), creating it
 // if it is missing, refusing a symbolic link, a non-folder, or a folder of another user, and making
 // it owner-only. It checks the folder's owner again once inside, where it cannot be swapped.
+// krad_enters SHOWN NAME… enters each NAME in turn as krad_enter does (the first shown as
+// SHOWN/NAME, each next one under it), and then makes them all owner-only with one chmod, from the
+// last: of ".", "..", "../..", the folders entered themselves, which no rename or symbolic link
+// can swap for others. A script runs at every connect, and each chmod is a program started.
+// After either, $PWD is the folder's path with no symbolic link in it (cd -P sets it so), as
+// pwd -P would print it.
 const Prelude = `
 krad_say() { printf '%s\n' "$KRAD_BEGIN" "$@" "$KRAD_END"; };
 krad_fail() { krad_say failed "$1"; exit 1; };
 krad_refuse() { krad_say refused "$1" "$2"; exit 3; };
-krad_enter() {
+krad_into() {
   if [ -L "$1" ]; then krad_refuse symlink "$2"; fi;
   if [ ! -e "$1" ]; then mkdir "$1" || [ -d "$1" ] || krad_fail "create $2"; fi;
   if [ -L "$1" ]; then krad_refuse symlink "$2"; fi;
@@ -86,7 +92,16 @@ krad_enter() {
   if [ ! -O "$1" ]; then krad_refuse owner "$2"; fi;
   cd -P "$1" || krad_fail "enter $2";
   if [ ! -O . ]; then krad_refuse owner "$2"; fi;
-  chmod 700 . || krad_fail "make $2 owner-only";
+};
+krad_enter() { krad_into "$1" "$2"; chmod 700 . || krad_fail "make $2 owner-only"; };
+krad_enters() {
+  krad_at=$1; krad_top=; krad_up=; krad_p=.; shift;
+  for krad_f in "$@"; do
+    krad_at="$krad_at/$krad_f"; krad_top=${krad_top:-$krad_at};
+    krad_into "$krad_f" "$krad_at";
+    krad_up="$krad_up $krad_p"; krad_p="$krad_p/..";
+  done;
+  chmod 700 $krad_up || krad_fail "make $krad_at and the folders above it up to $krad_top owner-only";
 };
 krad_home() {
   if [ -z "${HOME:-}" ]; then krad_fail "find the home folder: HOME is not set"; fi;
