@@ -3,7 +3,8 @@
 // loopback, and after every (re)connect it gets the host ready: the static krad installed for the
 // host's platform (package remote), the bus token written to an owner-only file (package
 // tokenfile), tmux found and its socket folder made. It then serves the app as an app.Host: the
-// host's tmux, driven in control mode over an SSH session, and the variables its terminals get;
+// host's tmux, driven in control mode over SSH (the first attach of a connection in the connect's
+// own sh, exec'd: no session of its own), and the variables its terminals get;
 // and the environment's groups, whose git operations run on the host, in the static krad installed
 // there ([Environment.Worktree]), checked out under ~/.krad-ade/worktrees ([WorktreesDir]).
 //
@@ -117,6 +118,40 @@ type Environment struct {
 	verified  remote.Verified // the krad installed there, as the last connect checked it
 	groups    bool            // the worktrees root held anything at the last connect
 	connected chan struct{}   // closed while connected; replaced when the connection goes
+	spare     spareShell      // the last connect's sh, kept for tmux's first attach
+}
+
+// spareShell is a connect's sh on the host, kept past the connect ([forward.Shell.Keep]) for
+// the first tmux attach of that connection to exec tmux in: a reconnect then costs the host one
+// SSH session and one run of the user's start-up files, not two.
+type spareShell struct {
+	sh     *forward.Shell
+	client *ssh.Client // the connection it belongs to
+}
+
+// keepShell keeps sh, the connect's on client, as the spare; a spare of an earlier connect that
+// no attach took is ended.
+func (e *Environment) keepShell(client *ssh.Client, sh *forward.Shell) {
+	sh.Keep()
+	e.mu.Lock()
+	old := e.spare
+	e.spare = spareShell{sh: sh, client: client}
+	e.mu.Unlock()
+	if old.sh != nil {
+		old.sh.Close()
+	}
+}
+
+// takeShell takes the spare when it is client's, and nil otherwise.
+func (e *Environment) takeShell(client *ssh.Client) *forward.Shell {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	sp := e.spare
+	if sp.client != client {
+		return nil
+	}
+	e.spare = spareShell{}
+	return sp.sh
 }
 
 var _ app.Host = (*Environment)(nil)
@@ -390,6 +425,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 	e.legacy = legacy
 	e.mu.Unlock()
 	e.log.Info("host ready", "environment", e.cfg.Name, "platform", plat.String(), "forward", fwd.Addr, "krad", binDir, "tmux", socket)
+	e.keepShell(client, sh)
 	return nil
 }
 
@@ -585,10 +621,11 @@ func (e *Environment) AttachHint(session string) string {
 // ErrNotConnected is returned by Attach while the host cannot be reached.
 var ErrNotConnected = errors.New("the host is not connected")
 
-// Attach waits for the connection, then starts the host's tmux in control mode over an SSH
-// session, attached to session (created, with its holder window, if need be), on the socket in
-// ~/.krad-ade/tmux, or on an earlier version's server while that one has the session. tmux must
-// answer within the Forward's CommandTimeout.
+// Attach waits for the connection, then starts the host's tmux in control mode over SSH (in the
+// connect's sh for the connection's first attach, else in a session of its own), attached to
+// session (created, with its holder window, if need be), on the socket in ~/.krad-ade/tmux, or
+// on an earlier version's server while that one has the session. tmux must answer within the
+// Forward's CommandTimeout.
 func (e *Environment) Attach(ctx context.Context, session string, onNote func(*tmux.Client, tmux.Notification)) (*tmux.Client, error) {
 	e.mu.Lock()
 	connected := e.connected
@@ -613,7 +650,7 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	if err != nil {
 		return nil, err
 	}
-	cmd := "exec tmux"
+	cmd := "tmux"
 	for _, a := range args {
 		cmd += " " + shell.Quote(a)
 	}
@@ -624,12 +661,12 @@ func (e *Environment) Attach(ctx context.Context, session string, onNote func(*t
 	// One attach at a time per tmux server (see starts), up to its first reply.
 	start := startLock(server)
 	start.Lock()
-	sess, err := client.NewSession()
+	stdin, stdout, sess, stderr, err := e.startTmux(client, cmd)
 	if err != nil {
 		start.Unlock()
-		return nil, fmt.Errorf("open an SSH session for tmux: %w", err)
+		return nil, err
 	}
-	c, err := e.attach(ctx, sess, cmd, onNote)
+	c, err := e.attach(ctx, stdin, stdout, sess, stderr, onNote)
 	start.Unlock()
 	if err != nil && legacy && e.legacyGone(ctx, client, session, err) {
 		e.mu.Lock()
@@ -656,25 +693,44 @@ func (e *Environment) legacyGone(ctx context.Context, client *ssh.Client, sessio
 	return errors.As(err, &exit) && exit.Status == 1
 }
 
-// attach starts cmd, a tmux control client, in sess, and waits for its first reply
-// (tmux.Attach), within the Forward's CommandTimeout.
-func (e *Environment) attach(ctx context.Context, sess *ssh.Session, cmd string, onNote func(*tmux.Client, tmux.Notification)) (*tmux.Client, error) {
+// startTmux starts cmd, a tmux control client's command line, on client: in the connect's kept
+// sh when this is the connection's first attach (no SSH session and no login shell of its own),
+// else as an SSH exec of its own, as the login shell runs it. tmux prints before it reads (the
+// reply to its command line's command), as the kept sh needs ([forward.Shell.Exec]).
+func (e *Environment) startTmux(client *ssh.Client, cmd string) (io.WriteCloser, io.Reader, *ssh.Session, *capped.Buffer, error) {
+	if sh := e.takeShell(client); sh != nil {
+		stdin, stdout, sess, stderr, err := sh.Exec(cmd)
+		if err == nil {
+			return stdin, stdout, sess, stderr, nil
+		}
+		e.log.Debug("tmux could not start in the connect's shell: in a session of its own", "environment", e.cfg.Name, "error", err)
+	}
+	sess, err := client.NewSession()
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("open an SSH session for tmux: %w", err)
+	}
 	stdin, err := sess.StdinPipe()
 	if err != nil {
 		sess.Close()
-		return nil, err
+		return nil, nil, nil, nil, err
 	}
 	stdout, err := sess.StdoutPipe()
 	if err != nil {
 		sess.Close()
-		return nil, err
+		return nil, nil, nil, nil, err
 	}
 	stderr := capped.First(4 << 10)
 	sess.Stderr = stderr
-	if err := sess.Start(cmd); err != nil {
+	if err := sess.Start("exec " + cmd); err != nil {
 		sess.Close()
-		return nil, fmt.Errorf("start tmux on the host: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("start tmux on the host: %w", err)
 	}
+	return stdin, stdout, sess, stderr, nil
+}
+
+// attach waits for the first reply of the tmux control client started on sess (tmux.Attach),
+// within the Forward's CommandTimeout.
+func (e *Environment) attach(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, sess *ssh.Session, stderr *capped.Buffer, onNote func(*tmux.Client, tmux.Notification)) (*tmux.Client, error) {
 	d := e.cfg.Forward.CommandTimeout
 	tctx, cancel := context.WithTimeoutCause(ctx, d, &forward.TimeoutError{Host: e.cfg.Forward.Host, Step: "starting tmux", After: d})
 	defer cancel()

@@ -42,10 +42,11 @@ func stuckOn(t *testing.T, pattern string) string {
 	return fmt.Sprintf("case \"$BASH_EXECUTION_STRING\" in %s) while [ -e '%s' ]; do sleep 0.1; done;; esac\n", pattern, hold)
 }
 
-// stuckCommand is a ~/.bashrc that gives the sh a connect starts (ssh's "exec sh") a PATH whose
-// first folder has a program called name that loops while the file hold exists, as a command on
-// a hung network mount would.
-func stuckCommand(t *testing.T, name string) string {
+// stuckCommand is a ~/.bashrc that gives the shells that run a command matching the case
+// pattern (ssh's "exec sh" for the sh a connect starts, * for every one) a PATH whose first folder
+// has a program called name that loops while the file hold exists, as a command on a hung
+// network mount would.
+func stuckCommand(t *testing.T, name, pattern string) string {
 	dir := t.TempDir()
 	hold := filepath.Join(dir, "hold")
 	if err := os.WriteFile(hold, nil, 0o600); err != nil {
@@ -56,11 +57,11 @@ func stuckCommand(t *testing.T, name string) string {
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf("case \"$BASH_EXECUTION_STRING\" in \"exec sh\") export PATH='%s':\"$PATH\";; esac\n", dir)
+	return fmt.Sprintf("case \"$BASH_EXECUTION_STRING\" in %s) export PATH='%s':\"$PATH\";; esac\n", pattern, dir)
 }
 
-// TestStuckStartupFilesTimeOut: a ~/.bashrc that loops holds the commands of one step of a
-// connect. Each step has a deadline: when it passes the app says which step (the connection's
+// TestStuckStartupFilesTimeOut: a ~/.bashrc that loops, or that puts a program that hangs first
+// in the PATH, holds the commands of one step of a connect. Each step has a deadline: when it passes the app says which step (the connection's
 // status, or for tmux an environment_down event) and tries again, and once the loop is gone from
 // the .bashrc the environment comes up, with no restart — the shells still looping (they loop
 // on) hold nothing.
@@ -73,11 +74,13 @@ func TestStuckStartupFilesTimeOut(t *testing.T) {
 		// The looks (the platform, krad, the token file, tmux) run in the sh that checked the
 		// forward, where no start-up file runs: a command there that hangs (here uname, from
 		// a PATH that ~/.bashrc gave the sh, as a hung network mount would) holds them.
-		{"preparing the host", stuckCommand(t, "uname"), false},
+		{"preparing the host", stuckCommand(t, "uname", `"exec sh"`), false},
 		// The token file's write, a command of its own, and the copy of krad.
 		{"writing the token file", stuckOn(t, `*__KRAD_TOKENFILE_BEGIN__*`), false},
 		{"installing krad", stuckOn(t, `*__KRAD_UPLOAD_BEGIN__*`), false},
-		{"starting tmux", stuckOn(t, `*" '-C' 'new-session' "*`), true},
+		// A connection's first attach runs tmux in the connect's sh, a later one in a session of
+		// its own: a tmux that hangs (in every shell's PATH) holds both.
+		{"starting tmux", stuckCommand(t, "tmux", "*"), true},
 	} {
 		t.Run(strings.ReplaceAll(step.name, " ", "-"), func(t *testing.T) {
 			const d = 3 * time.Second

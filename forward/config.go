@@ -42,7 +42,8 @@ type Config struct {
 	// treated as a failed connect: retried, unless it is wrapped in [Permanent]. The status shows
 	// the error as it is, so it should name the step that failed ("write the token file: …").
 	// sh is the plain sh on the host that checked the forward, lent for the call: what it runs
-	// costs the host no SSH session and no login shell of its own (see [Shell]).
+	// costs the host no SSH session and no login shell of its own (see [Shell]). OnConnect may
+	// keep it, to exec a long-running command in it later ([Shell.Keep]).
 	OnConnect func(ctx context.Context, client *ssh.Client, fwd Forward, sh *Shell) error
 
 	// OnStatus, when set, is called with each new status, in order, from Run's goroutine. It

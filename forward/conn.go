@@ -401,7 +401,12 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 		info, err = readHostInfo(ctx, sh, fwd.Port)
 		return err
 	})
-	defer sh.close() // lent to OnConnect meanwhile
+	kept := false
+	defer func() { // the sh is lent to OnConnect meanwhile, which may keep it
+		if !kept {
+			sh.close()
+		}
+	}()
 	var te *TimeoutError
 	if errors.As(err, &te) {
 		return false, l.cause(err)
@@ -430,12 +435,17 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	if c.cfg.OnConnect != nil {
 		lent := &Shell{sh: sh}
 		err := c.cfg.OnConnect(l.ctx, l.client, fwd, lent)
-		lent.end()
+		kept = lent.end()
 		if err != nil {
+			if kept {
+				lent.Close()
+			}
 			return false, l.cause(err) // it names its own step (see Config.OnConnect)
 		}
 	}
-	sh.close()
+	if !kept {
+		sh.close()
+	}
 
 	c.mu.Lock()
 	c.client, c.fwd = l.client, fwd

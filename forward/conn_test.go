@@ -1,9 +1,11 @@
 package forward
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -553,5 +555,75 @@ func TestOnConnectShell(t *testing.T) {
 			t.Fatalf("the connect's sh (pid %d) still runs on the host after OnConnect returned", pid)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestOnConnectShellKept: OnConnect keeps the connect's sh, and a command exec'd in it later
+// takes its place: the same process on the host (no session of its own), whose stdin and stdout
+// the caller then has. A line written once the command has printed is the command's to read,
+// not sh's to run; its stderr holds what it printed there, not what the shell printed before.
+// The shell runs nothing after OnConnect returned, and a second Exec is refused.
+func TestOnConnectShellKept(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	srv := e.startBuild()
+	kept := make(chan *Shell, 1)
+	pids := make(chan int, 1)
+	cfg := e.cfg("build")
+	cfg.OnConnect = func(ctx context.Context, _ *ssh.Client, _ Forward, sh *Shell) error {
+		out, err := sh.Run(ctx, `echo "$$"; echo 'the shell speaks' >&2`)
+		if err != nil {
+			return err
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+		if err != nil {
+			return err
+		}
+		pids <- pid
+		sh.Keep()
+		kept <- sh
+		return nil
+	}
+	r := run(t, cfg)
+	r.connected(0)
+	sh, pid := <-kept, <-pids
+	if _, err := sh.Run(context.Background(), "echo late"); err == nil {
+		t.Error("Run on the kept shell after OnConnect returned: got no error")
+	}
+	stdin, stdout, sess, stderr, err := sh.Exec(`sh -c 'echo "pid $$"; echo "the command speaks" >&2; while read -r l; do echo "got $l"; done'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	lines := bufio.NewReader(stdout)
+	line := func() string {
+		t.Helper()
+		l, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read the command's stdout: %v (stderr %q)", err, stderr.String())
+		}
+		return strings.TrimSuffix(l, "\n")
+	}
+	if got, want := line(), fmt.Sprintf("pid %d", pid); got != want {
+		t.Fatalf("the command printed %q first, want %q: the kept shell's own process", got, want)
+	}
+	if _, err := io.WriteString(stdin, "$(touch pwned); exit\n"); err != nil {
+		t.Fatal(err)
+	}
+	if got := line(); got != "got $(touch pwned); exit" {
+		t.Errorf("the command read %q, want the line as it was written", got)
+	}
+	if _, _, _, _, err := sh.Exec("echo again"); err == nil {
+		t.Error("a second Exec: got no error")
+	}
+	stdin.Close()
+	if _, err := lines.ReadString('\n'); err != io.EOF {
+		t.Errorf("after its stdin closed, the command's stdout gave %v, want its end", err)
+	}
+	if got := stderr.String(); !strings.Contains(got, "the command speaks") || strings.Contains(got, "the shell speaks") {
+		t.Errorf("the command's stderr is %q, want its own words and not the shell's", got)
+	}
+	if _, err := os.Stat(filepath.Join(srv.Home, "pwned")); err == nil {
+		t.Error("the line written to the command ran as shell code")
 	}
 }

@@ -48,7 +48,8 @@
 //     (through one sh for all such connections, each read under CommandTimeout's deadline) until
 //     the client's socket is gone or held by no process: then both sides are closed. Target's
 //     close (hangup, or any end of input where hangup cannot tell) closes both too.
-//  8. OnConnect runs, with that sh lent to it ([Shell]); then the sh ends, and the state is
+//  8. OnConnect runs, with that sh lent to it ([Shell]); then the sh ends, unless OnConnect kept
+//     it for a command to exec there later ([Shell.Keep], [Shell.Exec]), and the state is
 //     connected.
 //
 // Steps 5 and 6 run commands through the user's login shell, which reads its start-up files
@@ -230,8 +231,8 @@
 // One sh per connect, started by the user's login shell with exec, that runs: echo, id -u, grep
 // of /proc/net/tcp and /proc/net/tcp6, its own read of /proc/PID/stat, ls -l /proc/PID/fd, and
 // when a stale session holds the port, sed and kill, and sed again until that session is gone;
-// then what OnConnect runs in it ([Shell]), and it ends. Everything it
-// prints is read after marker lines, so what a chatty start-up file prints first is ignored. The
+// then what OnConnect runs in it ([Shell]), and it ends, or becomes the command OnConnect exec's
+// there. Everything it prints is read after marker lines, so what a chatty start-up file prints first is ignored. The
 // host must be Linux (the static CLI the app installs is Linux-only too): without /proc/net/tcp
 // the forward cannot be checked and is not served.
 //

@@ -26,7 +26,7 @@ type hostShell struct {
 	sess   *ssh.Session
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
-	stderr *capped.Buffer
+	stderr *stderrTo // the session's stderr: the shell's, then an exec'd command's ([Shell.Exec])
 
 	mu     sync.Mutex
 	n      int
@@ -40,7 +40,7 @@ func startShell(client *ssh.Client) (*hostShell, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open a session on the host: %w", err)
 	}
-	sh := &hostShell{sess: s, stderr: capped.First(4096)}
+	sh := &hostShell{sess: s, stderr: &stderrTo{b: capped.First(4096)}}
 	s.Stderr = sh.stderr
 	if sh.stdin, err = s.StdinPipe(); err != nil {
 		s.Close()
@@ -130,11 +130,34 @@ func (sh *hostShell) fail(ctx context.Context, err error) error {
 	sh.sess.Close()
 	if ctx.Err() != nil {
 		err = context.Cause(ctx)
-	} else if msg := strings.TrimSpace(sh.stderr.String()); msg != "" {
+	} else if msg := strings.TrimSpace(sh.stderr.buffer().String()); msg != "" {
 		err = fmt.Errorf("%w: %s", err, termsafe.Quote(msg))
 	}
 	sh.broken = err
 	return err
+}
+
+// stderrTo is a session's stderr, kept in a capped buffer that [Shell.Exec] replaces: what the
+// shell printed before the exec is not the command's.
+type stderrTo struct {
+	mu sync.Mutex
+	b  *capped.Buffer
+}
+
+func (w *stderrTo) Write(p []byte) (int, error) { return w.buffer().Write(p) }
+
+func (w *stderrTo) buffer() *capped.Buffer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b
+}
+
+// fresh starts a new buffer of max bytes, and returns it.
+func (w *stderrTo) fresh(max int) *capped.Buffer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b = capped.First(max)
+	return w.b
 }
 
 // Shell is the plain sh on the host that a connect starts and checks the forward with, lent to
@@ -142,10 +165,15 @@ func (sh *hostShell) fail(ctx context.Context, err error) error {
 // and no login shell of its own, which is what an exec costs: on a host that 100 connections reach
 // at once (a laptop's wake), most of a reconnect's work there. sh was started by the user's login
 // shell, after its start-up files, so it has the environment an exec's command has.
+//
+// OnConnect may [Shell.Keep] it, to replace it later with a long-running command ([Shell.Exec]):
+// that command then costs no session either.
 type Shell struct {
-	mu    sync.Mutex
-	sh    *hostShell
-	ended bool
+	mu     sync.Mutex
+	sh     *hostShell
+	ended  bool // OnConnect returned: Run fails
+	kept   bool // kept past OnConnect, for Exec
+	closed bool // exec'd or closed: Exec fails
 }
 
 // Run runs command (one line) in the shell, with stdin from /dev/null, and returns what it
@@ -170,11 +198,77 @@ func (s *Shell) Run(ctx context.Context, command string) ([]byte, error) {
 	return bytes.TrimSuffix(out, []byte("\n")), err
 }
 
-// end takes the shell back: later Runs fail.
-func (s *Shell) end() {
+// end takes the shell back: later Runs fail. It says whether OnConnect kept the shell, which
+// then is its keeper's to end.
+func (s *Shell) end() (kept bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ended = true
+	return s.kept
+}
+
+// Keep keeps the shell past OnConnect's return, for one [Shell.Exec]: Run still fails once
+// OnConnect has returned, and the connect no longer ends the shell then. A kept shell ends with
+// the connection, at Exec's command's end, or at [Shell.Close]. Keep is for OnConnect to call.
+func (s *Shell) Keep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ended {
+		s.kept = true
+	}
+}
+
+// Close ends a kept shell that is not to be exec'd; after an Exec it does nothing (the
+// command's session is its caller's).
+func (s *Shell) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		s.sh.close()
+	}
+}
+
+// Exec replaces the shell with command (one line), which sh runs with exec, as the login shell
+// runs an SSH exec's command line: from then on the session's stdin, stdout and stderr are the
+// command's, and so is its end. It returns the command's stdin and stdout, the session (whose
+// Close ends it), and the command's stderr, of which up to 4 KiB is kept (what the shell printed
+// before is not in it).
+//
+// Nothing reaches the command's stdin until the caller writes: sh reads its own input as it
+// comes, so a caller must write nothing before the command has shown that it runs (by printing),
+// or sh itself may read it. It is for a command that prints first, like tmux in control mode.
+// A command that cannot be run ends the session, with sh's words on the stderr returned.
+//
+// Exec works once, on a shell kept ([Shell.Keep]) or still lent, whose last Run succeeded.
+func (s *Shell) Exec(command string) (stdin io.WriteCloser, stdout io.Reader, sess *ssh.Session, stderr *capped.Buffer, err error) {
+	if s == nil {
+		return nil, nil, nil, nil, errors.New("no shell on the host")
+	}
+	if strings.ContainsAny(command, "\n\r") {
+		return nil, nil, nil, nil, errors.New("exec in the shell on the host: the command is not one line")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return nil, nil, nil, nil, errors.New("exec in the shell on the host: the connect's shell has ended")
+	case s.ended && !s.kept:
+		return nil, nil, nil, nil, errors.New("exec in the shell on the host: the connect's shell is no longer lent")
+	}
+	sh := s.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.broken != nil {
+		return nil, nil, nil, nil, sh.broken
+	}
+	s.closed, s.kept = true, true // the command outlives OnConnect, if it runs within it
+	stderr = sh.stderr.fresh(4 << 10)
+	if _, err := io.WriteString(sh.stdin, "exec "+command+"\n"); err != nil {
+		sh.sess.Close()
+		return nil, nil, nil, nil, fmt.Errorf("write to sh on the host: %w", err)
+	}
+	return sh.stdin, sh.stdout, sh.sess, stderr, nil
 }
 
 // close ends the shell: the end of its input makes sh exit.
