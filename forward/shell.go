@@ -138,13 +138,32 @@ func (sh *hostShell) fail(ctx context.Context, err error) error {
 }
 
 // stderrTo is a session's stderr, kept in a capped buffer that [Shell.Exec] replaces: what the
-// shell printed before the exec is not the command's.
+// shell printed before the exec is not the command's. The session's stderr is a stream of its
+// own, whose bytes may come after the stdout that followed them, so the new buffer starts after
+// a marker line that the shell prints on stderr just before the exec.
 type stderrTo struct {
-	mu sync.Mutex
-	b  *capped.Buffer
+	mu      sync.Mutex
+	b       *capped.Buffer
+	skip    string // the marker line the new buffer waits for, newline included
+	pending []byte // what came meanwhile, at most the last len(skip) bytes of it once long
 }
 
-func (w *stderrTo) Write(p []byte) (int, error) { return w.buffer().Write(p) }
+func (w *stderrTo) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.skip == "" {
+		return w.b.Write(p)
+	}
+	w.pending = append(w.pending, p...)
+	if i := bytes.Index(w.pending, []byte(w.skip)); i >= 0 {
+		rest := w.pending[i+len(w.skip):]
+		w.skip, w.pending = "", nil
+		w.b.Write(rest)
+	} else if len(w.pending) > len(w.skip) {
+		w.pending = append(w.pending[:0], w.pending[len(w.pending)-len(w.skip):]...)
+	}
+	return len(p), nil
+}
 
 func (w *stderrTo) buffer() *capped.Buffer {
 	w.mu.Lock()
@@ -152,11 +171,13 @@ func (w *stderrTo) buffer() *capped.Buffer {
 	return w.b
 }
 
-// fresh starts a new buffer of max bytes, and returns it.
-func (w *stderrTo) fresh(max int) *capped.Buffer {
+// fresh starts a new buffer of max bytes, which takes what comes after the line after, and
+// returns it.
+func (w *stderrTo) fresh(max int, after string) *capped.Buffer {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.b = capped.First(max)
+	w.skip, w.pending = after+"\n", nil
 	return w.b
 }
 
@@ -263,8 +284,10 @@ func (s *Shell) Exec(command string) (stdin io.WriteCloser, stdout io.Reader, se
 		return nil, nil, nil, nil, sh.broken
 	}
 	s.closed, s.kept = true, true // the command outlives OnConnect, if it runs within it
-	stderr = sh.stderr.fresh(4 << 10)
-	if _, err := io.WriteString(sh.stdin, "exec "+command+"\n"); err != nil {
+	sh.n++
+	begin := marker + "exec-" + strconv.Itoa(sh.n)
+	stderr = sh.stderr.fresh(4<<10, begin)
+	if _, err := io.WriteString(sh.stdin, "echo "+begin+" >&2; exec "+command+"\n"); err != nil {
 		sh.sess.Close()
 		return nil, nil, nil, nil, fmt.Errorf("write to sh on the host: %w", err)
 	}
