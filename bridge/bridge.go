@@ -52,6 +52,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -156,6 +157,23 @@ func (e *Environment) takeShell(client *ssh.Client) *forward.Shell {
 
 var _ app.Host = (*Environment)(nil)
 
+// listeners is the command that lists the host's sockets listening on port for the check of
+// the forward (forward.Config.Listeners): the static krad installed there at the last connect,
+// which asks the kernel for the listeners alone, rather than sh reading /proc/net/tcp, which
+// walks the kernel's whole table of connections. Before the first connect, none: the files are
+// read. It runs before this connect's look at krad, from the folder of the app's own version
+// under ~/.krad-ade/bin, which that look and every earlier one found to be the user's own and
+// no one else's to write; if it is gone or fails, the files are read.
+func (e *Environment) listeners(port int) string {
+	e.mu.Lock()
+	dir := e.vars.BinDir
+	e.mu.Unlock()
+	if dir == "" || !safePath(dir) {
+		return ""
+	}
+	return shell.Quote(dir+"/krad-ade-agents") + " listeners " + strconv.Itoa(port)
+}
+
 // New makes an SSH environment's bridge; Run connects it.
 func New(cfg Config) *Environment {
 	if cfg.Forward.CommandTimeout <= 0 {
@@ -168,6 +186,7 @@ func New(cfg Config) *Environment {
 	fc := cfg.Forward
 	onStatus := fc.OnStatus
 	fc.OnConnect = e.prepare
+	fc.Listeners = e.listeners
 	fc.OnStatus = func(s forward.Status) {
 		e.status(s)
 		if onStatus != nil {

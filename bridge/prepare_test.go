@@ -1,7 +1,9 @@
 package bridge_test
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -129,5 +131,63 @@ func TestReconnectAsksLittleOfTheHost(t *testing.T) {
 	}
 	if got, err := tokenfile.Read(path); err != nil || !got.Equal(w.token) {
 		t.Fatalf("the token file after the reconnect: %v, want it written again with the token", err)
+	}
+}
+
+// TestReconnectListsListenersThroughKrad: the first connect's check of the forward reads the
+// host's /proc/net/tcp (grep, which a wrapper first in the PATH logs here); a reconnect asks
+// the static krad installed by then for the listeners instead, and reads no file. With that
+// krad gone, a reconnect reads the files again and comes up all the same (its look installs
+// krad again).
+func TestReconnectListsListenersThroughKrad(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "grep.log")
+	grep, err := exec.LookPath("grep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' \"$*\" >>'%s'\nexec '%s' \"$@\"\n", log, grep)
+	if err := os.WriteFile(filepath.Join(dir, "grep"), []byte(wrapper), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	bashrc := fmt.Sprintf("export PATH='%s':\"$PATH\"\n", dir)
+	w := startWorld(t, worldOptions{host: func(w *world) { w.writeBashrc(bashrc) }})
+	procReads := func() int {
+		b, _ := os.ReadFile(log)
+		return strings.Count(string(b), "/proc/net/tcp")
+	}
+	if procReads() == 0 {
+		t.Fatal("the first connect read no /proc/net/tcp through grep: the wrapper did not log")
+	}
+	reconnect := func() {
+		t.Helper()
+		for len(w.events) > 0 {
+			<-w.events
+		}
+		for _, pid := range w.sshd.Sessions() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		w.event(60*time.Second, "environment_down after the kill", appEvent(api.EnvironmentDown, nil))
+		w.event(60*time.Second, "environment_up after the reconnect", appEvent(api.EnvironmentUp, nil))
+	}
+	n := procReads()
+	reconnect()
+	if got := procReads(); got != n {
+		t.Errorf("the reconnect read /proc/net/tcp %d times, want none: krad lists the listeners", got-n)
+	}
+	bin := w.bridge.Vars().BinDir
+	if bin == "" {
+		t.Fatal("no krad folder after the connect")
+	}
+	if err := os.Remove(filepath.Join(bin, "krad-ade-agents")); err != nil {
+		t.Fatal(err)
+	}
+	n = procReads()
+	reconnect()
+	if procReads() == n {
+		t.Error("with krad-ade-agents gone, the reconnect did not read /proc/net/tcp")
+	}
+	if _, err := os.Stat(filepath.Join(bin, "krad-ade-agents")); err != nil {
+		t.Errorf("krad-ade-agents after the reconnect: %v, want it installed again", err)
 	}
 }

@@ -90,6 +90,14 @@ type Config struct {
 	// [Within] gives them.
 	CommandTimeout time.Duration
 
+	// Listeners, when set, gives a command line for the connect's sh that prints the host's TCP
+	// sockets listening on port, as the lines of /proc/net/tcp and tcp6 with a header: what the
+	// check of the forward reads, in place of those files, whose reading walks the kernel's whole
+	// table of connections (on a host with much memory, several milliseconds each). An empty
+	// line means the files. When the command fails or prints no header, the files are read.
+	// The bridge gives the static krad it installed on the host (krad-ade-agents listeners).
+	Listeners func(port int) string
+
 	// PreferredPort is the port to ask the host for on the first connect, for instance the one
 	// the app had before it restarted; 0 lets the host choose. Later reconnects ask for the port
 	// of the connection before.

@@ -398,7 +398,7 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 
 	var info hostInfo
 	err = Within(l.ctx, h.Alias, "checking the forward", c.cfg.CommandTimeout, func(ctx context.Context) (err error) {
-		info, err = readHostInfo(ctx, sh, fwd.Port)
+		info, err = readHostInfo(ctx, sh, fwd.Port, c.cfg.Listeners)
 		return err
 	})
 	kept := false

@@ -229,7 +229,8 @@
 // # What runs on the host
 //
 // One sh per connect, started by the user's login shell with exec, that runs: echo, id -u, grep
-// of /proc/net/tcp and /proc/net/tcp6, its own read of /proc/PID/stat, ls -l /proc/PID/fd, and
+// of /proc/net/tcp and /proc/net/tcp6 (or the command [Config.Listeners] gives, which lists the
+// listeners alone), its own read of /proc/PID/stat, ls -l /proc/PID/fd, and
 // when a stale session holds the port, sed and kill, and sed again until that session is gone;
 // then what OnConnect runs in it ([Shell]), and it ends, or becomes the command OnConnect exec's
 // there. Everything it prints is read after marker lines, so what a chatty start-up file prints first is ignored. The

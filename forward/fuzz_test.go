@@ -177,32 +177,3 @@ func firstOf(h *Host) *Host {
 	}
 	return h
 }
-
-// FuzzStderrAfterMarker: whatever the shell printed on stderr before the marker, and however
-// the stream is cut into writes, the exec'd command's stderr is exactly what came after the
-// marker line.
-func FuzzStderrAfterMarker(f *testing.F) {
-	f.Add([]byte("noise\n"), []byte("tmux: no server\n"), uint8(3))
-	f.Add([]byte(""), []byte(""), uint8(1))
-	f.Add([]byte("__KRAD_FWD_exec-\n"), []byte("x"), uint8(7))
-	f.Fuzz(func(t *testing.T, before, after []byte, cut uint8) {
-		const m = marker + "exec-1"
-		if bytes.Contains(before, []byte(m+"\n")) {
-			t.Skip() // the marker inside what came before: not a stream the shell prints
-		}
-		w := &stderrTo{}
-		b := w.fresh(1<<20, m)
-		stream := append(append(append([]byte{}, before...), m+"\n"...), after...)
-		n := int(cut)%7 + 1
-		for len(stream) > 0 {
-			k := min(n, len(stream))
-			if got, err := w.Write(stream[:k]); got != k || err != nil {
-				t.Fatalf("Write: %d, %v", got, err)
-			}
-			stream = stream[k:]
-		}
-		if got := b.String(); got != string(after) {
-			t.Errorf("the command's stderr is %q, want %q", got, after)
-		}
-	})
-}

@@ -133,6 +133,20 @@ func tcpScript(port int) string {
 	return fmt.Sprintf(`grep -h -i -e local_address -e ':%04X ' /proc/net/tcp /proc/net/tcp6 2>/dev/null`, port)
 }
 
+// listenersScript prints the host's TCP sockets on port as tcpScript does, or only those that
+// listen there, through the command cmd gives when there is one ([Config.Listeners]); the files
+// are read when it fails or prints no header.
+func listenersScript(cmd func(int) string, port int) string {
+	c := ""
+	if cmd != nil {
+		c = cmd(port)
+	}
+	if c == "" || strings.ContainsAny(c, "\n\r") {
+		return tcpScript(port)
+	}
+	return `krad_l=$(` + c + ` 2>/dev/null) && case $krad_l in *local_address*) printf '%s\n' "$krad_l";; *) false;; esac || ` + tcpScript(port)
+}
+
 // statScript prints the line of /proc/PID/stat, read by sh's own read: no process of its own,
 // which is what a cat would cost on every connect. A process whose name holds a newline is cut
 // there, and then fails to parse: it is no sshd of ours.
@@ -143,18 +157,18 @@ func statScript(pid string) string {
 // infoScript prints, after markers: the pid of the sshd process serving this connection (the
 // shell's parent: see startShell), our uid, that process's /proc stat and descriptors, and the
 // host's TCP sockets on port.
-func infoScript(port int) string {
+func infoScript(port int, listeners func(int) string) string {
 	return `echo ` + marker + `pid; echo $PPID
 echo ` + marker + `uid; id -u
 echo ` + marker + `stat; ` + statScript("$PPID") + `; echo
 echo ` + marker + `fd; ls -l /proc/$PPID/fd 2>/dev/null
-echo ` + marker + `tcp; ` + tcpScript(port) + `
+echo ` + marker + `tcp; ` + listenersScript(listeners, port) + `
 echo ` + marker + `end`
 }
 
 // readHostInfo runs infoScript on the host.
-func readHostInfo(ctx context.Context, sh *hostShell, port int) (hostInfo, error) {
-	out, err := sh.run(ctx, infoScript(port))
+func readHostInfo(ctx context.Context, sh *hostShell, port int, listeners func(int) string) (hostInfo, error) {
+	out, err := sh.run(ctx, infoScript(port, listeners))
 	if err != nil {
 		return hostInfo{}, err
 	}
@@ -226,7 +240,7 @@ func (c *Conn) endStaleSession(ctx context.Context, sh *hostShell, port int, pre
 	script := fmt.Sprintf(`echo %[1]sstat; %[4]s; echo
 echo %[1]sfd; ls -l /proc/%[2]d/fd 2>/dev/null
 echo %[1]stcp; %[3]s
-echo %[1]send`, marker, prev.PID, tcpScript(port), statScript(strconv.Itoa(prev.PID)))
+echo %[1]send`, marker, prev.PID, listenersScript(c.cfg.Listeners, port), statScript(strconv.Itoa(prev.PID)))
 	out, err := sh.run(ctx, script)
 	if err != nil {
 		return false, err

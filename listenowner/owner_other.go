@@ -5,6 +5,7 @@ package listenowner
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 )
 
@@ -20,4 +21,9 @@ func Owner(conn net.Conn) (int, error) {
 // FarEndHeld returns an error wrapping errors.ErrUnsupported on this system.
 func FarEndHeld(conn net.Conn) (bool, error) {
 	return false, fmt.Errorf("whether the far end is held: %w", errors.ErrUnsupported)
+}
+
+// WriteListeners returns an error wrapping errors.ErrUnsupported on this system.
+func WriteListeners(w io.Writer, port uint16) (int, error) {
+	return 0, fmt.Errorf("list the listening sockets: %w", errors.ErrUnsupported)
 }

@@ -18,6 +18,7 @@ the command is not found, 126 when it cannot run) · 5 usage.`,
 			agentsRunCommand(),
 			agentsShellCommand(),
 			agentsWorktreeCommand(),
+			agentsListenersCommand(),
 		},
 	}
 }
