@@ -16,12 +16,7 @@ import (
 // read by this package's parser as the kernel's own: the listener, its address, its uid and
 // its inode.
 func TestListenersAgree(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	port := ln.Addr().(*net.TCPAddr).Port
+	ln, port := listenLoopback(t)
 	var out bytes.Buffer
 	if _, err := listenowner.WriteListeners(&out, uint16(port)); err != nil {
 		t.Fatal(err)
@@ -39,6 +34,17 @@ func TestListenersAgree(t *testing.T) {
 	}
 }
 
+// listenLoopback listens on 127.0.0.1, on a port the system picks, until t ends.
+func listenLoopback(t *testing.T) (net.Listener, int) {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln, ln.Addr().(*net.TCPAddr).Port
+}
+
 func procTCP(t *testing.T) []byte {
 	t.Helper()
 	b, err := os.ReadFile("/proc/net/tcp")
@@ -52,12 +58,7 @@ func procTCP(t *testing.T) []byte {
 // when it fails, or prints no table (no header), the host's files are read instead; an empty
 // command, or one of two lines, is never run.
 func TestListenersScriptFallsBack(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	port := ln.Addr().(*net.TCPAddr).Port
+	_, port := listenLoopback(t)
 	table := `  sl  local_address rem_address   st\n   0: 0100007F:0001 00000000:0000 0A 00000000:00000000 00:00000000 00000000  4242        0 7\n`
 	for _, tc := range []struct {
 		name, cmd string

@@ -44,13 +44,23 @@ func diagSockets(local, remote netip.AddrPort) ([]socket, error) {
 	if !remote.Addr().Unmap().Is4() {
 		families = families[1:]
 	}
+	ls, err := diagListenersOn(fd, remote.Port(), families)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, ls...), nil
+}
+
+// diagListenersOn asks sock_diag, on fd, for the TCP sockets of families that listen on port.
+func diagListenersOn(fd int, port uint16, families []uint8) ([]socket, error) {
+	var out []socket
 	for _, fam := range families {
 		ls, err := diagQuery(fd, fam, 1<<tcpListen, netip.AddrPort{}, netip.AddrPort{}, true)
 		if err != nil {
 			return nil, err
 		}
 		for _, s := range ls {
-			if s.local.Port() == remote.Port() {
+			if s.local.Port() == port {
 				out = append(out, s)
 			}
 		}

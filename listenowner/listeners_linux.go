@@ -65,17 +65,5 @@ func diagListeners(port uint16) ([]socket, error) {
 		return nil, fmt.Errorf("sock_diag: %w", err)
 	}
 	defer syscall.Close(fd)
-	var out []socket
-	for _, fam := range []uint8{syscall.AF_INET, syscall.AF_INET6} {
-		ls, err := diagQuery(fd, fam, 1<<tcpListen, zeroAddrPort, zeroAddrPort, true)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range ls {
-			if s.local.Port() == port {
-				out = append(out, s)
-			}
-		}
-	}
-	return out, nil
+	return diagListenersOn(fd, port, []uint8{syscall.AF_INET, syscall.AF_INET6})
 }

@@ -11,9 +11,6 @@ import (
 // tableHeader is the first line of /proc/net/tcp, as Linux prints it.
 const tableHeader = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode"
 
-// zeroAddrPort is no address: a dump's query names no socket.
-var zeroAddrPort netip.AddrPort
-
 // writeTable writes socks as /proc/net/tcp does: the header, then a line each, with the fields
 // readTable and parseLine read (slot, local and remote address, state, queues, timer,
 // retransmits, uid, timeout, inode), addresses as 32-bit words printed in order's byte order.
