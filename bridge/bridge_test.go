@@ -272,11 +272,12 @@ func TestRemoteTerminal(t *testing.T) {
 	lead := w.as(1)
 	var worker api.Agent
 	w.call(lead, api.Spawn, &api.SpawnBody{Title: "remote", Command: []string{"sh", "-c",
-		`env | grep '^KRAD_ADE' | sort; echo "path=$PATH"; echo "askpass=$GIT_ASKPASS"; "$GIT_ASKPASS" 'Password: ' </dev/null; echo "askrc=$?"; krad api; krad list; echo "rc=$?"; sleep 120`}}, &worker)
+		`env | grep '^KRAD_ADE' | sort; echo "path=$PATH"; echo "askpass=$GIT_ASKPASS"; "$GIT_ASKPASS" 'Password: ' </dev/null; echo "askrc=$?"; krad api; krad list; echo "listrc=$?"; sleep 120`}}, &worker)
 	if worker.Environment != "build" {
 		t.Fatalf("the worker is in %s, want build", worker.Environment)
 	}
-	screen := w.screen(lead, worker.Terminal, "rc=")
+	// listrc=, not rc=: askrc= comes first and would end the wait too soon.
+	screen := w.screen(lead, worker.Terminal, "listrc=")
 	vars := w.bridge.Vars()
 	for _, want := range []string{
 		"KRAD_ADE_ENDPOINT=" + vars.Endpoint,
@@ -290,7 +291,7 @@ func TestRemoteTerminal(t *testing.T) {
 		"askrc=1",
 		"agents API v1 · build " + version.Build,
 		"(found through KRAD_ADE_ENDPOINT)",
-		"rc=0",
+		"listrc=0",
 	} {
 		if !strings.Contains(screen, want) {
 			t.Errorf("the remote terminal's screen lacks %q:\n%s", want, screen)
