@@ -110,6 +110,9 @@ type Conn struct {
 	port  int          // the port to ask for
 	prev  *hostSession // the sshd session of the connection before
 	files watched      // the files the last attempt read
+
+	heldMu sync.Mutex
+	held   []*heldConn // connections lost to the path, to reset once it works (see heldConn)
 }
 
 // New returns a Conn for cfg. Nothing happens until Run; a cfg missing Host or Target makes Run
@@ -183,6 +186,7 @@ func (c *Conn) Run(ctx context.Context) error {
 		c.setStatus(Status{State: Failed, Err: c.cfgErr})
 		return c.cfgErr
 	}
+	defer c.resetHeld()
 	// The computer's sleep and its network's changes reach the connection (see paths).
 	defer paths.subscribe(c.path)()
 
@@ -468,6 +472,7 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 func (c *Conn) dialAcrossChanges(ctx context.Context, h *Host) (*link, error) {
 	for {
 		l := newLink()
+		l.reached, l.hold = c.resetHeld, c.hold
 		dctx, cancel := context.WithCancelCause(ctx)
 		done, watched := make(chan struct{}), make(chan struct{})
 		go func() {

@@ -32,6 +32,12 @@ type link struct {
 	err  error // why the link ended, the first cause given
 
 	received atomic.Int64 // bytes read from the first hop: a path that brings any works
+
+	// reached, when set, is called once the TCP connection to the first hop is made; hold, when
+	// set, is given that connection, when the link ends for keepalives unanswered, in place of
+	// its close (see heldConn).
+	reached func()
+	hold    func(*heldConn)
 }
 
 func newLink() *link {
@@ -45,6 +51,9 @@ func newLink() *link {
 // end of input, was its effect.
 func (l *link) fail(err error) {
 	l.once.Do(func() {
+		if hc, ok := l.first().(*heldConn); ok && l.hold != nil && errors.Is(err, ErrKeepalive) {
+			l.hold(hc)
+		}
 		for _, c := range l.closers {
 			c.Close()
 		}
@@ -96,11 +105,11 @@ func dialInto(ctx context.Context, c Config, h *Host, l *link) error {
 	chain := append(append([]*Host(nil), h.Jump...), h)
 	var prev *ssh.Client
 	for i, hop := range chain {
-		var counter *atomic.Int64
+		var first *link
 		if i == 0 {
-			counter = &l.received
+			first = l
 		}
-		client, conn, err := dialHop(ctx, c, hop, prev, counter)
+		client, conn, err := dialHop(ctx, c, hop, prev, first)
 		if err != nil {
 			l.close()
 			if i < len(chain)-1 {
@@ -130,8 +139,13 @@ func dialInto(ctx context.Context, c Config, h *Host, l *link) error {
 // Only a direct TCP connection's failures are the path's ([pathError]): the probes that watch a
 // path dial TCP, which says nothing of the way a ProxyCommand goes.
 //
-// counter, when not nil, counts the bytes read from the connection (the first hop's).
-func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client, counter *atomic.Int64) (*ssh.Client, net.Conn, error) {
+// first, when not nil, is the link whose first hop this is: it counts the bytes read from the
+// connection, and a direct TCP connection is its heldConn.
+func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client, first *link) (*ssh.Client, net.Conn, error) {
+	var counter *atomic.Int64
+	if first != nil {
+		counter = &first.received
+	}
 	hk, err := loadHostKeys(h, c.Logger)
 	if err != nil {
 		return nil, nil, err
@@ -180,7 +194,13 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client, counter *
 		}
 		return nil, nil, onPath(direct, h.Addr(), err)
 	}
-	raw := conn // what the link closes, and asks how a ProxyCommand ended
+	if direct && first != nil {
+		if first.reached != nil {
+			first.reached()
+		}
+		conn = &heldConn{Conn: conn}
+	}
+	raw := conn // what the link closes (or holds), and asks how a ProxyCommand ended
 	if counter != nil {
 		conn = countingConn{conn, counter}
 	}

@@ -66,6 +66,7 @@ const maxOutput = 4 << 20
 func (c *Conn) openForward(ctx context.Context, l *link, sh *hostShell, h *Host, port int, prev *hostSession) (net.Listener, Forward, error) {
 	ln, err := listen(l.client, port)
 	if err != nil && port != 0 && isRefused(err) {
+		c.cfg.Logger.Debug("the port asked for is taken on the host", "host", h.Alias, "port", port)
 		if prev != nil {
 			if _, ferr := c.endStaleSession(ctx, sh, port, prev); ferr != nil {
 				c.cfg.Logger.Warn("could not end the stale sshd session on the host", "host", h.Alias, "pid", prev.PID, "err", ferr)
