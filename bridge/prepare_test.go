@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -135,26 +136,31 @@ func TestReconnectAsksLittleOfTheHost(t *testing.T) {
 }
 
 // TestReconnectListsListenersThroughKrad: the first connect's check of the forward reads the
-// host's /proc/net/tcp (grep, which a wrapper first in the PATH logs here); a reconnect asks
-// the static krad installed by then for the listeners instead, and reads no file. With that
-// krad gone, a reconnect reads the files again and comes up all the same (its look installs
-// krad again).
+// host's /proc/net/tcp (grep), our uid (id -u) and the sshd session's descriptors (ls -l
+// /proc/PID/fd), each logged here by a wrapper first in the PATH; a reconnect asks the static
+// krad installed by then for all three instead, and starts none of those programs for them.
+// With that krad gone, a reconnect reads the files again and comes up all the same (its look
+// installs krad again).
 func TestReconnectListsListenersThroughKrad(t *testing.T) {
 	dir := t.TempDir()
-	log := filepath.Join(dir, "grep.log")
-	grep, err := exec.LookPath("grep")
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrapper := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' \"$*\" >>'%s'\nexec '%s' \"$@\"\n", log, grep)
-	if err := os.WriteFile(filepath.Join(dir, "grep"), []byte(wrapper), 0o700); err != nil {
-		t.Fatal(err)
+	log := filepath.Join(dir, "programs.log")
+	for _, name := range []string{"grep", "id", "ls"} {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrapper := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' '%s' \"$*\" >>'%s'\nexec '%s' \"$@\"\n", name, log, path)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(wrapper), 0o700); err != nil {
+			t.Fatal(err)
+		}
 	}
 	bashrc := fmt.Sprintf("export PATH='%s':\"$PATH\"\n", dir)
 	w := startWorld(t, worldOptions{host: func(w *world) { w.writeBashrc(bashrc) }})
+	// How many times the check's programs ran: grep of /proc/net/tcp, id -u, ls -l /proc/N/fd.
 	procReads := func() int {
 		b, _ := os.ReadFile(log)
-		return strings.Count(string(b), "/proc/net/tcp")
+		s := string(b)
+		return strings.Count(s, "/proc/net/tcp") + strings.Count(s, "id\n-u\n") + len(regexp.MustCompile(`ls\n-l /proc/[0-9]+/fd\n`).FindAllString(s, -1))
 	}
 	if procReads() == 0 {
 		t.Fatal("the first connect read no /proc/net/tcp through grep: the wrapper did not log")
@@ -173,7 +179,8 @@ func TestReconnectListsListenersThroughKrad(t *testing.T) {
 	n := procReads()
 	reconnect()
 	if got := procReads(); got != n {
-		t.Errorf("the reconnect read /proc/net/tcp %d times, want none: krad lists the listeners", got-n)
+		b, _ := os.ReadFile(log)
+		t.Errorf("the reconnect ran the check's programs %d times, want none: krad lists the listeners, our uid and the session's sockets; they ran:\n%s", got-n, b)
 	}
 	bin := w.bridge.Vars().BinDir
 	if bin == "" {

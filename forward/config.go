@@ -94,8 +94,12 @@ type Config struct {
 	// sockets listening on port, as the lines of /proc/net/tcp and tcp6 with a header: what the
 	// check of the forward reads, in place of those files, whose reading walks the kernel's whole
 	// table of connections (on a host with much memory, several milliseconds each). An empty
-	// line means the files. When the command fails or prints no header, the files are read.
-	// The bridge gives the static krad it installed on the host (krad-ade-agents listeners).
+	// line means the files. The check adds --of PID --sections MARKER to it: the command then
+	// prints, each part after a line MARKER and its name, our uid ("uid"), the sockets process
+	// PID holds ("fd", as ls -l /proc/PID/fd ends their lines) and the table ("tcp"), which id
+	// and ls would otherwise be started for. When the command fails or prints no header, id, ls
+	// and the files are read. The bridge gives the static krad it installed on the host
+	// (krad-ade-agents listeners).
 	Listeners func(port int) string
 
 	// PreferredPort is the port to ask the host for on the first connect, for instance the one

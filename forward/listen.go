@@ -134,18 +134,33 @@ func tcpScript(port int) string {
 	return fmt.Sprintf(`grep -h -i -e local_address -e ':%04X ' /proc/net/tcp /proc/net/tcp6 2>/dev/null`, port)
 }
 
-// listenersScript prints the host's TCP sockets on port as tcpScript does, or only those that
-// listen there, through the command cmd gives when there is one ([Config.Listeners]); the files
-// are read when it fails or prints no header.
-func listenersScript(cmd func(int) string, port int) string {
-	c := ""
-	if cmd != nil {
-		c = cmd(port)
+// listenersCommand is the command cmd gives for port, or "" when there is none to run.
+func listenersCommand(cmd func(int) string, port int) string {
+	if cmd == nil {
+		return ""
 	}
-	if c == "" || strings.ContainsAny(c, "\n\r") {
-		return tcpScript(port)
+	if c := cmd(port); !strings.ContainsAny(c, "\n\r") {
+		return c
 	}
-	return `krad_l=$(` + c + ` 2>/dev/null) && case $krad_l in *local_address*) printf '%s\n' "$krad_l";; *) false;; esac || ` + tcpScript(port)
+	return ""
+}
+
+// sessionScript prints, after markers, our uid ("uid"), the sockets process pid holds ("fd":
+// the lines of ls -l /proc/PID/fd, none when they are not ours to read) and the host's TCP
+// sockets on port ("tcp"): all three from the command cmd gives, when there is one, which then
+// starts the one program (the static krad's listeners --of PID --sections MARKER); else, or when
+// it fails or prints no table, from id, ls and the files.
+func sessionScript(cmd func(int) string, port int, pid string) string {
+	files := `echo ` + marker + `uid; id -u
+echo ` + marker + `fd; ls -l /proc/` + pid + `/fd 2>/dev/null
+echo ` + marker + `tcp; ` + tcpScript(port)
+	c := listenersCommand(cmd, port)
+	if c == "" {
+		return files
+	}
+	return `krad_l=$(` + c + ` --of ` + pid + ` --sections ` + marker + ` 2>/dev/null) && case $krad_l in *local_address*) printf '%s\n' "$krad_l";; *) false;; esac || {
+` + files + `
+}`
 }
 
 // statScript prints the line of /proc/PID/stat, read by sh's own read: no process of its own,
@@ -156,14 +171,12 @@ func statScript(pid string) string {
 }
 
 // infoScript prints, after markers: the pid of the sshd process serving this connection (the
-// shell's parent: see startShell), our uid, that process's /proc stat and descriptors, and the
-// host's TCP sockets on port.
+// shell's parent: see startShell), that process's /proc stat, our uid, its descriptors, and the
+// host's TCP sockets on port (sessionScript).
 func infoScript(port int, listeners func(int) string) string {
 	return `echo ` + marker + `pid; echo $PPID
-echo ` + marker + `uid; id -u
 echo ` + marker + `stat; ` + statScript("$PPID") + `; echo
-echo ` + marker + `fd; ls -l /proc/$PPID/fd 2>/dev/null
-echo ` + marker + `tcp; ` + listenersScript(listeners, port) + `
+` + sessionScript(listeners, port, "$PPID") + `
 echo ` + marker + `end`
 }
 
@@ -173,6 +186,11 @@ func readHostInfo(ctx context.Context, sh *hostShell, port int, listeners func(i
 	if err != nil {
 		return hostInfo{}, err
 	}
+	return parseHostInfo(out)
+}
+
+// parseHostInfo reads what infoScript printed.
+func parseHostInfo(out []byte) (hostInfo, error) {
 	sec := sections(out)
 	if _, ok := sec["end"]; !ok {
 		return hostInfo{}, errors.New("read the host's sockets: the output was cut short")
@@ -238,10 +256,10 @@ func checkLoopback(socks []socket, port int, uid uint32, fds inodes) error {
 // on port; it says whether it did. It is how a port comes back when the host has not yet
 // noticed that the old connection is dead.
 func (c *Conn) endStaleSession(ctx context.Context, sh *hostShell, port int, prev *hostSession) (bool, error) {
-	script := fmt.Sprintf(`echo %[1]sstat; %[4]s; echo
-echo %[1]sfd; ls -l /proc/%[2]d/fd 2>/dev/null
-echo %[1]stcp; %[3]s
-echo %[1]send`, marker, prev.PID, listenersScript(c.cfg.Listeners, port), statScript(strconv.Itoa(prev.PID)))
+	pid := strconv.Itoa(prev.PID)
+	script := `echo ` + marker + `stat; ` + statScript(pid) + `; echo
+` + sessionScript(c.cfg.Listeners, port, pid) + `
+echo ` + marker + `end`
 	out, err := sh.run(ctx, script)
 	if err != nil {
 		return false, err

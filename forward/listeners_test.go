@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
-	"strings"
+	"strconv"
 	"testing"
 
 	"github.com/krad-ade/krad/listenowner"
@@ -32,6 +32,15 @@ func TestListenersAgree(t *testing.T) {
 	if !bytes.Contains(out.Bytes(), []byte("local_address")) {
 		t.Error("krad's table has no header: the check would take it for no table")
 	}
+	// The sockets of a process (this one), as krad prints them with --of, read as ls -l's:
+	// the listener is among them.
+	var fds bytes.Buffer
+	if _, err := listenowner.WriteSocketsOf(&fds, os.Getpid()); err != nil {
+		t.Fatal(err)
+	}
+	if held := parseFDs(fds.Bytes()); !held[socks[0].Inode] {
+		t.Errorf("krad's list of this process's sockets reads as %v, without the listener's inode %d:\n%s", held, socks[0].Inode, fds.Bytes())
+	}
 }
 
 // listenLoopback listens on 127.0.0.1, on a port the system picks, until t ends.
@@ -54,30 +63,44 @@ func procTCP(t *testing.T) []byte {
 	return b
 }
 
-// TestListenersScriptFallsBack: the command's table is what the check reads when it prints one;
-// when it fails, or prints no table (no header), the host's files are read instead; an empty
-// command, or one of two lines, is never run.
-func TestListenersScriptFallsBack(t *testing.T) {
+// TestSessionScriptFallsBack: what the command prints (our uid, the sockets of the sshd
+// session, the listeners) is what the check reads when it prints a table; when it fails, or
+// prints no table (no header), id, ls and the host's files are read instead; an empty command,
+// or one of two lines, is never run. The command gets the session's pid (--of) and the markers
+// (--sections) as krad-ade-agents listeners takes them.
+func TestSessionScriptFallsBack(t *testing.T) {
 	_, port := listenLoopback(t)
 	table := `  sl  local_address rem_address   st\n   0: 0100007F:0001 00000000:0000 0A 00000000:00000000 00:00000000 00000000  4242        0 7\n`
+	krad := `case "$*" in *"--of $PPID --sections ` + marker + `"*) ;; *) exit 5;; esac; printf '%suid\n4242\n%sfd\n3 -> socket:[7]\n%stcp\n` + table + `' "$6" "$6" "$6"`
 	for _, tc := range []struct {
 		name, cmd string
 		fromKrad  bool
 	}{
-		{"a table", "printf '" + table + "'", true},
-		{"a failure", "printf '" + table + "'; exit 1", false},
+		{"a table", krad, true},
+		{"a failure", krad + "; exit 1", false},
 		{"no header", "echo 'command not found'", false},
 		{"nothing", "", false},
 		{"two lines", "echo a\necho b", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			script := listenersScript(func(int) string { return tc.cmd }, port)
-			out, _ := exec.Command("sh", "-c", script).Output()
-			socks := parseProcNetTCP(out)
-			fromKrad := len(socks) == 1 && socks[0].UID == 4242
-			fromFiles := len(listeners(socks, port)) == 1
-			if fromKrad != tc.fromKrad || fromFiles == tc.fromKrad || !strings.Contains(string(out), "local_address") {
-				t.Errorf("printed %q: want the command's table %v, the files' %v", out, tc.fromKrad, !tc.fromKrad)
+			script := infoScript(port, func(int) string {
+				if tc.cmd == "" {
+					return ""
+				}
+				return "krad_cmd() { " + tc.cmd + "; }; krad_cmd listeners " + strconv.Itoa(port)
+			})
+			out, err := exec.Command("sh", "-c", script).Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := parseHostInfo(out)
+			if err != nil {
+				t.Fatalf("%v; the script printed %q", err, out)
+			}
+			fromKrad := info.session.UID == 4242 && len(info.sockets) == 1 && info.sockets[0].UID == 4242 && info.fds[7] && len(info.fds) == 1
+			fromFiles := info.session.UID == uint32(os.Getuid()) && len(listeners(info.sockets, port)) == 1 && info.tcpRead
+			if fromKrad != tc.fromKrad || fromFiles == tc.fromKrad {
+				t.Errorf("printed %q, read as %+v: want the command's %v, the files' %v", out, info, tc.fromKrad, !tc.fromKrad)
 			}
 		})
 	}

@@ -108,3 +108,36 @@ func kernelListeners(t *testing.T, path string, port int) []string {
 	}
 	return out
 }
+
+// TestWriteSocketsOf: the sockets WriteSocketsOf lists for a process are those its descriptors
+// hold, in ls -l's "FD -> socket:[INODE]": this process's listener is there, under its own
+// descriptor and the kernel's inode for it; a process that does not exist has none, and no error.
+func TestWriteSocketsOf(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	f, err := ln.(*net.TCPListener).File() // a second descriptor of the same socket
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	inode, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	n, err := listenowner.WriteSocketsOf(&out, os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%d -> %s\n", f.Fd(), inode)
+	if !strings.HasPrefix(inode, "socket:[") || !strings.Contains(out.String(), want) || n != strings.Count(out.String(), "\n") {
+		t.Errorf("WriteSocketsOf wrote %d:\n%s\nwant a line %q among them", n, out.String(), want)
+	}
+	out.Reset()
+	if n, err := listenowner.WriteSocketsOf(&out, 1<<30); err != nil || n != 0 || out.Len() != 0 {
+		t.Errorf("for no such process: %d, %v, %q; want nothing and no error", n, err, out.String())
+	}
+}

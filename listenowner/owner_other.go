@@ -27,3 +27,8 @@ func FarEndHeld(conn net.Conn) (bool, error) {
 func WriteListeners(w io.Writer, port uint16) (int, error) {
 	return 0, fmt.Errorf("list the listening sockets: %w", errors.ErrUnsupported)
 }
+
+// WriteSocketsOf returns an error wrapping errors.ErrUnsupported on this system.
+func WriteSocketsOf(w io.Writer, pid int) (int, error) {
+	return 0, fmt.Errorf("list a process's sockets: %w", errors.ErrUnsupported)
+}
