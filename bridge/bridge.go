@@ -352,7 +352,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 			remote.ProbeStep(),
 			remote.LookStep(e.cfg.Version, last),
 			token,
-			{Script: hostScript, Args: []string{e.cfg.Name, app.SocketName}},
+			{Script: hostScript, Args: []string{e.cfg.Name, app.SocketName}, Folders: []string{".krad-ade", ".krad-ade/worktrees", ".krad-ade/tmux"}},
 		}
 	}
 	check, err := tokenfile.CheckStep(e.cfg.Instance)

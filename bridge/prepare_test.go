@@ -139,12 +139,13 @@ func TestReconnectAsksLittleOfTheHost(t *testing.T) {
 // host's /proc/net/tcp (grep), our uid (id -u) and the sshd session's descriptors (ls -l
 // /proc/PID/fd), each logged here by a wrapper first in the PATH; a reconnect asks the static
 // krad installed by then for all three instead, and starts none of those programs for them.
+// Nor does the reconnect start a chmod: the folders under ~/.krad-ade are owner-only already.
 // With that krad gone, a reconnect reads the files again and comes up all the same (its look
 // installs krad again).
 func TestReconnectListsListenersThroughKrad(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "programs.log")
-	for _, name := range []string{"grep", "id", "ls"} {
+	for _, name := range []string{"grep", "id", "ls", "chmod"} {
 		path, err := exec.LookPath(name)
 		if err != nil {
 			t.Fatal(err)
@@ -177,10 +178,18 @@ func TestReconnectListsListenersThroughKrad(t *testing.T) {
 		w.event(60*time.Second, "environment_up after the reconnect", appEvent(api.EnvironmentUp, nil))
 	}
 	n := procReads()
+	b, _ := os.ReadFile(log)
+	chmods := strings.Count(string(b), "chmod\n")
+	if chmods == 0 {
+		t.Fatal("the first connect, which made the folders, started no chmod: the wrapper did not log")
+	}
 	reconnect()
 	if got := procReads(); got != n {
 		b, _ := os.ReadFile(log)
 		t.Errorf("the reconnect ran the check's programs %d times, want none: krad lists the listeners, our uid and the session's sockets; they ran:\n%s", got-n, b)
+	}
+	if b, _ := os.ReadFile(log); strings.Count(string(b), "chmod\n") != chmods {
+		t.Errorf("the reconnect started chmod %d times, want none: every folder was owner-only already; the log:\n%s", strings.Count(string(b), "chmod\n")-chmods, b)
 	}
 	bin := w.bridge.Vars().BinDir
 	if bin == "" {

@@ -131,7 +131,7 @@ type Found struct {
 // still those last verified (last.ID), it neither hashes nor runs them. [ReadLook] reads its
 // result.
 func LookStep(version string, last Verified) shell.Step {
-	return shell.Step{Script: lookScript, Args: []string{version, last.ID}}
+	return shell.Step{Script: lookScript, Args: []string{version, last.ID}, Folders: []string{".krad-ade", ".krad-ade/bin", ".krad-ade/bin/" + version}}
 }
 
 // ReadLook reads the result of [LookStep] for version.

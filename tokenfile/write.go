@@ -57,7 +57,7 @@ func WriteStep(instance string, tok api.Token) (shell.Step, error) {
 		return shell.Step{}, errors.New("write the token file: no token")
 	}
 	content := tok.Reveal() + "\n" // the one reveal: onto the session's stdin
-	return shell.Step{Script: writeScript, Args: []string{instance, strconv.Itoa(len(content))}, Stdin: strings.NewReader(content)}, nil
+	return shell.Step{Script: writeScript, Args: []string{instance, strconv.Itoa(len(content))}, Stdin: strings.NewReader(content), Folders: folders(instance)}, nil
 }
 
 // ReadWrite reads the result of [WriteStep] for instance: the token file's absolute path.
@@ -93,7 +93,13 @@ func CheckStep(instance string) (shell.Step, error) {
 	if err := checkInstance(instance); err != nil {
 		return shell.Step{}, fmt.Errorf("look at the token file: %w", err)
 	}
-	return shell.Step{Script: checkScript, Args: []string{instance}}, nil
+	return shell.Step{Script: checkScript, Args: []string{instance}, Folders: folders(instance)}, nil
+}
+
+// folders are the folders under the home that the token file's scripts enter, for
+// [shell.Step.Folders].
+func folders(instance string) []string {
+	return []string{".krad-ade", ".krad-ade/run", ".krad-ade/run/" + instance}
 }
 
 // ReadCheck reads the result of [CheckStep] for instance: the token file's absolute path, and

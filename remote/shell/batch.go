@@ -13,6 +13,11 @@ type Step struct {
 	Script Script
 	Args   []string
 	Stdin  io.Reader
+	// Folders are the folders under the home that the step enters (krad_enters, krad_enter),
+	// each level named, as paths from the home: ".krad-ade", ".krad-ade/bin". The batch looks
+	// at their modes first, with one stat for every step: those already owner-only are not
+	// chmodded again (see [Batch.Command]).
+	Folders []string
 }
 
 // A Batch is several scripts run one after another by one sh: one command, so one SSH exec and
@@ -36,6 +41,7 @@ func (b Batch) Command() string {
 	var body strings.Builder
 	var args []string
 	body.WriteString(Prelude)
+	body.WriteString(b.ownOnly())
 	body.WriteString("krad_s=0;\n")
 	for i, s := range b {
 		s.Script.checkName()
@@ -67,6 +73,37 @@ func (b Batch) Command() string {
 	}
 	body.WriteString("exit $krad_s;\n")
 	return command(oneLine(body.String()), args)
+}
+
+// ownOnly is the batch's look at its steps' folders: one stat, where each step's krad_enters
+// would start a chmod. KRAD_OWNONLY lists them (as "~/.krad-ade/bin", the steps' names for them)
+// when every one is a folder of mode 0700: then no step chmods them. Any other answer (one
+// missing, loose, a symbolic link, a stat without -c) leaves it empty, and each step makes its
+// folders owner-only as it would alone. Their owner is not looked at here: krad_into refuses a
+// folder of another user's either way, and only the owner can change a folder's mode after the
+// stat.
+func (b Batch) ownOnly() string {
+	var folders []string
+	seen := map[string]bool{}
+	for _, s := range b {
+		for _, f := range s.Folders {
+			if !seen[f] {
+				seen[f] = true
+				folders = append(folders, f)
+			}
+		}
+	}
+	if len(folders) == 0 {
+		return "KRAD_OWNONLY=;\n"
+	}
+	var paths, want, shown strings.Builder
+	for _, f := range folders {
+		paths.WriteString(" " + Quote(f))
+		want.WriteString(" directory:700")
+		shown.WriteString(" ~/" + f)
+	}
+	return "KRAD_OWNONLY=; krad_m=$(cd -P \"$HOME\" 2>/dev/null && stat -c %F:%a --" + paths.String() + " 2>/dev/null) && krad_words $krad_m && " +
+		"[ \"$krad_w\" = " + Quote(strings.TrimPrefix(want.String(), " ")) + " ] && KRAD_OWNONLY=" + Quote(strings.TrimPrefix(shown.String(), " ")) + ";\n"
 }
 
 // Stdin is what the batch's command reads: the stdin of the one step that has one, else nil.

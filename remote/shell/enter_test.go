@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"os/exec"
@@ -104,5 +105,64 @@ func TestEntersRefuses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBatchChmodsOnlyWhatIsLoose: a batch whose steps' folders are all owner-only already starts
+// no chmod (a wrapper first in the PATH logs each); one folder loose, or missing, and the steps
+// make their folders owner-only as they would alone: each ends drwx------.
+func TestBatchChmodsOnlyWhatIsLoose(t *testing.T) {
+	chmod, err := exec.LookPath("chmod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	log := filepath.Join(bin, "chmod.log")
+	wrapper := "#!/bin/sh\necho \"$*\" >>'" + log + "'\nexec '" + chmod + "' \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "chmod"), []byte(wrapper), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ab := Script{Name: "AB", Body: `krad_home; krad_enters "~" a b; krad_say ok "$PWD";`}
+	acd := Script{Name: "ACD", Body: `krad_home; krad_enters "~" a c; krad_enter d "~/a/c/d"; krad_say ok "$PWD";`}
+	batch := Batch{
+		{Script: ab, Folders: []string{"a", "a/b"}},
+		{Script: acd, Folders: []string{"a", "a/c", "a/c/d"}},
+	}
+	home := t.TempDir()
+	run := func() (chmods int) {
+		t.Helper()
+		os.Remove(log)
+		cmd := exec.Command("sh", "-c", batch.Command())
+		cmd.Env = append(os.Environ(), "HOME="+home, "PATH="+bin+":"+os.Getenv("PATH"))
+		out, err := cmd.Output()
+		for i := range batch {
+			if _, err := batch.Result(i, out, err); err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+		}
+		for _, d := range []string{"a", "a/b", "a/c", "a/c/d"} {
+			if fi, err := os.Lstat(filepath.Join(home, d)); err != nil || fi.Mode() != os.ModeDir|0o700 {
+				t.Errorf("~/%s: %v; want drwx------", d, err)
+			}
+		}
+		b, _ := os.ReadFile(log)
+		return bytes.Count(b, []byte("\n"))
+	}
+	if n := run(); n == 0 {
+		t.Error("the first run, which made the folders, started no chmod")
+	}
+	if n := run(); n != 0 {
+		t.Errorf("with every folder owner-only, the batch started %d chmods, want none", n)
+	}
+	os.Chmod(filepath.Join(home, "a", "c"), 0o755)
+	if n := run(); n == 0 {
+		t.Error("with ~/a/c loose, the batch started no chmod")
+	}
+	os.Remove(filepath.Join(home, "a", "c", "d"))
+	if n := run(); n == 0 {
+		t.Error("with ~/a/c/d missing, the batch started no chmod")
+	}
+	if n := run(); n != 0 {
+		t.Errorf("once more with every folder owner-only, %d chmods, want none", n)
 	}
 }

@@ -77,7 +77,9 @@ type Script struct {
 // krad_enters SHOWN NAME… enters each NAME in turn as krad_enter does (the first shown as
 // SHOWN/NAME, each next one under it), and then makes them all owner-only with one chmod, from the
 // last: of ".", "..", "../..", the folders entered themselves, which no rename or symbolic link
-// can swap for others. A script runs at every connect, and each chmod is a program started.
+// can swap for others. A script runs at every connect, and each chmod is a program started:
+// neither chmods a folder that [Batch.Command] found owner-only already (KRAD_OWNONLY, the
+// folders of its steps' [Step.Folders] that its one stat found to be folders of mode 0700).
 // After either, $PWD is the folder's path with no symbolic link in it (cd -P sets it so), as
 // pwd -P would print it.
 const Prelude = `
@@ -93,16 +95,19 @@ krad_into() {
   cd -P "$1" || krad_fail "enter $2";
   if [ ! -O . ]; then krad_refuse owner "$2"; fi;
 };
-krad_enter() { krad_into "$1" "$2"; chmod 700 . || krad_fail "make $2 owner-only"; };
+krad_ownonly() { case " $KRAD_OWNONLY " in *" $1 "*) return 0;; esac; return 1; };
+krad_enter() { krad_into "$1" "$2"; krad_ownonly "$2" || chmod 700 . || krad_fail "make $2 owner-only"; };
 krad_enters() {
-  krad_at=$1; krad_top=; krad_up=; krad_p=.; shift;
+  krad_at=$1; krad_top=; krad_up=; krad_p=.; krad_loose=; shift;
   for krad_f in "$@"; do
     krad_at="$krad_at/$krad_f"; krad_top=${krad_top:-$krad_at};
     krad_into "$krad_f" "$krad_at";
+    krad_ownonly "$krad_at" || krad_loose=1;
     krad_up="$krad_up $krad_p"; krad_p="$krad_p/..";
   done;
-  chmod 700 $krad_up || krad_fail "make $krad_at and the folders above it up to $krad_top owner-only";
+  if [ -n "$krad_loose" ]; then chmod 700 $krad_up || krad_fail "make $krad_at and the folders above it up to $krad_top owner-only"; fi;
 };
+krad_words() { krad_w="$*"; };
 krad_home() {
   if [ -z "${HOME:-}" ]; then krad_fail "find the home folder: HOME is not set"; fi;
   cd -P "$HOME" || krad_fail "enter the home folder";
@@ -159,7 +164,7 @@ func command(script string, args []string) string {
 
 // script is the whole script, on one line.
 func (s Script) script() string {
-	return oneLine("KRAD_BEGIN=" + s.Begin() + "; KRAD_END=" + s.End() + ";\n" + Prelude + s.Body)
+	return oneLine("KRAD_BEGIN=" + s.Begin() + "; KRAD_END=" + s.End() + "; KRAD_OWNONLY=;\n" + Prelude + s.Body)
 }
 
 // oneLine joins the script's lines with spaces, for login shells (tcsh) that refuse a newline
