@@ -49,7 +49,8 @@ func (w *world) spawnShell(script, want string) (api.Agent, string) {
 // TestAskpassVariablesOnTheHost: the host's terminals get GIT_ASKPASS, and with [git]
 // ssh_askpass SSH_ASKPASS with SSH_ASKPASS_REQUIRE=force, both the installed krad-ade-askpass;
 // the user's own askpass there stays: GIT_ASKPASS or core.askPass (GIT_CONFIG_GLOBAL naming a
-// config that has it) keep the app's GIT_ASKPASS out, SSH_ASKPASS keeps the app's SSH_ASKPASS out.
+// config that has it, ~/.gitconfig, or a file it includes) keep the app's GIT_ASKPASS out,
+// SSH_ASKPASS keeps the app's SSH_ASKPASS out; a ~/.gitconfig without one does not.
 func TestAskpassVariablesOnTheHost(t *testing.T) {
 	askConfig := filepath.Join(t.TempDir(), "gitconfig")
 	if err := os.WriteFile(askConfig, []byte("[core]\n\taskPass = /opt/mine/git-askpass\n"), 0o644); err != nil {
@@ -62,15 +63,26 @@ func TestAskpassVariablesOnTheHost(t *testing.T) {
 		sshAskpass bool
 		git, ssh   string // what the terminal has: ours, "unset", or the user's
 		require    string
+		gitconfig  string // the host's ~/.gitconfig, if any
 	}{
-		{"default", nil, false, ours, "unset", "unset"},
-		{"ssh_askpass", nil, true, ours, ours, "force"},
-		{"own GIT_ASKPASS", []string{"GIT_ASKPASS=/opt/mine/askpass"}, true, "/opt/mine/askpass", "unset", "unset"},
-		{"own core.askPass", []string{"GIT_CONFIG_GLOBAL=" + askConfig}, true, "unset", "unset", "unset"},
-		{"own SSH_ASKPASS", []string{"SSH_ASKPASS=/opt/mine/ssh-askpass"}, true, ours, "/opt/mine/ssh-askpass", "unset"},
+		{"default", nil, false, ours, "unset", "unset", ""},
+		{"ssh_askpass", nil, true, ours, ours, "force", ""},
+		{"own GIT_ASKPASS", []string{"GIT_ASKPASS=/opt/mine/askpass"}, true, "/opt/mine/askpass", "unset", "unset", ""},
+		{"own core.askPass", []string{"GIT_CONFIG_GLOBAL=" + askConfig}, true, "unset", "unset", "unset", ""},
+		{"own SSH_ASKPASS", []string{"SSH_ASKPASS=/opt/mine/ssh-askpass"}, true, ours, "/opt/mine/ssh-askpass", "unset", ""},
+		{"gitconfig", nil, false, "unset", "unset", "unset", "[user]\n\tname = someone\n[Core]\n\tASKPASS = /opt/mine/git-askpass\n"},
+		{"included", nil, false, "unset", "unset", "unset", "[include]\n\tpath = " + askConfig + "\n"},
+		{"gitconfig without", nil, false, ours, "unset", "unset", "[user]\n\tname = someone\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w := startWorld(t, worldOptions{hostEnv: c.env, sshAskpass: c.sshAskpass})
+			host := func(w *world) {
+				if c.gitconfig != "" {
+					if err := os.WriteFile(filepath.Join(w.sshd.Home, ".gitconfig"), []byte(c.gitconfig), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			w := startWorld(t, worldOptions{hostEnv: c.env, sshAskpass: c.sshAskpass, host: host})
 			_, screen := w.spawnShell(`echo "G=[${GIT_ASKPASS-unset}] S=[${SSH_ASKPASS-unset}] R=[${SSH_ASKPASS_REQUIRE-unset}] END"`, "END")
 			mine := w.bridge.Vars().BinDir + "/krad-ade-askpass"
 			of := func(s string) string {

@@ -252,7 +252,10 @@ const WorktreesDir = "~/.krad-ade/worktrees"
 //
 // It runs at every connect, so it starts few programs: tmux is asked about the earlier version's
 // server only where a socket of that name is there to ask (a host that never ran one starts no
-// tmux here), and the boot and the host's name are read by sh's own read from /proc.
+// tmux here), the boot and the host's name are read by sh's own read from /proc, and git is
+// asked for core.askPass only when its global config (GIT_CONFIG_GLOBAL, ~/.gitconfig, or
+// git/config under XDG_CONFIG_HOME) may hold one: a file is read by sh, and only one that
+// mentions askpass or an include (in any case, as git's keys are) starts git.
 var hostScript = shell.Script{Name: "HOST", Body: `
 umask 077;
 krad_home;
@@ -271,8 +274,15 @@ if [ -n "$old" ] && [ -n "$t" ] && ! tmux -S "$s" has-session -t "=$1" >/dev/nul
 b=; { read -r b </proc/sys/kernel/random/boot_id; } 2>/dev/null || b=;
 n=; { read -r n </proc/sys/kernel/hostname; } 2>/dev/null || n=$(uname -n);
 i=$(ls -di . 2>/dev/null || true);
+krad_gitconf() {
+  if [ -n "${GIT_CONFIG_GLOBAL+set}" ]; then return 0; fi;
+  for f in "$h/.gitconfig" "${XDG_CONFIG_HOME:-$h/.config}/git/config"; do
+    if [ -r "$f" ]; then while IFS= read -r l || [ -n "$l" ]; do case $l in *[Aa][Ss][Kk][Pp][Aa][Ss][Ss]*|*[Ii][Nn][Cc][Ll][Uu][Dd][Ee]*) return 0;; esac; done <"$f"; fi;
+  done;
+  return 1;
+};
 a=;
-if [ -n "${GIT_ASKPASS:-}" ] || { command -v git >/dev/null 2>&1 && [ -n "$(git config --global --get core.askPass 2>/dev/null)" ]; }; then a=own; fi;
+if [ -n "${GIT_ASKPASS:-}" ] || { krad_gitconf && command -v git >/dev/null 2>&1 && [ -n "$(git config --global --includes --get core.askPass 2>/dev/null)" ]; }; then a=own; fi;
 if [ -n "${SSH_ASKPASS:-}" ]; then a="$a ssh"; fi;
 krad_say ok "$h" "$p" "$t" "$s" "$old" "$b $n $i $s" "$a" "$g";
 `}

@@ -139,13 +139,14 @@ func TestReconnectAsksLittleOfTheHost(t *testing.T) {
 // host's /proc/net/tcp (grep), our uid (id -u) and the sshd session's descriptors (ls -l
 // /proc/PID/fd), each logged here by a wrapper first in the PATH; a reconnect asks the static
 // krad installed by then for all three instead, and starts none of those programs for them.
-// Nor does the reconnect start a chmod: the folders under ~/.krad-ade are owner-only already.
+// Nor does the reconnect start a chmod (the folders under ~/.krad-ade are owner-only already),
+// or git (the host has no global git config to name an askpass).
 // With that krad gone, a reconnect reads the files again and comes up all the same (its look
 // installs krad again).
 func TestReconnectListsListenersThroughKrad(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "programs.log")
-	for _, name := range []string{"grep", "id", "ls", "chmod"} {
+	for _, name := range []string{"grep", "id", "ls", "chmod", "git"} {
 		path, err := exec.LookPath(name)
 		if err != nil {
 			t.Fatal(err)
@@ -190,6 +191,9 @@ func TestReconnectListsListenersThroughKrad(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(log); strings.Count(string(b), "chmod\n") != chmods {
 		t.Errorf("the reconnect started chmod %d times, want none: every folder was owner-only already; the log:\n%s", strings.Count(string(b), "chmod\n")-chmods, b)
+	}
+	if b, _ := os.ReadFile(log); strings.Contains(string(b), "git\n") {
+		t.Errorf("the connects started git, which the host's lack of a global git config makes needless; the log:\n%s", b)
 	}
 	bin := w.bridge.Vars().BinDir
 	if bin == "" {
