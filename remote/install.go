@@ -310,7 +310,7 @@ var lookScript = shell.Script{
 	Body: enterVersion + `
 if krad_have krad && krad_have krad-ade-agents && krad_have krad-ade-askpass; then
   i=$(stat -c '%d.%i.%s.%Y.%Z' krad krad-ade-agents krad-ade-askpass 2>/dev/null) || i=;
-  i=$(echo $i);
+  krad_words $i; i=$krad_w;
   if [ -n "$i" ] && [ "$i" = "$2" ]; then krad_say ok same "$PWD" "$i"; exit 0; fi;
   if h=$(krad_sha krad) &&
      { [ krad -ef krad-ade-agents ] || [ "$(krad_sha krad-ade-agents)" = "$h" ]; } &&
@@ -352,7 +352,7 @@ chmod 755 "$p" || krad_fail "make krad-ade-askpass executable";
 mv -f "$p" krad-ade-askpass || krad_fail "rename krad-ade-askpass into place";
 mv -f "$t" krad || krad_fail "rename krad into place";
 i=$(stat -c '%d.%i.%s.%Y.%Z' krad krad-ade-agents krad-ade-askpass 2>/dev/null) || i=;
-i=$(echo $i);
+krad_words $i; i=$krad_w;
 krad_say ok installed "$PWD" "$i" "$o";
 `,
 }
