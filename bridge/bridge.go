@@ -344,8 +344,8 @@ func stepError(err error) error {
 
 // prepare gets a freshly connected host ready, before the connection counts as up: krad
 // installed, the token file written, tmux found and its socket folder made. The looks run first
-// in the connect's own sh on the host (lent by forward: no SSH session, no login shell of their
-// own), with a look at the token file in place of its write; on a reconnect, where the file still
+// in the connect's own sh on the host, in a subshell of it (lent by forward: no SSH session, no
+// login shell, not even an sh of their own), with a look at the token file in place of its write; on a reconnect, where the file still
 // holds the token and krad's files are those verified before, that is all the host is asked.
 // Only what the look did not find costs an exec: the token file's write (the token on its stdin,
 // which the lent sh cannot carry), the copy of krad. A look that fails there is done again as one
@@ -370,7 +370,7 @@ func (e *Environment) prepare(ctx context.Context, client *ssh.Client, fwd forwa
 		return forward.Permanent(err)
 	}
 	batch := looks(check)
-	out, runErr := timed{lentShell{sh}, e, "preparing the host"}.Run(ctx, batch.Command(), nil)
+	out, runErr := timed{lentShell{sh}, e, "preparing the host"}.Run(ctx, batch.Subshell(), nil)
 	if te := (*forward.TimeoutError)(nil); errors.As(runErr, &te) {
 		return te
 	}

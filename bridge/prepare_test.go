@@ -140,13 +140,14 @@ func TestReconnectAsksLittleOfTheHost(t *testing.T) {
 // /proc/PID/fd), each logged here by a wrapper first in the PATH; a reconnect asks the static
 // krad installed by then for all three instead, and starts none of those programs for them.
 // Nor does the reconnect start a chmod (the folders under ~/.krad-ade are owner-only already),
-// or git (the host has no global git config to name an askpass).
+// or git (the host has no global git config to name an askpass), and it starts one sh, the
+// connect's own: the looks run in a subshell of it.
 // With that krad gone, a reconnect reads the files again and comes up all the same (its look
 // installs krad again).
 func TestReconnectListsListenersThroughKrad(t *testing.T) {
 	dir := t.TempDir()
 	log := filepath.Join(dir, "programs.log")
-	for _, name := range []string{"grep", "id", "ls", "chmod", "git"} {
+	for _, name := range []string{"grep", "id", "ls", "chmod", "git", "sh"} {
 		path, err := exec.LookPath(name)
 		if err != nil {
 			t.Fatal(err)
@@ -180,7 +181,7 @@ func TestReconnectListsListenersThroughKrad(t *testing.T) {
 	}
 	n := procReads()
 	b, _ := os.ReadFile(log)
-	chmods := strings.Count(string(b), "chmod\n")
+	chmods, shells := strings.Count(string(b), "chmod\n"), strings.Count(string(b), "sh\n")
 	if chmods == 0 {
 		t.Fatal("the first connect, which made the folders, started no chmod: the wrapper did not log")
 	}
@@ -191,6 +192,9 @@ func TestReconnectListsListenersThroughKrad(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(log); strings.Count(string(b), "chmod\n") != chmods {
 		t.Errorf("the reconnect started chmod %d times, want none: every folder was owner-only already; the log:\n%s", strings.Count(string(b), "chmod\n")-chmods, b)
+	}
+	if b, _ := os.ReadFile(log); strings.Count(string(b), "sh\n") != shells+1 {
+		t.Errorf("the reconnect started sh %d times, want once (the connect's sh, whose subshells run the looks); the log:\n%s", strings.Count(string(b), "sh\n")-shells, b)
 	}
 	if b, _ := os.ReadFile(log); strings.Contains(string(b), "git\n") {
 		t.Errorf("the connects started git, which the host's lack of a global git config makes needless; the log:\n%s", b)

@@ -11,8 +11,15 @@ import (
 // bytes, as data), in a subshell of its own: a step that fails or exits ends only itself, and
 // what it changed (its folder, its variables) does not reach the next. Only the step given stdin
 // reads it. Each step's report is read from the one stdout, and the batch exits with its first
-// failure's status.
+// failure's status. So it is for the batch as a command (sh -c) and as a subshell of a running
+// sh, which goes on after it, with the batch's status in $?.
 func TestBatch(t *testing.T) {
+	for _, form := range []string{"command", "subshell"} {
+		t.Run(form, func(t *testing.T) { testBatch(t, form) })
+	}
+}
+
+func testBatch(t *testing.T, form string) {
 	first := Script{Name: "ONE", Body: `cd /; x=set; krad_say ok "$1" "$2" "$#";`}
 	failing := Script{Name: "TWO", Body: `krad_fail "no $1";`}
 	reader := Script{Name: "THREE", Body: `l=$(cat); krad_say ok "$l" "${x:-unset}" "$(pwd)";`}
@@ -25,10 +32,17 @@ func TestBatch(t *testing.T) {
 		{Script: refusing, Args: []string{"~/.krad-ade"}},
 		{Script: last},
 	}
-	cmd := exec.Command("sh", "-c", b.Command())
+	line := b.Command()
+	if form == "subshell" {
+		line = "o=outer; " + b.Subshell() + "; s=$?; echo after $o ${x:-unset} $s; exit $s"
+	}
+	cmd := exec.Command("sh", "-c", line)
 	cmd.Dir = t.TempDir()
 	cmd.Stdin = b.Stdin()
 	out, err := cmd.Output()
+	if form == "subshell" && !strings.HasSuffix(string(out), "after outer unset 1\n") {
+		t.Errorf("the sh did not go on after the batch, with its status and its own variables: %q", out)
+	}
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("the batch exited with %v, want 1 (its first failure's)\n%s", err, out)
@@ -50,8 +64,8 @@ func TestBatch(t *testing.T) {
 	if _, err := b.Result(3, out, err); !errors.As(err, &re) || re.Path != "~/.krad-ade" {
 		t.Errorf("the refusing step gives %v, want a *RefusedError for ~/.krad-ade", err)
 	}
-	if cmd := b.Command(); strings.ContainsAny(cmd, "\n\r") {
-		t.Errorf("the command has a line break: %q", cmd)
+	if strings.ContainsAny(line, "\n\r") {
+		t.Errorf("the batch has a line break: %q", line)
 	}
 }
 

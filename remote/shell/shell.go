@@ -148,9 +148,7 @@ func (s Script) checkName() {
 
 // command is the command line that runs script, one line, under sh with args as $1, $2, ….
 func command(script string, args []string) string {
-	if strings.Contains(strings.ReplaceAll(script, `\n`, ""), `\`) {
-		panic("shell: a script may use a backslash only in \\n")
-	}
+	checkBackslash(script)
 	var b strings.Builder
 	b.WriteString("sh -c ")
 	b.WriteString(Quote(script))
@@ -160,6 +158,14 @@ func command(script string, args []string) string {
 		b.WriteString(Quote(a))
 	}
 	return b.String()
+}
+
+// checkBackslash panics on a script with a backslash other than in \n, which not every login
+// shell reads alike: a mistake in the program.
+func checkBackslash(script string) {
+	if strings.Contains(strings.ReplaceAll(script, `\n`, ""), `\`) {
+		panic("shell: a script may use a backslash only in \\n")
+	}
 }
 
 // script is the whole script, on one line.
