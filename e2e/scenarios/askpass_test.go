@@ -196,11 +196,15 @@ func TestGitPushOverSSHFromAContainerHost(t *testing.T) {
 // inTheUI stops s's headless app and starts krad-ade again as a person does, on a terminal (a pane
 // of a tmux server of the test's own, screentest), for the same user: it returns the screen once
 // the UI shows environment a up, with a:1 found again (the host's session outlived the first run).
+// The test's end stops it.
 func (s *single) inTheUI(t *testing.T) *screentest.Screen {
 	t.Helper()
 	s.app.stop(syscall.SIGTERM)
 	env := append(s.u.env(), "TERM=xterm-256color", "XDG_STATE_HOME="+filepath.Join(s.u.home, "state"))
-	sc := screentest.Start(t, filepath.Join(s.u.tmuxDir, "screen.sock"), 140, 40, env, []string{filepath.Join(s.u.bin, "krad-ade")})
+	// Stopped at the test's end as a person's kill would, or it would outlive the test (its
+	// pane's tmux server is the test's, but krad-ade is a session leader of its own) and go on
+	// trying to reach the test's containers, gone by then.
+	sc := screentest.Start(t, filepath.Join(s.u.tmuxDir, "screen.sock"), 140, 40, env, []string{filepath.Join(s.u.bin, "krad-ade")}, screentest.StopAtCleanup())
 	sc.WaitFor(`(?m)^a +ssh a +connected: .* · tmux up`)
 	s.lead = findTerminal(t, s.a, "a", "a:1", 30*time.Second)
 	return sc
