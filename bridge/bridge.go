@@ -345,8 +345,9 @@ func stepError(err error) error {
 // prepare gets a freshly connected host ready, before the connection counts as up: krad
 // installed, the token file written, tmux found and its socket folder made. The looks run first
 // in the connect's own sh on the host, in a subshell of it (lent by forward: no SSH session, no
-// login shell, not even an sh of their own), with a look at the token file in place of its write; on a reconnect, where the file still
-// holds the token and krad's files are those verified before, that is all the host is asked.
+// login shell, not even an sh of their own), with a look at the token file in place of its
+// write; on a reconnect, where the file still holds the token and krad's files are those
+// verified before, that is all the host is asked.
 // Only what the look did not find costs an exec: the token file's write (the token on its stdin,
 // which the lent sh cannot carry), the copy of krad. A look that fails there is done again as one
 // exec, the token's write with it (a shell.Batch: one SSH exec, one login shell), whose errors

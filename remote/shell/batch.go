@@ -74,8 +74,9 @@ func (b Batch) script() (string, []string) {
 }
 
 // Command is the command line that runs the batch under sh: one line, like [Script.Command],
-// with every step's arguments quoted. It panics on a batch it cannot run as one: two steps of
-// the same name, or two that read stdin.
+// with every step's arguments quoted. Before the steps, one stat looks at the folders they
+// enter ([Step.Folders]): when every one is a folder of mode 0700 already, no step chmods them.
+// It panics on a batch it cannot run as one: two steps of the same name, or two that read stdin.
 func (b Batch) Command() string {
 	return command(b.script())
 }
