@@ -99,9 +99,10 @@ func (b Batch) Subshell() string {
 
 // ownOnly is the batch's look at its steps' folders: one stat, where each step's krad_enters
 // would start a chmod. KRAD_OWNONLY lists them (as "~/.krad-ade/bin", the steps' names for them)
-// when every one is a folder of mode 0700: then no step chmods them. Any other answer (one
-// missing, loose, a symbolic link, a stat without -c) leaves it empty, and each step makes its
-// folders owner-only as it would alone. Their owner is not looked at here: krad_into refuses a
+// when every one is a folder of mode 0700 (stat's %f, the raw mode in hex, is 41c0: type and
+// permission bits, in no language of the locale's, where %F names the type in it). Any other
+// answer (one missing, loose, a symbolic link, a stat without -c) leaves it empty, and each
+// step makes its folders owner-only as it would alone. Their owner is not looked at here: krad_into refuses a
 // folder of another user's either way, and only the owner can change a folder's mode after the
 // stat.
 func (b Batch) ownOnly() string {
@@ -121,10 +122,10 @@ func (b Batch) ownOnly() string {
 	var paths, want, shown strings.Builder
 	for _, f := range folders {
 		paths.WriteString(" " + Quote(f))
-		want.WriteString(" directory:700")
+		want.WriteString(" 41c0")
 		shown.WriteString(" ~/" + f)
 	}
-	return "KRAD_OWNONLY=; krad_m=$(cd -P \"$HOME\" 2>/dev/null && stat -c %F:%a --" + paths.String() + " 2>/dev/null) && krad_words $krad_m && " +
+	return "KRAD_OWNONLY=; krad_m=$(cd -P \"$HOME\" 2>/dev/null && stat -c %f --" + paths.String() + " 2>/dev/null) && krad_words $krad_m && " +
 		"[ \"$krad_w\" = " + Quote(strings.TrimPrefix(want.String(), " ")) + " ] && KRAD_OWNONLY=" + Quote(strings.TrimPrefix(shown.String(), " ")) + ";\n"
 }
 
