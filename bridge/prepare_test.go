@@ -152,18 +152,23 @@ func TestReconnectListsListenersThroughKrad(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wrapper := fmt.Sprintf("#!/bin/sh\nprintf '%%s\\n' '%s' \"$*\" >>'%s'\nexec '%s' \"$@\"\n", name, log, path)
+		// One line a run: "NAME: ARGS" (no argument of these holds a newline here).
+		wrapper := fmt.Sprintf("#!/bin/sh\nprintf '%s: %%s\\n' \"$*\" >>'%s'\nexec '%s' \"$@\"\n", name, log, path)
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(wrapper), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
 	bashrc := fmt.Sprintf("export PATH='%s':\"$PATH\"\n", dir)
 	w := startWorld(t, worldOptions{host: func(w *world) { w.writeBashrc(bashrc) }})
+	// runs counts the logged runs that match re, a line "NAME: ARGS".
+	runs := func(re string) int {
+		b, _ := os.ReadFile(log)
+		return len(regexp.MustCompile(`(?m)^`+re+`$`).FindAllString(string(b), -1))
+	}
+	logged := func() string { b, _ := os.ReadFile(log); return string(b) }
 	// How many times the check's programs ran: grep of /proc/net/tcp, id -u, ls -l /proc/N/fd.
 	procReads := func() int {
-		b, _ := os.ReadFile(log)
-		s := string(b)
-		return strings.Count(s, "/proc/net/tcp") + strings.Count(s, "id\n-u\n") + len(regexp.MustCompile(`ls\n-l /proc/[0-9]+/fd\n`).FindAllString(s, -1))
+		return runs(`grep: .*/proc/net/tcp.*`) + runs(`id: -u`) + runs(`ls: -l /proc/[0-9]+/fd`)
 	}
 	if procReads() == 0 {
 		t.Fatal("the first connect read no /proc/net/tcp through grep: the wrapper did not log")
@@ -179,25 +184,22 @@ func TestReconnectListsListenersThroughKrad(t *testing.T) {
 		w.event(60*time.Second, "environment_down after the kill", appEvent(api.EnvironmentDown, nil))
 		w.event(60*time.Second, "environment_up after the reconnect", appEvent(api.EnvironmentUp, nil))
 	}
-	n := procReads()
-	b, _ := os.ReadFile(log)
-	chmods, shells := strings.Count(string(b), "chmod\n"), strings.Count(string(b), "sh\n")
+	n, chmods, shells := procReads(), runs(`chmod: .*`), runs(`sh: .*`)
 	if chmods == 0 {
 		t.Fatal("the first connect, which made the folders, started no chmod: the wrapper did not log")
 	}
 	reconnect()
 	if got := procReads(); got != n {
-		b, _ := os.ReadFile(log)
-		t.Errorf("the reconnect ran the check's programs %d times, want none: krad lists the listeners, our uid and the session's sockets; they ran:\n%s", got-n, b)
+		t.Errorf("the reconnect ran the check's programs %d times, want none: krad lists the listeners, our uid and the session's sockets; they ran:\n%s", got-n, logged())
 	}
-	if b, _ := os.ReadFile(log); strings.Count(string(b), "chmod\n") != chmods {
-		t.Errorf("the reconnect started chmod %d times, want none: every folder was owner-only already; the log:\n%s", strings.Count(string(b), "chmod\n")-chmods, b)
+	if got := runs(`chmod: .*`); got != chmods {
+		t.Errorf("the reconnect started chmod %d times, want none: every folder was owner-only already; the log:\n%s", got-chmods, logged())
 	}
-	if b, _ := os.ReadFile(log); strings.Count(string(b), "sh\n") != shells+1 {
-		t.Errorf("the reconnect started sh %d times, want once (the connect's sh, whose subshells run the looks); the log:\n%s", strings.Count(string(b), "sh\n")-shells, b)
+	if got := runs(`sh: .*`); got != shells+1 {
+		t.Errorf("the reconnect started sh %d times, want once (the connect's sh, whose subshells run the looks); the log:\n%s", got-shells, logged())
 	}
-	if b, _ := os.ReadFile(log); strings.Contains(string(b), "git\n") {
-		t.Errorf("the connects started git, which the host's lack of a global git config makes needless; the log:\n%s", b)
+	if runs(`git: .*`) != 0 {
+		t.Errorf("the connects started git, which the host's lack of a global git config makes needless; the log:\n%s", logged())
 	}
 	bin := w.bridge.Vars().BinDir
 	if bin == "" {
