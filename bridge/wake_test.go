@@ -56,11 +56,13 @@ func wake(t testing.TB, f *fleet, n *netnstest.Net) (w woken) {
 	stop := f.answered()
 	n.Cut(t)
 	time.Sleep(wakeCut)
+	untrace := traceHeal(t)
 	app0, all0 := cpuTimes(t)
 	n.Restore(t)
 	back := time.Now()
 	last := f.allThrough(before, 2*time.Minute, n.Dial)
 	app1, all1 := cpuTimes(t)
+	untrace()
 	w.heal, w.appCPU, w.allCPU = last.Sub(back), app1-app0, all1-all0
 	var failures []string
 	w.slowest, w.answered, failures = stop()
@@ -68,6 +70,41 @@ func wake(t testing.TB, f *fleet, n *netnstest.Net) (w woken) {
 		t.Errorf("%d of the local terminal's %d requests failed while the hosts were away: %s", len(failures), w.answered, failures[0])
 	}
 	return w
+}
+
+// traceHeal, for a look at where a heal's CPU goes, records the whole computer over the heal
+// when asked to by the environment, and returns what ends the recording:
+//
+//	KRAD_PERF_OUT=FILE: perf record -e cpu-clock -a -g into FILE; then
+//	  perf report -i FILE --sort comm -g none --stdio
+//	KRAD_ACCT_OUT=FILE: process accounting (accton) into FILE; then sa -a -c -i FILE
+//
+// Either needs root, and perf (linux-perf) or accton (acct) installed.
+func traceHeal(t testing.TB) (untrace func()) {
+	t.Helper()
+	var stops []func()
+	if out := os.Getenv("KRAD_ACCT_OUT"); out != "" {
+		if err := os.WriteFile(out, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := exec.Command("accton", out).CombinedOutput(); err != nil {
+			t.Fatalf("accton %s: %v: %s", out, err, b)
+		}
+		stops = append(stops, func() { _ = exec.Command("accton", "off").Run() })
+	}
+	if out := os.Getenv("KRAD_PERF_OUT"); out != "" {
+		p := exec.Command("perf", "record", "-q", "-e", "cpu-clock", "-F", "2000", "-a", "-g", "-o", out)
+		if err := p.Start(); err != nil {
+			t.Fatalf("perf record: %v", err)
+		}
+		time.Sleep(300 * time.Millisecond) // perf's own start, before the heal it is to see
+		stops = append(stops, func() { _ = p.Process.Signal(os.Interrupt); _ = p.Wait() })
+	}
+	return func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
 }
 
 // woken is what wake measured: the heal, the local terminal's slowest answer and how many it
