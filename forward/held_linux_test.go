@@ -1,7 +1,6 @@
 package forward
 
 import (
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -23,7 +22,7 @@ func TestLostConnectionResetOnReturn(t *testing.T) {
 	n := netnstest.New(t)
 	e := newEnv(t)
 	s := sshdtest.Start(t, sshdtest.Options{AuthorizedKeys: []string{e.key + ".pub"}, Netns: n.Name, Listen: n.There})
-	e.writeConfig(fmt.Sprintf("Host build\n  HostName %s\n  Port %d\n  User %s\n", n.There, s.Port, localUser()))
+	e.writeConfig(hostBlock("build", s))
 	e.trust(s.KnownHostsLine(0))
 	cfg := e.cfg("build")
 	logs := &logBuffer{t: t}

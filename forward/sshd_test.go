@@ -140,9 +140,11 @@ func (e *env) startBuild(extra ...string) *sshdtest.Server {
 	return s
 }
 
-// hostBlock is an ssh_config Host block for an sshd of the test.
+// hostBlock is an ssh_config Host block for an sshd of the test, at its address (127.0.0.1, or
+// its Listen in a network namespace).
 func hostBlock(alias string, s *sshdtest.Server, extra ...string) string {
-	b := fmt.Sprintf("Host %s\n  HostName 127.0.0.1\n  Port %d\n  User %s\n", alias, s.Port, localUser())
+	host, _, _ := net.SplitHostPort(s.Addr)
+	b := fmt.Sprintf("Host %s\n  HostName %s\n  Port %d\n  User %s\n", alias, host, s.Port, localUser())
 	for _, l := range extra {
 		b += "  " + l + "\n"
 	}
