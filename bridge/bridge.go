@@ -277,7 +277,7 @@ i=$(ls -di . 2>/dev/null || true);
 krad_gitconf() {
   if [ -n "${GIT_CONFIG_GLOBAL+set}" ]; then return 0; fi;
   for f in "$h/.gitconfig" "${XDG_CONFIG_HOME:-$h/.config}/git/config"; do
-    if [ -r "$f" ]; then while IFS= read -r l || [ -n "$l" ]; do case $l in *[Aa][Ss][Kk][Pp][Aa][Ss][Ss]*|*[Ii][Nn][Cc][Ll][Uu][Dd][Ee]*) return 0;; esac; done <"$f"; fi;
+    if [ -f "$f" ] && [ -r "$f" ]; then while IFS= read -r l || [ -n "$l" ]; do case $l in *[Aa][Ss][Kk][Pp][Aa][Ss][Ss]*|*[Ii][Nn][Cc][Ll][Uu][Dd][Ee]*) return 0;; esac; done <"$f"; fi;
   done;
   return 1;
 };
