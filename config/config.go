@@ -465,7 +465,8 @@ func Load(path string) (Config, error) {
 // changed just before the last poll, or the last read failed), and a change is found by content
 // (package internal/filestate): a rewrite within one mtime tick is not missed, and an untouched
 // file costs a stat. So folders whose modes change above an untouched, good file are checked
-// again when the file changes, or on reload.
+// again when the file changes, or on reload. A file changed in the moment before a look (settle)
+// is judged once it has been left alone that long: one written in place is not read half-written.
 //
 // The callbacks run on Watch's goroutine, one at a time; either may be nil.
 func Watch(ctx context.Context, path string, interval time.Duration, reload <-chan struct{},
@@ -489,7 +490,14 @@ func WatchAll(ctx context.Context, path string, interval time.Duration, reload <
 		interval = DefaultInterval
 	}
 	w := &watcher{file: filestate.File{Path: path}, last: current, onChange: cb.Change, onError: cb.Error, onRecovered: cb.Recovered}
-	w.check()
+	// again fires when a look found the file in flux, to look once it has settled.
+	var again <-chan time.Time
+	look := func() {
+		if d := w.check(); d > 0 {
+			again = time.After(d)
+		}
+	}
+	look()
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
@@ -497,14 +505,17 @@ func WatchAll(ctx context.Context, path string, interval time.Duration, reload <
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			w.check()
+			look()
+		case <-again:
+			again = nil
+			look()
 		case _, ok := <-reload:
 			if !ok {
 				reload = nil // a closed channel would fire for ever
 				continue
 			}
 			w.file.Forget()
-			w.check()
+			look()
 		}
 		if ctx.Err() != nil {
 			return
@@ -521,15 +532,24 @@ type watcher struct {
 	onRecovered func()
 }
 
-func (w *watcher) check() {
+// settle is how long the file must have been left alone before a look takes what it read for
+// the config. An editor or a shell's `>` writes the file in place: truncated, then written. A
+// look between the two would read a config with no environments, and close every SSH
+// environment until the next look opened them again; or half a file, and report an error that
+// no one made. Tests lengthen it.
+var settle = 150 * time.Millisecond
+
+// check looks at the file and reports what changed. It returns how long to wait before looking
+// again when the file was in flux (being written, or replaced as it was opened), and 0 otherwise.
+func (w *watcher) check() (again time.Duration) {
 	changed, data, err := w.file.Look(readFile)
 	if !changed {
-		return
+		return 0
 	}
-	if errors.Is(err, errReplaced) {
-		// Caught as it was being replaced: no verdict on a file in flux; look again next time.
+	if errors.Is(err, errReplaced) || w.file.ChangedWithin(settle) {
+		// Caught as it was being written or replaced: no verdict on a file in flux.
 		w.file.Forget()
-		return
+		return settle
 	}
 
 	c := Default()
@@ -543,7 +563,7 @@ func (w *watcher) check() {
 		if w.onError != nil {
 			w.onError(err)
 		}
-		return
+		return 0
 	}
 	failed := w.failed
 	w.failed = false
@@ -552,12 +572,13 @@ func (w *watcher) check() {
 		if failed && w.onRecovered != nil {
 			w.onRecovered()
 		}
-		return
+		return 0
 	}
 	w.last = c
 	if w.onChange != nil {
 		w.onChange(c)
 	}
+	return 0
 }
 
 // errReplaced is readFile's error when the file was replaced between its check and its opening.

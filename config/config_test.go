@@ -219,6 +219,39 @@ func TestWatch(t *testing.T) {
 	w.wantChange(t, Default())
 }
 
+// A file written in place, as a shell's `>` or many editors write it (truncated, then written
+// piece by piece), is judged once it is whole: the watcher reports neither the empty file (a
+// config without the environments) nor the half-written one (an error), only the config the
+// person wrote.
+func TestWatchFileWrittenInPlace(t *testing.T) {
+	defer func(d time.Duration) { settle = d }(settle)
+	settle = time.Second // longer than the pauses below, on however busy a machine
+	path := filepath.Join(t.TempDir(), FileName)
+	write(t, path, "discovery = false\n")
+	w := startWatch(t, path, 5*time.Millisecond, cfg(false))
+	inPlace := func(pieces ...string) {
+		t.Helper()
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for _, p := range pieces {
+			time.Sleep(30 * time.Millisecond) // a few polls see the file as it is now
+			if _, err := f.WriteString(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	inPlace("disc", "overy = false\n# the same config\n")
+	w.wantQuiet(t, settle+300*time.Millisecond)
+
+	inPlace("discovery", " = true\n")
+	w.wantChange(t, cfg(true))
+	w.wantQuiet(t, settle+300*time.Millisecond)
+}
+
 func TestWatchBrokenThenSameConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
 	write(t, path, "discovery = false\n")

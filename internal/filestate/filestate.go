@@ -37,9 +37,10 @@ type File struct {
 	Path string
 
 	looked  bool
-	stamp   stamp  // the metadata at the last look, taken before the read
-	seen    string // what the last read came to: "missing", "error …" or "content <sha256>"
-	trusted bool   // the last read succeeded, and stamp was not racy: unchanged, it says unchanged
+	at      time.Time // when the last look was
+	stamp   stamp     // the metadata at the last look, taken before the read
+	seen    string    // what the last read came to: "missing", "error …" or "content <sha256>"
+	trusted bool      // the last read succeeded, and stamp was not racy: unchanged, it says unchanged
 }
 
 // Look looks at the file now and reports whether it is not as it was at the last look (the
@@ -59,9 +60,19 @@ func (f *File) Look(read func(path string) ([]byte, error)) (changed bool, data 
 	data, err = read(f.Path)
 	seen := describe(data, err)
 	changed = !f.looked || seen != f.seen
-	f.looked, f.stamp, f.seen = true, st, seen
+	f.looked, f.at, f.stamp, f.seen = true, now, st, seen
 	f.trusted = err == nil && st.known && !st.changedSince(now.Add(-racyWindow))
 	return changed, data, err
+}
+
+// ChangedWithin says whether the file, at the last look, had been modified (or its metadata
+// changed) within d of that look: a file that may still be being written, as an editor or a
+// shell's `>` writes one in place, truncated first. A time after the look's by more than d (a
+// clock set back, a file server's own clock) is not within: such a file would seem to be written
+// for ever. Where the times are not known (elsewhere than on Linux, or a file that could not be
+// looked at), false.
+func (f *File) ChangedWithin(d time.Duration) bool {
+	return f.looked && f.stamp.changedNear(f.at, d)
 }
 
 // Forget makes the next Look read the file and report it as changed, as the first one does.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -104,5 +105,40 @@ func TestLook(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("a look at a FIFO blocked")
+	}
+}
+
+// ChangedWithin tells a file just written from one left alone, and does not take a file whose
+// time is far ahead of the clock (set by hand, or by a file server's clock) for one being
+// written.
+func TestChangedWithin(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the times of a file are read on Linux only")
+	}
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte("a = 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := &File{Path: path}
+	if f.ChangedWithin(time.Hour) {
+		t.Error("a file never looked at: changed within the hour, want not")
+	}
+	f.Look(nil)
+	if !f.ChangedWithin(time.Hour) {
+		t.Error("just written: not changed within the hour, want changed")
+	}
+	time.Sleep(50 * time.Millisecond)
+	f.Look(nil)
+	if f.ChangedWithin(10 * time.Millisecond) {
+		t.Error("left alone for 50 ms: changed within 10 ms of the look, want not")
+	}
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(path, future, future); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	f.Look(nil)
+	if f.ChangedWithin(10 * time.Millisecond) {
+		t.Error("modified an hour ahead of the clock: changed within 10 ms of the look, want not")
 	}
 }

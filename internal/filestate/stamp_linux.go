@@ -32,3 +32,13 @@ func stampOf(path string) stamp {
 func (s stamp) changedSince(t time.Time) bool {
 	return !time.Unix(s.mtime.Unix()).Before(t) || !time.Unix(s.ctime.Unix()).Before(t)
 }
+
+// changedNear says whether the file's modification or change time lies within d of t, before it
+// or after.
+func (s stamp) changedNear(t time.Time, d time.Duration) bool {
+	near := func(ts syscall.Timespec) bool {
+		at := time.Unix(ts.Unix())
+		return !at.Before(t.Add(-d)) && !at.After(t.Add(d))
+	}
+	return s.known && (near(s.mtime) || near(s.ctime))
+}

@@ -11,3 +11,5 @@ type stamp struct{ known bool }
 func stampOf(string) stamp { return stamp{} }
 
 func (stamp) changedSince(time.Time) bool { return true }
+
+func (stamp) changedNear(time.Time, time.Duration) bool { return false }
