@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -22,6 +23,7 @@ type tmuxHost struct {
 	socket string
 	env    []string
 	vars   app.HostVars
+	dir    string // the environment's folder, on this computer; "" for none (no worktree ops)
 }
 
 func (h *tmuxHost) Attach(ctx context.Context, session string, onNote func(*tmux.Client, tmux.Notification)) (*tmux.Client, error) {
@@ -31,8 +33,60 @@ func (h *tmuxHost) Attach(ctx context.Context, session string, onNote func(*tmux
 func (h *tmuxHost) Vars() app.HostVars       { return h.vars }
 func (h *tmuxHost) MayHaveGroups() bool      { return true }
 func (h *tmuxHost) AttachHint(string) string { return "tmux -S " + h.socket }
-func (h *tmuxHost) Worktree(context.Context, worktree.Op) (worktree.Result, error) {
-	return worktree.Result{}, api.Errorf(api.CodeUnavailable, "no groups here")
+func (h *tmuxHost) Worktree(ctx context.Context, op worktree.Op) (worktree.Result, error) {
+	if h.dir == "" {
+		return worktree.Result{}, api.Errorf(api.CodeUnavailable, "no groups here")
+	}
+	op.Dir = h.dir
+	return worktree.Do(ctx, op), nil
+}
+
+// An environment added while the app runs is known by its ssh host, as one of the app's start
+// is: a file of its folder opens in the editor's ssh_command with {host} filled, and git's prompt
+// from there names that host to the person. (Both once took it for this computer: the editor's
+// command for local files, on the host's path; a prompt with no host.)
+func TestAddedEnvironmentKnowsItsSSHHost(t *testing.T) {
+	repo, _, withRepo := withRepo(t)
+	script, log, done := recordingEditor(t)
+	if err := os.WriteFile(done, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := start(t, withRepo, func(c *app.Config) {
+		c.Editor = app.Editor{Command: []string{script, "{file}"}, SSHCommand: []string{script, "--remote", "{host}", "{file}:{line}"}}
+	})
+	socket := filepath.Join(h.dir, "extra.sock")
+	t.Cleanup(func() { killServer(socket) })
+	host := &tmuxHost{socket: socket, env: h.env, dir: repo, vars: app.HostVars{Dir: repo, TerminalVars: api.TerminalVars{
+		Endpoint: h.bus.Addr(), Token: h.token, BinDir: testbin.Dir(t), Path: "/usr/local/bin:/usr/bin:/bin"}}}
+	if err := h.app.AddEnvironment(app.Remote{Name: "extra", Host: host, SSH: "dev@build box"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.app.ReadyOf("extra"):
+	case <-time.After(30 * time.Second):
+		t.Fatal("extra did not come up within 30 s")
+	}
+	extra := &api.Client{Endpoint: h.bus.Addr(), Token: h.token, From: api.FromTerminal(api.TerminalID{Environment: "extra", Terminal: 1})}
+
+	line := 3
+	if _, err := h.call(extra, api.Code, &api.CodeBody{Path: filepath.Join(repo, "retry.go"), Line: &line}); err != nil {
+		t.Fatalf("Code as extra:1: %v", err)
+	}
+	real, _ := filepath.EvalSymlinks(filepath.Join(repo, "retry.go"))
+	if got, want := waitFile(t, log), "--remote\ndev@build box\n"+real+":3\n"; got != want {
+		t.Errorf("the editor was run with %q, want %q", got, want)
+	}
+
+	p := newTestPrompter(func(app.Prompt) (string, error) { return "hunter2", nil })
+	h.app.SetPrompter(p)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := h.askpass(ctx, "extra", api.AskpassBody{Prompt: "Password for 'https://me@example.com': ", Kind: api.AskPassword, Terminal: 1}); err != nil {
+		t.Fatalf("git's prompt from extra: %v", err)
+	}
+	if pr := <-p.started; pr.Environment != "extra" || pr.Host != "dev@build box" {
+		t.Errorf("the person was shown a prompt of environment %q from host %q, want extra from dev@build box", pr.Environment, pr.Host)
+	}
 }
 
 // An environment added while the app runs comes up and is listed; removed, it is no longer

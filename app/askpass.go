@@ -114,7 +114,7 @@ func (a *App) askpass(ctx context.Context, env string, b *api.AskpassBody) (any,
 		}
 	} else {
 		var err error
-		if id, pd, err = p.startLocked(a, env, b); err != nil {
+		if id, pd, err = p.startLocked(a, e, b); err != nil {
 			p.mu.Unlock()
 			return nil, err
 		}
@@ -162,7 +162,8 @@ func (a *App) askpass(ctx context.Context, env string, b *api.AskpassBody) (any,
 }
 
 // startLocked opens a prompt and puts it to the prompter. p.mu is held.
-func (p *prompts) startLocked(a *App, env string, b *api.AskpassBody) (string, *pending, error) {
+func (p *prompts) startLocked(a *App, e *environment, b *api.AskpassBody) (string, *pending, error) {
+	env := e.name
 	key := env + ":" + strconv.Itoa(b.Terminal)
 	now := time.Now()
 	if p.prompter == nil {
@@ -200,7 +201,7 @@ func (p *prompts) startLocked(a *App, env string, b *api.AskpassBody) (string, *
 	p.open[id] = pd
 	host := "this computer"
 	if env != Local {
-		host = a.sshHost(env)
+		host = e.ssh
 	}
 	prompt := Prompt{ID: id, Environment: env, Terminal: b.Terminal, Host: host, Kind: b.Kind,
 		Text: termsafe.Escape(b.Prompt, api.MaxPrompt)}

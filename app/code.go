@@ -106,7 +106,10 @@ func (a *App) code(ctx context.Context, from api.TerminalID, b *api.CodeBody) er
 	}
 	host := ""
 	if !local {
-		host = a.sshHost(e.name)
+		if host = e.ssh; host == "" {
+			// Opened as a file of this computer, the path would name another file, or none.
+			return api.Errorf(api.CodeUnavailable, "environment %s names no ssh host for the editor to open %s on", e.name, shortPath(b.Path))
+		}
 	}
 	line := 1
 	if b.Line != nil {
@@ -136,16 +139,6 @@ func (a *App) code(ctx context.Context, from api.TerminalID, b *api.CodeBody) er
 		// The editor stays open: the person may be in the middle of their work.
 		return ctx.Err()
 	}
-}
-
-// sshHost is the ssh host of remote environment env, as config.toml names it.
-func (a *App) sshHost(env string) string {
-	for _, r := range a.cfg.Remotes {
-		if r.Name == env {
-			return r.SSH
-		}
-	}
-	return ""
 }
 
 // inside says whether file is one of roots or under one, all of them absolute and clean (resolved
