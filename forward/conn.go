@@ -171,8 +171,8 @@ func (c *Conn) setStatus(s Status) {
 
 // Run keeps the connection up until ctx ends, then closes it and returns nil. It reconnects
 // after every loss, at once after a connection that had proved healthy (it answered a
-// keepalive), else after a wait that starts at MinBackoff and doubles up to MaxBackoff, jittered
-// by ±20%. An error retrying alone cannot fix makes the state Failed: Run then waits until a
+// keepalive), within a random spread of up to half of MinBackoff, else after a wait that starts
+// at MinBackoff and doubles up to MaxBackoff, jittered by ±20%. An error retrying alone cannot fix makes the state Failed: Run then waits until a
 // file the attempt read changes (the ssh_config files, every hop's known_hosts files; looked at
 // every half second) or [Conn.Retry] is called, and tries again from the start. It returns an
 // error at once only for a Config that cannot work (no Host, no Target). Run may be called again
@@ -216,6 +216,11 @@ func (c *Conn) Run(ctx context.Context) error {
 		}
 		if healthy {
 			failures = 0
+			c.spread(ctx)
+			if ctx.Err() != nil {
+				c.setStatus(Status{State: Stopped})
+				return nil
+			}
 		}
 		if failures > 0 {
 			wait := c.backoff(failures)
@@ -280,6 +285,7 @@ func (c *Conn) waitForPath(ctx context.Context, d time.Duration, addr string) {
 			return
 		case reason := <-c.path:
 			c.cfg.Logger.Info("trying again at once", "host", c.cfg.Host, "reason", reason)
+			c.spread(ctx)
 			return
 		case <-tick.C:
 			go func() {
@@ -327,6 +333,25 @@ func (c *Conn) sleep(ctx context.Context, d time.Duration) {
 	case <-c.nudge:
 	case reason := <-c.path:
 		c.cfg.Logger.Info("trying again at once", "host", c.cfg.Host, "reason", reason)
+		c.spread(ctx)
+	case <-t.C:
+	}
+}
+
+// spread is the wait before a connect that starts "at once" (after a healthy connection's
+// loss, or a change of the network): at random, up to half of MinBackoff (125 ms by default),
+// or until ctx ends or Retry is called. Connections that lose their path at the same moment (a
+// laptop's wake, a bastion's restart) so start their handshakes spread over that time rather
+// than in the same instant; the slots per address (startup) bound how many run at once.
+func (c *Conn) spread(ctx context.Context) {
+	if c.cfg.MinBackoff < 2 {
+		return
+	}
+	t := time.NewTimer(rand.N(c.cfg.MinBackoff / 2))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-c.nudge:
 	case <-t.C:
 	}
 }
@@ -501,6 +526,7 @@ func (c *Conn) dialAcrossChanges(ctx context.Context, h *Host) (*link, error) {
 			return l, nil
 		case changed && ctx.Err() == nil:
 			c.cfg.Logger.Info("connecting again at once", "host", c.cfg.Host, "reason", pc.reason)
+			c.spread(ctx)
 			continue
 		}
 		return nil, err

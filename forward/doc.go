@@ -167,8 +167,10 @@
 // brings).
 //
 // After a connection that had been connected and answered a keepalive is lost, the next attempt
-// starts at once; an attempt that failed before it was connected counts as a failure, however
-// long it took.
+// starts at once, within a random spread of up to half of MinBackoff (125 ms), so that many
+// connections lost at the same moment (a wake, a bastion's restart) do not start their
+// handshakes in the same instant; an attempt that failed before it was connected counts as a
+// failure, however long it took.
 // Failed attempts then wait MinBackoff (250 ms), doubling up to MaxBackoff (30 s), ±20% jitter.
 // While the first hop cannot be reached at all, the wait also ends as soon as it answers again
 // (a probe every 500 ms opens a TCP connection and waits for the server's first bytes), so a

@@ -210,6 +210,75 @@ func TestSSHDKilledAndRestarted(t *testing.T) {
 	carries(t, st2.Addr)
 }
 
+// TestReconnectsSpread: connections to one host lost at the same moment (its sshd killed with
+// every session, as a bastion's restart does it) connect again at once, but not in the same
+// instant: each within a random spread of up to half of MinBackoff, so that dozens of hosts behind
+// one bastion do not all knock at once. MinBackoff is long here (4 s: a spread of up to 2 s), so
+// that neither a busy machine's scheduling (which could spread connects with no spread at all)
+// nor the backoff of a failed attempt (3.2 s at the least) could pass for the spread.
+func TestReconnectsSpread(t *testing.T) {
+	t.Parallel()
+	const n = 12
+	e := newEnv(t)
+	s := e.startBuild()
+	var (
+		mu     sync.Mutex
+		killed time.Time
+		first  = map[int]time.Time{} // each connection's first dial after the kill
+	)
+	runs := make([]*running, n)
+	for i := range runs {
+		cfg := e.cfg("build")
+		cfg.MinBackoff, cfg.MaxBackoff = 4*time.Second, 8*time.Second
+		cfg.ServerAliveInterval, cfg.ServerAliveCountMax = 100*time.Millisecond, 3
+		cfg.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			mu.Lock()
+			if _, ok := first[i]; !ok && !killed.IsZero() {
+				first[i] = time.Now()
+			}
+			mu.Unlock()
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}
+		runs[i] = run(t, cfg)
+	}
+	for _, r := range runs {
+		r.connected(0)
+	}
+	time.Sleep(500 * time.Millisecond) // each answered a keepalive: healthy, so its loss is retried at once
+	mu.Lock()
+	killed = time.Now()
+	mu.Unlock()
+	s.Kill()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		got := len(first)
+		mu.Unlock()
+		if got == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the %d connections dialed again within 10 s of the kill", got, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var earliest, latest time.Duration = time.Hour, 0
+	for _, at := range first {
+		d := at.Sub(killed)
+		earliest, latest = min(earliest, d), max(latest, d)
+	}
+	t.Logf("the %d connections dialed again %s to %s after the kill", n, earliest.Round(time.Millisecond), latest.Round(time.Millisecond))
+	if latest > 2500*time.Millisecond {
+		t.Errorf("the last connection dialed again %s after the kill: not at once (the spread is at most 2 s)", latest)
+	}
+	if latest-earliest < 500*time.Millisecond {
+		t.Errorf("the %d connections dialed again within %s of each other: not spread", n, latest-earliest)
+	}
+}
+
 func TestSilentDrop(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
