@@ -24,6 +24,7 @@ type tmuxHost struct {
 	env    []string
 	vars   app.HostVars
 	dir    string // the environment's folder, on this computer; "" for none (no worktree ops)
+	root   string // the worktrees root, with dir
 }
 
 func (h *tmuxHost) Attach(ctx context.Context, session string, onNote func(*tmux.Client, tmux.Notification)) (*tmux.Client, error) {
@@ -37,8 +38,78 @@ func (h *tmuxHost) Worktree(ctx context.Context, op worktree.Op) (worktree.Resul
 	if h.dir == "" {
 		return worktree.Result{}, api.Errorf(api.CodeUnavailable, "no groups here")
 	}
-	op.Dir = h.dir
+	op.Dir, op.Root = h.dir, h.root
 	return worktree.Do(ctx, op), nil
+}
+
+// Two environments in one repository (two Host aliases of one host, say): each retires only its
+// own groups whose terminals closed while the app was away. An environment that comes up
+// retires its own orphan, and leaves the other's group (and the checkout its worker is in)
+// alone; a terminal of one cannot join the other's group, which its own environment would
+// retire from under it.
+func TestGroupsOfTwoEnvironmentsInOneRepository(t *testing.T) {
+	repo, root, withRepo := withRepo(t)
+	h := start(t, withRepo)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events := h.events(ctx)
+	next(t, events, "the snapshot", func(a api.Answer) bool { return a.Name == api.AnswerAgents })
+	// Groups a terminal joined, none in them now: main's "theirs" (main looked for orphans as
+	// it came up, before this one was made) and extra's "orphan".
+	for _, g := range []struct{ env, name string }{{"main", "theirs"}, {"extra", "orphan"}} {
+		op := worktree.Op{Op: worktree.OpCreate, Dir: repo, Root: root, Env: g.env, Create: &worktree.CreateOptions{Name: g.name}, Join: true}
+		if res := worktree.Do(context.Background(), op); res.Error != nil || res.Group == nil || res.Group.Env != g.env {
+			t.Fatalf("make group %s of %s: %+v", g.name, g.env, res)
+		}
+	}
+	socket := filepath.Join(h.dir, "extra.sock")
+	t.Cleanup(func() { killServer(socket) })
+	host := &tmuxHost{socket: socket, env: h.env, dir: repo, root: root, vars: app.HostVars{Dir: repo, TerminalVars: api.TerminalVars{
+		Endpoint: h.bus.Addr(), Token: h.token, BinDir: testbin.Dir(t), Path: "/usr/local/bin:/usr/bin:/bin"}}}
+	if err := h.app.AddEnvironment(app.Remote{Name: "extra", Host: host, SSH: "box"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ev := next(t, events, "extra's orphan retired", func(a api.Answer) bool {
+		var ev api.AppEvent
+		return a.Decode("AppEvent", &ev) == nil && (ev.Kind == api.GroupRetired || ev.Kind == api.GroupNotRetired)
+	})
+	var retired api.AppEvent
+	_ = ev.Decode("AppEvent", &retired)
+	if retired.Kind != api.GroupRetired || retired.Environment != "extra" || !strings.Contains(retired.Message, "group orphan retired") {
+		t.Fatalf("the first retire: %+v, want extra's orphan", retired)
+	}
+	// Both would have retired in the same look, at once: a while more, for one that is late.
+	time.Sleep(2 * time.Second)
+	for {
+		select {
+		case a := <-events:
+			var ev api.AppEvent
+			if a.Decode("AppEvent", &ev) == nil && (ev.Kind == api.GroupRetired || ev.Kind == api.GroupNotRetired) {
+				t.Errorf("another retire: %+v", ev)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	res := worktree.Do(context.Background(), worktree.Op{Op: worktree.OpGroups, Dir: repo, Root: root})
+	if res.Error != nil || len(res.List.Groups) != 1 || res.List.Groups[0].Name != "theirs" || res.List.Groups[0].Missing {
+		t.Fatalf("the groups after extra came up: %+v, want main's theirs alone", res)
+	}
+	if _, err := os.Stat(res.List.Groups[0].Dir); err != nil {
+		t.Errorf("main's group's checkout: %v", err)
+	}
+
+	// A worker of extra cannot join main's group (a Spawn into it is this op); one of main can.
+	join := func(env string) worktree.Result {
+		return worktree.Do(context.Background(), worktree.Op{Op: worktree.OpCreate, Dir: repo, Root: root, Env: env, Create: &worktree.CreateOptions{Name: "theirs"}, Join: true})
+	}
+	if res := join("extra"); res.Error == nil || res.Error.Code != api.CodeConflict || !strings.Contains(res.Error.Error(), "group theirs is environment main's") {
+		t.Errorf("extra joins main's group: %+v, want a conflict that names main", res)
+	}
+	if res := join("main"); res.Error != nil || !res.Joined {
+		t.Errorf("main joins its own group: %+v", res)
+	}
 }
 
 // An environment added while the app runs is known by its ssh host, as one of the app's start

@@ -77,6 +77,7 @@ func (g *groupLocks) lock(ctx context.Context, name string) (func(), error) {
 // worktree runs op on the environment's host; the answer's error is the operation's, or the
 // way to the host failing.
 func (e *environment) worktree(ctx context.Context, op worktree.Op) (worktree.Result, error) {
+	op.Env = e.name
 	res, err := e.host.Worktree(ctx, op)
 	if err != nil {
 		return worktree.Result{}, err
@@ -222,7 +223,11 @@ func (e *environment) retireOrphans(ctx context.Context, held map[string]bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, g := range res.List.Groups {
-		if g.Joined && g.Damaged == "" && !held[g.Name] && !e.inGroupLocked(g.Name) {
+		// Another environment's groups are its own to retire (two environments may work in one
+		// repository: two Host aliases of one host, say); a group made before groups recorded
+		// their environment is taken for this one's, as it was then.
+		mine := g.Env == "" || g.Env == e.name
+		if mine && g.Joined && g.Damaged == "" && !held[g.Name] && !e.inGroupLocked(g.Name) {
 			a.log.Info("group left without terminals while the app was away: it retires", "environment", e.name, "group", g.Name)
 			e.retireLocked(g.Name)
 		}

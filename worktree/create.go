@@ -34,6 +34,8 @@ type CreateOptions struct {
 	// $XDG_DATA_HOME/krad-ade/worktrees on this computer. The group's checkout is
 	// Root/<repo-key>/<Name>.
 	Root string
+	// Env is the environment the group is for (Group.Env); an Op's Env.
+	Env string `json:"-"`
 
 	// joined records in the new group that a terminal joins it (Group.Joined): an Op's Join.
 	joined bool
@@ -257,7 +259,7 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 		tip = base
 	}
 	return Group{Name: o.Name, Dir: dir, Branch: branch, BaseCommit: base, MadeBranch: made, Head: tip,
-		Locked: true, Port: m.Port, Created: m.Created, Restored: restored, Joined: m.Joined, admin: admin}, nil
+		Locked: true, Port: m.Port, Created: m.Created, Restored: restored, Joined: m.Joined, Env: m.Env, admin: admin}, nil
 }
 
 // writeRecord writes a group's record into its worktree's admin folder, beside git's own data
@@ -287,7 +289,7 @@ func (r *Repo) addLocked(ctx context.Context, o CreateOptions, dir, branch, base
 	if err != nil {
 		return meta{}, "", err
 	}
-	m := meta{Name: o.Name, Branch: branch, BaseCommit: base, MadeBranch: made, Port: freePorts(now), Created: time.Now().UTC().Truncate(time.Second), Joined: o.joined}
+	m := meta{Name: o.Name, Branch: branch, BaseCommit: base, MadeBranch: made, Port: freePorts(now), Created: time.Now().UTC().Truncate(time.Second), Joined: o.joined, Env: o.Env}
 	return m, admin, writeRecord(admin, m)
 }
 

@@ -52,6 +52,9 @@ type Group struct {
 	// once one was (a group made by CreateWorktree waits for its first worker), so that an app
 	// started after the last terminal of a group closed can tell it from one still waiting.
 	Joined bool `json:"joined,omitempty"`
+	// Env is the environment that made the group (an Op's Env), whose terminals it is for; ""
+	// for a group made before groups recorded it, or without an environment named.
+	Env string `json:"env,omitempty"`
 	// Restored, in what Create returns, is the snapshot commit whose work it put back in the
 	// continued branch's checkout as uncommitted changes.
 	Restored string `json:"restored,omitempty"`
@@ -80,6 +83,7 @@ type meta struct {
 	Lead       string    `json:"lead,omitempty"`
 	Picked     string    `json:"picked,omitempty"`
 	Joined     bool      `json:"joined,omitempty"`
+	Env        string    `json:"env,omitempty"`
 }
 
 // Groups lists the repository's groups, in the order git lists its worktrees. A worktree that
@@ -133,7 +137,7 @@ func (r *Repo) groupsOf(wts []worktree) ([]Group, error) {
 		g := Group{
 			Name: m.Name, Dir: wt.path, BaseCommit: m.BaseCommit, MadeBranch: m.MadeBranch,
 			Head: wt.head, Locked: wt.locked, Port: m.Port, Created: m.Created, admin: admin,
-			Set: m.Set, Lead: m.Lead, Picked: m.Picked, Joined: m.Joined,
+			Set: m.Set, Lead: m.Lead, Picked: m.Picked, Joined: m.Joined, Env: m.Env,
 			Branch: m.Branch,
 		}
 		if _, err := os.Lstat(wt.path); wt.prunable || errors.Is(err, fs.ErrNotExist) {

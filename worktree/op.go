@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // Op is one group operation as the app asks for it: of this package directly for this computer,
@@ -19,6 +20,10 @@ type Op struct {
 	Op string `json:"op"`
 	// Dir is the environment's folder: the repository is the one that holds it.
 	Dir string `json:"dir"`
+	// Env is the environment's name: the groups OpCreate and OpCreateSet make record it
+	// (Group.Env), so that two environments in one repository (two Host aliases of one host,
+	// say) can tell their groups apart.
+	Env string `json:"env,omitempty"`
 	// Root is the worktrees root (CreateOptions.Root), absolute.
 	Root string `json:"root,omitempty"`
 	// Create is OpCreate's options. Its Name "" picks a free name from Hint.
@@ -119,7 +124,7 @@ func do(ctx context.Context, op Op) (Result, error) {
 		if op.Create != nil {
 			o = *op.Create
 		}
-		o.Root = op.Root
+		o.Root, o.Env = op.Root, op.Env
 		return r.create(ctx, o, op.Hint, op.Join)
 	case OpChanges:
 		var o ChangesOptions
@@ -152,7 +157,9 @@ func do(ctx context.Context, op Op) (Result, error) {
 		if op.Set == nil {
 			return Result{}, api.Errorf(api.CodeBadRequest, "a create-set operation needs its set")
 		}
-		set, err := r.CreateSet(ctx, op.Hint, op.Root, *op.Set)
+		o := *op.Set
+		o.Env = op.Env
+		set, err := r.CreateSet(ctx, op.Hint, op.Root, o)
 		if err != nil {
 			return Result{}, err
 		}
@@ -181,6 +188,12 @@ func (r *Repo) create(ctx context.Context, o CreateOptions, hint string, join bo
 	if o.Name != "" {
 		if join {
 			g, err := r.group(ctx, o.Name)
+			if err == nil && g.Env != "" && o.Env != "" && g.Env != o.Env {
+				// Its own environment retires it when its last terminal there closes, and would
+				// take the checkout from under this one's.
+				return Result{}, conflict("group %s is environment %s's, whose terminals work in it: a terminal of %s cannot join it; name another group",
+					o.Name, termsafe.Quote(g.Env), termsafe.Quote(o.Env))
+			}
 			if err == nil {
 				if !g.Joined && !g.Missing {
 					// The record says a terminal joined, in the same operation: no other round

@@ -23,6 +23,8 @@ type SetOptions struct {
 	Count int    `json:"count"`
 	Base  string `json:"base,omitempty"`
 	Lead  string `json:"lead"`
+	// Env is the environment the set's groups are for (Group.Env); an Op's Env.
+	Env string `json:"-"`
 }
 
 // Set is a variant set that OpCreateSet made.
@@ -145,7 +147,7 @@ func (r *Repo) createSet(ctx context.Context, name, commit, root string, o SetOp
 	fail := func(i int, err error) { once.Do(func() { failed, first = i, err; cancel() }) }
 	for i := range o.Count {
 		wg.Go(func() {
-			g, err := r.Create(ctx, CreateOptions{Name: name + "-" + strconv.Itoa(i+1), Base: commit, Root: root})
+			g, err := r.Create(ctx, CreateOptions{Name: name + "-" + strconv.Itoa(i+1), Base: commit, Root: root, Env: o.Env})
 			if err == nil {
 				g.Set, g.Lead = name, o.Lead
 				g.Joined = true // its worker starts once the set is made
@@ -174,7 +176,7 @@ func (r *Repo) writeMeta(g Group) error {
 		return fmt.Errorf("group %s has no admin folder known", g.Name)
 	}
 	return writeRecord(g.admin, meta{Name: g.Name, Branch: g.Branch, BaseCommit: g.BaseCommit, MadeBranch: g.MadeBranch, Port: g.Port,
-		Created: g.Created, Set: g.Set, Lead: g.Lead, Picked: g.Picked, Joined: g.Joined})
+		Created: g.Created, Set: g.Set, Lead: g.Lead, Picked: g.Picked, Joined: g.Joined, Env: g.Env})
 }
 
 // Pick takes the winner's work as o.How says, computed off every checkout (git merge-tree, a
