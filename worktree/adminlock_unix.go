@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -16,17 +17,61 @@ import (
 
 // lockAdmin takes the repository's lock on choosing port blocks (a POSIX flock on a file in its
 // git folder, dropped by the kernel however the process ends), so that groups made at the same
-// time, by this process or another, never get the same block. The func releases it.
-func (r *Repo) lockAdmin() (func(), error) {
+// time, by this process or another, never get the same block; waiting, while another holds it,
+// until ctx ends. The func releases it. The Creates of this process (a variant set's, say) wait
+// their turn on a channel first, so that only another process's hold is waited out by looking
+// again (see flockOne).
+func (r *Repo) lockAdmin(ctx context.Context) (func(), error) {
+	turn := adminTurn(r.CommonDir)
+	select {
+	case turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	f, err := r.lockFile("krad-worktrees.lock")
 	if err != nil {
+		<-turn
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+	if _, err := flockOne(ctx, []*os.File{f}); err != nil {
 		f.Close()
+		<-turn
 		return nil, err
 	}
-	return func() { f.Close() }, nil
+	return func() { f.Close(); <-turn }, nil
+}
+
+// adminTurns holds, for each repository's git folder, the turn of this process's lockAdmin: a
+// channel of one.
+var adminTurns sync.Map // CommonDir → chan struct{}
+
+func adminTurn(commonDir string) chan struct{} {
+	ch, _ := adminTurns.LoadOrStore(commonDir, make(chan struct{}, 1))
+	return ch.(chan struct{})
+}
+
+// flockOne takes an exclusive flock on one of files, waiting while every one is held, until ctx
+// ends: it looks again after 10 ms, doubling to 200 ms (flock cannot wait on several files at
+// once, nor be cancelled). It returns the index of the file it locked.
+func flockOne(ctx context.Context, files []*os.File) (int, error) {
+	wait := 10 * time.Millisecond
+	for {
+		for i, f := range files {
+			err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+			if err == nil {
+				return i, nil
+			}
+			if !errors.Is(err, unix.EWOULDBLOCK) {
+				return 0, err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
 }
 
 // lockFile opens (making it, owner-only, if need be) the lock file name in the repository's git
@@ -46,9 +91,8 @@ var checkoutSlots = max(2, runtime.NumCPU())
 
 // checkoutSlot takes one of the repository's checkout slots (flocks on files in its git folder,
 // shared by every process that makes groups there: the app, and each request's krad on a host),
-// waiting while all are taken, until ctx ends: it looks again after 10 ms, doubling to 200 ms
-// (flock cannot wait on several files at once, nor be cancelled; a checkout takes seconds).
-// The func gives it back.
+// waiting while all are taken, until ctx ends (flockOne: a checkout takes seconds). The func
+// gives it back.
 func (r *Repo) checkoutSlot(ctx context.Context) (func(), error) {
 	files := make([]*os.File, checkoutSlots)
 	defer func() {
@@ -65,23 +109,11 @@ func (r *Repo) checkoutSlot(ctx context.Context) (func(), error) {
 		}
 		files[i] = f
 	}
-	wait := 10 * time.Millisecond
-	for {
-		for i, f := range files {
-			err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-			if err == nil {
-				files[i] = nil // kept open, and so locked, until the func
-				return func() { f.Close() }, nil
-			}
-			if !errors.Is(err, unix.EWOULDBLOCK) {
-				return nil, err
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 200*time.Millisecond)
+	i, err := flockOne(ctx, files)
+	if err != nil {
+		return nil, err
 	}
+	f := files[i]
+	files[i] = nil // kept open, and so locked, until the func
+	return func() { f.Close() }, nil
 }

@@ -213,7 +213,7 @@ func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error)
 	// different blocks). The checkout, which is what takes the time (seconds for a tree of ten
 	// thousand files, most of it the kernel's), runs after the lock, as git worktree add itself
 	// runs it: so the Creates of a variant set check out side by side.
-	unlock, err := r.lockAdmin()
+	unlock, err := r.lockAdmin(ctx)
 	if err != nil {
 		return Group{}, fail(fmt.Errorf("lock the repository's worktrees: %w", err))
 	}

@@ -84,7 +84,7 @@ func (r *Repo) Retire(ctx context.Context, name string) (Retired, error) {
 		}
 	}
 	// --force: its uncommitted work is kept above; git refuses otherwise when there is any.
-	unlock, err := r.lockAdmin()
+	unlock, err := r.lockAdmin(ctx)
 	if err != nil {
 		os.Remove(mark)
 		return fail(fmt.Errorf("lock the repository's worktrees: %w", err))

@@ -103,3 +103,45 @@ func TestCreateWaitsForACheckoutSlot(t *testing.T) {
 	}
 	noLeftovers(t, "left while waiting for a checkout slot", before, look(t, r, root))
 }
+
+// TestCreateWaitsForTheAdminLockUntilItsContextEnds: with the repository's admin lock held (by
+// another process making or retiring a group there, stuck), a Create waits for it only as long
+// as its context lasts, then fails with the context's error and leaves nothing behind; the lock
+// given back, a Create goes through.
+func TestCreateWaitsForTheAdminLockUntilItsContextEnds(t *testing.T) {
+	dir := newRepo(t)
+	r := open(t, dir)
+	root := t.TempDir()
+	before := look(t, r, root)
+	held, err := r.lockFile("krad-worktrees.lock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := unix.Flock(int(held.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Create(ctx, CreateOptions{Name: "waits", Root: root})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Create with the admin lock held past its deadline = %v, want context.DeadlineExceeded", err)
+		}
+	case <-time.After(10 * time.Second):
+		held.Close() // so that the Create ends, and the test with it
+		<-done
+		t.Fatal("Create waited for the admin lock 10 s past its context's end")
+	}
+	noLeftovers(t, "waited for the admin lock past its deadline", before, look(t, r, root))
+
+	held.Close()
+	if _, err := r.Create(context.Background(), CreateOptions{Name: "after", Root: root}); err != nil {
+		t.Fatalf("Create once the admin lock was given back: %v", err)
+	}
+}
