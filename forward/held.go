@@ -2,6 +2,7 @@ package forward
 
 import (
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -18,15 +19,16 @@ import (
 type heldConn struct {
 	net.Conn
 
-	mu   sync.Mutex
-	held bool // Close leaves the socket open: the reset is [heldConn.reset]'s
-	done bool // closed or reset
+	mu     sync.Mutex
+	held   bool        // Close leaves the socket open: the reset is [heldConn.reset]'s
+	done   bool        // closed or reset
+	expiry *time.Timer // the reset after maxAge, while held
 }
 
 // hold keeps the socket open past the link's Close, whose reads and writes under way fail at
-// once (a deadline in the past). It says whether it did: false when the connection was closed
-// already.
-func (c *heldConn) hold() bool {
+// once (a deadline in the past), for at most maxAge: then it is reset all the same. It says
+// whether it did: false when the connection was closed already.
+func (c *heldConn) hold(maxAge time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.done {
@@ -34,7 +36,15 @@ func (c *heldConn) hold() bool {
 	}
 	c.held = true
 	_ = c.Conn.SetDeadline(time.Unix(1, 0))
+	c.expiry = time.AfterFunc(maxAge, c.reset)
 	return true
+}
+
+// isDone says whether the connection is closed or reset.
+func (c *heldConn) isDone() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.done
 }
 
 // Close closes the connection, unless it is held.
@@ -57,6 +67,9 @@ func (c *heldConn) reset() {
 		return
 	}
 	c.done = true
+	if c.expiry != nil {
+		c.expiry.Stop() // a reset before maxAge: no timer left behind for it
+	}
 	if tc, ok := c.Conn.(interface{ SetLinger(int) error }); ok {
 		_ = tc.SetLinger(0)
 	}
@@ -69,13 +82,14 @@ const maxHeld = 10 * time.Minute
 
 // hold keeps hc until the next connection reaches the host (resetHeld), or maxHeld.
 func (c *Conn) hold(hc *heldConn) {
-	if !hc.hold() {
+	if !hc.hold(maxHeld) {
 		return
 	}
 	c.heldMu.Lock()
-	c.held = append(c.held, hc)
+	// Those whose maxHeld passed are reset already: a path down for hours, with the network
+	// changing meanwhile, holds no list of them.
+	c.held = append(slices.DeleteFunc(c.held, (*heldConn).isDone), hc)
 	c.heldMu.Unlock()
-	time.AfterFunc(maxHeld, hc.reset)
 }
 
 // resetHeld resets the connections held since the last: a connection to the host's first hop
