@@ -170,14 +170,20 @@ func statScript(pid string) string {
 	return `{ read -r krad_stat </proc/` + pid + `/stat && printf '%s\n' "$krad_stat"; } 2>/dev/null`
 }
 
+// lookScript prints, after markers, what the check of a session needs of sshd process pid: its
+// /proc stat, our uid, its descriptors and the host's TCP sockets on port (sessionScript), and
+// then the end marker, by which a reader knows that nothing was cut short.
+func lookScript(listeners func(int) string, port int, pid string) string {
+	return `echo ` + marker + `stat; ` + statScript(pid) + `; echo
+` + sessionScript(listeners, port, pid) + `
+echo ` + marker + `end`
+}
+
 // infoScript prints, after markers: the pid of the sshd process serving this connection (the
-// shell's parent: see startShell), that process's /proc stat, our uid, its descriptors, and the
-// host's TCP sockets on port (sessionScript).
+// shell's parent: see startShell), then lookScript of it.
 func infoScript(port int, listeners func(int) string) string {
 	return `echo ` + marker + `pid; echo $PPID
-echo ` + marker + `stat; ` + statScript("$PPID") + `; echo
-` + sessionScript(listeners, port, "$PPID") + `
-echo ` + marker + `end`
+` + lookScript(listeners, port, "$PPID")
 }
 
 // readHostInfo runs infoScript on the host.
@@ -256,11 +262,7 @@ func checkLoopback(socks []socket, port int, uid uint32, fds inodes) error {
 // on port; it says whether it did. It is how a port comes back when the host has not yet
 // noticed that the old connection is dead.
 func (c *Conn) endStaleSession(ctx context.Context, sh *hostShell, port int, prev *hostSession) (bool, error) {
-	pid := strconv.Itoa(prev.PID)
-	script := `echo ` + marker + `stat; ` + statScript(pid) + `; echo
-` + sessionScript(c.cfg.Listeners, port, pid) + `
-echo ` + marker + `end`
-	out, err := sh.run(ctx, script)
+	out, err := sh.run(ctx, lookScript(c.cfg.Listeners, port, strconv.Itoa(prev.PID)))
 	if err != nil {
 		return false, err
 	}
