@@ -172,11 +172,11 @@ func (c *Conn) setStatus(s Status) {
 // Run keeps the connection up until ctx ends, then closes it and returns nil. It reconnects
 // after every loss, at once after a connection that had proved healthy (it answered a
 // keepalive), within a random spread of up to half of MinBackoff, else after a wait that starts
-// at MinBackoff and doubles up to MaxBackoff, jittered by ±20%. An error retrying alone cannot fix makes the state Failed: Run then waits until a
-// file the attempt read changes (the ssh_config files, every hop's known_hosts files; looked at
-// every half second) or [Conn.Retry] is called, and tries again from the start. It returns an
-// error at once only for a Config that cannot work (no Host, no Target). Run may be called again
-// after it returned, not twice at once.
+// at MinBackoff and doubles up to MaxBackoff, jittered by ±20%. An error retrying alone cannot
+// fix makes the state Failed: Run then waits until a file the attempt read changes (the
+// ssh_config files, every hop's known_hosts files; looked at every half second) or [Conn.Retry]
+// is called, and tries again from the start. It returns an error at once only for a Config that
+// cannot work (no Host, no Target). Run may be called again after it returned, not twice at once.
 func (c *Conn) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return errors.New("forward: Run is already running")
