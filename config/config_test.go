@@ -224,7 +224,8 @@ func TestWatch(t *testing.T) {
 // config without the environments) nor the half-written one (an error), only the config the
 // person wrote.
 func TestWatchFileWrittenInPlace(t *testing.T) {
-	defer func(d time.Duration) { settle = d }(settle)
+	// Given back after the watch has stopped (cleanups run last first), which reads it.
+	t.Cleanup(func(d time.Duration) func() { return func() { settle = d } }(settle))
 	settle = time.Second // longer than the pauses below, on however busy a machine
 	path := filepath.Join(t.TempDir(), FileName)
 	write(t, path, "discovery = false\n")
