@@ -91,9 +91,36 @@ var checkoutSlots = max(2, runtime.NumCPU())
 
 // checkoutSlot takes one of the repository's checkout slots (flocks on files in its git folder,
 // shared by every process that makes groups there: the app, and each request's krad on a host),
-// waiting while all are taken, until ctx ends (flockOne: a checkout takes seconds). The func
-// gives it back.
+// waiting while all are taken, until ctx ends. The func gives it back. This process's checkouts
+// (a variant set's) wait for one another on a channel of checkoutSlots turns, handed on the
+// moment one ends; only slots that another process holds are waited out by looking again
+// (flockOne: a checkout takes seconds).
 func (r *Repo) checkoutSlot(ctx context.Context) (func(), error) {
+	turns := slotTurns(r.CommonDir)
+	select {
+	case turns <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	release, err := r.flockSlot(ctx)
+	if err != nil {
+		<-turns
+		return nil, err
+	}
+	return func() { release(); <-turns }, nil
+}
+
+// checkoutTurns holds, for each repository's git folder, this process's turns at its checkout
+// slots: a channel of checkoutSlots.
+var checkoutTurns sync.Map // CommonDir → chan struct{}
+
+func slotTurns(commonDir string) chan struct{} {
+	ch, _ := checkoutTurns.LoadOrStore(commonDir, make(chan struct{}, checkoutSlots))
+	return ch.(chan struct{})
+}
+
+// flockSlot takes the flock of a free checkout slot, waiting until ctx ends.
+func (r *Repo) flockSlot(ctx context.Context) (func(), error) {
 	files := make([]*os.File, checkoutSlots)
 	defer func() {
 		for _, f := range files {
