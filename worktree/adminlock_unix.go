@@ -96,7 +96,7 @@ var checkoutSlots = max(2, runtime.NumCPU())
 // moment one ends; only slots that another process holds are waited out by looking again
 // (flockOne: a checkout takes seconds).
 func (r *Repo) checkoutSlot(ctx context.Context) (func(), error) {
-	turns := slotTurns(r.CommonDir)
+	turns := checkoutTurn(r.CommonDir)
 	select {
 	case turns <- struct{}{}:
 	case <-ctx.Done():
@@ -114,7 +114,7 @@ func (r *Repo) checkoutSlot(ctx context.Context) (func(), error) {
 // slots: a channel of checkoutSlots.
 var checkoutTurns sync.Map // CommonDir → chan struct{}
 
-func slotTurns(commonDir string) chan struct{} {
+func checkoutTurn(commonDir string) chan struct{} {
 	ch, _ := checkoutTurns.LoadOrStore(commonDir, make(chan struct{}, checkoutSlots))
 	return ch.(chan struct{})
 }
