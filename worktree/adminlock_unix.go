@@ -22,23 +22,32 @@ import (
 // their turn on a channel first, so that only another process's hold is waited out by looking
 // again (see flockOne).
 func (r *Repo) lockAdmin(ctx context.Context) (func(), error) {
-	turn := adminTurn(r.CommonDir)
-	select {
-	case turn <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	done, err := takeTurn(ctx, adminTurn(r.CommonDir))
+	if err != nil {
+		return nil, err
 	}
 	f, err := r.lockFile("krad-worktrees.lock")
 	if err != nil {
-		<-turn
+		done()
 		return nil, err
 	}
 	if _, err := flockOne(ctx, []*os.File{f}); err != nil {
 		f.Close()
-		<-turn
+		done()
 		return nil, err
 	}
-	return func() { f.Close(); <-turn }, nil
+	return func() { f.Close(); done() }, nil
+}
+
+// takeTurn waits for one of turns (a channel whose room is how many may go at once), until ctx
+// ends; the func gives it back.
+func takeTurn(ctx context.Context, turns chan struct{}) (func(), error) {
+	select {
+	case turns <- struct{}{}:
+		return func() { <-turns }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // adminTurns holds, for each repository's git folder, the turn of this process's lockAdmin: a
@@ -96,18 +105,16 @@ var checkoutSlots = max(2, runtime.NumCPU())
 // moment one ends; only slots that another process holds are waited out by looking again
 // (flockOne: a checkout takes seconds).
 func (r *Repo) checkoutSlot(ctx context.Context) (func(), error) {
-	turns := checkoutTurn(r.CommonDir)
-	select {
-	case turns <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	done, err := takeTurn(ctx, checkoutTurn(r.CommonDir))
+	if err != nil {
+		return nil, err
 	}
 	release, err := r.flockSlot(ctx)
 	if err != nil {
-		<-turns
+		done()
 		return nil, err
 	}
-	return func() { release(); <-turns }, nil
+	return func() { release(); done() }, nil
 }
 
 // checkoutTurns holds, for each repository's git folder, this process's turns at its checkout
