@@ -271,7 +271,9 @@ func TestReconnectsSpread(t *testing.T) {
 		earliest, latest = min(earliest, d), max(latest, d)
 	}
 	t.Logf("the %d connections dialed again %s to %s after the kill", n, earliest.Round(time.Millisecond), latest.Round(time.Millisecond))
-	if latest > 2500*time.Millisecond {
+	// Under the 3.2 s that a failed attempt's backoff takes at the least, with a second for a
+	// busy machine past the spread's 2 s.
+	if latest > 3*time.Second {
 		t.Errorf("the last connection dialed again %s after the kill: not at once (the spread is at most 2 s)", latest)
 	}
 	if latest-earliest < 500*time.Millisecond {
