@@ -2,7 +2,6 @@ package forward
 
 import (
 	"net"
-	"slices"
 	"sync"
 	"time"
 )
@@ -38,13 +37,6 @@ func (c *heldConn) hold(maxAge time.Duration) bool {
 	_ = c.Conn.SetDeadline(time.Unix(1, 0))
 	c.expiry = time.AfterFunc(maxAge, c.reset)
 	return true
-}
-
-// isDone says whether the connection is closed or reset.
-func (c *heldConn) isDone() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.done
 }
 
 // Close closes the connection, unless it is held.
@@ -86,9 +78,7 @@ func (c *Conn) hold(hc *heldConn) {
 		return
 	}
 	c.heldMu.Lock()
-	// Those whose maxHeld passed are reset already: a path down for hours, with the network
-	// changing meanwhile, holds no list of them.
-	c.held = append(slices.DeleteFunc(c.held, (*heldConn).isDone), hc)
+	c.held = append(c.held, hc)
 	c.heldMu.Unlock()
 }
 

@@ -7,25 +7,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/krad-ade/krad/internal/tcptest"
 )
 
 // heldPair is a TCP connection on loopback: this side as a heldConn, and the host's side.
 func heldPair(t *testing.T) (*heldConn, net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close(); s.Close() })
+	c, s := tcptest.Pair(t)
 	return &heldConn{Conn: c}, s
 }
 

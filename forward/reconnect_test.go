@@ -250,18 +250,13 @@ func TestReconnectsSpread(t *testing.T) {
 	killed = time.Now()
 	mu.Unlock()
 	s.Kill()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	dialed := func() int {
 		mu.Lock()
-		got := len(first)
-		mu.Unlock()
-		if got == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of the %d connections dialed again within 10 s of the kill", got, n)
-		}
-		time.Sleep(20 * time.Millisecond)
+		defer mu.Unlock()
+		return len(first)
+	}
+	if !eventually(10*time.Second, func() bool { return dialed() == n }) {
+		t.Fatalf("%d of the %d connections dialed again within 10 s of the kill", dialed(), n)
 	}
 	mu.Lock()
 	defer mu.Unlock()
