@@ -42,6 +42,15 @@ func (h *tmuxHost) Worktree(ctx context.Context, op worktree.Op) (worktree.Resul
 	return worktree.Do(ctx, op), nil
 }
 
+// extraHost is a tmuxHost on a tmux server of the test's own (ended with it), whose terminals
+// reach h's bus; dir and root, when set, are its folder and worktrees root.
+func (h *harness) extraHost(dir, root string) *tmuxHost {
+	socket := filepath.Join(h.dir, "extra.sock")
+	h.t.Cleanup(func() { killServer(socket) })
+	return &tmuxHost{socket: socket, env: h.env, dir: dir, root: root, vars: app.HostVars{Dir: dir, TerminalVars: api.TerminalVars{
+		Endpoint: h.bus.Addr(), Token: h.token, BinDir: testbin.Dir(h.t), Path: "/usr/local/bin:/usr/bin:/bin"}}}
+}
+
 // Two environments in one repository (two Host aliases of one host, say): each retires only its
 // own groups whose terminals closed while the app was away. An environment that comes up
 // retires its own orphan, and leaves the other's group (and the checkout its worker is in)
@@ -54,18 +63,21 @@ func TestGroupsOfTwoEnvironmentsInOneRepository(t *testing.T) {
 	defer cancel()
 	events := h.events(ctx)
 	next(t, events, "the snapshot", func(a api.Answer) bool { return a.Name == api.AnswerAgents })
-	// Groups a terminal joined, none in them now: main's "theirs" (main looked for orphans as
-	// it came up, before this one was made) and extra's "orphan".
+	// Groups a terminal joined, none in them now: main's "theirs", made by main:1 through the
+	// app (main looked for orphans as it came up, before it was made), and extra's "orphan".
+	join := func(env, name string) worktree.Result {
+		return worktree.Do(context.Background(), worktree.Op{Op: worktree.OpCreate, Dir: repo, Root: root, Env: env, Create: &worktree.CreateOptions{Name: name}, Join: true})
+	}
+	var theirs worktree.Group
+	if err := h.decode(h.as(1), api.CreateWorktree, &api.CreateWorktreeBody{Name: "theirs"}, api.AnswerWorktree, &theirs); err != nil || theirs.Env != "main" {
+		t.Fatalf("CreateWorktree theirs as main:1: %+v, %v; want a group of main", theirs, err)
+	}
 	for _, g := range []struct{ env, name string }{{"main", "theirs"}, {"extra", "orphan"}} {
-		op := worktree.Op{Op: worktree.OpCreate, Dir: repo, Root: root, Env: g.env, Create: &worktree.CreateOptions{Name: g.name}, Join: true}
-		if res := worktree.Do(context.Background(), op); res.Error != nil || res.Group == nil || res.Group.Env != g.env {
-			t.Fatalf("make group %s of %s: %+v", g.name, g.env, res)
+		if res := join(g.env, g.name); res.Error != nil || res.Group == nil || res.Group.Env != g.env || !res.Group.Joined {
+			t.Fatalf("%s joins group %s: %+v", g.env, g.name, res)
 		}
 	}
-	socket := filepath.Join(h.dir, "extra.sock")
-	t.Cleanup(func() { killServer(socket) })
-	host := &tmuxHost{socket: socket, env: h.env, dir: repo, root: root, vars: app.HostVars{Dir: repo, TerminalVars: api.TerminalVars{
-		Endpoint: h.bus.Addr(), Token: h.token, BinDir: testbin.Dir(t), Path: "/usr/local/bin:/usr/bin:/bin"}}}
+	host := h.extraHost(repo, root)
 	if err := h.app.AddEnvironment(app.Remote{Name: "extra", Host: host, SSH: "box"}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -100,15 +112,9 @@ func TestGroupsOfTwoEnvironmentsInOneRepository(t *testing.T) {
 		t.Errorf("main's group's checkout: %v", err)
 	}
 
-	// A worker of extra cannot join main's group (a Spawn into it is this op); one of main can.
-	join := func(env string) worktree.Result {
-		return worktree.Do(context.Background(), worktree.Op{Op: worktree.OpCreate, Dir: repo, Root: root, Env: env, Create: &worktree.CreateOptions{Name: "theirs"}, Join: true})
-	}
-	if res := join("extra"); res.Error == nil || res.Error.Code != api.CodeConflict || !strings.Contains(res.Error.Error(), "group theirs is environment main's") {
+	// A worker of extra cannot join main's group (a Spawn into it is this op).
+	if res := join("extra", "theirs"); res.Error == nil || res.Error.Code != api.CodeConflict || !strings.Contains(res.Error.Error(), "group theirs is environment main's") {
 		t.Errorf("extra joins main's group: %+v, want a conflict that names main", res)
-	}
-	if res := join("main"); res.Error != nil || !res.Joined {
-		t.Errorf("main joins its own group: %+v", res)
 	}
 }
 
@@ -125,10 +131,7 @@ func TestAddedEnvironmentKnowsItsSSHHost(t *testing.T) {
 	h := start(t, withRepo, func(c *app.Config) {
 		c.Editor = app.Editor{Command: []string{script, "{file}"}, SSHCommand: []string{script, "--remote", "{host}", "{file}:{line}"}}
 	})
-	socket := filepath.Join(h.dir, "extra.sock")
-	t.Cleanup(func() { killServer(socket) })
-	host := &tmuxHost{socket: socket, env: h.env, dir: repo, vars: app.HostVars{Dir: repo, TerminalVars: api.TerminalVars{
-		Endpoint: h.bus.Addr(), Token: h.token, BinDir: testbin.Dir(t), Path: "/usr/local/bin:/usr/bin:/bin"}}}
+	host := h.extraHost(repo, "")
 	if err := h.app.AddEnvironment(app.Remote{Name: "extra", Host: host, SSH: "dev@build box"}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -169,10 +172,8 @@ func TestEnvironmentAddedAndRemovedWhileRunning(t *testing.T) {
 	defer cancel()
 	events := h.events(ctx)
 	next(t, events, "the snapshot", func(a api.Answer) bool { return a.Name == api.AnswerAgents })
-	socket := filepath.Join(h.dir, "extra.sock")
-	t.Cleanup(func() { killServer(socket) })
-	host := &tmuxHost{socket: socket, env: h.env, vars: app.HostVars{TerminalVars: api.TerminalVars{
-		Endpoint: h.bus.Addr(), Token: h.token, BinDir: testbin.Dir(t), Path: "/usr/local/bin:/usr/bin:/bin"}}}
+	host := h.extraHost("", "")
+	socket := host.socket
 	listed := func(id string) bool {
 		for _, a := range h.agents(h.as(0)) {
 			if a.ID().String() == id {

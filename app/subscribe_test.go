@@ -3,14 +3,12 @@ package app_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
-	"github.com/krad-ade/krad/internal/testbin"
 )
 
 // nextAgentEvent waits up to 30 s for an agent event on ch that matches.
@@ -124,10 +122,7 @@ func TestSubscribeEnvironmentAddedAndRemoved(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	_, events := h.app.Subscribe(ctx)
-	socket := filepath.Join(h.dir, "extra.sock")
-	t.Cleanup(func() { killServer(socket) })
-	host := &tmuxHost{socket: socket, env: h.env, vars: app.HostVars{TerminalVars: api.TerminalVars{
-		Endpoint: h.bus.Addr(), Token: h.token, BinDir: testbin.Dir(t), Path: "/usr/local/bin:/usr/bin:/bin"}}}
+	host := h.extraHost("", "")
 	if err := h.app.AddEnvironment(app.Remote{Name: "extra", Host: host, SSH: "buildbox"}, nil); err != nil {
 		t.Fatal(err)
 	}
