@@ -70,13 +70,14 @@ func TestGroupsOnTheHost(t *testing.T) {
 		t.Fatalf("the worktrees root: %v, %v; want a folder, 0700", fi, err)
 	}
 
-	res := w.worktreeOp(worktree.Op{Op: worktree.OpCreate, Create: &worktree.CreateOptions{Name: "fix-1"}})
+	res := w.worktreeOp(worktree.Op{Op: worktree.OpCreate, Env: "build", Create: &worktree.CreateOptions{Name: "fix-1"}})
 	if res.Error != nil || res.Group == nil {
 		t.Fatalf("create: %+v", res)
 	}
 	g := *res.Group
-	if filepath.Dir(filepath.Dir(g.Dir)) != root || g.Branch != "krad/fix-1" || !g.Locked {
-		t.Errorf("create: got %+v, want a locked checkout in %s on krad/fix-1", g, root)
+	// The environment the app names goes over the wire, into the group's record on the host.
+	if filepath.Dir(filepath.Dir(g.Dir)) != root || g.Branch != "krad/fix-1" || !g.Locked || g.Env != "build" {
+		t.Errorf("create: got %+v, want a locked checkout in %s on krad/fix-1, of environment build", g, root)
 	}
 
 	odd := "caf\xe9 \x01.txt" // Latin-1, and a control character
