@@ -25,12 +25,23 @@ const MaxPath = 4096
 // "passphrase" or "" for any other), and the terminal of the Git caller's environment that
 // raised it (0: a git the app runs itself). Pending is "" on the first ask; then the id the app
 // answered with, to ask again for the same prompt (the long poll).
+//
+// Key is what proves the terminal: the askpass key the app gave that terminal alone
+// ([VarAskpassKey]), or the one it gave the gits of one of its own operations, for terminal 0. A
+// prompt whose key is not the one the app gave is refused, and never shown. Program is the
+// program that ran the askpass ("git", "ssh"), as the askpass says: declared, not proven.
 type AskpassBody struct {
 	Prompt   string `json:"prompt"`
 	Kind     string `json:"kind,omitempty"`
 	Terminal int    `json:"terminal,omitempty"`
 	Pending  string `json:"pending,omitempty"`
+	Key      string `json:"key,omitempty"`
+	Program  string `json:"program,omitempty"`
 }
+
+// MaxProgram is the longest name an Askpass's Program may be: a process's name, as Linux keeps
+// it, is at most 15 bytes.
+const MaxProgram = 32
 
 // MaxPrompt is the longest prompt an Askpass may carry; git's prompts are a line. A longer one is
 // refused, never cut, so that the person never answers a prompt they did not see whole.
@@ -129,7 +140,30 @@ func validateAskpass(b *AskpassBody) error {
 	if len(b.Pending) > 64 {
 		return errors.New("pending is not an id the app gave")
 	}
+	if b.Key != "" {
+		if _, err := ParseToken(b.Key); err != nil {
+			return errors.New("key is not an askpass key the app gave: those are 32 lowercase hex digits")
+		}
+	}
+	if !ProgramName(b.Program) {
+		return fmt.Errorf("program must be a program's name of at most %d letters, digits and . _ - (or left out)", MaxProgram)
+	}
 	return nil
+}
+
+// ProgramName says whether s may be an Askpass's Program: "", or at most MaxProgram ASCII
+// letters, digits, '.', '_' and '-', nothing a screen could take for a control sequence.
+func ProgramName(s string) bool {
+	if len(s) > MaxProgram {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func validateCode(b *CodeBody) error {

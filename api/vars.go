@@ -82,6 +82,13 @@ const (
 // itself ([TerminalVars.AppGitEnv]), never in a terminal.
 const VarGit = "KRAD_ADE_GIT"
 
+// VarAskpassKey is the askpass key: a random 128-bit secret the app gives one terminal it opens
+// (in that window's environment alone, never the session's, a file or an argument), or the gits
+// of one operation it runs itself (for as long as it runs), and that krad-ade-askpass sends with
+// each prompt as [AskpassBody.Key]. A prompt that names a terminal, or the app itself, without the
+// key the app gave it is refused: no other terminal can raise a prompt in its name.
+const VarAskpassKey = "KRAD_ADE_ASKPASS_KEY"
+
 // Env is terminal's variables as NAME=value, for its process's environment (tmux new-window
 // -e): those of [TerminalVars.Session] that are set, and [VarTerminal]. It holds the token in
 // the clear on this computer: it goes to the terminal, and nowhere else.
@@ -131,8 +138,9 @@ func (v TerminalVars) list(terminal string) (set, unset []string) {
 // naming no terminal but VarGit. The token goes as its file when there is one, not in the clear.
 // Each variable is set, empty where it has no value, so that one the app's own process inherited
 // (from a terminal of another app it was started in) is not taken instead. None when Askpass is
-// off: the user's own askpass (core.askPass) then answers, or nothing does.
-func (v TerminalVars) AppGitEnv(env string) []string {
+// off: the user's own askpass (core.askPass) then answers, or nothing does. key is the askpass
+// key of the operation ([VarAskpassKey]): without the right one, the app refuses the prompt.
+func (v TerminalVars) AppGitEnv(env string, key Token) []string {
 	if !v.Askpass || v.BinDir == "" {
 		return nil
 	}
@@ -147,6 +155,7 @@ func (v TerminalVars) AppGitEnv(env string) []string {
 		VarTokenFile + "=" + file,
 		VarTerminal + "=",
 		VarGit + "=" + env,
+		VarAskpassKey + "=" + key.Reveal(),
 	}
 }
 

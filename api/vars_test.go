@@ -138,16 +138,17 @@ func TestAskpassVars(t *testing.T) {
 			t.Errorf("the session unsets %s", name)
 		}
 	}
-	got := strings.Join(v.AppGitEnv("build"), " ")
-	if want := "GIT_ASKPASS=/b/krad-ade-askpass KRAD_ADE_ENDPOINT=127.0.0.1:5 KRAD_ADE_TOKEN= KRAD_ADE_TOKEN_FILE=/t/token KRAD_ADE_TERMINAL= KRAD_ADE_GIT=build"; got != want {
+	key, _ := NewToken()
+	got := strings.Join(v.AppGitEnv("build", key), " ")
+	if want := "GIT_ASKPASS=/b/krad-ade-askpass KRAD_ADE_ENDPOINT=127.0.0.1:5 KRAD_ADE_TOKEN= KRAD_ADE_TOKEN_FILE=/t/token KRAD_ADE_TERMINAL= KRAD_ADE_GIT=build KRAD_ADE_ASKPASS_KEY=" + key.Reveal(); got != want {
 		t.Errorf("AppGitEnv = %s, want %s", got, want)
 	}
 	v.TokenFile = ""
-	if got := v.AppGitEnv("main"); !slices.Contains(got, "KRAD_ADE_TOKEN="+tok.Reveal()) || !slices.Contains(got, "KRAD_ADE_TOKEN_FILE=") {
+	if got := v.AppGitEnv("main", key); !slices.Contains(got, "KRAD_ADE_TOKEN="+tok.Reveal()) || !slices.Contains(got, "KRAD_ADE_TOKEN_FILE=") {
 		t.Errorf("AppGitEnv without a token file: %q, want the token", got)
 	}
 	v.Askpass = false
-	if got := v.AppGitEnv("main"); got != nil {
+	if got := v.AppGitEnv("main", key); got != nil {
 		t.Errorf("AppGitEnv without Askpass: %q, want nothing", got)
 	}
 }

@@ -155,7 +155,8 @@ func TestAddedEnvironmentKnowsItsSSHHost(t *testing.T) {
 	h.app.SetPrompter(p)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := h.askpass(ctx, "extra", api.AskpassBody{Prompt: "Password for 'https://me@example.com': ", Kind: api.AskPassword, Terminal: 1}); err != nil {
+	if _, err := h.askpass(ctx, "extra", api.AskpassBody{Prompt: "Password for 'https://me@example.com': ", Kind: api.AskPassword, Terminal: 1,
+		Key: paneAskKey(t, host.socket, "extra", 1)}); err != nil {
 		t.Fatalf("git's prompt from extra: %v", err)
 	}
 	if pr := <-p.started; pr.Environment != "extra" || pr.Host != "dev@build box" {

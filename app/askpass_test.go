@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -78,11 +79,42 @@ func (h *harness) askpass(ctx context.Context, env string, b api.AskpassBody) (a
 	}
 }
 
+// askKey is terminal n of main's askpass key, as the processes of the terminal have it: in the
+// environment of its pane's process.
+func (h *harness) askKey(n int) string {
+	h.t.Helper()
+	return paneAskKey(h.t, h.socket, "main", n)
+}
+
+// paneAskKey reads KRAD_ADE_ASKPASS_KEY from the environment of the process of window n of
+// session on the tmux server at socket.
+func paneAskKey(t testing.TB, socket, session string, n int) string {
+	t.Helper()
+	out, err := exec.Command("tmux", "-S", socket, "display-message", "-p", "-t", fmt.Sprintf("=%s:%d", session, n), "#{pane_pid}").Output()
+	if err != nil {
+		t.Fatalf("the pane of %s:%d: %v", session, n, err)
+	}
+	environ, err := os.ReadFile("/proc/" + strings.TrimSpace(string(out)) + "/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range strings.Split(string(environ), "\x00") {
+		if key, ok := strings.CutPrefix(kv, api.VarAskpassKey+"="); ok {
+			if len(key) != 32 {
+				t.Fatalf("%s:%d's askpass key is %q, want 32 hex digits", session, n, key)
+			}
+			return key
+		}
+	}
+	t.Fatalf("the process of %s:%d has no %s", session, n, api.VarAskpassKey)
+	return ""
+}
+
 // TestAskpassRights: only the Git caller makes Askpass; a Git caller naming an environment the app
 // does not have gets a clear not_found; headless, Askpass fails at once with the hint.
 func TestAskpassRights(t *testing.T) {
 	h := start(t, withTerminals(app.TerminalSpec{Title: "sh"}))
-	b := &api.AskpassBody{Prompt: "Password: ", Kind: api.AskPassword, Terminal: 1}
+	b := &api.AskpassBody{Prompt: "Password: ", Kind: api.AskPassword, Terminal: 1, Key: h.askKey(1)}
 	for _, c := range []*api.Client{h.as(1), h.as(0)} {
 		if _, err := h.call(c, api.Askpass, b); code(err) != api.CodeForbidden {
 			t.Errorf("Askpass as %v: %v, want forbidden", c.From, err)
@@ -101,7 +133,8 @@ func TestAskpassRights(t *testing.T) {
 // comes back once, to the poll holding the id; a refusal fails; too many prompts from one terminal
 // are refused; a git that leaves cancels its prompt.
 func TestAskpassAnswered(t *testing.T) {
-	h := start(t, withTerminals(app.TerminalSpec{Title: "sh"}))
+	h := start(t, withTerminals(app.TerminalSpec{Title: "sh"}, app.TerminalSpec{Title: "sh2"}, app.TerminalSpec{Title: "sh3"}))
+	key := map[int]string{1: h.askKey(1), 2: h.askKey(2), 3: h.askKey(3)}
 	release := make(chan struct{})
 	p := newTestPrompter(func(pr app.Prompt) (string, error) {
 		<-release
@@ -118,7 +151,7 @@ func TestAskpassAnswered(t *testing.T) {
 	var secret api.Secret
 	go func() {
 		var err error
-		secret, err = h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password for 'http://me@x': \x1b[2J", Kind: api.AskPassword, Terminal: 1})
+		secret, err = h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password for 'http://me@x': \x1b[2J", Kind: api.AskPassword, Terminal: 1, Key: key[1]})
 		got <- err
 	}()
 	pr := <-p.started
@@ -135,11 +168,11 @@ func TestAskpassAnswered(t *testing.T) {
 		t.Errorf("the answer is %s, or prints its value", secret)
 	}
 	// Released once: the id answers nothing more.
-	if _, err := h.call(h.asGit("main"), api.Askpass, &api.AskpassBody{Prompt: "x", Pending: pr.ID}); code(err) != api.CodeNotFound {
+	if _, err := h.call(h.asGit("main"), api.Askpass, &api.AskpassBody{Prompt: "x", Pending: pr.ID, Terminal: 1, Key: key[1]}); code(err) != api.CodeNotFound {
 		t.Errorf("a second poll with the answered id: %v, want not_found", err)
 	}
 	// Refused: the verb fails.
-	if _, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "refuse me", Terminal: 1}); code(err) != api.CodeForbidden {
+	if _, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "refuse me", Terminal: 1, Key: key[1]}); code(err) != api.CodeForbidden {
 		t.Errorf("a refused prompt: %v, want forbidden", err)
 	}
 	<-p.started
@@ -149,14 +182,18 @@ func TestAskpassAnswered(t *testing.T) {
 	cctx, ccancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for range 2 {
-		wg.Go(func() { _, _ = h.askpass(cctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 2}) })
+		wg.Go(func() {
+			_, _ = h.askpass(cctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 2, Key: key[2]})
+		})
 		<-p.started
 	}
-	if _, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 2}); code(err) != api.CodeConflict {
+	if _, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 2, Key: key[2]}); code(err) != api.CodeConflict {
 		t.Errorf("a third open prompt of one terminal: %v, want conflict", err)
 	}
 	// Another terminal is not held up by it.
-	wg.Go(func() { _, _ = h.askpass(cctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 3}) })
+	wg.Go(func() {
+		_, _ = h.askpass(cctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 3, Key: key[3]})
+	})
 	<-p.started
 	// The gits leave: their prompts are given up.
 	ccancel()
@@ -194,7 +231,8 @@ func (h *harness) askpassProgram(n int, prompt string) (int, string, string) {
 // terminal, exactly 2 reach the Prompter and the rest are refused with conflict at once; the 11th
 // prompt a terminal starts in a minute is refused.
 func TestAskpassLimits(t *testing.T) {
-	h := start(t, withTerminals(app.TerminalSpec{Title: "sh"}))
+	h := start(t, withTerminals(app.TerminalSpec{Title: "sh"}, app.TerminalSpec{Title: "sh2"}))
+	key1, key2 := h.askKey(1), h.askKey(2)
 	release := make(chan struct{})
 	defer close(release)
 	p := newTestPrompter(func(pr app.Prompt) (string, error) {
@@ -243,7 +281,7 @@ func TestAskpassLimits(t *testing.T) {
 	began := time.Now()
 	for range 100 {
 		wg.Go(func() {
-			_, err := h.asGit("main").Call(ctx, api.NewRequest(api.Askpass, &api.AskpassBody{Prompt: "Password: ", Kind: api.AskPassword, Terminal: 1}))
+			_, err := h.asGit("main").Call(ctx, api.NewRequest(api.Askpass, &api.AskpassBody{Prompt: "Password: ", Kind: api.AskPassword, Terminal: 1, Key: key1}))
 			mu.Lock()
 			defer mu.Unlock()
 			codes[code(err)]++
@@ -263,11 +301,11 @@ func TestAskpassLimits(t *testing.T) {
 
 	// The 11th in a minute, from terminal 2, whose prompts are answered at once.
 	for i := 1; i <= 10; i++ {
-		if _, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 2}); err != nil {
+		if _, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 2, Key: key2}); err != nil {
 			t.Fatalf("prompt %d of terminal 2: %v", i, err)
 		}
 	}
-	if _, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 2}); code(err) != api.CodeConflict || !strings.Contains(err.Error(), "10 a minute") {
+	if _, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 2, Key: key2}); code(err) != api.CodeConflict || !strings.Contains(err.Error(), "10 a minute") {
 		t.Errorf("the 11th prompt of a minute: %v, want conflict", err)
 	}
 	p.mu.Lock()
@@ -293,7 +331,7 @@ func TestAskpassNeverAnswered(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	began := time.Now()
-	_, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 1})
+	_, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 1, Key: h.askKey(1)})
 	if code(err) != api.CodeUnavailable || !strings.Contains(err.Error(), "no one answered git's prompt in 2s") {
 		t.Errorf("a prompt never answered: %v, want unavailable, no one answered", err)
 	}
@@ -310,4 +348,110 @@ func TestAskpassNeverAnswered(t *testing.T) {
 		t.Errorf("git push whose prompt no one answers: want a failure that says so:\n%s", screen)
 	}
 	<-p.gone
+}
+
+// TestAskpassProven: a prompt is shown only when the askpass holds the key of the terminal it
+// names. A worker's phishing line naming terminal 0 (the app's own gits), another terminal, or
+// itself without its key is refused, and never reaches the Prompter; a terminal that does not
+// exist is not_found. Of 2,000 prompts naming terminals 1000–2999, none is held or shown, and the
+// real terminal's prompt, raised amid them, is answered at once. The terminals of one
+// environment have at most 4 prompts open at once, whichever terminals they are.
+func TestAskpassProven(t *testing.T) {
+	h := start(t, withTerminals(app.TerminalSpec{Title: "lead"}, app.TerminalSpec{Title: "worker"}, app.TerminalSpec{Title: "w2"}))
+	hold := make(chan struct{})
+	p := newTestPrompter(func(pr app.Prompt) (string, error) {
+		if strings.Contains(pr.Text, "hold") {
+			<-hold
+		}
+		return "hunter2", nil
+	})
+	h.app.SetPrompter(p)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	lead, worker, w2 := h.askKey(1), h.askKey(2), h.askKey(3)
+	if lead == worker || worker == w2 {
+		t.Fatal("two terminals have the same askpass key")
+	}
+	phish := "Password for 'https://github.com': "
+	for _, c := range []struct {
+		what string
+		b    api.AskpassBody
+		want api.ErrorCode
+	}{
+		{"terminal 0 without a key", api.AskpassBody{Prompt: phish, Kind: api.AskPassword}, api.CodeForbidden},
+		{"terminal 0 with the worker's key", api.AskpassBody{Prompt: phish, Kind: api.AskPassword, Key: worker}, api.CodeForbidden},
+		{"the lead without a key", api.AskpassBody{Prompt: phish, Terminal: 1}, api.CodeForbidden},
+		{"the lead with the worker's key", api.AskpassBody{Prompt: phish, Terminal: 1, Key: worker}, api.CodeForbidden},
+		{"a terminal that does not exist", api.AskpassBody{Prompt: phish, Terminal: 9, Key: worker}, api.CodeNotFound},
+	} {
+		if _, err := h.call(h.asGit("main"), api.Askpass, &c.b); code(err) != c.want {
+			t.Errorf("%s: %v, want %s", c.what, err, c.want)
+		}
+	}
+	// The phishing line as a worker would type it, with the token every terminal has.
+	line := fmt.Sprintf(`{"api_version":1,"token":%q,"from":{"Git":"main"},"request":{"Askpass":{"prompt":%q,"kind":"password","terminal":0}}}`+"\n",
+		h.token.Reveal(), phish)
+	conn, err := net.Dial("tcp", h.bus.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	_, _ = io.WriteString(conn, line)
+	got, _ := bufio.NewReader(conn).ReadString('\n')
+	conn.Close()
+	if !strings.Contains(got, `"forbidden"`) || !strings.Contains(got, "only the gits the app runs itself") {
+		t.Errorf("the phishing line: the bus answered %.300s, want forbidden", got)
+	}
+
+	// The flood, and the real prompt amid it.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[api.ErrorCode]int{}
+	for i := range 2000 {
+		wg.Go(func() {
+			_, err := h.asGit("main").Call(ctx, api.NewRequest(api.Askpass, &api.AskpassBody{Prompt: phish, Kind: api.AskPassword, Terminal: 1000 + i, Key: worker}))
+			mu.Lock()
+			codes[code(err)]++
+			mu.Unlock()
+		})
+	}
+	raised := time.Now()
+	secret, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password for 'https://me@example.com': ", Kind: api.AskPassword, Terminal: 2, Key: worker})
+	answered := time.Since(raised)
+	if err != nil || secret.Reveal() != "hunter2" {
+		t.Errorf("the worker's own prompt amid the flood: %v", err)
+	}
+	wg.Wait()
+	if codes[api.CodeNotFound] != 2000 {
+		t.Errorf("2,000 prompts naming no terminal: %v, want 2,000 not_found", codes)
+	}
+	t.Logf("measured: the real prompt amid the flood was answered in %v", answered)
+
+	p.mu.Lock()
+	shown := append([]app.Prompt(nil), p.shown...)
+	p.mu.Unlock()
+	if len(shown) != 1 || shown[0].Terminal != 2 || !strings.Contains(shown[0].Proof, "Proven: the askpass holds the key the app gave that terminal alone") {
+		t.Fatalf("the Prompter was shown %+v, want the worker's prompt alone, proven", shown)
+	}
+
+	// The environment's cap: the lead and the worker hold 2 each; w2's first is refused.
+	cctx, ccancel := context.WithCancel(ctx)
+	defer ccancel()
+	for _, c := range []struct {
+		n   int
+		key string
+	}{{1, lead}, {1, lead}, {2, worker}, {2, worker}} {
+		wg.Go(func() {
+			_, _ = h.askpass(cctx, "main", api.AskpassBody{Prompt: "hold: ", Terminal: c.n, Key: c.key})
+		})
+	}
+	for range 5 { // the worker's answered prompt, then the 4 held
+		<-p.started
+	}
+	if _, err := h.askpass(ctx, "main", api.AskpassBody{Prompt: "Password: ", Terminal: 3, Key: w2}); code(err) != api.CodeConflict || !strings.Contains(err.Error(), "the terminals of main") {
+		t.Errorf("a fifth open prompt in main: %v, want conflict, the environment's cap", err)
+	}
+	close(hold)
+	ccancel()
+	wg.Wait()
 }

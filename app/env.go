@@ -391,6 +391,7 @@ func (e *environment) registerLocked(m windowMeta) *terminal {
 		lead:    m.Lead,
 		runs:    m.Runs,
 		spec:    m.Spec,
+		askHash: m.Ask,
 		state:   api.StateStarting,
 		since:   now,
 	}
@@ -430,10 +431,11 @@ type windowSpec struct {
 	session string
 	group   string
 	lead    int
-	argv    []string // the agent's command; empty for the user's shell
-	spec    string   // TerminalSpec.key of a configured terminal
-	prompt  bool     // a Spawn's prompt is to be typed into it (typePrompt)
-	port    int      // the first of its group's ports (KRAD_ADE_PORT); 0 for none
+	argv    []string  // the agent's command; empty for the user's shell
+	spec    string    // TerminalSpec.key of a configured terminal
+	prompt  bool      // a Spawn's prompt is to be typed into it (typePrompt)
+	port    int       // the first of its group's ports (KRAD_ADE_PORT); 0 for none
+	askKey  api.Token // the terminal's askpass key (api.VarAskpassKey); zero for none
 }
 
 // open opens a terminal: a new tmux window with the KRAD_ADE_* variables, running the command
@@ -444,6 +446,13 @@ type windowSpec struct {
 // thing its process does, a report through the bus, finds it; its window and pane are filled in
 // once tmux has made them, and a process that died meanwhile is noticed by asking tmux.
 func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error) {
+	// The terminal's askpass key goes to its window's environment alone; its @krad keeps the
+	// hash.
+	key, askHash, err := newAskKey()
+	if err != nil {
+		return nil, err
+	}
+	s.askKey = key
 	e.createMu.Lock()
 	defer e.createMu.Unlock()
 	a := e.app
@@ -468,6 +477,7 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 		s.session = id.String()
 	}
 	meta := windowMeta{Terminal: n, Title: s.title, Role: s.role, Session: s.session, Group: s.group, Lead: s.lead, Runs: len(s.argv) > 0, Spec: s.spec}
+	meta.Ask = askHash
 	t := e.registerLocked(meta)
 	if s.prompt {
 		t.prompt = make(chan struct{}, 1)

@@ -78,6 +78,11 @@ func (g *groupLocks) lock(ctx context.Context, name string) (func(), error) {
 // way to the host failing.
 func (e *environment) worktree(ctx context.Context, op worktree.Op) (worktree.Result, error) {
 	op.Env = e.name
+	key, err := e.app.prompts.ownKey(e.name)
+	if err != nil {
+		return worktree.Result{}, err
+	}
+	op.AskpassKey = key.Reveal()
 	res, err := e.host.Worktree(ctx, op)
 	if err != nil {
 		return worktree.Result{}, err

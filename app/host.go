@@ -66,7 +66,11 @@ func (h *localHost) Attach(ctx context.Context, session string, onNote func(*tmu
 // GIT_ASKPASS too (api.TerminalVars.AppGitEnv).
 func (h *localHost) Worktree(ctx context.Context, op worktree.Op) (worktree.Result, error) {
 	op.Dir, op.Root = h.dir, h.root
-	return worktree.Do(worktree.WithPrompts(ctx, h.vars.AppGitEnv(Local)), op), nil
+	key, err := api.ParseToken(op.AskpassKey)
+	if err != nil {
+		key = api.Token{} // the app's own gits then cannot prompt
+	}
+	return worktree.Do(worktree.WithPrompts(ctx, h.vars.AppGitEnv(Local, key)), op), nil
 }
 
 func (h *localHost) Vars() HostVars                   { return h.vars }

@@ -101,6 +101,10 @@ type windowMeta struct {
 	// Spec is the configured terminal the window was opened for, so that a restarted app does
 	// not open it again.
 	Spec string `json:"spec,omitempty"`
+	// Ask is the hash of the window's askpass key (askHash), "" for a window the app gave none
+	// (one a person opened): with it a restarted app proves the window's git prompts, and the
+	// key itself is kept nowhere but in the window's environment.
+	Ask string `json:"ask,omitempty"`
 }
 
 // windowLineFormat is adopt's list-windows format: one line a window, which no window's name can
@@ -248,6 +252,9 @@ func newWindowArgs(session string, id api.TerminalID, s windowSpec, v HostVars) 
 	args := []string{"new-window", "-d", "-P", "-F", newWindowFormat, "-t", target, "-n", tmux.FormatLiteral(s.title)}
 	for _, kv := range v.Env(id) {
 		args = append(args, "-e", kv)
+	}
+	if !s.askKey.IsZero() {
+		args = append(args, "-e", api.VarAskpassKey+"="+s.askKey.Reveal())
 	}
 	for _, kv := range api.GroupEnv(s.group, s.port) {
 		args = append(args, "-e", kv)

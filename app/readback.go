@@ -76,6 +76,9 @@ func (m *windowMeta) check(env string) error {
 	if err := api.CheckText("group", m.Group, maxGroup); err != nil {
 		return err
 	}
+	if m.Ask != "" && !isHex(m.Ask, 64) {
+		return errors.New("ask is not the hash of an askpass key")
+	}
 	if m.Spec != "" && !isSpecKey(m.Spec) {
 		return fmt.Errorf("spec %s is not a configured terminal's key", termsafe.QuoteMax(m.Spec, 40))
 	}
@@ -83,8 +86,11 @@ func (m *windowMeta) check(env string) error {
 }
 
 // isSpecKey reports whether s is the form of TerminalSpec.key: 16 lower-case hex digits.
-func isSpecKey(s string) bool {
-	if len(s) != 16 {
+func isSpecKey(s string) bool { return isHex(s, 16) }
+
+// isHex reports whether s is n lower-case hex digits.
+func isHex(s string, n int) bool {
+	if len(s) != n {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

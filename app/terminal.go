@@ -44,6 +44,9 @@ type terminal struct {
 	runs bool
 	// spec is the configured terminal this one was opened for, if any.
 	spec string
+	// askHash is the hash of the terminal's askpass key (windowMeta.Ask): an Askpass naming the
+	// terminal must hold the key. "" for a window a person opened, whose prompts are refused.
+	askHash string
 	// heard is set once any report came from the terminal: for a worker, run's start or end.
 	heard bool
 

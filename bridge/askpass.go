@@ -12,9 +12,10 @@ import (
 // (api.TerminalVars.AppGitEnv): a prompt of theirs (a credential a filter needs during a
 // checkout) reaches the person as the Git caller of environment env, terminal 0, through the
 // host's forward. It is "exec " alone when the terminals there get no GIT_ASKPASS (the user
-// has an askpass of their own). The values are quoted, and the token stays in its file.
+// has an askpass of their own). The values are quoted, the token stays in its file, and the operation's askpass key
+// goes on stdin (worktree.Op.AskpassKey): nothing secret is on the host's command line.
 func appGitEnv(env string, v api.TerminalVars) string {
-	vars := v.AppGitEnv(env)
+	vars := v.AppGitEnv(env, api.Token{}) // the key goes with the operation, on stdin
 	if len(vars) == 0 {
 		return "exec "
 	}

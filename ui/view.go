@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -358,16 +359,22 @@ func (m Model) settingsPane(line func(string), rows int) {
 	m.pane(line, "Settings (Esc goes back)", text, rows)
 }
 
-// promptPane is git's prompt as a modal: who raised it (callers are declared, not proven, so the
-// person judges by the terminal and host), the prompt, and the masked input.
+// promptPane is git's prompt as a modal: who raised it (the terminal, proven by its askpass key,
+// or the app's own gits, proven by theirs), on which host, and what the app proved and did not,
+// the prompt, and the masked input.
 func (m Model) promptPane(line func(string), rows int) {
 	p := m.prompt.prompt
 	who := "the app's own git"
 	if p.Terminal != 0 {
 		who = "terminal " + api.TerminalID{Environment: p.Environment, Terminal: p.Terminal}.String()
 	}
-	text := wrap(fmt.Sprintf("git in %s, on %s, asks:", who, termsafe.Escape(p.Host, 80)), m.width-2)
+	program := cmp.Or(p.Program, "git") // checked by the app: a program's name, nothing else
+	text := wrap(fmt.Sprintf("%s in %s, on %s, asks:", program, who, termsafe.Escape(p.Host, 80)), m.width-2)
 	text = append(text, wrap(p.Text, m.width-2)...) // escaped by the app already
+	if p.Proof != "" {
+		text = append(text, "")
+		text = append(text, wrap(p.Proof, m.width-2)...)
+	}
 	text = append(text, "", m.secret.View(), "", "Enter answers; Esc refuses (git fails). The answer goes to that git only.")
 	m.pane(line, "Git asks", text, rows)
 }

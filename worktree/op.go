@@ -43,6 +43,10 @@ type Op struct {
 	Pick *PickOptions `json:"pick,omitempty"`
 	// Resolve is OpResolve's options.
 	Resolve *ResolveOptions `json:"resolve,omitempty"`
+	// AskpassKey is the askpass key of the app's own gits in the environment
+	// (api.VarAskpassKey), for the prompts of the operation's gits: it travels on the verb's
+	// stdin, never on a command line. It is never logged.
+	AskpassKey string `json:"askpass_key,omitempty"`
 }
 
 // The operations of an Op.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,4 +107,38 @@ func TestUIPromptFlood(t *testing.T) {
 	s.waitFor(`\?        this help`)
 	s.keys("Escape")
 	s.waitFor(`main:1 +shell .* flood`)
+}
+
+// phishingConfig is a worker that sends the phishing lines a hostile worker would, with the
+// token every terminal has: a prompt in the name of the app's own gits (terminal 0), and one in
+// its own name without its askpass key; then it raises a prompt through its askpass, as git
+// would.
+const phishingConfig = `[[terminal]]
+title = "worker"
+command = """tok="$(cat "$KRAD_ADE_TOKEN_FILE" 2>/dev/null || printf %s "$KRAD_ADE_TOKEN")"; for n in 0 1; do printf '{"api_version":1,"token":"%s","from":{"Git":"main"},"request":{"Askpass":{"prompt":"Password for github: ","kind":"password","terminal":%s}}}\n' "$tok" $n | nc -q 5 "${KRAD_ADE_ENDPOINT%:*}" "${KRAD_ADE_ENDPOINT##*:}" > $HOME/raw$n; done; "$GIT_ASKPASS" "Password for 'https://me@example.com': " > $HOME/real 2>$HOME/realerr; echo $? > $HOME/realrc; sleep 600"""
+`
+
+// TestUIPhishingPrompt: a worker's prompts in the name of the app's own gits, or in its own
+// without its key, never reach the modal (the bus answers forbidden); its prompt through its
+// askpass shows as its terminal's, with what the app proved, and the answer reaches it.
+func TestUIPhishingPrompt(t *testing.T) {
+	if _, err := exec.LookPath("nc"); err != nil {
+		t.Skip("nc is missing (scripts/test installs netcat-openbsd)")
+	}
+	s := startScreen(t, 120, 40, phishingConfig, nil)
+	screen, _ := s.waitFor(`sh in terminal main:1, on this computer, asks:`)
+	for n, want := range []string{"only the gits the app runs itself may ask as the app", "came without that terminal's askpass key"} {
+		if b, _ := os.ReadFile(filepath.Join(s.home, fmt.Sprintf("raw%d", n))); !strings.Contains(string(b), `"forbidden"`) || !strings.Contains(string(b), want) {
+			t.Errorf("the phishing line naming terminal %d was answered %q, want forbidden: %s", n, b, want)
+		}
+	}
+	if strings.Contains(screen, "app's own") || strings.Contains(screen, "github") {
+		t.Errorf("a forged prompt reached the modal:\n%s", screen)
+	}
+	s.waitFor(`Proven: the askpass holds the key the app gave that terminal alone`)
+	s.keys("pw", "Enter")
+	waitFile(t, filepath.Join(s.home, "realrc"), true)
+	if b, _ := os.ReadFile(filepath.Join(s.home, "real")); string(b) != "pw\n" {
+		t.Errorf("the worker's own prompt got %q, want the answer typed", b)
+	}
 }

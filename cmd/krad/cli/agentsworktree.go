@@ -54,7 +54,7 @@ the operation: a group half made is undone, and git is stopped.`,
 			if f, ok := x.stdout.(*os.File); ok {
 				ctx = cancelWhenReaderGone(ctx, f)
 			}
-			line, err := json.Marshal(worktree.Do(worktree.WithPrompts(ctx, appGitEnv(x.env)), op))
+			line, err := json.Marshal(worktree.Do(worktree.WithPrompts(ctx, appGitEnv(x.env, op.AskpassKey)), op))
 			if err != nil {
 				return fmt.Errorf("write the group operation's result: %w", err)
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,9 +25,11 @@ const askpassLimit = 3*time.Minute + 15*time.Second
 // the bus as the Git caller of this terminal's environment, {"Git": E}, with Askpass, polls until
 // the person answers in the app's UI, and prints the answer for git on stdout. It proves itself
 // as every krad does, with the bus token of the terminal's variables (KRAD_ADE_TOKEN, or the file
-// KRAD_ADE_TOKEN_FILE names); E and the terminal come from KRAD_ADE_TERMINAL, which is declared,
-// not proven, so the app's UI shows which terminal asked. A git the app runs itself has no
-// terminal: KRAD_ADE_GIT names its environment, and it asks for terminal 0, the app. The answer is
+// KRAD_ADE_TOKEN_FILE names); E and the terminal come from KRAD_ADE_TERMINAL, and the terminal's
+// own askpass key (KRAD_ADE_ASKPASS_KEY) proves it, so the app's UI says truly which terminal
+// asked. A git the app runs itself has no terminal: KRAD_ADE_GIT names its environment, its key is
+// the operation's, and it asks for terminal 0, the app. It names the program that ran it (git,
+// ssh), which is its own word. The answer is
 // written to stdout only, once. When the git that runs it goes (the reader of its stdout), it
 // stops asking, and the prompt leaves the UI.
 func (x *invocation) runAskpass(args []string) error {
@@ -53,7 +56,14 @@ func (x *invocation) runAskpass(args []string) error {
 			hint: "unset GIT_ASKPASS outside krad-ade's terminals"}
 	}
 	b.client.From = api.Caller{Kind: api.CallerGit, Environment: env}
-	body := &api.AskpassBody{Prompt: args[0], Kind: promptKind(args[0]), Terminal: terminal}
+	body := &api.AskpassBody{Prompt: args[0], Kind: promptKind(args[0]), Terminal: terminal,
+		Key: x.env(api.VarAskpassKey), Program: askingProgram()}
+	if body.Key != "" {
+		if _, err := api.ParseToken(body.Key); err != nil {
+			return &problem{err: fmt.Errorf("%s is not an askpass key the app gave", api.VarAskpassKey),
+				hint: "krad-ade sets it in the terminals it opens; unset it, or open a new terminal"}
+		}
+	}
 	ctx, cancel := context.WithTimeout(x.ctx, askpassLimit)
 	defer cancel()
 	if f, ok := x.stdout.(*os.File); ok {
@@ -92,9 +102,11 @@ func promptKind(prompt string) string {
 
 // appGitEnv is what the gits of `krad-ade-agents worktree` get so that their prompts reach the
 // person, as the app gave it to the verb on the host (api.TerminalVars.AppGitEnv): the verb's own
-// GIT_ASKPASS and bus variables, when KRAD_ADE_GIT says they are the app's. (package worktree
-// drops GIT_ASKPASS from the environment it inherits: only this way does it come back.)
-func appGitEnv(env Env) []string {
+// GIT_ASKPASS and bus variables, when KRAD_ADE_GIT says they are the app's, and key, the
+// operation's askpass key, which came with the operation on stdin (never on the verb's command
+// line, which every user of the host can read). (package worktree drops GIT_ASKPASS from the
+// environment it inherits: only this way does it come back.)
+func appGitEnv(env Env, key string) []string {
 	if env(api.VarGit) == "" || env(api.VarGitAskpass) == "" {
 		return nil
 	}
@@ -102,5 +114,52 @@ func appGitEnv(env Env) []string {
 	for _, name := range []string{api.VarGitAskpass, api.VarEndpoint, api.VarToken, api.VarTokenFile, api.VarTerminal, api.VarGit} {
 		vars = append(vars, name+"="+env(name))
 	}
-	return vars
+	return append(vars, api.VarAskpassKey+"="+key)
+}
+
+// askingProgram is the name of the program that ran this askpass, as this computer's /proc says:
+// "git" for git and its helpers (git-remote-https), "ssh" for an SSH key's passphrase, else the
+// process's own name (sh, for a script); "" where there is no /proc, or the name is none the app
+// would show. It is what the modal names as the asker: the askpass's own word, which the app
+// does not prove.
+func askingProgram() string {
+	comm, _, ok := procParent(os.Getppid())
+	switch {
+	case !ok:
+		return ""
+	case strings.HasPrefix(comm, "git"):
+		return "git"
+	case strings.HasPrefix(comm, "ssh"):
+		return "ssh"
+	case api.ProgramName(comm):
+		return comm
+	}
+	return ""
+}
+
+// procParent reads a process's name (and its parent) from /proc/PID/stat: "PID (comm) S PPID …",
+// the name in parentheses, which may itself hold spaces and parentheses.
+func procParent(pid int) (comm string, ppid int, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, false
+	}
+	return parseProcStat(string(b))
+}
+
+// parseProcStat reads the name and the parent of a /proc/PID/stat line.
+func parseProcStat(s string) (comm string, ppid int, ok bool) {
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", 0, false
+	}
+	f := strings.Fields(s[end+1:])
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(f[1])
+	if err != nil || n < 1 {
+		return "", 0, false
+	}
+	return s[open+1 : end], n, true
 }
