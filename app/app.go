@@ -204,8 +204,10 @@ func New(cfg Config) *App {
 	if cfg.Dir == "" {
 		cfg.Dir, _ = os.Getwd()
 	}
+	// Every terminal opens in the environment's folder, whatever folder the tmux server was
+	// started in (by an earlier start of the app, from another folder).
 	local := &localHost{tmux: cfg.Tmux, dir: cfg.Dir, root: cfg.WorktreeRoot,
-		vars: HostVars{TerminalVars: api.TerminalVars{Endpoint: cfg.Endpoint, Token: cfg.Token, TokenFile: cfg.TokenFile, BinDir: cfg.BinDir, Path: cfg.Path,
+		vars: HostVars{Dir: cfg.Dir, TerminalVars: api.TerminalVars{Endpoint: cfg.Endpoint, Token: cfg.Token, TokenFile: cfg.TokenFile, BinDir: cfg.BinDir, Path: cfg.Path,
 			Askpass: cfg.Askpass, SSHAskpass: cfg.SSHAskpass}}}
 	a.envs[Local] = newEnvironment(a, Local, local, specsOf(Local))
 	a.order = []string{Local}

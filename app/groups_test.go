@@ -1028,3 +1028,16 @@ func TestVariantRunClientLeavesAfterAWorker(t *testing.T) {
 		t.Errorf("Groups after the client left: %+v, %v; want none, and nothing kept", l, err)
 	}
 }
+
+// TestTerminalsOpenInTheEnvironmentsFolder: a terminal opens in the environment's folder, not in
+// the folder its tmux server was started in (this test's, or an earlier start's of the app from
+// another folder).
+func TestTerminalsOpenInTheEnvironmentsFolder(t *testing.T) {
+	repo, _, withRepo := withRepo(t)
+	h := start(t, withRepo, withTerminals(app.TerminalSpec{Title: "sh"}))
+	screen := h.typeAndWait(1, `echo "PWD""=[$(pwd -P)]"`, "PWDS")
+	want, _ := filepath.EvalSymlinks(repo)
+	if !strings.Contains(screen, "PWD=["+want+"]") {
+		t.Errorf("the terminal opened elsewhere than %s:\n%s", want, screen)
+	}
+}
