@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/krad-ade/krad/api"
 	"github.com/spf13/pflag"
 )
@@ -19,7 +22,8 @@ Prints the agent of terminal T in one line: its terminal, role, state and title.
   main:2 worker 'fix flaky test' idle
 
 T is a terminal of this terminal's own environment: its number, like 2, or main:2. With
---wait, the app answers after the agent's next change, or when D has passed.`,
+--wait, the app answers after the agent's next change, or when D has passed: then krad prints
+the agent as it is and exits 4 (timed out), as krad wait does.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.Var(secondsValue{&wait}, "wait", "answer after the agent's next change, or after `D` (like 30s or 5m; at most 30m)")
 			fs.BoolVar(&asJSON, "json", false, `print the agent as one JSON object`)
@@ -29,12 +33,29 @@ T is a terminal of this terminal's own environment: its number, like 2, or main:
 			if err != nil {
 				return err
 			}
+			var before api.Agent
+			if wait != nil {
+				// The agent as it was before the wait, to tell a change from the wait's end: the
+				// app answers the agent either way. A change between the two requests makes the
+				// second answer differ from it, so none is missed.
+				if _, err := b.answer(x.ctx, api.NewRequest(api.Check, &api.CheckBody{Target: t}), &before); err != nil {
+					return err
+				}
+			}
 			var a api.Agent
 			raw, err := b.answer(x.ctx, api.NewRequest(api.Check, &api.CheckBody{Target: t, WaitSecs: wait}), &a)
 			if err != nil {
 				return err
 			}
-			return x.printAgent(a, raw, asJSON)
+			if err := x.printAgent(a, raw, asJSON); err != nil {
+				return err
+			}
+			if wait != nil && sameAgent(a, before) {
+				// One rule with krad wait: a wait that ends with nothing to show exits 4.
+				return &problem{err: fmt.Errorf("%s did not change in %v", a.ID(), time.Duration(*wait)*time.Second), kind: api.ErrTimedOut,
+					hint: "wait longer (--wait 5m), or print the agent as it is now without --wait"}
+			}
+			return nil
 		},
 	}
 }
@@ -45,4 +66,20 @@ func (x *invocation) printAgent(a api.Agent, raw []byte, asJSON bool) error {
 		return writeRaw(x.stdout, raw)
 	}
 	return writeLine(x.stdout, agentLine(a))
+}
+
+// sameAgent says whether two answers show the agent unchanged: every field, the exit code by
+// value.
+func sameAgent(a, b api.Agent) bool {
+	code := func(c *int) int {
+		if c == nil {
+			return -1 << 31
+		}
+		return *c
+	}
+	if code(a.ExitCode) != code(b.ExitCode) || !a.Since.Equal(b.Since) {
+		return false
+	}
+	a.ExitCode, b.ExitCode, a.Since, b.Since = nil, nil, time.Time{}, time.Time{}
+	return a == b
 }

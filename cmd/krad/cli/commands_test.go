@@ -97,7 +97,8 @@ func TestCommands(t *testing.T) {
 		args     []string
 		stdin    string
 		answer   func(t *testing.T) api.Answer
-		role     local.Role // the caller's; lead when zero
+		first    func(t *testing.T) api.Answer // the first request's answer, when set
+		role     local.Role                    // the caller's; lead when zero
 		wantReq  string
 		wantOut  string
 		wantErr  string
@@ -127,12 +128,16 @@ func TestCommands(t *testing.T) {
 
 		{name: "check", args: []string{"check", "2"}, answer: agentAnswer(idle), wantReq: `{"Check":{"target":2}}`,
 			wantOut: "main:2 worker 'fix flaky test' idle\n"},
-		{name: "check E:N --wait", args: []string{"check", "main:2", "--wait", "90s"}, answer: agentAnswer(failed),
-			wantReq: `{"Check":{"target":2,"wait_secs":90}}`, wantOut: "main:2 worker 'fix flaky test' failed (1)\n"},
-		{name: "check --wait rounds up to whole seconds", args: []string{"check", "2", "--wait", "1500ms"}, answer: agentAnswer(idle),
-			wantReq: `{"Check":{"target":2,"wait_secs":2}}`, wantOut: "main:2 worker 'fix flaky test' idle\n"},
-		{name: "check --wait 30m", args: []string{"check", "2", "--wait=30m"}, answer: agentAnswer(idle),
-			wantReq: `{"Check":{"target":2,"wait_secs":1800}}`, wantOut: "main:2 worker 'fix flaky test' idle\n"},
+		{name: "check E:N --wait: a change", args: []string{"check", "main:2", "--wait", "90s"}, first: agentAnswer(idle), answer: agentAnswer(failed),
+			wantReq: `{"Check":{"target":2}}` + "\n" + `{"Check":{"target":2,"wait_secs":90}}`, wantOut: "main:2 worker 'fix flaky test' failed (1)\n"},
+		{name: "check --wait: no change exits 4, as wait does", args: []string{"check", "main:2", "--wait", "90s"}, answer: agentAnswer(idle),
+			wantReq: `{"Check":{"target":2}}` + "\n" + `{"Check":{"target":2,"wait_secs":90}}`, wantOut: "main:2 worker 'fix flaky test' idle\n",
+			wantErr:  "krad: error: main:2 did not change in 1m30s\nkrad: hint: wait longer (--wait 5m), or print the agent as it is now without --wait\n",
+			wantCode: ExitTimedOut},
+		{name: "check --wait rounds up to whole seconds", args: []string{"check", "2", "--wait", "1500ms"}, first: agentAnswer(done), answer: agentAnswer(idle),
+			wantReq: `{"Check":{"target":2}}` + "\n" + `{"Check":{"target":2,"wait_secs":2}}`, wantOut: "main:2 worker 'fix flaky test' idle\n"},
+		{name: "check --wait 30m", args: []string{"check", "2", "--wait=30m"}, first: agentAnswer(done), answer: agentAnswer(idle),
+			wantReq: `{"Check":{"target":2}}` + "\n" + `{"Check":{"target":2,"wait_secs":1800}}`, wantOut: "main:2 worker 'fix flaky test' idle\n"},
 		{name: "check: a quote in the title", args: []string{"check", "3"}, answer: agentAnswer(evil),
 			wantReq: `{"Check":{"target":3}}`, wantOut: `main:3 worker 'it\'s \x1b]0;pwned\a red' working` + "\n"},
 		{name: "check --json", args: []string{"check", "2", "--json"}, answer: agentAnswer(failed),
@@ -285,6 +290,9 @@ func TestCommands(t *testing.T) {
 			if tt.answer != nil {
 				app.answer = tt.answer(t)
 			}
+			if tt.first != nil {
+				app.first = tt.first(t)
+			}
 			env, _ := startApp(t, app)
 			out, errOut, code := runAs(t, "krad", env, strings.NewReader(tt.stdin), tt.args...)
 			if out != tt.wantOut {
@@ -297,8 +305,10 @@ func TestCommands(t *testing.T) {
 				t.Errorf("got exit code %d, want %d", code, tt.wantCode)
 			}
 			var want []string
-			if tt.wantReq != "" {
-				want = []string{"Terminal main:4 " + tt.wantReq}
+			for _, req := range strings.Split(tt.wantReq, "\n") {
+				if req != "" {
+					want = append(want, "Terminal main:4 "+req)
+				}
 			}
 			if got := app.requests(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Errorf("the app got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -36,7 +36,7 @@ var ExitCodes = []ExitCode{
 		"no live API: nothing answers, `api.json` is stale, no endpoint was found, or the listener at the endpoint is another user's (the token is not sent to it)"},
 	{ExitUnauthorized, "unauthorized or forbidden",
 		"`unauthorized` or `forbidden`, or no token krad may use (malformed, or a token file that is missing or not owner-only)"},
-	{ExitTimedOut, "timed out", "timed out: the app answered `\"TimedOut\"`"},
+	{ExitTimedOut, "timed out", "timed out: the app answered `\"TimedOut\"`, or `krad check --wait` saw no change"},
 	{ExitUsage, "usage", "usage: bad flags or arguments"},
 	{ExitUnsupportedVersion, "unsupported API version", "the app answered `unsupported_api_version`"},
 }

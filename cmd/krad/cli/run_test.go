@@ -223,8 +223,9 @@ func TestNoTokenInOutput(t *testing.T) {
 			succeeded++
 		}
 	}
-	// All but watch and watch --json (the stream ends: exit code 2) and the five usage errors.
-	if succeeded != len(commands)-7 {
+	// All but watch and watch --json (the stream ends: exit code 2), check --wait (the agent does
+	// not change: exit code 4) and the five usage errors.
+	if succeeded != len(commands)-8 {
 		t.Errorf("%d commands succeeded against the app, want every one that can", succeeded)
 	}
 	out, errOut, _ := runAs(t, agentsProg, env, nil, "run", "--", "sh", "-c", "exit 1")

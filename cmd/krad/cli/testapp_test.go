@@ -22,6 +22,8 @@ type testApp struct {
 	// request; Ok when zero.
 	answer  api.Answer
 	answers map[api.Name]api.Answer
+	// first, when set, answers the first request instead.
+	first api.Answer
 	// stream is what SubscribeAgents sends before the stream ends, unless hold keeps it open
 	// until the client leaves.
 	stream []api.Answer
@@ -53,7 +55,11 @@ func (h *testApp) Handle(ctx context.Context, c *local.Call) (api.Answer, error)
 	}
 	h.mu.Lock()
 	h.got = append(h.got, c.From.String()+" "+string(req))
+	first := len(h.got) == 1
 	h.mu.Unlock()
+	if first && h.first.Name != "" {
+		return h.first, nil
+	}
 	if h.hang {
 		<-ctx.Done()
 		return api.Answer{}, nil
