@@ -427,7 +427,7 @@ func TestBusErrorIsToolError(t *testing.T) {
 		t.Errorf("read_screen of no terminal: isError %v, %q; want krad's error and hint", res.IsError, text)
 	}
 	res = lead.call(t, ctx, "spawn_worker", map[string]any{"title": "two\nlines", "command": []string{"sh"}}, false)
-	if text := textOf(res); !res.IsError || !strings.Contains(text, "krad: error: bad_request: Spawn: ") {
+	if text := textOf(res); !res.IsError || !strings.Contains(text, "krad: error: bad_request: Spawn: ") || !strings.Contains(text, "krad: hint: the tool's description and input schema") {
 		t.Errorf("spawn_worker with a newline in its title: isError %v, %q", res.IsError, text)
 	}
 	// Arguments that fail the schema are the SDK's tool error.

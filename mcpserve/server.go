@@ -254,4 +254,15 @@ type shown struct {
 }
 
 func (e *shown) Error() string { return e.text }
+
+// hinted is an error of the server's own with the next step for it, which Config.Explain prints
+// as krad's hint line (its Hint method).
+type hinted struct {
+	err  error
+	hint string
+}
+
+func (e *hinted) Error() string { return e.err.Error() }
+func (e *hinted) Unwrap() error { return e.err }
+func (e *hinted) Hint() string  { return e.hint }
 func (e *shown) Unwrap() error { return e.err }

@@ -258,6 +258,7 @@ func tool[In, Out any](name string, req api.Name, title, description string, rea
 			var zero Out
 			r := build(s, in)
 			if err := check(r); err != nil {
+				err = &hinted{err, "the tool's description and input schema (tools/list) say what each argument takes"}
 				return nil, zero, &shown{s.cfg.Explain(err), err}
 			}
 			if secs, ok := waitsFor(r); ok {
@@ -269,7 +270,7 @@ func tool[In, Out any](name string, req api.Name, title, description string, rea
 			}
 			out, err := decode(a)
 			if err != nil {
-				err = fmt.Errorf("%s: %w", r.Name, err)
+				err = &hinted{fmt.Errorf("%s: %w", r.Name, err), "this krad and the app disagree about the answer: use the krad that came with this krad-ade"}
 				return nil, zero, &shown{s.cfg.Explain(err), err}
 			}
 			text := "ok"

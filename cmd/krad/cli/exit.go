@@ -114,11 +114,15 @@ func (p *problem) Unwrap() error { return p.err }
 // Is makes errors.Is(err, errNoAPI) true for a problem of that kind.
 func (p *problem) Is(target error) bool { return p.kind != nil && target == p.kind }
 
-// hintOf is the hint of the outermost problem in err's chain that has one.
+// hintOf is the hint of the outermost problem in err's chain that has one, or of an error of
+// another package that carries its own (a Hint method: krad mcp's refusals of a tool's input).
 func hintOf(err error) string {
 	for err != nil {
 		if p, ok := err.(*problem); ok && p.hint != "" {
 			return p.hint
+		}
+		if h, ok := err.(interface{ Hint() string }); ok && h.Hint() != "" {
+			return h.Hint()
 		}
 		err = errors.Unwrap(err)
 	}
