@@ -171,7 +171,7 @@ func (c *Conn) setStatus(s Status) {
 
 // Run keeps the connection up until ctx ends, then closes it and returns nil. It reconnects
 // after every loss, at once after a connection that had proved healthy (it answered a
-// keepalive), within a random spread of up to half of MinBackoff, else after a wait that starts
+// keepalive, or served for a second), within a random spread of up to half of MinBackoff, else after a wait that starts
 // at MinBackoff and doubles up to MaxBackoff, jittered by ±20%. An error retrying alone cannot
 // fix makes the state Failed: Run then waits until a file the attempt read changes (the
 // ssh_config files, every hop's known_hosts files; looked at every half second) or [Conn.Retry]
@@ -367,9 +367,16 @@ func (c *Conn) backoff(n int) time.Duration {
 	return time.Duration(float64(d) * jitter)
 }
 
+// servedFor is how long a connection that answered no keepalive yet must have been connected to
+// count as healthy: one that came up and served resets the backoff, so that its loss (a killed
+// session, soon after the last heal) is retried at once, while a host that drops every
+// connection as it comes up is still retried at most about once per servedFor.
+const servedFor = time.Second
+
 // connectOnce makes one connection and serves it until it ends. healthy says whether it was
-// connected and answered a keepalive before it ended: an attempt that never got as far as
-// connected is a failure to back off from, however long the host took to fail it.
+// connected and then answered a keepalive or served for servedFor before it ended: an attempt
+// that never got as far as connected is a failure to back off from, however long the host took
+// to fail it.
 func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	// This attempt sees the network as it is now: a change it would be told of is older.
 	select {
@@ -480,11 +487,12 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	c.client, c.fwd = l.client, fwd
 	c.mu.Unlock()
 	c.setStatus(Status{State: Connected, Addr: fwd.Addr, PortChanged: fwd.Changed})
+	up := time.Now()
 	<-l.ctx.Done()
 	c.mu.Lock()
 	c.client, c.fwd = nil, Forward{}
 	c.mu.Unlock()
-	return proved.Load(), l.cause(nil)
+	return proved.Load() || time.Since(up) >= servedFor, l.cause(nil)
 }
 
 // dialAcrossChanges is dial, started again at once when this computer's network changes before

@@ -166,7 +166,8 @@
 // forward's listener alone sends cancel-tcpip-forward and waits for a reply a dead path never
 // brings).
 //
-// After a connection that had been connected and answered a keepalive is lost, the next attempt
+// After a connection that had been connected and answered a keepalive (or served for a second:
+// the backoff starts over once a connection came up and served) is lost, the next attempt
 // starts at once, within a random spread of up to half of MinBackoff (125 ms), so that many
 // connections lost at the same moment (a wake, a bastion's restart) do not start their
 // handshakes in the same instant; an attempt that failed before it was connected counts as a

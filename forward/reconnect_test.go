@@ -633,3 +633,50 @@ func TestServerClosesBeforeItsBanner(t *testing.T) {
 	r.wait(20*time.Second, i, func(s Status) bool { return s.State == Connected })
 	t.Logf("connected %s after the server sent banners again", time.Since(opened).Round(time.Millisecond))
 }
+
+// TestServedConnectionResetsBackoff: a connection that came up and served, but has answered no
+// keepalive yet (its interval is a minute here), is healthy once it served for a second: when its
+// session is killed, the next connect starts at once, not after MinBackoff (4 s here, 3.2 s at
+// the least with its jitter). Three times in a row: each heal resets the backoff.
+func TestServedConnectionResetsBackoff(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := e.startBuild()
+	cfg := e.cfg("build")
+	cfg.MinBackoff, cfg.MaxBackoff = 4*time.Second, 8*time.Second
+	cfg.ServerAliveInterval = time.Minute
+	var mu sync.Mutex
+	var dials []time.Time
+	cfg.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		mu.Lock()
+		dials = append(dials, time.Now())
+		mu.Unlock()
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	r := run(t, cfg)
+	_, i := r.connected(0)
+	for round := range 3 {
+		time.Sleep(1500 * time.Millisecond) // served past servedFor, no keepalive answered
+		mu.Lock()
+		before := len(dials)
+		mu.Unlock()
+		killed := time.Now()
+		for _, pid := range s.Sessions() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		_, j := r.wait(20*time.Second, i+1, func(st Status) bool { return st.State == Connected })
+		i = j
+		mu.Lock()
+		if len(dials) <= before {
+			mu.Unlock()
+			t.Fatalf("round %d: connected again without a dial", round)
+		}
+		again := dials[before].Sub(killed)
+		mu.Unlock()
+		t.Logf("round %d: dialed again %v after the kill", round, again.Round(time.Millisecond))
+		if again >= 3*time.Second {
+			t.Errorf("round %d: dialed again %v after the kill, the backoff's pace: a connection that served did not reset it", round, again)
+		}
+	}
+}
