@@ -87,27 +87,30 @@ func (h *harness) askKey(n int) string {
 }
 
 // paneAskKey reads KRAD_ADE_ASKPASS_KEY from the environment of the process of window n of
-// session on the tmux server at socket.
+// session on the tmux server at socket: once the process has started (until its exec, a forked
+// child shows the tmux server's environment).
 func paneAskKey(t testing.TB, socket, session string, n int) string {
 	t.Helper()
-	out, err := exec.Command("tmux", "-S", socket, "display-message", "-p", "-t", fmt.Sprintf("=%s:%d", session, n), "#{pane_pid}").Output()
-	if err != nil {
-		t.Fatalf("the pane of %s:%d: %v", session, n, err)
-	}
-	environ, err := os.ReadFile("/proc/" + strings.TrimSpace(string(out)) + "/environ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range strings.Split(string(environ), "\x00") {
-		if key, ok := strings.CutPrefix(kv, api.VarAskpassKey+"="); ok {
-			if len(key) != 32 {
-				t.Fatalf("%s:%d's askpass key is %q, want 32 hex digits", session, n, key)
-			}
-			return key
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, err := exec.Command("tmux", "-S", socket, "display-message", "-p", "-t", fmt.Sprintf("=%s:%d", session, n), "#{pane_pid}").Output()
+		if err != nil {
+			t.Fatalf("the pane of %s:%d: %v", session, n, err)
 		}
+		environ, _ := os.ReadFile("/proc/" + strings.TrimSpace(string(out)) + "/environ")
+		for _, kv := range strings.Split(string(environ), "\x00") {
+			if key, ok := strings.CutPrefix(kv, api.VarAskpassKey+"="); ok {
+				if len(key) != 32 {
+					t.Fatalf("%s:%d's askpass key is %q, want 32 hex digits", session, n, key)
+				}
+				return key
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the process of %s:%d has no %s after 20 s", session, n, api.VarAskpassKey)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("the process of %s:%d has no %s", session, n, api.VarAskpassKey)
-	return ""
 }
 
 // TestAskpassRights: only the Git caller makes Askpass; a Git caller naming an environment the app

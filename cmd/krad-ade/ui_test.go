@@ -455,7 +455,8 @@ func TestUIAnswersGitsPrompt(t *testing.T) {
 	text, took := s.waitFor(`Git asks`)
 	t.Logf("the prompt showed %s after the UI first looked", took)
 	flat := strings.Join(strings.Fields(text), " ")
-	for _, want := range []string{"git in terminal main:1, on this computer, asks:", "Password for 'https://pat@git.example.com':"} {
+	// The asker is the program that ran the askpass: the terminal's shell here, in git's place.
+	for _, want := range []string{"sh in terminal main:1, on this computer, asks:", "Password for 'https://pat@git.example.com':"} {
 		if !strings.Contains(flat, want) {
 			t.Errorf("the modal lacks %q:\n%s", want, text)
 		}
