@@ -9,17 +9,17 @@ import (
 	"testing"
 )
 
-// TestLayoutListsEveryPackage: README.md's layout table has a row for every folder of Go code in
+// TestLayoutListsEveryPackage: the layout table (docs/layout.md) has a row for every folder of Go code in
 // the repository (its packages, commands, tests' helpers), and no row for a folder that is gone.
 func TestLayoutListsEveryPackage(t *testing.T) {
 	root := filepath.Join("..", "..")
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(root, "docs", "layout.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, layout, ok := strings.Cut(string(readme), "\n## Layout\n")
 	if !ok {
-		t.Fatal("README.md has no section \"## Layout\"")
+		t.Fatal("docs/layout.md has no section \"## Layout\"")
 	}
 	layout, _, _ = strings.Cut(layout, "\n#")
 	var rows []string
@@ -50,12 +50,12 @@ func TestLayoutListsEveryPackage(t *testing.T) {
 	}
 	for _, dir := range code {
 		if !slices.Contains(rows, filepath.ToSlash(dir)) {
-			t.Errorf("README.md's layout table has no row for %s/", dir)
+			t.Errorf("docs/layout.md's table has no row for %s/", dir)
 		}
 	}
 	for _, row := range rows {
 		if _, err := os.Stat(filepath.Join(root, row)); err != nil {
-			t.Errorf("README.md's layout table has a row for %s/, which is not there", row)
+			t.Errorf("docs/layout.md's table has a row for %s/, which is not there", row)
 		}
 	}
 }
