@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"strings"
 	"sync"
 	"time"
@@ -591,9 +592,19 @@ func (e *environment) numberCreating(ctx context.Context, c *tmux.Client, ws *se
 	e.next++
 	a.mu.Unlock()
 	id := api.TerminalID{Environment: e.name, Terminal: n}
-	meta := windowMeta{Terminal: n, Title: cmp.Or(api.CleanTitle(name), "shell"), Role: api.RoleShell}
+	// A window opened with prefix c is named after the companion that starts its shell
+	// (krad-ade-agents shell) until tmux renames it after the shell: it is a shell. tmux then
+	// shows the title the app lists, and keeps it (rename-window ends tmux's renaming of it).
+	title := api.CleanTitle(name)
+	if title == "" || title == path.Base(e.host.Vars().companion()) {
+		title = "shell"
+	}
+	meta := windowMeta{Terminal: n, Title: title, Role: api.RoleShell}
 	if err := e.mark(ctx, c, w, id, meta); err != nil {
 		return err
+	}
+	if _, err := c.Command(ctx, "rename-window", "-t", w.String(), tmux.FormatLiteral(title)); err != nil {
+		e.warn("could not name a window a person opened", "terminal", n, "err", err)
 	}
 	a.mu.Lock()
 	t := e.registerLocked(meta)

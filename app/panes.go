@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -214,9 +215,20 @@ func (e *environment) windows(ctx context.Context, c *tmux.Client) (*sessionWind
 	return ws, nil
 }
 
-// moveWindow moves window w of the session to index i; the index must be free.
+// moveWindow moves window w of the session to index i; the index must be free. The window the
+// session shows stays the one it shows: a window a person just opened with prefix c, which tmux
+// made the current one, is still what their client shows once it has its number (move-window -d
+// would leave the session on the window before it, where their next command would run).
 func (e *environment) moveWindow(ctx context.Context, c *tmux.Client, w tmux.WindowID, i int) error {
-	if _, err := c.Command(ctx, "move-window", "-d", "-s", w.String(), "-t", e.name+":"+strconv.Itoa(i)); err != nil {
+	out, err := c.Command(ctx, "display-message", "-p", "-t", w.String(), "#{window_active}")
+	if err != nil {
+		return fmt.Errorf("tmux display-message: %w", err)
+	}
+	args := []string{"move-window", "-d", "-s", w.String(), "-t", e.name + ":" + strconv.Itoa(i)}
+	if len(out) == 1 && out[0] == "1" {
+		args = slices.Delete(args, 1, 2) // selected where it lands, as it was where it stood
+	}
+	if _, err := c.Command(ctx, args...); err != nil {
 		return fmt.Errorf("tmux move-window: %w", err)
 	}
 	return nil

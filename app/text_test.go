@@ -398,3 +398,47 @@ func TestWindowInTheWay(t *testing.T) {
 		t.Errorf("windows (terminal: index) %v, want %v: the shell moved aside to 0, not onto a terminal's number", got, want)
 	}
 }
+
+// TestPrefixCShowsTheNewWindow: a window a person opens with prefix c (new-window without -d,
+// which makes it the session's current window) at an index the app moves it from is still the
+// window the session shows once it has its number, so that the person's next command runs in it,
+// not in the terminal they were on; and it has one name in krad list and in tmux, whatever runs
+// in it later.
+func TestPrefixCShowsTheNewWindow(t *testing.T) {
+	h := start(t, lead())
+	c := h.as(1)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Command: []string{"sleep", "60"}})
+	if _, err := h.call(c, api.Close, &api.CloseBody{Target: api.Target(w.Terminal)}); err != nil {
+		t.Fatal(err)
+	}
+	h.tmuxOut("select-window", "-t", "main:1")
+	// tmux puts it at index 2, free since main:2 closed; the app numbers it 3 and moves it there.
+	h.tmuxOut("new-window", "-t", "main:")
+	h.waitAgent(3)
+	h.waitIndexes("after prefix c")
+	var current, name string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		out := strings.TrimSpace(h.tmuxOut("display-message", "-p", "-t", "main:", "#{window_index} #{window_name}"))
+		if current, name, _ = strings.Cut(out, " "); current == "3" {
+			break
+		}
+	}
+	if current != "3" {
+		t.Errorf("the session shows window %s after prefix c, want the new one, 3", current)
+	}
+	var title string
+	for _, a := range h.agents(h.as(0)) {
+		if a.Terminal == 3 {
+			title = a.Title
+		}
+	}
+	if title != name || title == "krad-ade-agents" || title == "" {
+		t.Errorf("krad list titles the new window %q, tmux names it %q: want one name, the shell's", title, name)
+	}
+	// tmux keeps the name: what runs in it later does not rename it away from the list's title.
+	h.typeIn(3, "exec sleep 60")
+	time.Sleep(time.Second)
+	if got := strings.TrimSpace(h.tmuxOut("display-message", "-p", "-t", "main:3", "#{window_name}")); got != title {
+		t.Errorf("tmux renamed the window %q once sleep ran in it, the list says %q", got, title)
+	}
+}
