@@ -36,6 +36,27 @@ type bus struct {
 	home string
 }
 
+// onHost says whether krad calls from a terminal of an SSH environment, through its forward: the
+// app's own environment, on its computer, is always main.
+func (b *bus) onHost() bool {
+	return b.client.From.Kind == api.CallerTerminal && b.client.From.Terminal.Environment != localEnvironment
+}
+
+// localEnvironment is the name of the environment of the computer that runs krad-ade (app.Local).
+const localEnvironment = "main"
+
+// linkSilent is the error for a request that got no answer through the forward. There the
+// silence is the SSH link's as likely as the app's: the connection reached the forward's
+// listener on this host, whoever was to answer behind it. It counts as no live API (exit code 2).
+func (b *bus) linkSilent(name api.Name, wait time.Duration) error {
+	return &problem{
+		err: fmt.Errorf("%s: no answer within %s through the forward at %s: the SSH link from this host to the computer that runs krad-ade is not answering, or the app is not",
+			name, wait, b.client.Endpoint),
+		kind: errNoAPI,
+		hint: "the app notices a link that stops answering within its keepalives (45 s by default: ServerAliveInterval 15 s × ServerAliveCountMax 3) and connects again; try again then, or see krad-ade's log on that computer",
+	}
+}
+
 // foundThrough says how krad found the bus, for people: the variable, or api.json's path.
 func (b *bus) foundThrough() string {
 	if b.file == "" {
@@ -205,6 +226,8 @@ func (b *bus) callWithin(ctx context.Context, req api.Request, wait time.Duratio
 		return a, b.tooLong(req)
 	case errors.Is(err, api.ErrTimedOut):
 		return a, &problem{err: fmt.Errorf("%s: %w", req.Name, err), hint: "the app gave up at its deadline for this request; try again"}
+	case errors.Is(err, context.DeadlineExceeded) && b.onHost():
+		return a, b.linkSilent(req.Name, wait)
 	case errors.Is(err, context.DeadlineExceeded) && req.Name == api.Hello:
 		// The bus answers Hello itself, at once: a peer that keeps quiet is not the bus.
 		return a, b.unreachable(&api.UnreachableError{Endpoint: b.client.Endpoint, Err: fmt.Errorf("no answer within %s", wait)}, true)
@@ -465,6 +488,8 @@ func (b *bus) subscribe(ctx context.Context, req api.Request, fn func(api.Answer
 		return err
 	case errors.Is(err, api.ErrAnswerTooLong):
 		return b.tooLong(req)
+	case errors.Is(context.Cause(sctx), errNoSnapshot) && b.onHost():
+		return b.linkSilent(req.Name, snapshotWait)
 	case errors.Is(context.Cause(sctx), errNoSnapshot):
 		return b.unreachable(&api.UnreachableError{Endpoint: b.client.Endpoint, Err: fmt.Errorf("no answer within %s", snapshotWait)}, true)
 	case errors.As(err, &u):

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -483,5 +484,46 @@ func TestForbiddenWithoutATerminal(t *testing.T) {
 		"krad: hint: KRAD_ADE_TERMINAL is not set, so krad calls as a program outside the app: run krad in one of krad-ade's terminals, where the app sets it\n"
 	if errOut != want || code != ExitUnauthorized {
 		t.Errorf("got stderr\n%s\nexit code %d; want\n%s\nexit code %d", errOut, code, want, ExitUnauthorized)
+	}
+}
+
+// TestSilentThroughTheForward: on an SSH host (a terminal of an environment other than main), a
+// connection that opens and then hears nothing (a frozen SSH link: sshd's listener accepts, the
+// app's end is silent) is said to be the SSH link to the app's computer, or the app, with what the
+// app does about a link that stops answering; on this computer, it is not the bus.
+func TestSilentThroughTheForward(t *testing.T) {
+	defer func(d time.Duration) { snapshotWait = d }(snapshotWait)
+	snapshotWait = 200 * time.Millisecond
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open and silent until the test ends
+		}
+	}()
+	tok, err := api.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		terminal, want, hint string
+		code                 int
+	}{
+		{"build:4", "krad: error: SubscribeAgents: no answer within 200ms through the forward at " + l.Addr().String() +
+			": the SSH link from this host to the computer that runs krad-ade is not answering, or the app is not\n", "connects again", ExitNoAPI},
+		{"main:4", "krad: error: no agents bus answers at " + l.Addr().String() + ": no answer within 200ms\n", "start krad-ade", ExitNoAPI},
+	} {
+		env := map[string]string{varEndpoint: l.Addr().String(), varToken: tok.Reveal(), varTerminal: c.terminal}
+		_, errOut, code := runAs(t, "krad", env, nil, "watch")
+		if code != c.code || !strings.HasPrefix(errOut, c.want) || !strings.Contains(errOut, "\nkrad: hint: ") || !strings.Contains(errOut, c.hint) {
+			t.Errorf("krad watch with a silent peer, as %s: exit %d,\n%s\nwant exit %d, %q and the hint %q", c.terminal, code, errOut, c.code, c.want, c.hint)
+		}
 	}
 }
