@@ -265,4 +265,4 @@ type hinted struct {
 func (e *hinted) Error() string { return e.err.Error() }
 func (e *hinted) Unwrap() error { return e.err }
 func (e *hinted) Hint() string  { return e.hint }
-func (e *shown) Unwrap() error { return e.err }
+func (e *shown) Unwrap() error  { return e.err }
