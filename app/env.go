@@ -82,6 +82,9 @@ func (e *environment) run(ctx context.Context) {
 	for {
 		began := time.Now()
 		err := e.session(ctx)
+		if l, ok := e.host.(LinkedHost); ok && errors.Is(err, tmux.ErrNoAnswer) && ctx.Err() == nil {
+			err = l.Stalled(ctx, err)
+		}
 		e.down(err)
 		if ctx.Err() != nil {
 			return

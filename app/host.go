@@ -36,6 +36,15 @@ type Host interface {
 	MayHaveGroups() bool
 }
 
+// LinkedHost is a Host reached through a link of its own that can fail apart from tmux: an SSH
+// connection. When the host's tmux stops answering (an error wrapping tmux.ErrNoAnswer), the
+// app asks Stalled why: the link may be what went silent, and a person must be told which, and
+// what the app does about it. Stalled returns the error to report in its place, wrapping err.
+type LinkedHost interface {
+	Host
+	Stalled(ctx context.Context, err error) error
+}
+
 // HostVars are what the terminals on a host get: the variables of the spec, built once for the
 // terminals of this computer and those of SSH hosts alike (api.TerminalVars: on a host, the token
 // file and no token), and the folder they start in.

@@ -618,6 +618,39 @@ func readResult(out []byte) (worktree.Result, error) {
 // has few, if any.
 const maxNoiseTries = 8
 
+// Stalled says why the host's tmux stopped answering (err): the SSH link, or tmux itself. It asks
+// the connection to prove itself (forward.Conn.Check: a keepalive within CheckTimeout) and waits
+// for the outcome. A link that does not answer is ended and made again by the connection: the
+// error says so, so that a person is not sent to look at a tmux that was never the cause.
+func (e *Environment) Stalled(ctx context.Context, err error) error {
+	client := e.conn.Client()
+	if client == nil {
+		return fmt.Errorf("the SSH connection to %s was lost; the app is connecting again: %w", e.cfg.Forward.Host, err)
+	}
+	e.conn.Check("tmux stopped answering")
+	// The check takes CheckTimeout, more on a link whose round trips are slow; bytes that come
+	// meanwhile extend it. Past stalledWait the link is taken to work.
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.After(stalledWait)
+	for {
+		select {
+		case <-ctx.Done():
+			return err
+		case <-deadline:
+			return fmt.Errorf("tmux on %s is not answering, though the SSH link to it is (a keepalive came back); the app attaches again: %w", e.cfg.Forward.Host, err)
+		case <-t.C:
+			if e.conn.Client() != client {
+				e.log.Info("tmux stopped answering because the SSH link did: the connection is made again", "environment", e.cfg.Name, "host", e.cfg.Forward.Host)
+				return fmt.Errorf("the SSH link to %s is not answering (a keepalive had no reply within %s); the app is connecting again: %w", e.cfg.Forward.Host, forward.CheckTimeout, err)
+			}
+		}
+	}
+}
+
+// stalledWait is how long Stalled waits for the connection's check.
+const stalledWait = 2*forward.CheckTimeout + time.Second
+
 // Vars is what terminals on the host get, as of the last connect.
 func (e *Environment) Vars() app.HostVars {
 	e.mu.Lock()

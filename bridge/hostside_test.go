@@ -19,6 +19,7 @@ import (
 	"github.com/krad-ade/krad/internal/roguetmux"
 	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/remote/shell"
+	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
 // writeBashrc writes the host user's ~/.bashrc, which bash reads for every command sshd runs.
@@ -199,8 +200,8 @@ func TestSilentTmuxGoesDown(t *testing.T) {
 	resume := w.stopTmux()
 	var msg string
 	w.event(60*time.Second, "environment_down", appEvent(api.EnvironmentDown, &msg))
-	if !strings.Contains(msg, "tmux stopped answering") {
-		t.Errorf("environment_down says %q, want it to say that tmux stopped answering", msg)
+	if !strings.Contains(msg, "tmux stopped answering") || !strings.Contains(msg, "though the SSH link to it is") {
+		t.Errorf("environment_down says %q, want it to say that tmux stopped answering, and the SSH link did not", msg)
 	}
 	list := w.clientList()
 	for _, n := range []string{"build:1", id} {
@@ -228,6 +229,43 @@ func TestSilentTmuxGoesDown(t *testing.T) {
 		t.Errorf("back: the lead is %s and the worker %s, want idle and working", list["build:1"].State, list[id].State)
 	}
 	w.screen(w.as(1), worker.Terminal, "") // served again: its screen reads
+}
+
+// TestFrozenLinkGoesDown: the SSH link to the host freezes (every process of the app's sshd
+// session stopped: a frozen host, a link that drops packets). tmux's silence is the link's: the
+// environment goes down saying so and that the app connects again, long before the keepalives'
+// 45 s would tell; and it does connect again, by itself, with the session still stopped.
+func TestFrozenLinkGoesDown(t *testing.T) {
+	w := startWorld(t, worldOptions{tmuxTimeout: 2 * time.Second})
+	for len(w.events) > 0 {
+		<-w.events
+	}
+	var stopped []int
+	for _, pid := range w.sshd.Sessions() {
+		stopped = append(stopped, pid)
+		stopped = append(stopped, sshdtest.Children(pid)...)
+	}
+	if len(stopped) == 0 {
+		t.Fatal("no sshd session to stop")
+	}
+	t.Cleanup(func() {
+		for _, pid := range stopped {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+	})
+	for _, pid := range stopped {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var msg string
+	w.event(30*time.Second, "environment_down", appEvent(api.EnvironmentDown, &msg))
+	if !strings.Contains(msg, "the SSH link to ") || !strings.Contains(msg, "is not answering") || !strings.Contains(msg, "the app is connecting again") {
+		t.Errorf("environment_down says %q, want it to name the SSH link as what stopped answering, and that the app connects again", msg)
+	}
+	w.event(60*time.Second, "environment_up", appEvent(api.EnvironmentUp, nil))
+	w.screen(w.as(1), 1, "") // served again, through the new connection
 }
 
 // TestTmuxSilentAfterItsFirstReply: a tmux on the host's PATH answers the attach and then falls

@@ -134,6 +134,12 @@ func (c *Conn) Retry() {
 	}
 }
 
+// Check asks a connected connection to prove itself now, as after the computer slept: a
+// keepalive must come back within [CheckTimeout] (longer on a slow link), or the connection is
+// ended whole and made again. reason is for the log ("tmux stopped answering"). Bytes that keep
+// coming from the host meanwhile count as an answer. It never blocks.
+func (c *Conn) Check(reason string) { c.repost(reason) }
+
 // Status returns the connection's current status.
 func (c *Conn) Status() Status {
 	c.mu.Lock()
