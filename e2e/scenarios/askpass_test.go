@@ -109,7 +109,7 @@ func TestGitPushOverHTTPFromAContainerHost(t *testing.T) {
 	sc := s.inTheUI(t)
 	push := "cd ~/app && GIT_TERMINAL_PROMPT=0 git push " + url + " main"
 	typeMarked(t, s.lead, push, "PUSH1")
-	answer(t, sc, "Password for '"+strings.TrimSuffix(url, "/r.git")+"':", httpPassword)
+	answer(t, sc, "git", "Password for '"+strings.TrimSuffix(url, "/r.git")+"':", httpPassword)
 	if code := waitMarked(t, s.lead, "PUSH1", time.Minute); code != 0 {
 		t.Fatalf("git push on the host, answered in the UI, exited %d:\n%s", code, s.lead.screen(t))
 	}
@@ -119,7 +119,7 @@ func TestGitPushOverHTTPFromAContainerHost(t *testing.T) {
 	// A wrong answer fails the push.
 	s.a.ExecAs(t, "krad", "sh", "-c", "cd ~/app && echo more > more.txt && git add . && git commit -q -m more")
 	typeMarked(t, s.lead, push, "PUSH2")
-	answer(t, sc, "Password for", "not-the-password")
+	answer(t, sc, "git", "Password for", "not-the-password")
 	if code := waitMarked(t, s.lead, "PUSH2", time.Minute); code == 0 {
 		t.Error("git push with a wrong answer in the UI succeeded")
 	}
@@ -180,7 +180,7 @@ func TestGitPushOverSSHFromAContainerHost(t *testing.T) {
 	// In the UI: the person gives the passphrase in the modal, and the push goes through.
 	sc := s.inTheUI(t)
 	typeMarked(t, s.lead, push, "PUSH1")
-	answer(t, sc, "Enter passphrase for key '/home/krad/.ssh/id_encrypted':", keyPassphrase)
+	answer(t, sc, "ssh", "Enter passphrase for key '/home/krad/.ssh/id_encrypted':", keyPassphrase)
 	if code := waitMarked(t, s.lead, "PUSH1", time.Minute); code != 0 {
 		t.Fatalf("git push over SSH on the host, the passphrase given in the UI, exited %d:\n%s", code, s.lead.screen(t))
 	}
@@ -210,14 +210,14 @@ func (s *single) inTheUI(t *testing.T) *screentest.Screen {
 	return sc
 }
 
-// answer waits for the UI's modal, checks who it says asked and what, types answer (masked) and
-// Enter.
-func answer(t *testing.T, sc *screentest.Screen, asks, answer string) {
+// answer waits for the UI's modal, checks who it says asked (program, in terminal a:1) and what,
+// types answer (masked) and Enter.
+func answer(t *testing.T, sc *screentest.Screen, program, asks, answer string) {
 	t.Helper()
 	text, took := sc.WaitFor(`Git asks`)
 	flat := strings.Join(strings.Fields(text), " ")
-	if !strings.Contains(flat, "git in terminal a:1, on a, asks:") || !strings.Contains(flat, asks) {
-		t.Errorf("the modal does not say that a:1 on a asks %q:\n%s", asks, text)
+	if !strings.Contains(flat, program+" in terminal a:1, on a, asks:") || !strings.Contains(flat, asks) {
+		t.Errorf("the modal does not say that %s in a:1 on a asks %q:\n%s", program, asks, text)
 	}
 	t.Logf("measured: the modal showed %v after the UI was first looked at", took)
 	sc.Keys("-l", answer)

@@ -130,10 +130,14 @@ func TestRemoteTerminalsRunKradThroughTheTunnel(t *testing.T) {
 			for _, m := range varLine.FindAllStringSubmatch(tm.mustRun(t, "env | grep '^KRAD_ADE_' | sort"), -1) {
 				vars[m[1]] = m[2]
 			}
+			// A terminal the app opened (the lead, a:1) has its own askpass key too (32 hex
+			// digits), which proves its prompts; one opened by hand (b, c) has none.
 			tokenFile := vars["KRAD_ADE_TOKEN_FILE"]
-			if vars["KRAD_ADE_ENDPOINT"] != c.forward || vars["KRAD_ADE_TERMINAL"] != tm.id ||
-				!regexp.MustCompile(`^/home/krad/\.krad-ade/run/[^/]+/token$`).MatchString(tokenFile) || len(vars) != 3 {
-				t.Errorf("terminal %s's variables: %q; want KRAD_ADE_ENDPOINT=%s, KRAD_ADE_TERMINAL=%s, KRAD_ADE_TOKEN_FILE under ~/.krad-ade/run, nothing else",
+			key, keyed := vars["KRAD_ADE_ASKPASS_KEY"]
+			if byApp := h.Name == "a"; vars["KRAD_ADE_ENDPOINT"] != c.forward || vars["KRAD_ADE_TERMINAL"] != tm.id ||
+				!regexp.MustCompile(`^/home/krad/\.krad-ade/run/[^/]+/token$`).MatchString(tokenFile) ||
+				keyed != byApp || keyed && !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(key) || len(vars) != 3+len(key)/32 {
+				t.Errorf("terminal %s's variables: %q; want KRAD_ADE_ENDPOINT=%s, KRAD_ADE_TERMINAL=%s, KRAD_ADE_TOKEN_FILE under ~/.krad-ade/run, KRAD_ADE_ASKPASS_KEY in the app's terminals alone, nothing else",
 					tm.id, vars, c.forward, tm.id)
 			}
 			// krad is the installed one, its folder first on PATH. (If not, the checks after this
