@@ -217,3 +217,46 @@ func TestReconnectListsListenersThroughKrad(t *testing.T) {
 		t.Errorf("krad-ade-agents after the reconnect: %v, want it installed again", err)
 	}
 }
+
+// TestHealHolds: the connection's sshd session is killed 20 times in a row, each time once the
+// environment is back up. Every heal holds: for 5 s after each, no further environment_down comes
+// and the connection never leaves connected (the old session's tmux client, or the clean-up of the
+// stale session, must not end the new one), and the host's lead answers through it.
+func TestHealHolds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills the connection 20 times and watches each heal for 5 s")
+	}
+	w := startWorld(t)
+	const kills, hold = 20, 5 * time.Second
+	for i := range kills {
+		for len(w.events) > 0 {
+			<-w.events
+		}
+		for _, pid := range w.sshd.Sessions() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		w.event(60*time.Second, fmt.Sprintf("environment_down after kill %d", i+1), appEvent(api.EnvironmentDown, nil))
+		w.event(60*time.Second, fmt.Sprintf("environment_up after kill %d", i+1), appEvent(api.EnvironmentUp, nil))
+		for len(w.states) > 0 {
+			<-w.states
+		}
+		quiet := time.After(hold)
+	watch:
+		for {
+			select {
+			case a := <-w.events:
+				var msg string
+				if appEvent(api.EnvironmentDown, &msg)(a) {
+					t.Fatalf("heal %d fell again within %s: environment_down %q", i+1, hold, msg)
+				}
+			case s := <-w.states:
+				if !strings.HasPrefix(s, "connected") {
+					t.Fatalf("heal %d fell again within %s: the connection is %s", i+1, hold, s)
+				}
+			case <-quiet:
+				break watch
+			}
+		}
+		w.screen(w.as(1), 1, "") // the lead's screen reads through the healed connection
+	}
+}
