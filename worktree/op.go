@@ -35,6 +35,9 @@ type Op struct {
 	Join bool `json:"join,omitempty"`
 	// Group is the group of OpChanges ("" the main checkout) and OpRetire.
 	Group string `json:"group,omitempty"`
+	// Force, for OpRetire: retire a held group too (Group.Held), its nested repositories'
+	// folders with it: only when the person asks.
+	Force bool `json:"force,omitempty"`
 	// Changes is OpChanges's options.
 	Changes *ChangesOptions `json:"changes,omitempty"`
 	// Set is OpCreateSet's options (its name is made from Hint).
@@ -178,7 +181,11 @@ func do(ctx context.Context, op Op) (Result, error) {
 		}
 		return Result{Picked: &p}, nil
 	default: // OpRetire
-		ret, err := r.Retire(ctx, op.Group)
+		retire := r.Retire
+		if op.Force {
+			retire = r.RetireForce
+		}
+		ret, err := retire(ctx, op.Group)
 		if err != nil {
 			return Result{}, err
 		}

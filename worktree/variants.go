@@ -176,7 +176,7 @@ func (r *Repo) writeMeta(g Group) error {
 		return fmt.Errorf("group %s has no admin folder known", g.Name)
 	}
 	return writeRecord(g.admin, meta{Name: g.Name, Branch: g.Branch, BaseCommit: g.BaseCommit, MadeBranch: g.MadeBranch, Port: g.Port,
-		Created: g.Created, Set: g.Set, Lead: g.Lead, Picked: g.Picked, Joined: g.Joined, Env: g.Env})
+		Created: g.Created, Set: g.Set, Lead: g.Lead, Picked: g.Picked, Joined: g.Joined, Env: g.Env, Held: g.Held})
 }
 
 // Pick takes the winner's work as o.How says, computed off every checkout (git merge-tree, a
