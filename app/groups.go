@@ -296,6 +296,11 @@ func (e *environment) retire(group string, done chan struct{}) {
 		ev.Kind = api.GroupNotRetired
 		ev.Message = fmt.Sprintf("group %s: its last terminal closed, and it could not retire: %v", group, err)
 		a.log.Warn("a group whose last terminal closed could not retire", "environment", e.name, "group", group, "err", err)
+	} else if held := res.Retired.Held; len(held) > 0 {
+		ev.Kind = api.GroupNotRetired
+		ev.Message = heldMessage(res.Retired)
+		a.log.Warn("group held: its checkout keeps nested repositories a snapshot cannot hold; it stays until the person retires it",
+			"environment", e.name, "group", group, "dir", res.Retired.Dir, "held", strings.Join(held, ", "))
 	} else {
 		ev.Message = retiredMessage(res.Retired)
 		a.log.Info("group retired", "environment", e.name, "group", group, "removed", res.Retired.Removed,
@@ -304,6 +309,12 @@ func (e *environment) retire(group string, done chan struct{}) {
 	a.mu.Lock()
 	a.publishAppLocked(ev)
 	a.mu.Unlock()
+}
+
+// heldMessage says that a retire kept the checkout, for what folders, and what the person can do.
+func heldMessage(r *worktree.Retired) string {
+	return fmt.Sprintf("group %s is held: its checkout %s keeps git data a snapshot cannot hold, in %s (a nested repository, or a submodule with unpushed work); it stays, nothing removed: push or move that work, or retire the group with force",
+		r.Group, r.Dir, strings.Join(r.Held, ", "))
 }
 
 // retiredMessage says what a retire removed and kept, in names and ids only.

@@ -139,6 +139,12 @@ func writeGroups(w io.Writer, l worktree.List, home string) error {
 				dir += "  (damaged: " + termsafe.Escape(g.Damaged, 300) + ")"
 			case g.Missing:
 				dir += "  (folder gone)"
+			case len(g.Held) > 0:
+				held := make([]string, len(g.Held))
+				for i, h := range g.Held {
+					held[i] = termsafe.Escape(h, 300)
+				}
+				dir += "  (held: " + strings.Join(held, ", ") + " keeps git data a snapshot cannot hold; push or move it)"
 			}
 			port := "-"
 			if g.Port > 0 {
