@@ -175,6 +175,9 @@ func do(ctx context.Context, op Op) (Result, error) {
 		if op.Pick == nil {
 			return Result{}, api.Errorf(api.CodeBadRequest, "a pick operation needs its pick")
 		}
+		if err := api.CheckPickHow(op.Pick.How); err != nil {
+			return Result{}, api.Errorf(api.CodeBadRequest, "pick %s: %s, not %s", op.Pick.Group, err, termsafe.QuoteMax(op.Pick.How, 40))
+		}
 		p, err := r.Pick(ctx, *op.Pick)
 		if err != nil {
 			return Result{}, err
