@@ -42,7 +42,14 @@ func TestRetireHoldsNestedRepo(t *testing.T) {
 	if err != nil || len(groups) != 1 || !reflect.DeepEqual(groups[0].Held, []string{"tools/inner"}) {
 		t.Fatalf("Groups = %+v, %v; want nest held by tools/inner", groups, err)
 	}
-	// A second retire (the app attaching again) holds it still.
+	// A terminal joining it works in it again: it is no longer listed held.
+	if res := Do(ctx, Op{Op: OpCreate, Dir: r.Top, Create: &CreateOptions{Name: "nest"}, Join: true}); res.Error != nil || !res.Joined || res.Group.Held != nil {
+		t.Errorf("join of the held group = %+v, %v", res.Group, res.Error)
+	}
+	if groups, err := r.Groups(ctx); err != nil || len(groups) != 1 || groups[0].Held != nil {
+		t.Errorf("Groups after a join = %+v, %v; want nest not held", groups, err)
+	}
+	// A retire again (its last terminal closing again, the app attaching) holds it again.
 	if ret, err := r.Retire(ctx, "nest"); err != nil || ret.Removed || len(ret.Held) != 1 {
 		t.Errorf("second Retire = %+v, %v", ret, err)
 	}

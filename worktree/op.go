@@ -209,10 +209,11 @@ func (r *Repo) create(ctx context.Context, o CreateOptions, hint string, join bo
 					o.Name, termsafe.Quote(g.Env), termsafe.Quote(o.Env))
 			}
 			if err == nil {
-				if !g.Joined && !g.Missing {
+				if (!g.Joined || len(g.Held) > 0) && !g.Missing {
 					// The record says a terminal joined, in the same operation: no other round
-					// trip to a host.
-					g.Joined = true
+					// trip to a host. A held group is worked in again: the next retire looks
+					// anew for what holds it.
+					g.Joined, g.Held = true, nil
 					if err := r.writeMeta(g); err != nil {
 						return Result{}, fmt.Errorf("group %s: record that a terminal joins it: %w", o.Name, err)
 					}

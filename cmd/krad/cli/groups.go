@@ -102,7 +102,9 @@ func groupsCommand() *command {
 		help: `
 Lists the groups of this environment's repository: each one's name, branch, base commit, first
 port (KRAD_ADE_PORT) and checkout; then what retired groups kept: their branches, and the
-snapshots of their uncommitted work. Continue a kept branch with krad worktree create --branch.`,
+snapshots of their uncommitted work. Continue a kept branch with krad worktree create --branch.
+A group marked held did not retire when its last terminal closed: its checkout holds git data a
+snapshot cannot (a nested repository, a submodule with unpushed work), named after "held:".`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&asJSON, "json", false, `print {"top","groups","kept"}`)
 		},
