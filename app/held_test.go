@@ -61,12 +61,53 @@ func TestGroupHeldByNestedRepo(t *testing.T) {
 		t.Errorf("the log's line for the hold is %q, want one naming group nest and vendor/inner", line)
 	}
 
-	// The person's retire, forced.
-	res := worktree.Do(t.Context(), worktree.Op{Op: worktree.OpRetire, Dir: repo, Group: "nest", Force: true})
-	if res.Error != nil || !res.Retired.Removed {
-		t.Fatalf("forced retire: %+v, %v", res.Retired, res.Error)
+	// The person's retire: without force it is held still; with force the checkout goes.
+	var r worktree.Retired
+	if err := h.decode(c, api.RetireGroup, &api.RetireGroupBody{Group: "nest"}, api.AnswerRetired, &r); err != nil || r.Removed || !reflect.DeepEqual(r.Held, []string{"vendor/inner"}) {
+		t.Errorf("RetireGroup without force: %+v, %v; want held by vendor/inner", r, err)
+	}
+	r = worktree.Retired{}
+	if err := h.decode(c, api.RetireGroup, &api.RetireGroupBody{Group: "nest", Force: true}, api.AnswerRetired, &r); err != nil || !r.Removed || r.Held != nil {
+		t.Fatalf("RetireGroup with force: %+v, %v; want removed", r, err)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("after the forced retire, the checkout is still there (%v)", err)
+	}
+	if err := h.decode(c, api.Groups, nil, api.AnswerGroups, &l); err != nil || len(l.Groups) != 0 {
+		t.Errorf("Groups after the forced retire: %+v, %v", l, err)
+	}
+	_ = repo
+}
+
+// TestRetireGroupRefusesAGroupInUse: RetireGroup refuses a group a terminal works in, naming the
+// terminal, and touches nothing; a plain group with no terminal retires as its last terminal
+// closing would.
+func TestRetireGroupRefusesAGroupInUse(t *testing.T) {
+	_, _, withRepo := withRepo(t)
+	h := start(t, lead(), withRepo)
+	c := h.as(1)
+	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "busy", Group: "busy", Command: []string{"sh", "-c", "echo ready; sleep 60"}})
+	h.waitScreen(c, w.Terminal, "ready")
+	_, err := h.call(c, api.RetireGroup, &api.RetireGroupBody{Group: "busy", Force: true})
+	if code(err) != api.CodeConflict || !strings.Contains(err.Error(), "has terminals in it") {
+		t.Errorf("RetireGroup of a group in use: %v, want conflict", err)
+	}
+	var l worktree.List
+	if err := h.decode(c, api.Groups, nil, api.AnswerGroups, &l); err != nil || len(l.Groups) != 1 {
+		t.Fatalf("Groups: %+v, %v", l, err)
+	}
+	if _, err := os.Stat(l.Groups[0].Dir); err != nil {
+		t.Errorf("the refused retire touched the checkout: %v", err)
+	}
+	var g worktree.Group
+	if err := h.decode(c, api.CreateWorktree, &api.CreateWorktreeBody{Name: "idle"}, api.AnswerWorktree, &g); err != nil {
+		t.Fatal(err)
+	}
+	var r worktree.Retired
+	if err := h.decode(c, api.RetireGroup, &api.RetireGroupBody{Group: "idle"}, api.AnswerRetired, &r); err != nil || !r.Removed || !r.BranchDeleted || r.Held != nil {
+		t.Errorf("RetireGroup of a plain group: %+v, %v; want removed, its empty branch deleted", r, err)
+	}
+	if _, err := os.Stat(g.Dir); !os.IsNotExist(err) {
+		t.Errorf("the plain group's checkout is still there (%v)", err)
 	}
 }

@@ -26,3 +26,26 @@ func TestWriteGroupsHeld(t *testing.T) {
 		t.Errorf("the plain group's line is %q", lines[2])
 	}
 }
+
+// TestRetiredLine: what krad retire prints, held or retired.
+func TestRetiredLine(t *testing.T) {
+	held := retiredLine(worktree.Retired{Group: "nest", Dir: "/w/nest", Branch: "krad/nest", Held: []string{"vendor/inner"}})
+	if !strings.Contains(held, "group nest is held, nothing removed") || !strings.Contains(held, "vendor/inner") || !strings.Contains(held, "krad retire --force nest") {
+		t.Errorf("held: %q", held)
+	}
+	gone := retiredLine(worktree.Retired{Group: "idle", Dir: "/w/idle", Removed: true, Branch: "krad/idle", BranchDeleted: true})
+	if gone != "group idle retired: its checkout was removed; branch krad/idle, which held nothing, was deleted" {
+		t.Errorf("retired: %q", gone)
+	}
+}
+
+// TestRetireUsage: krad retire takes one valid group name, checked before the bus is sought.
+func TestRetireUsage(t *testing.T) {
+	for _, args := range [][]string{{"retire"}, {"retire", "a", "b"}, {"retire", "Bad/Name"}} {
+		var out, errOut bytes.Buffer
+		code := Run(t.Context(), append([]string{"krad"}, args...), MapEnv(nil), strings.NewReader(""), &out, &errOut, Options{})
+		if code != ExitUsage || out.Len() != 0 {
+			t.Errorf("krad %v: exit %d, stdout %q, stderr %q; want a usage error", args, code, out.String(), errOut.String())
+		}
+	}
+}
