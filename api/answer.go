@@ -26,6 +26,7 @@ const (
 	AnswerWorktree AnswerName = "Worktree"
 	AnswerChanges  AnswerName = "Changes"
 	AnswerGroups   AnswerName = "Groups"
+	AnswerRetired  AnswerName = "Retired"  // a worktree.Retired: RetireGroup's answer
 	AnswerVariants AnswerName = "Variants" // a [Variants]
 	AnswerPicked   AnswerName = "Picked"   // a [Picked]
 	// AnswerExtension is the answer to ExtensionTool: an [ExtensionAnswer].

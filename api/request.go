@@ -37,12 +37,16 @@ const (
 	// Groups is krad's addition to the spec's list: the groups of the caller's environment and
 	// what retired groups kept (`krad groups`).
 	Groups Name = "Groups"
+	// RetireGroup is krad's addition to the spec's list: the person retires a group that no
+	// terminal is in (`krad retire`); with force, a held one too, its nested repositories with it.
+	RetireGroup Name = "RetireGroup"
 )
 
 // Names lists every request of the API, in the order of the reference pages.
 var Names = []Name{
 	Hello, List, ListAll, SubscribeAgents, Check, Wait, Read, Send, Spawn, Close, CloseSession,
 	CreateWorktree, Changes, RunVariants, PickVariant, Code, ExtensionTool, Askpass, Report, Groups,
+	RetireGroup,
 }
 
 // Target is a terminal number in the caller's environment.
@@ -108,6 +112,12 @@ type (
 	CloseBody struct {
 		Target Target `json:"target"`
 	}
+	// RetireGroupBody: retire group Group of the caller's environment now, as its last terminal
+	// closing would; Force removes a held checkout too (one holding a nested repository).
+	RetireGroupBody struct {
+		Group string `json:"group"`
+		Force bool   `json:"force,omitempty"`
+	}
 	// ReportBody: the caller's own state, as the agent sees it. Lifecycle is set by
 	// krad-ade-agents run, whose reports mark a start and an end: they do not make the agent
 	// one that reports, so its working and idle still come from its output.
@@ -159,6 +169,7 @@ var kinds = map[Name]requestKind{
 	CreateWorktree:  {func() any { return new(CreateWorktreeBody) }, AnswerWorktree},
 	Changes:         {func() any { return new(ChangesBody) }, AnswerChanges},
 	Groups:          {nil, AnswerGroups},
+	RetireGroup:     {func() any { return new(RetireGroupBody) }, AnswerRetired},
 	RunVariants:     {func() any { return new(RunVariantsBody) }, AnswerVariants},
 	PickVariant:     {func() any { return new(PickVariantBody) }, AnswerPicked},
 	Code:            {func() any { return new(CodeBody) }, AnswerOk},
@@ -281,6 +292,10 @@ func validateBody(body any) error {
 		return validateVariants(b)
 	case *PickVariantBody:
 		return validatePick(b)
+	case *RetireGroupBody:
+		if b.Group == "" {
+			return errors.New("group names the group to retire: it is needed")
+		}
 	case *ExtensionToolBody:
 		return validateExtensionTool(b)
 	case *CodeBody:
@@ -393,7 +408,7 @@ func (r Request) Deadline() time.Duration {
 	switch r.Name {
 	case SubscribeAgents:
 		return 0
-	case CreateWorktree, Changes, Close, PickVariant, Spawn, RunVariants:
+	case CreateWorktree, Changes, Close, PickVariant, Spawn, RunVariants, RetireGroup:
 		return time.Minute
 	case Code, ExtensionTool:
 		return 2 * time.Minute

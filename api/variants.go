@@ -110,11 +110,19 @@ func validateVariants(b *RunVariantsBody) error {
 	return nil
 }
 
-func validatePick(b *PickVariantBody) error {
-	switch b.How {
+// CheckPickHow says whether how is a way to pick ("" is PickSquash): the one rule of it, which the
+// bus applies to PickVariant and package worktree to a pick operation.
+func CheckPickHow(how string) error {
+	switch how {
 	case "", PickSquash, PickApply, PickMerge, PickBranch:
-	default:
-		return errors.New("how must be squash, apply, merge or branch")
+		return nil
+	}
+	return errors.New("how must be squash, apply, merge or branch")
+}
+
+func validatePick(b *PickVariantBody) error {
+	if err := CheckPickHow(b.How); err != nil {
+		return err
 	}
 	if b.Group == "" {
 		return errors.New("group names the winner: it is needed")

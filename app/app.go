@@ -487,7 +487,8 @@ var handlers = map[api.Name]handler{
 	api.Groups: func(a *App, ctx context.Context, c *local.Call) (any, error) {
 		return a.groups(ctx, c.From.Terminal)
 	},
-	api.Close: withBody(okOnly((*App).close)),
+	api.RetireGroup: withBody((*App).retireGroup),
+	api.Close:       withBody(okOnly((*App).close)),
 	// The person's MCP servers, lent to terminals: package extension runs them here.
 	api.ExtensionTool: withBody(func(a *App, ctx context.Context, from api.TerminalID, b *api.ExtensionToolBody) (api.ExtensionAnswer, error) {
 		return a.ext.Handle(ctx, from.Environment, b)

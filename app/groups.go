@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -296,6 +297,11 @@ func (e *environment) retire(group string, done chan struct{}) {
 		ev.Kind = api.GroupNotRetired
 		ev.Message = fmt.Sprintf("group %s: its last terminal closed, and it could not retire: %v", group, err)
 		a.log.Warn("a group whose last terminal closed could not retire", "environment", e.name, "group", group, "err", err)
+	} else if held := res.Retired.Held; len(held) > 0 {
+		ev.Kind = api.GroupNotRetired
+		ev.Message = heldMessage(res.Retired)
+		a.log.Warn("group held: its checkout keeps nested repositories a snapshot cannot hold; it stays until the person retires it",
+			"environment", e.name, "group", group, "dir", res.Retired.Dir, "held", strings.Join(held, ", "))
 	} else {
 		ev.Message = retiredMessage(res.Retired)
 		a.log.Info("group retired", "environment", e.name, "group", group, "removed", res.Retired.Removed,
@@ -304,6 +310,57 @@ func (e *environment) retire(group string, done chan struct{}) {
 	a.mu.Lock()
 	a.publishAppLocked(ev)
 	a.mu.Unlock()
+}
+
+// retireGroup answers RetireGroup: the person retires a group that no terminal is in, as its last
+// terminal closing would; with Force a held one too, its nested repositories with it. Subscribers
+// hear it as they hear a retire of the app's own.
+func (a *App) retireGroup(ctx context.Context, from api.TerminalID, b *api.RetireGroupBody) (worktree.Retired, error) {
+	e, err := a.env(ctx, from.Environment)
+	if err != nil {
+		return worktree.Retired{}, err
+	}
+	e.retiredBy(ctx, b.Group) // one the app started goes first
+	unlock, err := e.groupLocks.lock(ctx, b.Group)
+	if err != nil {
+		return worktree.Retired{}, err
+	}
+	defer unlock()
+	a.mu.Lock()
+	var in []string
+	for _, t := range e.terminals {
+		if t.group == b.Group {
+			in = append(in, strconv.Itoa(t.number))
+		}
+	}
+	a.mu.Unlock()
+	if len(in) > 0 {
+		return worktree.Retired{}, api.Errorf(api.CodeConflict, "group %s has terminals in it (%s): close them (krad close), and it retires by itself", b.Group, strings.Join(in, ", "))
+	}
+	res, err := e.worktree(ctx, worktree.Op{Op: worktree.OpRetire, Group: b.Group, Force: b.Force})
+	if err != nil {
+		return worktree.Retired{}, err
+	}
+	ev := api.AppEvent{Kind: api.GroupRetired, Environment: e.name}
+	if held := res.Retired.Held; len(held) > 0 {
+		ev.Kind, ev.Message = api.GroupNotRetired, heldMessage(res.Retired)
+		a.log.Warn("group held: its checkout keeps nested repositories a snapshot cannot hold; it stays until the person retires it with force",
+			"environment", e.name, "group", b.Group, "dir", res.Retired.Dir, "held", strings.Join(held, ", "), "by", from.String())
+	} else {
+		ev.Message = retiredMessage(res.Retired)
+		a.log.Info("group retired by request", "environment", e.name, "group", b.Group, "force", b.Force, "removed", res.Retired.Removed,
+			"snapshot", res.Retired.SnapshotCommit, "branch_deleted", res.Retired.BranchDeleted, "by", from.String())
+	}
+	a.mu.Lock()
+	a.publishAppLocked(ev)
+	a.mu.Unlock()
+	return *res.Retired, nil
+}
+
+// heldMessage says that a retire kept the checkout, for what folders, and what the person can do.
+func heldMessage(r *worktree.Retired) string {
+	return fmt.Sprintf("group %s is held: its checkout %s keeps git data a snapshot cannot hold, in %s (a nested repository, or a submodule with unpushed work); it stays, nothing removed: push or move that work, or retire the group with force (krad retire --force %s)",
+		r.Group, r.Dir, strings.Join(r.Held, ", "), r.Group)
 }
 
 // retiredMessage says what a retire removed and kept, in names and ids only.

@@ -227,11 +227,10 @@ func (e *environment) variant(ctx context.Context, group string, from api.Termin
 		if g.Name != group {
 			continue
 		}
-		switch {
-		case g.Set == "":
-			return g, nil, api.Errorf(api.CodeBadRequest, "group %s is of no variant set, and a pick takes a variant of a set the lead ran (krad variants run): take a plain group's work with git (its branch %s), or see it with krad changes --group %s",
-				group, g.Branch, group)
-		case g.Lead != from.String():
+		if err := worktree.CheckVariant(g); err != nil {
+			return g, nil, err
+		}
+		if g.Lead != from.String() {
 			return g, nil, api.Errorf(api.CodeForbidden, "group %s is of the variant set %s, which %s ran, not this lead: a lead picks within its own sets", group, g.Set, g.Lead)
 		}
 		return g, res.List.Groups, nil

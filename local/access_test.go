@@ -37,6 +37,7 @@ func TestDecide(t *testing.T) {
 		api.Askpass:         {F, F, F, A},
 		api.Report:          {F, A, A, F},
 		api.Groups:          {F, A, A, F},
+		api.RetireGroup:     {F, A, A, F},
 	}
 	if len(table) != len(api.Names) {
 		t.Fatalf("the table covers %d requests, the API has %d", len(table), len(api.Names))

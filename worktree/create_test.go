@@ -29,7 +29,7 @@ func TestCreate(t *testing.T) {
 	want := Group{Name: "fix-retry", Dir: filepath.Join(root, r.Key, "fix-retry"), Branch: "krad/fix-retry",
 		BaseCommit: head, MadeBranch: true, Head: head, Locked: true, Port: FirstPort}
 	g.Created, g.admin = want.Created, ""
-	if g != want {
+	if !reflect.DeepEqual(g, want) {
 		t.Errorf("Create = %+v, want %+v", g, want)
 	}
 	if got := run(t, g.Dir, "symbolic-ref", "HEAD"); got != "refs/heads/krad/fix-retry" {
@@ -56,7 +56,7 @@ func TestCreate(t *testing.T) {
 	}
 	got := groups[0]
 	got.admin, got.Created = "", want.Created
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Groups()[0] = %+v, want %+v", got, want)
 	}
 }

@@ -55,6 +55,11 @@ type Group struct {
 	// Env is the environment that made the group (an Op's Env), whose terminals it is for; ""
 	// for a group made before groups recorded it, or without an environment named.
 	Env string `json:"env,omitempty"`
+	// Held lists the folders of the checkout (relative, slash-separated) whose git data a
+	// snapshot cannot hold: a nested repository, a submodule with work of its own. A retire
+	// found them and kept the checkout in place; only a forced retire (the person asking)
+	// removes it. Empty for a group not held.
+	Held []string `json:"held,omitempty"`
 	// Restored, in what Create returns, is the snapshot commit whose work it put back in the
 	// continued branch's checkout as uncommitted changes.
 	Restored string `json:"restored,omitempty"`
@@ -84,6 +89,7 @@ type meta struct {
 	Picked     string    `json:"picked,omitempty"`
 	Joined     bool      `json:"joined,omitempty"`
 	Env        string    `json:"env,omitempty"`
+	Held       []string  `json:"held,omitempty"`
 }
 
 // Groups lists the repository's groups, in the order git lists its worktrees. A worktree that
@@ -137,7 +143,7 @@ func (r *Repo) groupsOf(wts []worktree) ([]Group, error) {
 		g := Group{
 			Name: m.Name, Dir: wt.path, BaseCommit: m.BaseCommit, MadeBranch: m.MadeBranch,
 			Head: wt.head, Locked: wt.locked, Port: m.Port, Created: m.Created, admin: admin,
-			Set: m.Set, Lead: m.Lead, Picked: m.Picked, Joined: m.Joined, Env: m.Env,
+			Set: m.Set, Lead: m.Lead, Picked: m.Picked, Joined: m.Joined, Env: m.Env, Held: m.Held,
 			Branch: m.Branch,
 		}
 		if _, err := os.Lstat(wt.path); wt.prunable || errors.Is(err, fs.ErrNotExist) {

@@ -35,6 +35,9 @@ type Op struct {
 	Join bool `json:"join,omitempty"`
 	// Group is the group of OpChanges ("" the main checkout) and OpRetire.
 	Group string `json:"group,omitempty"`
+	// Force, for OpRetire: retire a held group too (Group.Held), its nested repositories'
+	// folders with it: only when the person asks.
+	Force bool `json:"force,omitempty"`
 	// Changes is OpChanges's options.
 	Changes *ChangesOptions `json:"changes,omitempty"`
 	// Set is OpCreateSet's options (its name is made from Hint).
@@ -172,13 +175,20 @@ func do(ctx context.Context, op Op) (Result, error) {
 		if op.Pick == nil {
 			return Result{}, api.Errorf(api.CodeBadRequest, "a pick operation needs its pick")
 		}
+		if err := api.CheckPickHow(op.Pick.How); err != nil {
+			return Result{}, api.Errorf(api.CodeBadRequest, "pick %s: %s, not %s", op.Pick.Group, err, termsafe.QuoteMax(op.Pick.How, 40))
+		}
 		p, err := r.Pick(ctx, *op.Pick)
 		if err != nil {
 			return Result{}, err
 		}
 		return Result{Picked: &p}, nil
 	default: // OpRetire
-		ret, err := r.Retire(ctx, op.Group)
+		retire := r.Retire
+		if op.Force {
+			retire = r.RetireForce
+		}
+		ret, err := retire(ctx, op.Group)
 		if err != nil {
 			return Result{}, err
 		}
@@ -199,10 +209,11 @@ func (r *Repo) create(ctx context.Context, o CreateOptions, hint string, join bo
 					o.Name, termsafe.Quote(g.Env), termsafe.Quote(o.Env))
 			}
 			if err == nil {
-				if !g.Joined && !g.Missing {
+				if (!g.Joined || len(g.Held) > 0) && !g.Missing {
 					// The record says a terminal joined, in the same operation: no other round
-					// trip to a host.
-					g.Joined = true
+					// trip to a host. A held group is worked in again: the next retire looks
+					// anew for what holds it.
+					g.Joined, g.Held = true, nil
 					if err := r.writeMeta(g); err != nil {
 						return Result{}, fmt.Errorf("group %s: record that a terminal joins it: %w", o.Name, err)
 					}

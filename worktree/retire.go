@@ -31,6 +31,10 @@ type Retired struct {
 	Branch        string `json:"branch"`
 	BranchDeleted bool   `json:"branch_deleted"`
 	BranchKept    string `json:"branch_kept,omitempty"`
+	// Held lists the folders (relative to Dir, slash-separated) whose git data a snapshot cannot
+	// hold, for which the checkout stays in place (Removed false, nothing else done): see
+	// [Group.Held]. Only [Repo.RetireForce] removes such a checkout.
+	Held []string `json:"held,omitempty"`
 }
 
 // Retire ends a group, losing nothing: first its uncommitted work (staged, unstaged and untracked
@@ -40,7 +44,21 @@ type Retired struct {
 // its branch is deleted only if the app made it and it holds no commit beyond base_commit and
 // there is no snapshot. If a step fails, the worktree stays (locked again), and the error names
 // its folder.
+//
+// A checkout that holds git data a snapshot cannot (see [Repo.Unkeepable]: a nested repository,
+// whose commits would go with its folder) is not touched: the group is held, its record says
+// which folders (Group.Held), and Retired.Held names them. [Repo.RetireForce] removes it anyway.
 func (r *Repo) Retire(ctx context.Context, name string) (Retired, error) {
+	return r.retire(ctx, name, false)
+}
+
+// RetireForce is Retire without the hold: what the person asks for, once told that the
+// checkout holds a nested repository; the nested repositories' folders go with the checkout.
+func (r *Repo) RetireForce(ctx context.Context, name string) (Retired, error) {
+	return r.retire(ctx, name, true)
+}
+
+func (r *Repo) retire(ctx context.Context, name string, force bool) (Retired, error) {
 	g, err := r.group(ctx, name)
 	if err != nil {
 		return Retired{}, err
@@ -48,6 +66,22 @@ func (r *Repo) Retire(ctx context.Context, name string) (Retired, error) {
 	ret := Retired{Group: name, Dir: g.Dir, Branch: g.Branch}
 	fail := func(err error) (Retired, error) {
 		return ret, fmt.Errorf("retire group %s: %w; its worktree %s stays", name, err, termsafe.Quote(g.Dir))
+	}
+
+	// 0. What a snapshot cannot hold keeps the checkout where it is.
+	if !g.Missing && !force {
+		held, err := r.Unkeepable(ctx, g.Dir)
+		if err != nil {
+			return fail(fmt.Errorf("look for nested repositories: %w", err))
+		}
+		if len(held) > 0 {
+			g.Held = held
+			if err := r.writeMeta(g); err != nil {
+				return fail(fmt.Errorf("record that it is held: %w", err))
+			}
+			ret.Held = held
+			return ret, nil
+		}
 	}
 	snapRef := SnapshotPrefix + name
 	var oldSnap string

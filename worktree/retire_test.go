@@ -34,7 +34,7 @@ func TestRetireClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Retired{Group: "idle", Dir: g.Dir, Removed: true, Branch: "krad/idle", BranchDeleted: true}
-	if ret != want {
+	if !reflect.DeepEqual(ret, want) {
 		t.Errorf("Retire = %+v, want %+v", ret, want)
 	}
 	noLeftovers(t, "a group that did nothing retired", before, look(t, r, root))

@@ -176,7 +176,17 @@ func (r *Repo) writeMeta(g Group) error {
 		return fmt.Errorf("group %s has no admin folder known", g.Name)
 	}
 	return writeRecord(g.admin, meta{Name: g.Name, Branch: g.Branch, BaseCommit: g.BaseCommit, MadeBranch: g.MadeBranch, Port: g.Port,
-		Created: g.Created, Set: g.Set, Lead: g.Lead, Picked: g.Picked, Joined: g.Joined, Env: g.Env})
+		Created: g.Created, Set: g.Set, Lead: g.Lead, Picked: g.Picked, Joined: g.Joined, Env: g.Env, Held: g.Held})
+}
+
+// CheckVariant refuses a group that is of no variant set: a pick takes a variant. The one rule of
+// it, which the app applies to PickVariant and Pick to a pick operation.
+func CheckVariant(g Group) error {
+	if g.Set == "" {
+		return api.Errorf(api.CodeBadRequest, "group %s is of no variant set, and a pick takes a variant of a set the lead ran (krad variants run): take a plain group's work with git (its branch %s), or see it with krad changes --group %s",
+			g.Name, termsafe.Escape(g.Branch, 200), g.Name)
+	}
+	return nil
 }
 
 // Pick takes the winner's work as o.How says, computed off every checkout (git merge-tree, a
@@ -186,6 +196,9 @@ func (r *Repo) writeMeta(g Group) error {
 func (r *Repo) Pick(ctx context.Context, o PickOptions) (Pick, error) {
 	g, err := r.group(ctx, o.Group)
 	if err != nil {
+		return Pick{}, err
+	}
+	if err := CheckVariant(g); err != nil {
 		return Pick{}, err
 	}
 	if g.Missing {

@@ -41,6 +41,8 @@ func Requests(target api.Target) []api.Request {
 			body = &api.ChangesBody{Target: &target, Stat: true}
 		case api.RunVariants:
 			body = &api.RunVariantsBody{Title: "apitest", Agents: []api.VariantAgent{{Command: []string{"true"}, Count: 1}}}
+		case api.RetireGroup:
+			body = &api.RetireGroupBody{Group: "apitest"}
 		case api.PickVariant:
 			body = &api.PickVariantBody{Group: "apitest", How: api.PickBranch}
 		case api.ExtensionTool:

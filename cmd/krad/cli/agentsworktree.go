@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/internal/termsafe"
+	"github.com/krad-ade/krad/internal/strictjson"
 	"github.com/krad-ade/krad/worktree"
 )
 
@@ -66,8 +66,9 @@ the operation: a group half made is undone, and git is stopped.`,
 	}
 }
 
-// readOp reads one worktree.Op from r: a JSON object, UTF-8, at most MaxOp bytes, with no field
-// the Op does not have and nothing after it but white space. A field of another version would
+// readOp reads one worktree.Op from r: a JSON object, UTF-8, at most MaxOp bytes, with no key
+// the Op does not have (spelled exactly as its tags, case included), none twice, and nothing
+// after it but white space (strictjson). A field of another version would
 // otherwise be dropped without a word; the app installs the static krad of its own version, so
 // one never comes from it.
 func readOp(r io.Reader) (worktree.Op, error) {
@@ -90,14 +91,9 @@ func readOp(r io.Reader) (worktree.Op, error) {
 		// encoding/json would put U+FFFD in place of the bytes, and so name another path.
 		return op, errors.New("the operation is not UTF-8")
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&op); err != nil {
-		// The decoder's message may quote a field's name, of any length.
-		return worktree.Op{}, fmt.Errorf("the operation is not valid: %s", termsafe.Escape(err.Error(), 200))
-	}
-	if dec.InputOffset() != int64(len(b)) {
-		return worktree.Op{}, errors.New("more follows the operation's JSON object")
+	// Exact keys: encoding/json alone takes "Op" for "op", and the last of two "op"s.
+	if err := strictjson.Decode(b, &op); err != nil {
+		return worktree.Op{}, fmt.Errorf("the operation is not valid: %w", err)
 	}
 	return op, nil
 }

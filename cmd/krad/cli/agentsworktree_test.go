@@ -93,7 +93,14 @@ func TestWorktreeVerb(t *testing.T) {
 		{"spaces", " \n\t", "stdin is empty"},
 		{"an array", `[{"op":"groups"}]`, "not a JSON object"},
 		{"null", `null`, "not a JSON object"},
-		{"a field of no Op", `{"op":"groups","dir":"/","rm":"-rf"}`, `unknown field "rm"`},
+		{"a field of no Op", `{"op":"groups","dir":"/","rm":"-rf"}`, `unknown key rm`},
+		{"a key in another case", `{"Op":"retire","dir":"/","group":"g"}`, `unknown key Op: keys are case-sensitive, the field is op`},
+		{"a key in another case beside it", `{"op":"groups","Op":"retire","dir":"/"}`, `unknown key Op: keys are case-sensitive`},
+		{"a nested key in another case", `{"op":"create","dir":"/","create":{"name":"x"}}`, `unknown key create.name: keys are case-sensitive, the field is create.Name`},
+		{"a key twice", `{"op":"groups","dir":"/","op":"retire"}`, `key op comes twice`},
+		{"a key twice, escaped", `{"op":"groups","dir":"/","\u006fp":"retire"}`, `key op comes twice`},
+		{"a long unknown key", `{"op":"groups","` + strings.Repeat("k", 100000) + `":1}`, `unknown key kkkk`},
+		{"trailing data", `{"op":"groups"} x`, "more follows"},
 		{"two objects", `{"op":"groups"} {"op":"groups"}`, "more follows"},
 		{"cut short", `{"op":"groups"`, "not valid"},
 		{"not UTF-8", "{\"op\":\"groups\",\"dir\":\"/tmp/caf\xe9\"}", "not UTF-8"},
@@ -102,11 +109,24 @@ func TestWorktreeVerb(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, errOut, code := runWorktree(t, tt.stdin)
+			if len(errOut) > 1024 {
+				t.Errorf("stderr is %d bytes: %.200q…", len(errOut), errOut)
+			}
 			if code != ExitUsage || out != "" || !strings.Contains(errOut, tt.want) ||
 				!strings.HasPrefix(errOut, "krad-ade-agents: error: read the group operation on stdin: ") {
 				t.Errorf("got %d, stdout %q, stderr %q; want exit 5, nothing on stdout, %q on stderr", code, out, errOut, tt.want)
 			}
 		})
+	}
+
+	// A pick is checked as the bus checks PickVariant: its how, and that the group is a variant.
+	out, _, code = runWorktree(t, op(worktree.Op{Op: worktree.OpPick, Pick: &worktree.PickOptions{Group: "fix-1", How: "rebase"}}))
+	if res = result(t, out); code != 0 || res.Error == nil || res.Error.Code != api.CodeBadRequest || !strings.Contains(res.Error.Message, "how must be squash, apply, merge or branch") {
+		t.Errorf("pick with how rebase: got %d, %q; want bad_request naming the ways", code, out)
+	}
+	out, _, code = runWorktree(t, op(worktree.Op{Op: worktree.OpPick, Pick: &worktree.PickOptions{Group: "fix-1", How: api.PickBranch}}))
+	if res = result(t, out); code != 0 || res.Error == nil || res.Error.Code != api.CodeBadRequest || !strings.Contains(res.Error.Message, "group fix-1 is of no variant set") {
+		t.Errorf("pick of a plain group: got %d, %q; want bad_request saying it is of no variant set", code, out)
 	}
 
 	if _, errOut, code := runWorktree(t, op(worktree.Op{Op: worktree.OpGroups}), "--dir", "/"); code != ExitUsage || !strings.Contains(errOut, "unknown flag") {

@@ -295,7 +295,7 @@ func (b *bus) hello(ctx context.Context) (api.HelloAnswer, error) {
 
 // groupRequest says whether req is one of the group requests, whose errors come from git.
 func groupRequest(req api.Name) bool {
-	return req == api.CreateWorktree || req == api.Changes || req == api.Groups || req == api.RunVariants || req == api.PickVariant
+	return req == api.CreateWorktree || req == api.Changes || req == api.Groups || req == api.RetireGroup || req == api.RunVariants || req == api.PickVariant
 }
 
 // hintFor is the next step after the app answered req with the error e.

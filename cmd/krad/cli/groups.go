@@ -102,7 +102,9 @@ func groupsCommand() *command {
 		help: `
 Lists the groups of this environment's repository: each one's name, branch, base commit, first
 port (KRAD_ADE_PORT) and checkout; then what retired groups kept: their branches, and the
-snapshots of their uncommitted work. Continue a kept branch with krad worktree create --branch.`,
+snapshots of their uncommitted work. Continue a kept branch with krad worktree create --branch.
+A group marked held did not retire when its last terminal closed: its checkout holds git data a
+snapshot cannot (a nested repository, a submodule with unpushed work), named after "held:".`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&asJSON, "json", false, `print {"top","groups","kept"}`)
 		},
@@ -139,6 +141,12 @@ func writeGroups(w io.Writer, l worktree.List, home string) error {
 				dir += "  (damaged: " + termsafe.Escape(g.Damaged, 300) + ")"
 			case g.Missing:
 				dir += "  (folder gone)"
+			case len(g.Held) > 0:
+				held := make([]string, len(g.Held))
+				for i, h := range g.Held {
+					held[i] = termsafe.Escape(h, 300)
+				}
+				dir += "  (held: " + strings.Join(held, ", ") + " keeps git data a snapshot cannot hold; push or move it)"
 			}
 			port := "-"
 			if g.Port > 0 {
@@ -321,4 +329,67 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// retireCommand is `krad retire G [--force]`: RetireGroup.
+func retireCommand() *command {
+	var force, asJSON bool
+	return &command{
+		name:    "retire",
+		args:    "G [--force] [--json]",
+		summary: "retire group G now (with --force, a held one too)",
+		help: `
+Retires group G of this environment now, as its last terminal closing would: its uncommitted
+work is kept as a snapshot, its checkout removed, its branch kept unless it holds nothing. A
+group with terminals in it is refused: close them, and it retires by itself.
+
+A group whose checkout holds git data a snapshot cannot (a nested repository, a submodule with
+unpushed work) is held instead, untouched; krad groups marks it held. --force removes such a
+checkout anyway, the nested repositories with it: their commits are lost unless pushed first.`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&force, "force", false, "remove a held checkout too, with its nested repositories")
+			fs.BoolVar(&asJSON, "json", false, `print what was removed and kept, {"group","dir","removed",…}`)
+		},
+		run: func(x *invocation, args []string) error {
+			if len(args) != 1 {
+				return x.usageError("%s takes one group name", x.path)
+			}
+			if err := worktree.ValidName(args[0]); err != nil {
+				return x.usageError("%v", err)
+			}
+			b, err := x.bus()
+			if err != nil {
+				return err
+			}
+			var r worktree.Retired
+			raw, err := b.answer(x.ctx, api.NewRequest(api.RetireGroup, &api.RetireGroupBody{Group: args[0], Force: force}), &r)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeRaw(x.stdout, raw)
+			}
+			_, err = fmt.Fprintln(x.stdout, termsafe.Escape(retiredLine(r), 2000))
+			return err
+		},
+	}
+}
+
+// retiredLine says what a RetireGroup did.
+func retiredLine(r worktree.Retired) string {
+	if len(r.Held) > 0 {
+		return fmt.Sprintf("group %s is held, nothing removed: its checkout %s keeps %s (a nested repository, or a submodule with unpushed work); push or move that work, or krad retire --force %s",
+			r.Group, r.Dir, strings.Join(r.Held, ", "), r.Group)
+	}
+	s := "group " + r.Group + " retired: its checkout was removed"
+	if !r.Removed {
+		s = "group " + r.Group + " retired: its checkout was already gone"
+	}
+	if r.Snapshot != "" {
+		s += "; its uncommitted work is kept on " + r.Snapshot
+	}
+	if r.BranchDeleted {
+		return s + "; branch " + r.Branch + ", which held nothing, was deleted"
+	}
+	return s + "; branch " + r.Branch + " is kept (" + r.BranchKept + ")"
 }

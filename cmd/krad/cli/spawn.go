@@ -37,8 +37,9 @@ With --group, the worker works in group G: a git worktree of this environment's 
 its own branch (krad/G), made now if it does not exist (see krad worktree create). It starts in
 the group's checkout with KRAD_ADE_GROUP=G and KRAD_ADE_PORT, the first of 10 ports of the
 group's own. When the last terminal of a group closes, the group retires: its uncommitted work
-is kept on a snapshot ref, its checkout removed, its branch kept unless it holds nothing. Without
---group, the worker works where this lead does.
+is kept on a snapshot ref, its checkout removed, its branch kept unless it holds nothing; a
+checkout with a repository of its own inside (a .git below it) is held instead, untouched (krad
+groups says so). Without --group, the worker works where this lead does.
 
 With --agent A, the worker runs the agent profile A that config.toml names ([[agent]]: its
 command, and whether it takes the prompt typed in or as its last argument).`,

@@ -27,6 +27,7 @@ api.json in the app's config folder (not in the static build for SSH hosts).
 			closeSessionCommand(),
 			worktreeCommand(),
 			groupsCommand(),
+			retireCommand(),
 			changesCommand(),
 			variantsCommand(),
 			reportCommand(),
