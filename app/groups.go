@@ -297,15 +297,27 @@ func (e *environment) retire(group string, done chan struct{}) {
 		ev.Kind = api.GroupNotRetired
 		ev.Message = fmt.Sprintf("group %s: its last terminal closed, and it could not retire: %v", group, err)
 		a.log.Warn("a group whose last terminal closed could not retire", "environment", e.name, "group", group, "err", err)
-	} else if held := res.Retired.Held; len(held) > 0 {
-		ev.Kind = api.GroupNotRetired
-		ev.Message = heldMessage(res.Retired)
-		a.log.Warn("group held: its checkout keeps nested repositories a snapshot cannot hold; it stays until the person retires it",
-			"environment", e.name, "group", group, "dir", res.Retired.Dir, "held", strings.Join(held, ", "))
+		a.mu.Lock()
+		a.publishAppLocked(ev)
+		a.mu.Unlock()
+		return
+	}
+	e.tellRetired(res.Retired, "its last terminal closed")
+}
+
+// tellRetired logs what a retire did (removed the checkout, or held it) and tells subscribers,
+// with a group_retired or group_not_retired event. by says who asked.
+func (e *environment) tellRetired(r *worktree.Retired, by string) {
+	a := e.app
+	ev := api.AppEvent{Kind: api.GroupRetired, Environment: e.name}
+	if len(r.Held) > 0 {
+		ev.Kind, ev.Message = api.GroupNotRetired, heldMessage(r)
+		a.log.Warn("group held: its checkout keeps nested repositories a snapshot cannot hold; it stays until the person retires it with force",
+			"environment", e.name, "group", r.Group, "dir", r.Dir, "held", strings.Join(r.Held, ", "), "by", by)
 	} else {
-		ev.Message = retiredMessage(res.Retired)
-		a.log.Info("group retired", "environment", e.name, "group", group, "removed", res.Retired.Removed,
-			"snapshot", res.Retired.SnapshotCommit, "branch_deleted", res.Retired.BranchDeleted)
+		ev.Message = retiredMessage(r)
+		a.log.Info("group retired", "environment", e.name, "group", r.Group, "removed", r.Removed,
+			"snapshot", r.SnapshotCommit, "branch_deleted", r.BranchDeleted, "by", by)
 	}
 	a.mu.Lock()
 	a.publishAppLocked(ev)
@@ -341,19 +353,11 @@ func (a *App) retireGroup(ctx context.Context, from api.TerminalID, b *api.Retir
 	if err != nil {
 		return worktree.Retired{}, err
 	}
-	ev := api.AppEvent{Kind: api.GroupRetired, Environment: e.name}
-	if held := res.Retired.Held; len(held) > 0 {
-		ev.Kind, ev.Message = api.GroupNotRetired, heldMessage(res.Retired)
-		a.log.Warn("group held: its checkout keeps nested repositories a snapshot cannot hold; it stays until the person retires it with force",
-			"environment", e.name, "group", b.Group, "dir", res.Retired.Dir, "held", strings.Join(held, ", "), "by", from.String())
-	} else {
-		ev.Message = retiredMessage(res.Retired)
-		a.log.Info("group retired by request", "environment", e.name, "group", b.Group, "force", b.Force, "removed", res.Retired.Removed,
-			"snapshot", res.Retired.SnapshotCommit, "branch_deleted", res.Retired.BranchDeleted, "by", from.String())
+	by := from.String()
+	if b.Force {
+		by += ", with force"
 	}
-	a.mu.Lock()
-	a.publishAppLocked(ev)
-	a.mu.Unlock()
+	e.tellRetired(res.Retired, by)
 	return *res.Retired, nil
 }
 

@@ -629,7 +629,7 @@ func (e *Environment) Stalled(ctx context.Context, err error) error {
 	}
 	e.conn.Check("tmux stopped answering")
 	// The check takes CheckTimeout, more on a link whose round trips are slow; bytes that come
-	// meanwhile extend it. Past stalledWait the link is taken to work.
+	// meanwhile extend it. A link not dropped within stalledWait is said to have held, no more.
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	deadline := time.After(stalledWait)
@@ -638,7 +638,7 @@ func (e *Environment) Stalled(ctx context.Context, err error) error {
 		case <-ctx.Done():
 			return err
 		case <-deadline:
-			return fmt.Errorf("tmux on %s is not answering, though the SSH link to it is (a keepalive came back); the app attaches again: %w", e.cfg.Forward.Host, err)
+			return fmt.Errorf("tmux on %s is not answering, though the SSH link to it held (a keepalive check did not drop it within %s); the app attaches again: %w", e.cfg.Forward.Host, stalledWait, err)
 		case <-t.C:
 			if e.conn.Client() != client {
 				e.log.Info("tmux stopped answering because the SSH link did: the connection is made again", "environment", e.cfg.Name, "host", e.cfg.Forward.Host)

@@ -33,7 +33,6 @@ func BenchmarkHealAfterSessionKill(b *testing.B) {
 	cfg.ServerAliveInterval = interval
 	r := run(b, cfg)
 	st, _ := r.connected(0)
-	msg := []byte("hello through the tunnel")
 
 	var heals []time.Duration
 	b.ResetTimer()
@@ -47,15 +46,7 @@ func BenchmarkHealAfterSessionKill(b *testing.B) {
 		for _, p := range pids {
 			syscall.Kill(p, syscall.SIGKILL)
 		}
-		for {
-			if got, err := roundTrip(st.Addr, msg); err == nil && bytes.Equal(got, msg) {
-				break
-			}
-			if time.Since(start) > 20*time.Second {
-				b.Fatalf("no round trip through %s 20s after the kill; statuses: %v", st.Addr, r.history())
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitRoundTrip(b, r, st.Addr, start)
 		heals = append(heals, time.Since(start))
 	}
 	b.StopTimer()
@@ -160,7 +151,7 @@ func (h *autosshHeal) heal(b *testing.B) time.Duration {
 	time.Sleep(300 * time.Millisecond)
 	// The whole session, its unprivileged child too: autossh has no way to free a port that a
 	// surviving process of the old session still holds.
-	pids := sessionProcesses(h.s)
+	pids := h.s.SessionProcesses()
 	b.StartTimer()
 	start := time.Now()
 	for _, p := range pids {
@@ -173,15 +164,6 @@ func (h *autosshHeal) heal(b *testing.B) time.Duration {
 		b.Fatalf("no round trip through %s 20s after the kill; autossh said:\n%s", fixed, said())
 	}
 	return heal
-}
-
-// sessionProcesses are the host's sshd sessions' every process.
-func sessionProcesses(s *sshdtest.Server) []int {
-	var pids []int
-	for _, p := range s.Sessions() {
-		pids = append(append(pids, p), sshdtest.Children(p)...)
-	}
-	return pids
 }
 
 // BenchmarkHealPaired is the heal after kill -9 beside autossh's, in pairs that alternate which
@@ -204,24 +186,15 @@ func BenchmarkHealPaired(b *testing.B) {
 			s := e.startBuild()
 			r := run(b, e.cfg("build"))
 			st, _ := r.connected(0)
-			msg := []byte("hello through the tunnel")
 			kradHeal := func() time.Duration {
 				time.Sleep(1500 * time.Millisecond) // up past servedFor: a healthy connection
-				pids := sessionProcesses(s)
+				pids := s.SessionProcesses()
 				b.StartTimer()
 				start := time.Now()
 				for _, p := range pids {
 					_ = syscall.Kill(p, syscall.SIGKILL)
 				}
-				for {
-					if got, err := roundTrip(st.Addr, msg); err == nil && bytes.Equal(got, msg) {
-						break
-					}
-					if time.Since(start) > 20*time.Second {
-						b.Fatalf("no round trip through %s 20s after the kill; statuses: %v", st.Addr, r.history())
-					}
-					time.Sleep(time.Millisecond)
-				}
+				waitRoundTrip(b, r, st.Addr, start)
 				heal := time.Since(start)
 				b.StopTimer()
 				return heal
@@ -243,6 +216,21 @@ func BenchmarkHealPaired(b *testing.B) {
 			reportDurations(b, "autossh-heal", autossh)
 			b.ReportMetric(float64(median(app))/float64(median(autossh)), "heal-ratio")
 		})
+	}
+}
+
+// waitRoundTrip waits for a round trip through r's forward at addr, for at most 20 s after start
+// (a kill of its session).
+func waitRoundTrip(b *testing.B, r *running, addr string, start time.Time) {
+	msg := []byte("hello through the tunnel")
+	for {
+		if got, err := roundTrip(addr, msg); err == nil && bytes.Equal(got, msg) {
+			return
+		}
+		if time.Since(start) > 20*time.Second {
+			b.Fatalf("no round trip through %s 20s after the kill; statuses: %v", addr, r.history())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -419,11 +419,7 @@ func TestStoppedStaleSession(t *testing.T) {
 
 	// Every process of the old session (sshd's monitor and the session process under it) is
 	// stopped: the connection goes silent, and the session keeps its listener.
-	var stopped []int
-	for _, pid := range s.Sessions() {
-		stopped = append(stopped, pid)
-		stopped = append(stopped, sshdtest.Children(pid)...)
-	}
+	stopped := s.SessionProcesses()
 	if len(stopped) == 0 {
 		t.Fatal("no sshd session to stop")
 	}

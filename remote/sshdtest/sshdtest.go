@@ -354,6 +354,17 @@ func (s *Server) PID() int {
 // children.
 func (s *Server) Sessions() []int { return Children(s.PID()) }
 
+// SessionProcesses are every process of the connections' sshd sessions: each session's first
+// process (sshd's monitor) and the ones under it (the session process that holds its listeners).
+// Stopping or killing them all freezes or ends a connection whole.
+func (s *Server) SessionProcesses() []int {
+	var pids []int
+	for _, p := range s.Sessions() {
+		pids = append(append(pids, p), Children(p)...)
+	}
+	return pids
+}
+
 // KnownHostsLine is the known_hosts line that trusts HostKeys[i] at Addr.
 func (s *Server) KnownHostsLine(i int) string {
 	return knownhosts.Line([]string{knownhosts.Normalize(s.Addr)}, s.HostKeys[i])

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,24 +184,11 @@ func TestHints(t *testing.T) {
 // server waits for the rest of a request) is not the bus, and the file is stale.
 func TestSilentPeer(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer conn.Close()
-		}
-	}()
+	addr := silentPeer(t)
 	start := time.Now()
-	d := Discovered{Path: "/home/u/.config/krad-ade/api.json", Endpoint: ln.Addr().String(), Token: newToken(t), PID: 4321}
+	d := Discovered{Path: "/home/u/.config/krad-ade/api.json", Endpoint: addr, Token: newToken(t), PID: 4321}
 	_, errOut, code := run(t, map[string]string{"HOME": "/home/u"}, found(d), "api", "info")
-	want := "krad: error: api.json at ~/.config/krad-ade/api.json is stale: something that is not the agents bus answers at " + ln.Addr().String() + "\n"
+	want := "krad: error: api.json at ~/.config/krad-ade/api.json is stale: something that is not the agents bus answers at " + addr + "\n"
 	if !strings.HasPrefix(errOut, want) || code != ExitNoAPI {
 		t.Errorf("got stderr\n%s\nexit code %d; want\n%s\nexit code %d", errOut, code, want, ExitNoAPI)
 	}

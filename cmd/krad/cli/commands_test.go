@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -494,20 +493,7 @@ func TestForbiddenWithoutATerminal(t *testing.T) {
 func TestSilentThroughTheForward(t *testing.T) {
 	defer func(d time.Duration) { snapshotWait = d }(snapshotWait)
 	snapshotWait = 200 * time.Millisecond
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // held open and silent until the test ends
-		}
-	}()
+	addr := silentPeer(t)
 	tok, err := api.NewToken()
 	if err != nil {
 		t.Fatal(err)
@@ -516,11 +502,11 @@ func TestSilentThroughTheForward(t *testing.T) {
 		terminal, want, hint string
 		code                 int
 	}{
-		{"build:4", "krad: error: SubscribeAgents: no answer within 200ms through the forward at " + l.Addr().String() +
+		{"build:4", "krad: error: SubscribeAgents: no answer within 200ms through the forward at " + addr +
 			": the SSH link from this host to the computer that runs krad-ade is not answering, or the app is not\n", "connects again", ExitNoAPI},
-		{"main:4", "krad: error: no agents bus answers at " + l.Addr().String() + ": no answer within 200ms\n", "start krad-ade", ExitNoAPI},
+		{"main:4", "krad: error: no agents bus answers at " + addr + ": no answer within 200ms\n", "start krad-ade", ExitNoAPI},
 	} {
-		env := map[string]string{varEndpoint: l.Addr().String(), varToken: tok.Reveal(), varTerminal: c.terminal}
+		env := map[string]string{varEndpoint: addr, varToken: tok.Reveal(), varTerminal: c.terminal}
 		_, errOut, code := runAs(t, "krad", env, nil, "watch")
 		if code != c.code || !strings.HasPrefix(errOut, c.want) || !strings.Contains(errOut, "\nkrad: hint: ") || !strings.Contains(errOut, c.hint) {
 			t.Errorf("krad watch with a silent peer, as %s: exit %d,\n%s\nwant exit %d, %q and the hint %q", c.terminal, code, errOut, c.code, c.want, c.hint)

@@ -31,10 +31,11 @@ func docFiles(t *testing.T) []string {
 }
 
 var (
-	mdLink   = regexp.MustCompile(`\[[^\]]*\]\(([^)\s]+)\)`)
-	mdHead   = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *#*$`)
-	fence    = regexp.MustCompile("(?ms)^```[^\n]*\n(.*?)^```")
-	codeSpan = regexp.MustCompile("`([^`\n]+)`")
+	mdLink     = regexp.MustCompile(`\[[^\]]*\]\(([^)\s]+)\)`)
+	mdLinkText = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
+	mdHead     = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *#*$`)
+	fence      = regexp.MustCompile("(?ms)^```[^\n]*\n(.*?)^```")
+	codeSpan   = regexp.MustCompile("`([^`\n]+)`")
 	// invoked is a command line of one of the programs (a line of code that starts with it, after
 	// a shell's "$ "), its words up to the first that is not a command's name (a flag, a target,
 	// a placeholder).
@@ -64,7 +65,7 @@ func anchors(text string) map[string]bool {
 	out := map[string]bool{}
 	for _, m := range mdHead.FindAllStringSubmatch(text, -1) {
 		h := strings.NewReplacer("`", "", "*", "").Replace(m[1])
-		h = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`).ReplaceAllString(h, "$1")
+		h = mdLinkText.ReplaceAllString(h, "$1")
 		s := slug(h)
 		if n := seen[s]; n > 0 {
 			out[s+"-"+strconv.Itoa(n)] = true

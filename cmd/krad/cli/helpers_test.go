@@ -46,6 +46,33 @@ func serve(t *testing.T, cfg local.Config) (string, api.Token) {
 	return s.Bus.Addr(), s.Token
 }
 
+// silentPeer is a loopback endpoint that takes connections and holds them open, silent, until the
+// test ends: an HTTP server waiting for the rest of a request, a frozen SSH link behind a forward.
+func silentPeer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, conn)
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return ln.Addr().String()
+}
+
 // deadEndpoint is a loopback endpoint where nothing listens: a port the system gave out and took
 // back.
 func deadEndpoint(t *testing.T) string {
