@@ -1,8 +1,16 @@
-// Package access is the access table of the agents bus: which caller role may make which
-// request. It is one pure function, [Decide], and the one place where rights are decided: the bus
-// (package local) asks it for every request, and krad mcp asks it which tools to offer, so that an
-// agent is never offered a tool the bus would refuse. It imports nothing of ours but package api,
-// so that the static krad on SSH hosts, which must not link the bus, can ask it too.
+// Package access decides the rights of the agents bus's callers, in pure functions that are the
+// one place where rights are decided; handlers never decide them again:
+//   - [Admit]: may a connection of this [Origin] (this computer, or the forward of one SSH
+//     environment) name this caller at all? A host's forward speaks for that host's environment
+//     only, whatever token it carries.
+//   - [Decide], the access table: may a caller of this [Role] make this request?
+//   - [AgentFor]: what of an agent may this caller see? Its message, the agent's own words, only
+//     a terminal of its environment.
+//
+// The bus (package local) asks both for every request, and krad mcp asks Decide which tools to
+// offer, so that an agent is never offered a tool the bus would refuse. It imports nothing of
+// ours but package api, so that the static krad on SSH hosts, which must not link the bus, can
+// ask it too.
 package access
 
 import (
@@ -41,6 +49,17 @@ func (r Role) String() string {
 	return fmt.Sprintf("Role(%d)", int(r))
 }
 
+// TerminalRole is the role of a Terminal caller whose terminal the app lists with agent role
+// agent: a session's lead calls as RoleLead, any other terminal (a shell, a worker) as
+// RoleTerminal. An agent's role is what the app shows of a terminal; this is the one place that
+// turns it into rights.
+func TerminalRole(agent api.Role) Role {
+	if agent == api.RoleLead {
+		return RoleLead
+	}
+	return RoleTerminal
+}
+
 // Verdict is the access table's answer.
 type Verdict int
 
@@ -71,6 +90,11 @@ func directsWorkers(n api.Name) bool {
 	return false
 }
 
+// shipsWork are the requests that send a group's work out of the environment (a push, a pull
+// request): a lead's, never a worker's, whose work it is (the person makes them in the app's UI,
+// which asks no access table). They are not directing requests, and target no worker.
+func shipsWork(n api.Name) bool { return n == api.PushGroup }
+
 // targetsWorker are the directing requests whose target must be one of the lead's own workers.
 // PickVariant names a group, not a terminal: that the group is of one of the lead's own sets is
 // a fact of the app's, which its handler checks.
@@ -88,13 +112,16 @@ func targetsWorker(n api.Name) bool {
 // The table, from the spec's caller table:
 //   - Client: Hello, List, ListAll and SubscribeAgents, across every open environment. Nothing else.
 //   - Git: the askpass request only.
-//   - Terminal: every request of its own environment except Askpass and those that direct
-//     Workers (Spawn, Send, Close, CloseSession, RunVariants, PickVariant).
+//   - Terminal: every request of its own environment except Askpass, those that direct
+//     Workers (Spawn, Send, Close, CloseSession, RunVariants, PickVariant), and PushGroup.
 //     ExtensionTool is among what a Terminal may: which extensions config.toml lends to its
 //     environment is the app's fact, checked where the extension is found (package extension).
+//     So is MCP, krad's relay of a host's krad mcp: the krad mcp the app runs for it calls as that
+//     terminal, and each of its requests is decided here again.
 //   - Lead: what a Terminal may, and also Spawn, CloseSession and RunVariants for its session,
-//     Send and Close on its own workers, and PickVariant on its own sets (the handler checks
-//     the set).
+//     Send and Close on its own workers, PickVariant on its own sets (the handler checks the
+//     set), and PushGroup, which sends a group's work out (a push, a pull request): no
+//     worker, nor any other Terminal, may.
 func Decide(role Role, req api.Name) Decision {
 	switch role {
 	case RoleClient:
@@ -111,6 +138,12 @@ func Decide(role Role, req api.Name) Decision {
 	case RoleTerminal, RoleLead:
 		if req == api.Askpass {
 			return Decision{Why: "only the app's own git credential prompt makes the askpass request"}
+		}
+		if shipsWork(req) {
+			if role != RoleLead {
+				return Decision{Why: fmt.Sprintf("only a session's lead (or the person, in krad-ade's UI) sends a group's work out (%s); this terminal is not a lead", req)}
+			}
+			return Decision{Verdict: Allow}
 		}
 		if !directsWorkers(req) {
 			return Decision{Verdict: Allow}

@@ -27,6 +27,8 @@ const (
 	AnswerChanges  AnswerName = "Changes"
 	AnswerGroups   AnswerName = "Groups"
 	AnswerRetired  AnswerName = "Retired"  // a worktree.Retired: RetireGroup's answer
+	AnswerSynced   AnswerName = "Synced"   // a worktree.Synced: SyncGroup's answer
+	AnswerPushed   AnswerName = "Pushed"   // a worktree.Pushed: PushGroup's answer
 	AnswerVariants AnswerName = "Variants" // a [Variants]
 	AnswerPicked   AnswerName = "Picked"   // a [Picked]
 	// AnswerExtension is the answer to ExtensionTool: an [ExtensionAnswer].
@@ -73,9 +75,9 @@ func AnswerTo(req Name, v any) (Answer, error) {
 	return NewAnswer(name, v)
 }
 
-// ErrorAnswer makes the answer {"Error":{"code","message"}}.
+// ErrorAnswer makes the answer {"Error":{"code","message"}}, with "reason" when e has one.
 func ErrorAnswer(e *Error) Answer {
-	b, _ := json.Marshal(e) // two strings: cannot fail
+	b, _ := json.Marshal(e) // strings: cannot fail
 	return Answer{Name: AnswerError, Body: b}
 }
 

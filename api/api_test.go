@@ -252,6 +252,10 @@ func TestAnswerErr(t *testing.T) {
 	if err := a.Err(); !errors.As(err, &e) || e.Code != CodeNotFound || e.Message != "no terminal 4" {
 		t.Errorf("got %v", err)
 	}
+	_ = json.Unmarshal([]byte(`{"Error":{"code":"not_found","message":"gone","reason":"no_terminal"}}`), &a)
+	if err := a.Err(); !errors.As(err, &e) || e.Code != CodeNotFound || e.Reason != ReasonNoTerminal {
+		t.Errorf("got %v with reason %q, want not_found with reason no_terminal", err, e.Reason)
+	}
 	_ = json.Unmarshal([]byte(`"TimedOut"`), &a)
 	if err := a.Err(); !errors.Is(err, ErrTimedOut) {
 		t.Errorf("got %v, want ErrTimedOut", err)
@@ -348,5 +352,57 @@ func TestExtensionToolBody(t *testing.T) {
 	}
 	if d := NewRequest(ExtensionTool, &ExtensionToolBody{Extension: "t"}).Deadline(); d != 2*time.Minute {
 		t.Errorf("ExtensionTool's deadline is %s, want the spec's 2 minutes", d)
+	}
+}
+
+// TestErrorReasonOnTheWire: an error's reason is krad's optional addition to the spec's Error
+// object: {"code","message"} as before when it has none, "reason" after them when it has one.
+func TestErrorReasonOnTheWire(t *testing.T) {
+	for _, tt := range []struct {
+		e    *Error
+		want string
+	}{
+		{Errorf(CodeConflict, "busy"), `{"Error":{"code":"conflict","message":"busy"}}`},
+		{NoTerminal("main", 9), `{"Error":{"code":"not_found","message":"no terminal main:9: see krad list","reason":"no_terminal"}}`},
+		{NotServed("Changes", ""), `{"Error":{"code":"unavailable","message":"this build of krad-ade does not serve Changes yet","reason":"not_served"}}`},
+		{Dropped("why"), `{"Error":{"code":"unavailable","message":"the bus dropped this connection before it read its line: why","reason":"dropped"}}`},
+	} {
+		got, err := json.Marshal(ErrorAnswer(tt.e))
+		if err != nil || string(got) != tt.want {
+			t.Errorf("ErrorAnswer(%v) = %s, %v; want %s", tt.e, got, err, tt.want)
+		}
+	}
+	// The reason tells them apart, whatever their words.
+	if !IsNotServed(Errorf(CodeUnavailable, "later").WithReason(ReasonNotServed)) || IsNotServed(Errorf(CodeUnavailable, "this build of krad-ade does not serve x yet")) {
+		t.Error("IsNotServed reads the message, not the reason")
+	}
+	if !IsDropped(Errorf(CodeUnavailable, "flood").WithReason(ReasonDropped)) || IsDropped(Errorf(CodeUnavailable, "the bus dropped this connection before it read its line: x")) {
+		t.Error("IsDropped reads the message, not the reason")
+	}
+}
+
+// TestReportStates: a Report carries one of the five states an agent may say of itself, written
+// exactly; the app's own states (starting, closed, unreachable) and anything else are refused
+// with bad_request.
+func TestReportStates(t *testing.T) {
+	for _, state := range []string{"working", "idle", "needs_input", "done", "failed"} {
+		r, err := RawRequest{Name: "Report", Body: json.RawMessage(`{"state":"` + state + `"}`)}.Decode()
+		if err != nil {
+			t.Errorf("Report %s: %v, want it accepted", state, err)
+			continue
+		}
+		if got := r.Body.(*ReportBody).State; got != State(state) {
+			t.Errorf("Report %s decoded as %q", state, got)
+		}
+	}
+	for _, body := range []string{
+		`{"state":"starting"}`, `{"state":"closed"}`, `{"state":"unreachable"}`,
+		`{"state":"Idle"}`, `{"state":"sleeping"}`, `{"state":""}`, `{}`, `{"state":1}`,
+	} {
+		_, err := RawRequest{Name: "Report", Body: json.RawMessage(body)}.Decode()
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeBadRequest {
+			t.Errorf("Report %s: got %v, want bad_request", body, err)
+		}
 	}
 }

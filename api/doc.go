@@ -1,7 +1,8 @@
 // Package api is the Agents API v1 as it travels on the wire: the envelope every request carries,
 // the callers, the tokens, the requests and their answers, the errors, and the line framing with
 // its 64 KiB limit; and the variables through which the app's terminals find the bus
-// ([TerminalVars]). It also holds the client side, [Call] and [Subscribe], that the krad CLI uses.
+// ([TerminalVars]). It also holds the client side, [Client.Call] and [Client.Subscribe], that the
+// krad CLI uses.
 //
 // # The wire
 //

@@ -1,9 +1,6 @@
 package api
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // ErrorCode is the machine-readable kind of an [Error].
 type ErrorCode string
@@ -31,10 +28,45 @@ const (
 	CodeInternal ErrorCode = "internal"
 )
 
-// Error is an error answer: {"Error":{"code":"not_found","message":"…"}}.
+// ErrorReason is krad's own finer kind of an [Error], beside its code, for a client that acts on
+// it (the krad CLI picks its hint by it) rather than on the message, whose words may change. It
+// is krad's addition to the wire: the Error object's optional "reason", left out when empty, as
+// it is for most errors. The spec's Error has code and message only; a client that does not
+// know the field ignores it.
+type ErrorReason string
+
+// The reasons.
+const (
+	// ReasonNoTerminal (not_found): the target is no terminal of its environment ([NoTerminal]).
+	ReasonNoTerminal ErrorReason = "no_terminal"
+	// ReasonNoExtension (not_found): config.toml lends the environment no extension of that name.
+	ReasonNoExtension ErrorReason = "no_extension"
+	// ReasonNoAgent (bad_request): config.toml has no [[agent]] of that name.
+	ReasonNoAgent ErrorReason = "no_agent"
+	// ReasonTooManyTerminals (conflict): the environment has the most terminals the app follows.
+	ReasonTooManyTerminals ErrorReason = "too_many_terminals"
+	// ReasonEnvironmentDown (unavailable): the environment is down, still coming up, or its SSH
+	// host is not connected; waiting fixes it.
+	ReasonEnvironmentDown ErrorReason = "environment_down"
+	// ReasonNotServed (unavailable): this build does not serve the request ([NotServed]).
+	ReasonNotServed ErrorReason = "not_served"
+	// ReasonDropped (unavailable): the bus dropped the connection under a flood ([Dropped]).
+	ReasonDropped ErrorReason = "dropped"
+	// ReasonNoIdentity (conflict): a pick that commits (squash, merge) in a repository where git
+	// has no identity to commit with (user.name, user.email).
+	ReasonNoIdentity ErrorReason = "no_identity"
+	// ReasonInTheWay (conflict): a pick would write over files of the main checkout that are not
+	// its own to replace (ignored or untracked files, a folder or a symbolic link in its way,
+	// changes not committed).
+	ReasonInTheWay ErrorReason = "in_the_way"
+)
+
+// Error is an error answer: {"Error":{"code":"not_found","message":"…"}}, and with a reason
+// {"Error":{"code":"not_found","message":"…","reason":"no_terminal"}}.
 type Error struct {
-	Code    ErrorCode `json:"code"`
-	Message string    `json:"message"`
+	Code    ErrorCode   `json:"code"`
+	Message string      `json:"message"`
+	Reason  ErrorReason `json:"reason,omitempty"`
 
 	cause error // what went wrong underneath, if anything; never on the wire
 }
@@ -51,6 +83,12 @@ func (e *Error) WithCause(cause error) *Error {
 	return e
 }
 
+// WithReason sets e's reason and returns e.
+func (e *Error) WithReason(r ErrorReason) *Error {
+	e.Reason = r
+	return e
+}
+
 // Errorf makes an *Error with a formatted message. Never format a client's input into it verbatim.
 func Errorf(code ErrorCode, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
@@ -58,7 +96,7 @@ func Errorf(code ErrorCode, format string, args ...any) *Error {
 
 // NoTerminal is the error about a target that is no terminal of its environment.
 func NoTerminal(env string, n int) *Error {
-	return Errorf(CodeNotFound, "no terminal %s:%d: see krad list", env, n)
+	return Errorf(CodeNotFound, "no terminal %s:%d: see krad list", env, n).WithReason(ReasonNoTerminal)
 }
 
 // UnsupportedVersion is the answer to an envelope of another API version.
@@ -66,39 +104,33 @@ func UnsupportedVersion(got int) *Error {
 	return Errorf(CodeUnsupportedAPIVersion, "This app serves the agents API v%d, not v%d", Version, got)
 }
 
-// notServed starts the message of every NotServed error: the one mark that tells it apart.
-const notServed = "this build of krad-ade does not serve "
-
 // NotServed is the error of a request, or a field of one, that this build of the app does not
-// serve yet. Its code is unavailable, as the spec has no other; [IsNotServed] tells it apart from
-// an environment that is down, which waiting fixes and this does not. what names it ("Changes",
-// "groups (Spawn's group)"); instead, if not empty, says what to do meanwhile.
+// serve yet. Its code is unavailable, as the spec has no other; its reason ([IsNotServed]) tells
+// it apart from an environment that is down, which waiting fixes and this does not. what names
+// it ("Changes", "groups (Spawn's group)"); instead, if not empty, says what to do meanwhile.
 func NotServed(what, instead string) *Error {
-	msg := notServed + what + " yet"
+	msg := "this build of krad-ade does not serve " + what + " yet"
 	if instead != "" {
 		msg += ": " + instead
 	}
-	return &Error{Code: CodeUnavailable, Message: msg}
+	return &Error{Code: CodeUnavailable, Message: msg, Reason: ReasonNotServed}
 }
 
 // IsNotServed reports whether e is a [NotServed] error.
 func IsNotServed(e *Error) bool {
-	return e != nil && e.Code == CodeUnavailable && strings.HasPrefix(e.Message, notServed)
+	return e != nil && e.Code == CodeUnavailable && e.Reason == ReasonNotServed
 }
-
-// dropped starts the message of every Dropped error: the one mark that tells it apart.
-const dropped = "the bus dropped this connection before it read its line: "
 
 // Dropped is the answer of a connection the bus dropped before it read the request line, to stay
 // within its bounds on connections that have not sent a whole line yet (a flood of them). Its
-// code is unavailable, as the spec has no other; [IsDropped] tells it apart from an environment
-// that is down: no environment is involved, and trying again is what to do. why says which
-// bound, and what the client can do.
+// code is unavailable, as the spec has no other; its reason ([IsDropped]) tells it apart from an
+// environment that is down: no environment is involved, and trying again is what to do. why
+// says which bound, and what the client can do.
 func Dropped(why string) *Error {
-	return &Error{Code: CodeUnavailable, Message: dropped + why}
+	return &Error{Code: CodeUnavailable, Message: "the bus dropped this connection before it read its line: " + why, Reason: ReasonDropped}
 }
 
 // IsDropped reports whether e is a [Dropped] error.
 func IsDropped(e *Error) bool {
-	return e != nil && e.Code == CodeUnavailable && strings.HasPrefix(e.Message, dropped)
+	return e != nil && e.Code == CodeUnavailable && e.Reason == ReasonDropped
 }

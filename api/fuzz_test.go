@@ -25,6 +25,12 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		`{"api_version":2,"from":"Client","request":{"Spawn":{"title":"t","command":["a","b"]}}}`,
 		`{"from":{"Terminal":{"environment":"build","terminal":1}},"request":{"ExtensionTool":{"extension":"tracker","tool":"create_issue","arguments":{"title":"x"}}}}`,
 		`{"from":{"Terminal":{"environment":"main","terminal":1}},"request":{"ExtensionTool":{"extension":"t","arguments":[1]}}}`,
+		`{"from":{"Terminal":{"environment":"main","terminal":1}},"request":{"SyncGroup":{"group":"g","how":"rebase"}}}`,
+		`{"from":{"Terminal":{"environment":"main","terminal":1}},"request":{"PushGroup":{"group":"g","pr":true,"title":"t","draft":true,"remote":"up"}}}`,
+		`{"from":{"Terminal":{"environment":"main","terminal":1}},"request":{"Report":{"state":"failed","lifecycle":true,"setup":"failed","exit_code":3}}}`,
+		`{"from":{"Terminal":{"environment":"build","terminal":1}},"request":{"MCP":{"home":"/home/u","in":"eyJqc29ucnBjIjoiMi4wIn0K"}}}`,
+		`{"from":{"Terminal":{"environment":"build","terminal":1}},"request":{"MCP":{"session":"0123456789abcdef0123456789abcdef","in":"e30K","in_at":7,"got":12,"end":true}}}`,
+		`{"from":{"Terminal":{"environment":"build","terminal":1}},"request":{"MCP":{"session":"x","in_at":-1,"in":"!!"}}}`,
 		`[]`, `null`, `{"from":"Client","request":{"a":1,"b":2}}`, "\xff\xfe",
 	} {
 		f.Add([]byte(s))

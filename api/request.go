@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -40,13 +41,23 @@ const (
 	// RetireGroup is krad's addition to the spec's list: the person retires a group that no
 	// terminal is in (`krad retire`); with force, a held one too, its nested repositories with it.
 	RetireGroup Name = "RetireGroup"
+	// SyncGroup is krad's addition to the spec's list: bring a group's branch up to the main
+	// checkout's HEAD, merged or rebased (`krad worktree sync`).
+	SyncGroup Name = "SyncGroup"
+	// PushGroup is krad's addition to the spec's list: push a group's branch to the repository's
+	// remote, and open a pull request for it (`krad push`, `krad pr`). A lead's alone, or the
+	// person's, in the app's UI.
+	PushGroup Name = "PushGroup"
+	// MCP is krad's addition to the spec's list: the static krad's `krad mcp` on an SSH host,
+	// relayed to one the app runs for the same terminal (mcp.go).
+	MCP Name = "MCP"
 )
 
 // Names lists every request of the API, in the order of the reference pages.
 var Names = []Name{
 	Hello, List, ListAll, SubscribeAgents, Check, Wait, Read, Send, Spawn, Close, CloseSession,
 	CreateWorktree, Changes, RunVariants, PickVariant, Code, ExtensionTool, Askpass, Report, Groups,
-	RetireGroup,
+	RetireGroup, SyncGroup, PushGroup, MCP,
 }
 
 // Target is a terminal number in the caller's environment.
@@ -118,15 +129,30 @@ type (
 		Group string `json:"group"`
 		Force bool   `json:"force,omitempty"`
 	}
-	// ReportBody: the caller's own state, as the agent sees it. Lifecycle is set by
-	// krad-ade-agents run, whose reports mark a start and an end: they do not make the agent
-	// one that reports, so its working and idle still come from its output.
+	// ReportBody: the caller's own state, as the agent sees it, and Message, what it says with
+	// it. Lifecycle marks a report that does not make the agent one that reports, so that its
+	// working and idle still come from its output: krad-ade-agents run's start (working) and end
+	// (done or failed, with ExitCode), and an agent at rest handing the terminal back (idle: a
+	// turn's end an agent tells and nothing else, or the end of an agent's session, told by
+	// krad-ade-agents hook).
 	ReportBody struct {
-		State     string `json:"state"`
+		State     State  `json:"state"`
 		Message   string `json:"message,omitempty"`
 		Lifecycle bool   `json:"lifecycle,omitempty"`
 		ExitCode  *int   `json:"exit_code,omitempty"`
+		// Setup, with Lifecycle, is krad-ade-agents run's word on its group's setup, which it
+		// runs (or waits for) before its command: SetupRunning, SetupDone or SetupFailed (with
+		// State failed: the command does not run).
+		Setup string `json:"setup,omitempty"`
 	}
+)
+
+// The setups a Report may carry (ReportBody.Setup): a group's setup, as krad-ade-agents run
+// tells it, by the words of the group's record (worktree.Setup).
+const (
+	SetupRunning = "running"
+	SetupDone    = "done"
+	SetupFailed  = "failed"
 )
 
 // MaxReportMessage is the longest message a Report may carry.
@@ -170,12 +196,15 @@ var kinds = map[Name]requestKind{
 	Changes:         {func() any { return new(ChangesBody) }, AnswerChanges},
 	Groups:          {nil, AnswerGroups},
 	RetireGroup:     {func() any { return new(RetireGroupBody) }, AnswerRetired},
+	SyncGroup:       {func() any { return new(SyncGroupBody) }, AnswerSynced},
+	PushGroup:       {func() any { return new(PushGroupBody) }, AnswerPushed},
 	RunVariants:     {func() any { return new(RunVariantsBody) }, AnswerVariants},
 	PickVariant:     {func() any { return new(PickVariantBody) }, AnswerPicked},
 	Code:            {func() any { return new(CodeBody) }, AnswerOk},
 	ExtensionTool:   {func() any { return new(ExtensionToolBody) }, AnswerExtension},
 	Askpass:         {func() any { return new(AskpassBody) }, AnswerAskpass},
 	Report:          {func() any { return new(ReportBody) }, AnswerOk},
+	MCP:             {func() any { return new(MCPBody) }, AnswerMCP},
 }
 
 // Answer is the name of the answer a request of this name gets when it succeeds: "Agent" for a
@@ -296,20 +325,42 @@ func validateBody(body any) error {
 		if b.Group == "" {
 			return errors.New("group names the group to retire: it is needed")
 		}
+	case *SyncGroupBody:
+		return validateSync(b)
+	case *PushGroupBody:
+		return validatePush(b)
 	case *ExtensionToolBody:
 		return validateExtensionTool(b)
+	case *MCPBody:
+		return validateMCP(b)
 	case *CodeBody:
 		return validateCode(b)
 	case *AskpassBody:
 		return validateAskpass(b)
 	case *ReportBody:
-		switch b.State {
-		case StateWorking, StateIdle, StateNeedsInput, StateDone, StateFailed:
-		default:
+		if !slices.Contains(Reportable, b.State) {
 			return errors.New("state must be working, idle, needs_input, done or failed")
 		}
 		if len(b.Message) > MaxReportMessage {
 			return fmt.Errorf("message is longer than %d bytes", MaxReportMessage)
+		}
+		if b.Lifecycle && b.State == StateNeedsInput {
+			return errors.New("a lifecycle report's state is working, idle, done or failed")
+		}
+		switch {
+		case b.Setup == "":
+		case !b.Lifecycle:
+			return errors.New("setup is krad-ade-agents run's report, with lifecycle")
+		case b.Setup == SetupRunning || b.Setup == SetupDone:
+			if b.State != StateWorking {
+				return errors.New("a setup running or done goes with the state working")
+			}
+		case b.Setup == SetupFailed:
+			if b.State != StateFailed {
+				return errors.New("a setup failed goes with the state failed")
+			}
+		default:
+			return errors.New("setup must be running, done or failed")
 		}
 	}
 	if target, ok := targetOf(body); ok && target < 1 {
@@ -408,10 +459,14 @@ func (r Request) Deadline() time.Duration {
 	switch r.Name {
 	case SubscribeAgents:
 		return 0
-	case CreateWorktree, Changes, Close, PickVariant, Spawn, RunVariants, RetireGroup:
+	case CreateWorktree, Changes, Close, PickVariant, Spawn, RunVariants, RetireGroup, SyncGroup:
 		return time.Minute
 	case Code, ExtensionTool:
 		return 2 * time.Minute
+	case PushGroup:
+		// The person may have git's prompt to answer (DefaultAskpassLimit, 3 minutes), then the
+		// push, then gh.
+		return 5 * time.Minute
 	case Wait:
 		b, _ := r.Body.(*WaitBody)
 		if b == nil || b.TimeoutSecs == nil {

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // A title is one line of text that people read: in lists, in tmux's status line, as a window's
@@ -24,15 +22,30 @@ func CheckTitle(title string) error { return CheckText("title", title, MaxTitle)
 // it says why s, called what, is not UTF-8 text of at most max bytes without a control character,
 // or returns nil.
 func CheckText(what, s string, max int) error {
+	return checkText(what, s, max, false, "(a tab, a newline or an escape is not text): a "+what+" is one line of text")
+}
+
+// CheckLines is the rule of titles for text that people read as lines (a commit's message, which
+// `git log` prints to their terminal as it is): tabs and newlines are its own, but no other
+// control character (C0, DEL, C1: an escape would drive the terminal that shows it, a carriage
+// return hide what came before it on its line). It says why s, called what, is not such UTF-8
+// text of at most max bytes, or returns nil.
+func CheckLines(what, s string, max int) error {
+	return checkText(what, s, max, true, "(an escape, a carriage return or a NUL is not text): a "+what+" is lines of text, tabs and newlines its only control characters")
+}
+
+// checkText is CheckText's and CheckLines's rule, with tab and newline allowed when lines is set;
+// why follows the refusal of a control character.
+func checkText(what, s string, max int, lines bool, why string) error {
 	if len(s) > max {
 		return fmt.Errorf("%s is longer than %d bytes", what, max)
 	}
 	if !utf8.ValidString(s) {
 		return fmt.Errorf("%s is not UTF-8 text", what)
 	}
-	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
+	if i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) && !(lines && (r == '\n' || r == '\t')) }); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(s[i:])
-		return fmt.Errorf("%s holds the control character %U at byte %d (a tab, a newline or an escape is not text): a %s is one line of text", what, r, i, what)
+		return fmt.Errorf("%s holds the control character %U at byte %d %s", what, r, i, why)
 	}
 	return nil
 }
@@ -41,7 +54,14 @@ func CheckText(what, s string, max int) error {
 // control characters and bytes that are not UTF-8 becomes one space, spaces at the ends are
 // trimmed, and the result is cut to at most MaxTitle bytes, between characters. It may be empty.
 // A title CheckTitle accepts comes back as it was, but for spaces at its ends.
-func CleanTitle(s string) string {
+func CleanTitle(s string) string { return cleanLine(s, MaxTitle) }
+
+// CleanMessage makes the one line of a report's message of s, as CleanTitle makes a title, cut to
+// at most MaxReportMessage bytes: an agent's hook passes on what its CLI wrote.
+func CleanMessage(s string) string { return cleanLine(s, MaxReportMessage) }
+
+// cleanLine is CleanTitle's rule, cut to max bytes.
+func cleanLine(s string, max int) string {
 	var b strings.Builder
 	bad := false
 	for i := 0; i < len(s); {
@@ -57,7 +77,16 @@ func CleanTitle(s string) string {
 		bad = false
 		b.WriteString(s[i-n : i])
 	}
-	return strings.TrimSpace(termsafe.Cut(strings.TrimSpace(b.String()), MaxTitle))
+	t := strings.TrimSpace(b.String())
+	if len(t) > max {
+		// t is UTF-8 (what was not became spaces): cut before the character that runs past.
+		cut := max
+		for !utf8.RuneStart(t[cut]) {
+			cut--
+		}
+		t = t[:cut]
+	}
+	return strings.TrimSpace(t)
 }
 
 // ProgramTitle is the title of a terminal that runs argv and was given none: the program's name

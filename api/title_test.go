@@ -1,6 +1,8 @@
 package api
 
 import (
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -25,6 +27,42 @@ func TestCheckTitle(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("CheckTitle(%q) = %v, want an error saying %q", tt.title, err, tt.want)
 		}
+	}
+}
+
+// TestPickMessage: a pick's commit message is lines of text: tabs and newlines are its own, any
+// other control character (an escape that `git log | cat` would hand the terminal, OSC 52 that
+// sets the clipboard, a carriage return that hides a line, NUL, C1) is refused by the bus with
+// bad_request, naming the field and the character, before anything runs.
+func TestPickMessage(t *testing.T) {
+	pick := func(message string) error {
+		body, err := json.Marshal(PickVariantBody{Group: "g-1", Message: message})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = RawRequest{Name: string(PickVariant), Body: body}.Decode()
+		return err
+	}
+	for _, ok := range []string{"", "retry: backoff", "retry: backoff\n\n\tthe body, with a tab\n", "café ✓ 日本 $HOME `x`"} {
+		if err := pick(ok); err != nil {
+			t.Errorf("a pick with the message %q: %v, want it accepted", ok, err)
+		}
+	}
+	for _, tt := range []struct{ message, want string }{
+		{"\x1b]52;c;ZWNobyBoaQ==\x07", "U+001B at byte 0"},
+		{"a\x00b", "U+0000 at byte 1"},
+		{"line\rhidden", "U+000D at byte 4"},
+		{"c1 \u009b31m", "U+009B"},
+		{"del\x7f", "U+007F"},
+	} {
+		err := pick(tt.message)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeBadRequest || !strings.Contains(e.Message, "message") || !strings.Contains(e.Message, tt.want) {
+			t.Errorf("a pick with the message %q: %v, want bad_request naming message and %s", tt.message, err, tt.want)
+		}
+	}
+	if err := CheckPickMessage("bad \xff"); err == nil || !strings.Contains(err.Error(), "not UTF-8") {
+		t.Errorf("CheckPickMessage of bytes that are not UTF-8: %v", err)
 	}
 }
 

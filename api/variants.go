@@ -120,6 +120,13 @@ func CheckPickHow(how string) error {
 	return errors.New("how must be squash, apply, merge or branch")
 }
 
+// CheckPickMessage says whether message may be a pick's commit message (CheckLines: tabs and
+// newlines, no other control character): the one rule of it, which the bus applies to
+// PickVariant and package worktree to a pick operation, before either runs anything.
+func CheckPickMessage(message string) error {
+	return CheckLines("message", message, MaxRequestLine)
+}
+
 func validatePick(b *PickVariantBody) error {
 	if err := CheckPickHow(b.How); err != nil {
 		return err
@@ -127,7 +134,7 @@ func validatePick(b *PickVariantBody) error {
 	if b.Group == "" {
 		return errors.New("group names the winner: it is needed")
 	}
-	return checkNUL("message", b.Message)
+	return CheckPickMessage(b.Message)
 }
 
 func checkNUL(what, s string) error {

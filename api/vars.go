@@ -41,6 +41,12 @@ const (
 // terminal there.
 const WindowTerminalOption = "@krad_terminal"
 
+// PaneShellOption is the tmux pane option in which krad-ade-agents shell writes the name tmux
+// gives the shell it starts (#{pane_current_command} while the shell itself is in the
+// foreground: "bash"), before it starts it. On an SSH host, where the app cannot see the host's
+// process groups, another name in the pane's foreground is a job the shell runs.
+const PaneShellOption = "@krad_shell"
+
 // TerminalVars are what the terminals of one host are given, besides each one's own
 // [VarTerminal]: where the bus is, the token or where to read it, and the app's folder first on
 // PATH. The terminals of this computer and those of SSH hosts get them alike; they differ only in

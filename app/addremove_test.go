@@ -12,7 +12,8 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/proctest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/tmux"
 	"github.com/krad-ade/krad/worktree"
 )
@@ -57,6 +58,7 @@ func (h *harness) extraHost(dir, root string) *tmuxHost {
 // alone; a terminal of one cannot join the other's group, which its own environment would
 // retire from under it.
 func TestGroupsOfTwoEnvironmentsInOneRepository(t *testing.T) {
+	t.Parallel()
 	repo, root, withRepo := withRepo(t)
 	h := start(t, withRepo)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -123,6 +125,7 @@ func TestGroupsOfTwoEnvironmentsInOneRepository(t *testing.T) {
 // from there names that host to the person. (Both once took it for this computer: the editor's
 // command for local files, on the host's path; a prompt with no host.)
 func TestAddedEnvironmentKnowsItsSSHHost(t *testing.T) {
+	t.Parallel()
 	repo, _, withRepo := withRepo(t)
 	script, log, done := recordingEditor(t)
 	if err := os.WriteFile(done, nil, 0o644); err != nil {
@@ -168,6 +171,7 @@ func TestAddedEnvironmentKnowsItsSSHHost(t *testing.T) {
 // listed (its agents sent as removed, then environment_removed) while its terminal runs on in its
 // tmux session, unchanged; added again, that terminal is adopted with its number.
 func TestEnvironmentAddedAndRemovedWhileRunning(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -213,6 +217,13 @@ func TestEnvironmentAddedAndRemovedWhileRunning(t *testing.T) {
 	if err := h.app.AddEnvironment(app.Remote{Name: "extra", Host: host}, nil); err == nil {
 		t.Fatal("a second environment extra was added")
 	}
+	// The terminal's shell, once krad-ade-agents shell has replaced itself with it: a process
+	// that execs from one of its threads (a Go program does) reads as a zombie for a moment, which
+	// is not the end this test looks for.
+	waitFor(t, 10*time.Second, "extra:1's shell", func() bool {
+		out, err := exec.Command("tmux", "-S", socket, "list-panes", "-t", "extra", "-F", "#{pane_current_command}").Output()
+		return err == nil && strings.TrimSpace(string(out)) == "sh"
+	})
 	pid := panePID()
 
 	if err := h.app.RemoveEnvironment(context.Background(), "extra"); err != nil {
@@ -226,8 +237,8 @@ func TestEnvironmentAddedAndRemovedWhileRunning(t *testing.T) {
 	if got := h.app.Environments(); len(got) != 1 {
 		t.Fatalf("Environments() = %v after the removal, want [main]", got)
 	}
-	if got := panePID(); got != pid || !running(atoi(t, pid)) {
-		t.Fatalf("extra:1's process after the removal: %s (running %v), was %s", got, running(atoi(t, got)), pid)
+	if got := panePID(); got != pid || !proctest.Running(atoi(t, pid)) {
+		t.Fatalf("extra:1's process after the removal: %s (running %v), was %s", got, proctest.Running(atoi(t, got)), pid)
 	}
 	if err := h.app.RemoveEnvironment(context.Background(), app.Local); err == nil {
 		t.Fatal("main was removed")

@@ -11,17 +11,17 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/krad-ade/krad/access"
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/extension"
 	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/local"
-	"github.com/krad-ade/krad/tmux"
+	"github.com/krad-ade/krad/worktree"
 )
 
 // Defaults of Config.
@@ -35,18 +35,26 @@ const (
 	Local = "main"
 )
 
-// TerminalSpec is a terminal the user named in config.toml or with --lead.
+// TerminalSpec is a terminal the user named in config.toml, with --lead or --lead-agent, or in
+// the app's own face.
 type TerminalSpec struct {
 	Environment string // "" means main
 	Title       string
-	Command     string // a shell command line; "" means the user's shell
-	Dir         string // working folder; "" means the environment's
-	Lead        bool
+	Command     string // a shell command line; "" means the user's shell (or Agent's command)
+	// Agent names an agent profile (Config.Agents) whose command the terminal runs, as Spawn runs
+	// it (its kind's hooks included, so that it tells its own state); "" for Command. Not both.
+	Agent string
+	Dir   string // working folder; "" means the environment's
+	Lead  bool
 }
 
 // key names a configured terminal in its window's options.
 func (s TerminalSpec) key() string {
-	sum := sha256.Sum256([]byte(strings.Join([]string{s.Environment, s.Title, s.Command, s.Dir, strconv.FormatBool(s.Lead)}, "\x00")))
+	fields := []string{s.Environment, s.Title, s.Command, s.Dir, strconv.FormatBool(s.Lead)}
+	if s.Agent != "" { // the keys of terminals without one stay those of earlier versions
+		fields = append(fields, "agent", s.Agent)
+	}
+	sum := sha256.Sum256([]byte(strings.Join(fields, "\x00")))
 	return hex.EncodeToString(sum[:8])
 }
 
@@ -115,6 +123,23 @@ type Config struct {
 	// Prompter answers git's prompts (Askpass): the person, through the UI. nil is headless:
 	// Askpass fails at once with a hint. SetPrompter changes it while the app runs.
 	Prompter Prompter
+	// Setups say what new groups' checkouts get ([[setup]] in config.toml), in the file's order.
+	Setups []GroupSetup
+	// MCP serves the MCP request: the krad mcp of the static krad on a host, relayed to one the
+	// app runs (package mcprelay). nil: the request is not served.
+	MCP MCPRelay
+}
+
+// GroupSetup is one [[setup]] of config.toml: for Environment ("" every one), the rule the
+// environment's host applies to each new group of the repositories it names.
+type GroupSetup struct {
+	Environment string
+	Rule        worktree.SetupRule
+}
+
+// MCPRelay answers the MCP request of a caller that came in by origin (package mcprelay).
+type MCPRelay interface {
+	Handle(ctx context.Context, from api.Caller, origin access.Origin, b *api.MCPBody) (api.MCPAnswer, error)
 }
 
 // AgentProfile is an agent a Spawn may name instead of a command: its shell command line, and how
@@ -126,6 +151,10 @@ type AgentProfile struct {
 	// sees in ps), for an agent that takes it no other way; otherwise it is typed in once the
 	// agent is ready.
 	PromptArg bool
+	// Kind is the agent's CLI, when krad knows it (agenthooks.Kinds: claude, codex, gemini):
+	// the app starts it with the hooks by which it tells its own state. "" for any other
+	// command, whose state comes from its screen.
+	Kind string
 }
 
 // Remote is an environment on a host other than this computer.
@@ -411,15 +440,27 @@ func (a *App) terminalLocked(env string, n int) *terminal {
 	return e.terminals[n]
 }
 
+// groupOf is the group of terminal n of environment env ("" for none), and whether there is such
+// a terminal.
+func (a *App) groupOf(env string, n int) (group string, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.terminalLocked(env, n)
+	if t == nil {
+		return "", false
+	}
+	return t.group, true
+}
+
 // Facts resolves a caller, under one lock: a Terminal caller must name a live terminal of this
 // app, and the lead of a session is RoleLead; for a request that names a target, whether the
 // target is one of the caller's workers.
 func (a *App) Facts(_ context.Context, from api.Caller, req api.Request) (local.Facts, error) {
 	switch from.Kind {
 	case api.CallerClient:
-		return local.Facts{Role: local.RoleClient}, nil
+		return local.Facts{Role: access.RoleClient}, nil
 	case api.CallerGit:
-		return local.Facts{Role: local.RoleGit}, nil
+		return local.Facts{Role: access.RoleGit}, nil
 	}
 	env := from.Terminal.Environment
 	a.mu.Lock()
@@ -428,10 +469,7 @@ func (a *App) Facts(_ context.Context, from api.Caller, req api.Request) (local.
 	if t == nil {
 		return local.Facts{}, api.Errorf(api.CodeForbidden, "%s is not a terminal of this app: it may have been closed, or be from an earlier run", from.Terminal)
 	}
-	f := local.Facts{Role: local.RoleTerminal}
-	if t.role == api.RoleLead {
-		f.Role = local.RoleLead
-	}
+	f := local.Facts{Role: access.TerminalRole(t.role)}
 	if n, ok := req.Target(); ok {
 		switch w := a.terminalLocked(env, int(n)); {
 		case w == nil:
@@ -468,6 +506,7 @@ type handler func(a *App, ctx context.Context, c *local.Call) (any, error)
 // handlers is the dispatch table: a request the app serves has a line here, and its answer a line
 // in api's table of kinds. A request without a line is answered as not served yet.
 var handlers = map[api.Name]handler{
+	// The requests about agents (agents.go; Spawn spawn.go, Send send.go).
 	api.List:            func(a *App, _ context.Context, c *local.Call) (any, error) { return a.list(c.From, false), nil },
 	api.ListAll:         func(a *App, _ context.Context, c *local.Call) (any, error) { return a.list(c.From, true), nil },
 	api.SubscribeAgents: func(a *App, ctx context.Context, c *local.Call) (any, error) { a.subscribe(ctx, c); return nil, nil },
@@ -488,6 +527,8 @@ var handlers = map[api.Name]handler{
 		return a.groups(ctx, c.From.Terminal)
 	},
 	api.RetireGroup: withBody((*App).retireGroup),
+	api.SyncGroup:   withBody((*App).syncGroup),
+	api.PushGroup:   withBody((*App).pushGroup),
 	api.Close:       withBody(okOnly((*App).close)),
 	// The person's MCP servers, lent to terminals: package extension runs them here.
 	api.ExtensionTool: withBody(func(a *App, ctx context.Context, from api.TerminalID, b *api.ExtensionToolBody) (api.ExtensionAnswer, error) {
@@ -500,6 +541,17 @@ var handlers = map[api.Name]handler{
 			return nil, err
 		}
 		return a.askpass(ctx, c.From.Environment, b)
+	},
+	// The static krad's krad mcp on a host, relayed to one the app runs (package mcprelay).
+	api.MCP: func(a *App, ctx context.Context, c *local.Call) (any, error) {
+		if a.cfg.MCP == nil {
+			return nil, api.NotServed(string(api.MCP), "")
+		}
+		b, err := bodyOf[api.MCPBody](c)
+		if err != nil {
+			return nil, err
+		}
+		return a.cfg.MCP.Handle(ctx, c.From, c.Origin, b)
 	},
 	api.Report: func(a *App, _ context.Context, c *local.Call) (any, error) {
 		b, err := bodyOf[api.ReportBody](c)
@@ -542,172 +594,6 @@ func bodyOf[B any](c *local.Call) (*B, error) {
 	return b, nil
 }
 
-// list answers List and ListAll. A terminal's List is its group in its environment, its ListAll
-// its environment; a Client gets every open environment for both.
-func (a *App) list(from api.Caller, all bool) []api.Agent {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.agentsLocked(from, all)
-}
-
-func (a *App) agentsLocked(from api.Caller, all bool) []api.Agent {
-	agents := []api.Agent{}
-	var group string
-	if from.Kind != api.CallerClient {
-		if t := a.terminalLocked(from.Terminal.Environment, from.Terminal.Terminal); t != nil {
-			group = t.group
-		}
-	}
-	for name, e := range a.envs {
-		if from.Kind != api.CallerClient && name != from.Terminal.Environment {
-			continue
-		}
-		for _, t := range e.terminals {
-			if from.Kind != api.CallerClient && !all && t.group != group {
-				continue
-			}
-			agents = append(agents, t.agent())
-		}
-	}
-	sort.Slice(agents, func(i, j int) bool {
-		if agents[i].Environment != agents[j].Environment {
-			return agents[i].Environment < agents[j].Environment
-		}
-		return agents[i].Terminal < agents[j].Terminal
-	})
-	return agents
-}
-
-// subscribe streams a snapshot, then every change, until the subscriber leaves or is dropped.
-func (a *App) subscribe(ctx context.Context, c *local.Call) {
-	a.mu.Lock()
-	snap, err := api.NewAnswer(api.AnswerAgents, a.agentsLocked(c.From, true))
-	if err != nil || !a.hub.add(c.Stream, snap) {
-		a.mu.Unlock()
-		return
-	}
-	a.mu.Unlock()
-	select {
-	case <-ctx.Done():
-	case <-c.Stream.Gone():
-	}
-	a.mu.Lock()
-	a.hub.remove(c.Stream)
-	a.mu.Unlock()
-}
-
-// check answers Check: the agent now, or after its next change within wait_secs.
-func (a *App) check(ctx context.Context, from api.TerminalID, b *api.CheckBody) (api.Agent, error) {
-	a.mu.Lock()
-	t := a.terminalLocked(from.Environment, int(b.Target))
-	if t == nil {
-		a.mu.Unlock()
-		return api.Agent{}, api.NoTerminal(from.Environment, int(b.Target))
-	}
-	first := t.agent()
-	a.mu.Unlock()
-	if b.WaitSecs == nil {
-		return first, nil
-	}
-	wait := api.NewRequest(api.Check, b).WaitFor()
-	got, err := a.waitFor(ctx, from.Environment, int(b.Target), wait, func(t *terminal) bool {
-		return t.agent() != first
-	}, false)
-	if errors.Is(err, api.ErrTimedOut) {
-		return got, nil // the wait ended without a change: the agent as it is
-	}
-	return got, err
-}
-
-// wait answers Wait: the agent once it settles after the request arrived.
-func (a *App) wait(ctx context.Context, from api.TerminalID, b *api.WaitBody) (api.Agent, error) {
-	d := api.NewRequest(api.Wait, b).WaitFor()
-	return a.waitFor(ctx, from.Environment, int(b.Target), d, func(t *terminal) bool {
-		return t.settled(a.cfg.Reaction)
-	}, true)
-}
-
-// waitFor waits up to d for cond to hold for terminal n, re-checking it on every change. With
-// looks, it also looks at the terminal when its pending Send needs a look to be settled: once
-// the reaction window has passed, to tell whether a job the Send started still runs. A terminal
-// that is removed meanwhile is answered as closed. When d passes it returns the agent as it is and
-// api.ErrTimedOut, also when a look is under way: a look never runs past d.
-func (a *App) waitFor(ctx context.Context, env string, n int, d time.Duration, cond func(*terminal) bool, looks bool) (api.Agent, error) {
-	deadline := time.Now().Add(d)
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	var last api.Agent
-	var calm time.Time // after a look failed, the next waits until then
-	for {
-		a.mu.Lock()
-		t := a.terminalLocked(env, n)
-		if t == nil {
-			a.mu.Unlock()
-			if last.Terminal == 0 {
-				return api.Agent{}, api.NoTerminal(env, n)
-			}
-			last.State = api.StateClosed
-			return last, nil
-		}
-		last = t.agent()
-		if cond(t) {
-			a.mu.Unlock()
-			return last, nil
-		}
-		if !time.Now().Before(deadline) {
-			a.mu.Unlock()
-			return last, api.ErrTimedOut
-		}
-		changed := a.changed
-		var look <-chan time.Time
-		var send *pendingSend
-		if now := time.Now(); looks {
-			if in, ok := t.lookIn(now, a.cfg.Reaction); ok {
-				in = max(in, calm.Sub(now), time.Millisecond)
-				look, send = time.After(in), t.send
-			}
-		}
-		e := a.envs[env]
-		a.mu.Unlock()
-		select {
-		case <-changed:
-		case <-look:
-			// The look ends by the Wait's deadline: the bus gives the Wait only a second more.
-			end := time.Now().Add(lookTimeout)
-			if deadline.Before(end) {
-				end = deadline
-			}
-			lctx, cancel := context.WithDeadline(ctx, end)
-			err := e.look(lctx, t, send)
-			cancel()
-			if err != nil {
-				calm = time.Now().Add(restConfirm)
-			}
-		case <-timer.C:
-			return last, api.ErrTimedOut
-		case <-ctx.Done():
-			return last, ctx.Err()
-		}
-	}
-}
-
-// report applies an agent's report about itself.
-func (a *App) report(from api.TerminalID, b *api.ReportBody) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	t := a.terminalLocked(from.Environment, from.Terminal)
-	if t == nil {
-		return api.NoTerminal(from.Environment, from.Terminal)
-	}
-	if t.report(b, time.Now()) {
-		a.publishLocked(api.AgentChanged, t)
-	}
-	if !t.reported {
-		a.envs[from.Environment].armQuietLocked(t)
-	}
-	return nil
-}
-
 // env returns the environment a caller's request is about, or unavailable while it is down. An
 // environment that is coming up (attached, its configured terminals opening, whose first
 // commands may already call) is waited for, until ctx ends.
@@ -725,228 +611,15 @@ func (a *App) env(ctx context.Context, name string) (*environment, error) {
 		case <-changed:
 		case <-ctx.Done():
 			a.mu.Lock()
-			return nil, api.Errorf(api.CodeUnavailable, "environment %s is still coming up; try again", name)
+			return nil, api.Errorf(api.CodeUnavailable, "environment %s is still coming up; try again", name).WithReason(api.ReasonEnvironmentDown)
 		}
 		a.mu.Lock()
 	}
 	if !e.up {
-		return nil, api.Errorf(api.CodeUnavailable, "environment %s is down; the app is bringing it back", name)
+		return nil, e.downError()
 	}
 	return e, nil
 }
 
-// live finds terminal n of env for a request that acts on it: not_found when there is none,
-// conflict when its process has exited.
-func (a *App) live(env string, n int, verb string) (*terminal, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	t := a.terminalLocked(env, n)
-	if t == nil {
-		return nil, api.NoTerminal(env, n)
-	}
-	if t.dead {
-		return nil, api.Errorf(api.CodeConflict, "cannot %s %s: its process has exited (%s)", verb, t.id(), t.state)
-	}
-	if !t.attached() {
-		return nil, api.Errorf(api.CodeConflict, "cannot %s %s: it is still opening; try again", verb, t.id())
-	}
-	return t, nil
-}
-
-func (a *App) read(ctx context.Context, from api.TerminalID, b *api.ReadBody) (api.Screen, error) {
-	e, err := a.env(ctx, from.Environment)
-	if err != nil {
-		return api.Screen{}, err
-	}
-	a.mu.Lock()
-	t := a.terminalLocked(from.Environment, int(b.Target))
-	var pane tmux.PaneID
-	opening := false
-	if t != nil {
-		pane, opening = t.pane, !t.attached()
-	}
-	a.mu.Unlock()
-	if t == nil {
-		return api.Screen{}, api.NoTerminal(from.Environment, int(b.Target))
-	}
-	if opening {
-		return api.Screen{}, api.Errorf(api.CodeConflict, "%s is still opening; try again", t.id())
-	}
-	lines := 0
-	if b.Lines != nil {
-		lines = *b.Lines
-	}
-	text, err := e.capture(ctx, pane, lines)
-	if err != nil {
-		return api.Screen{}, err
-	}
-	return api.Screen{Terminal: int(b.Target), Text: text}, nil
-}
-
-// send answers Send: it types the text, then, after the paste delay, Enter.
-func (a *App) send(ctx context.Context, from api.TerminalID, b *api.SendBody) error {
-	e, err := a.env(ctx, from.Environment)
-	if err != nil {
-		return err
-	}
-	t, err := a.live(from.Environment, int(b.Target), "send to")
-	if err != nil {
-		return err
-	}
-	t.sendMu.Lock()
-	defer t.sendMu.Unlock()
-	return e.typeText(ctx, t, b.Text, b.Enter == nil || *b.Enter)
-}
-
-func (a *App) spawn(ctx context.Context, from api.TerminalID, b *api.SpawnBody) (api.Agent, error) {
-	e, err := a.env(ctx, from.Environment)
-	if err != nil {
-		return api.Agent{}, err
-	}
-	prompt := b.Prompt
-	argv, typed, err := a.spawnArgv(b)
-	if err != nil {
-		return api.Agent{}, err
-	}
-	a.mu.Lock()
-	lead := a.terminalLocked(from.Environment, from.Terminal)
-	if lead == nil {
-		a.mu.Unlock()
-		return api.Agent{}, api.NoTerminal(from.Environment, from.Terminal)
-	}
-	spec := windowSpec{
-		title:   b.Title,
-		role:    api.RoleWorker,
-		session: lead.session,
-		group:   cmp.Or(b.Group, lead.group),
-		lead:    lead.number,
-		argv:    argv,
-		prompt:  typed,
-	}
-	a.mu.Unlock()
-	if spec.title == "" {
-		spec.title = cmp.Or(b.Agent, api.ProgramTitle(spec.argv), "shell")
-	}
-	if spec.group != "" {
-		// The worker starts in the group's checkout, made now if the group does not exist yet;
-		// the group's lock is held until its terminal is open, so that it cannot retire under
-		// the new worker.
-		g, unlock, err := e.joinGroup(ctx, spec.group)
-		if err != nil {
-			return api.Agent{}, err
-		}
-		defer unlock()
-		spec.dir, spec.port = g.Dir, g.Port
-	}
-	opened := time.Now()
-	t, err := e.open(ctx, spec)
-	if err != nil {
-		return api.Agent{}, err
-	}
-	if spec.prompt {
-		// open took t.sendMu for the prompt: a Send types after it.
-		go func() {
-			defer t.sendMu.Unlock()
-			e.typePrompt(t, prompt, opened.Add(promptReady))
-		}()
-	}
-	// Give the worker a moment to start, so that one whose command fails at once (not found,
-	// say) is answered as failed, with its exit code, rather than starting: wait for run's first
-	// report (its start, or its end) or the end of the window's process.
-	ag, err := a.waitFor(ctx, from.Environment, t.number, spawnSettle, func(t *terminal) bool {
-		return t.heard || t.dead
-	}, false)
-	if err != nil && !errors.Is(err, api.ErrTimedOut) {
-		return api.Agent{}, err
-	}
-	return ag, nil
-}
-
-// spawnSettle is how long Spawn waits for its worker to leave starting.
-const spawnSettle = time.Second
-
-// spawnArgv is the worker's command: its command, or its agent's profile; empty means the user's
-// shell. typed says whether the prompt is to be typed in: it is, unless the profile takes it as an
-// argument. Otherwise the prompt is never in the command: every user of the host reads a
-// process's arguments (ps, /proc/PID/cmdline), so it is typed into the worker (typePrompt).
-func (a *App) spawnArgv(b *api.SpawnBody) (argv []string, typed bool, err error) {
-	if b.Agent == "" {
-		return append([]string(nil), b.Command...), b.Prompt != "", nil
-	}
-	if len(b.Command) > 0 {
-		return nil, false, api.Errorf(api.CodeBadRequest, "Spawn: give a command or an agent, not both")
-	}
-	for _, p := range a.cfg.Agents {
-		if p.Name != b.Agent {
-			continue
-		}
-		if p.PromptArg && b.Prompt != "" {
-			// "$@" after the command line: the prompt is one argument, never parsed by the shell.
-			return []string{"sh", "-c", p.Command + ` "$@"`, "sh", b.Prompt}, false, nil
-		}
-		return []string{"sh", "-c", p.Command}, b.Prompt != "", nil
-	}
-	names := make([]string, 0, len(a.cfg.Agents))
-	for _, p := range a.cfg.Agents {
-		names = append(names, p.Name)
-	}
-	if len(names) == 0 {
-		return nil, false, api.Errorf(api.CodeBadRequest, "no agent %s: config.toml names no agents; add an [[agent]] table with its name and command, or give the command itself",
-			termsafeName(b.Agent))
-	}
-	return nil, false, api.Errorf(api.CodeBadRequest, "no agent %s: the agents are %s ([[agent]] in config.toml)", termsafeName(b.Agent), strings.Join(names, ", "))
-}
-
 // termsafeName is a name from a client, quoted and cut for a message.
 func termsafeName(s string) string { return termsafe.QuoteMax(s, 60) }
-
-func (a *App) close(ctx context.Context, from api.TerminalID, b *api.CloseBody) error {
-	return a.closeTerminal(ctx, from.Environment, int(b.Target))
-}
-
-// closeTerminal closes terminal n of env: Close, and the app's own face.
-func (a *App) closeTerminal(ctx context.Context, env string, n int) error {
-	e, err := a.env(ctx, env)
-	if err != nil {
-		return err
-	}
-	a.mu.Lock()
-	t := a.terminalLocked(env, n)
-	a.mu.Unlock()
-	if t == nil {
-		return api.NoTerminal(env, n)
-	}
-	if err := e.kill(ctx, t); err != nil {
-		return err
-	}
-	// The last terminal of a group retires it: Close answers once that is done (an AppEvent
-	// says what was kept), within its deadline.
-	e.retiredBy(ctx, t.group)
-	return nil
-}
-
-// closeSession closes every worker of the lead's session.
-func (a *App) closeSession(ctx context.Context, lead api.TerminalID) error {
-	e, err := a.env(ctx, lead.Environment)
-	if err != nil {
-		return err
-	}
-	a.mu.Lock()
-	var workers []*terminal
-	for _, t := range e.terminals {
-		if t.role == api.RoleWorker && t.lead == lead.Terminal {
-			workers = append(workers, t)
-		}
-	}
-	a.mu.Unlock()
-	var errs []error
-	for _, t := range workers {
-		if err := e.kill(ctx, t); err != nil {
-			errs = append(errs, fmt.Errorf("close %s: %w", t.id(), err))
-		}
-	}
-	for _, t := range workers {
-		e.retiredBy(ctx, t.group)
-	}
-	return errors.Join(errs...)
-}

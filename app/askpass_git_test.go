@@ -8,9 +8,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"log/slog"
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,48 +19,24 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/gittest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/remote/sshdtest"
 	"golang.org/x/crypto/ssh"
 )
 
 const gitPassword = "s3cret-Pa55-for-askpass"
 
-// gitServer serves bare repositories of a folder over HTTP with basic auth (user me, password
-// gitPassword), through git's own http-backend behind net/http/cgi: a real git server.
-func gitServer(t *testing.T) (url, bare string) {
-	testbin.Need(t, "git", "git")
-	backend, err := exec.Command("git", "--exec-path").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cgiPath := filepath.Join(strings.TrimSpace(string(backend)), "git-http-backend")
-	if _, err := os.Stat(cgiPath); err != nil {
-		t.Skipf("git-http-backend is not installed: %v", err)
-	}
-	root := t.TempDir()
-	bare = filepath.Join(root, "r.git")
-	gitIn(t, root, "init", "-q", "--bare", "-b", "main", bare)
-	gitIn(t, bare, "config", "http.receivepack", "true")
-	h := &cgi.Handler{Path: cgiPath, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != "me" || p != gitPassword {
-			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		r.Header.Del("Authorization")
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL, bare
-}
+// gitServer serves a bare repository r.git over HTTP with basic auth (user me, password
+// gitPassword): a real git server (gittest.Server).
+func gitServer(t *testing.T) (url, bare string) { return gittest.Server(t, "me", gitPassword) }
 
 // TestGitPushAskpass is the issue's walk-through against real git over HTTP with basic auth: git
 // push in an app terminal raises the prompt, which reaches the Prompter (the UI's stand-in), not
 // the screen; the right answer pushes, a wrong one fails the push; the password is in no log,
 // event, screen, argv or environment; headless, the push fails at once with the hint.
 func TestGitPushAskpass(t *testing.T) {
+	t.Parallel()
 	url, bare := gitServer(t)
 	repo, _, withRepo := withRepo(t)
 	var logs syncBuffer
@@ -272,6 +245,7 @@ func sshGitServer(t *testing.T) (key, url, bare, sshCommand string) {
 // fails the push; the passphrase is in no Read, event, log, argv or environment. Without
 // ssh_askpass the terminals get no SSH_ASKPASS.
 func TestGitPushAskpassSSH(t *testing.T) {
+	t.Parallel()
 	key, url, bare, sshCommand := sshGitServer(t)
 	repo, _, withRepo := withRepo(t)
 	var logs syncBuffer
@@ -362,6 +336,7 @@ func TestGitPushAskpassSSH(t *testing.T) {
 // TestCredentialHelperFirst: git asks its credential helpers before its askpass: with a helper
 // that has the password (git's own store), the push succeeds and the Prompter is never asked.
 func TestCredentialHelperFirst(t *testing.T) {
+	t.Parallel()
 	url, bare := gitServer(t)
 	repo, _, withRepo := withRepo(t)
 	h := start(t, withRepo, withTerminals(app.TerminalSpec{Title: "sh"}), func(c *app.Config) { c.Askpass = true })

@@ -21,7 +21,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/tmux"
 )
 
@@ -86,7 +86,7 @@ func benchFanout(b *testing.B, subscribers int) {
 	}
 	ready.Wait()
 	c := h.as(1)
-	states := []string{api.StateIdle, api.StateWorking}
+	states := []api.State{api.StateIdle, api.StateWorking}
 	var lat []time.Duration
 	b.ResetTimer()
 	for i := range b.N {
@@ -110,50 +110,45 @@ func benchFanout(b *testing.B, subscribers int) {
 }
 
 // BenchmarkWaitWakeup: a lead waits on a worker that exits; each op is timed from the worker's
-// exit (the time it wrote just before it exited) to the lead's answer.
+// exit (the time it wrote just before it exited) to the lead's answer. The worker is spawned as
+// every worker is: krad-ade-agents run --exec reports its start and becomes its command, the
+// window's own process.
 //
-//   - via=companion: the worker runs through krad-ade-agents run, which reports its end over
-//     the bus (how every spawned worker runs).
-//   - via=tmux: the worker's window runs the command itself and stays after it (remain-on-exit,
-//     as for an agent's window), so the app learns of the exit from tmux's pane-death
-//     subscription alone.
+//   - via=hook: tmux's pane-died hook, which the app sets, runs krad-ade-agents ended, which
+//     reports the end over the bus (how the app learns of it).
+//   - via=subscription: the hook is taken off the tmux server first, so that the app learns of
+//     the exit from its subscription to pane deaths alone (its fallback).
 func BenchmarkWaitWakeup(b *testing.B) {
-	b.Run("via=companion", func(b *testing.B) { benchWaitWakeup(b, true) })
-	b.Run("via=tmux", func(b *testing.B) { benchWaitWakeup(b, false) })
+	b.Run("via=hook", func(b *testing.B) { benchWaitWakeup(b, true) })
+	b.Run("via=subscription", func(b *testing.B) { benchWaitWakeup(b, false) })
 }
 
-func benchWaitWakeup(b *testing.B, companion bool) {
+func benchWaitWakeup(b *testing.B, hook bool) {
 	h := start(b, lead())
 	c := h.as(1)
+	if !hook {
+		if out, err := h.tmux("set-hook", "-gu", app.EndedHook).CombinedOutput(); err != nil {
+			b.Fatalf("tmux set-hook: %v %s", err, out)
+		}
+	}
 	dir := b.TempDir()
 	var lat []time.Duration
 	b.ResetTimer()
 	for i := range b.N {
 		b.StopTimer()
 		stamp := filepath.Join(dir, strconv.Itoa(i))
-		script := fmt.Sprintf(`read x; date +%%s%%N > %s; exit 0`, stamp)
-		var n int
-		if companion {
-			// Believed working until it exits, as an agent whose hooks report is.
-			script = "krad report working; " + script
-			w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "w", Command: []string{"sh", "-c", script}})
-			n = w.Terminal
-		} else {
-			n = h.rawWindow(b, "sh -c '"+script+"'")
-			// The app lets a window a person opened close at its end; this one stays, as an
-			// agent's does, so that its end is the pane's death, not the window's close.
-			if out, err := exec.Command("tmux", "-S", h.socket, "set-option", "-w", "-t", h.window(n), "remain-on-exit", "on").CombinedOutput(); err != nil {
-				b.Fatalf("tmux set-option: %v %s", err, out)
-			}
-			// Believed working from now on, so that only its exit settles it.
-			if _, err := h.call(h.as(n), api.Report, &api.ReportBody{State: api.StateWorking}); err != nil {
-				b.Fatal(err)
-			}
-		}
+		// Believed working until it exits, as an agent whose hooks report is.
+		script := fmt.Sprintf(`krad report working; read x; date +%%s%%N > %s; exit 0`, stamp)
+		n := h.agent(c, api.Spawn, &api.SpawnBody{Title: "w", Command: []string{"sh", "-c", script}}).Terminal
 		woke := make(chan time.Time, 1)
 		go func() {
-			_, err := h.call(c, api.Wait, &api.WaitBody{Target: api.Target(n), TimeoutSecs: secs(30)})
-			if err != nil {
+			a, err := h.call(c, api.Wait, &api.WaitBody{Target: api.Target(n), TimeoutSecs: secs(30)})
+			var ag api.Agent
+			if err == nil {
+				err = a.Decode("Agent", &ag)
+			}
+			if err != nil || ag.State != api.StateDone {
+				b.Errorf("the Wait answered %+v, %v; want done", ag, err)
 				woke <- time.Time{}
 				return
 			}
@@ -190,30 +185,7 @@ func readStamp(b *testing.B, path string) time.Time {
 	return time.Unix(0, ns)
 }
 
-// rawWindow opens a window by hand that runs command itself (not through the companion) and
-// returns the number the app gave it.
-func (h *harness) rawWindow(b *testing.B, command string) int {
-	before := map[int]bool{}
-	for _, a := range h.agents(h.as(0)) {
-		before[a.Terminal] = true
-	}
-	if out, err := exec.Command("tmux", "-S", h.socket, "new-window", "-d", "-t", "main:", command).CombinedOutput(); err != nil {
-		b.Fatalf("tmux new-window: %v %s", err, out)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, a := range h.agents(h.as(0)) {
-			if !before[a.Terminal] {
-				return a.Terminal
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	b.Fatal("the app did not number the window")
-	return 0
-}
-
-// BenchmarkTmuxPaneDeath is the baseline of via=tmux: tmux alone, a control client subscribed to
+// BenchmarkTmuxPaneDeath is the baseline of via=subscription: tmux alone, a control client subscribed to
 // pane deaths, timed from the process's exit to the notification.
 func BenchmarkTmuxPaneDeath(b *testing.B) {
 	dir := b.TempDir()

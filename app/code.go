@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -25,8 +26,17 @@ type Editor struct {
 	SSHCommand []string
 }
 
-// editorHint is the line a person adds to config.toml when no editor is configured.
-const editorHint = `add [editor] to config.toml, like: [editor] command = ["code", "--wait", "--goto", "{file}:{line}"] (and ssh_command = ["code", "--wait", "--remote", "ssh-remote+{host}", "--goto", "{file}:{line}"] for SSH hosts)`
+// editorHint is the line a person adds to config.toml when no editor is configured, for the
+// system goos the app runs on. On macOS the code command is VS Code's own (its "Shell Command:
+// Install 'code' command in PATH" puts it in /usr/local/bin, which the app adds to a thin PATH),
+// and open -t is the way to the default text editor that every Mac has (it takes no line).
+func editorHint(goos string) string {
+	const code = `[editor] command = ["code", "--wait", "--goto", "{file}:{line}"] (and ssh_command = ["code", "--wait", "--remote", "ssh-remote+{host}", "--goto", "{file}:{line}"] for SSH hosts)`
+	if goos == "darwin" {
+		return `add [editor] to config.toml, like: ` + code + `, with VS Code's code command installed (VS Code: "Shell Command: Install 'code' command in PATH"); or command = ["open", "-t", "{file}"] for macOS's default text editor`
+	}
+	return `add [editor] to config.toml, like: ` + code
+}
 
 // argv is the editor's command line for file at line, on host ("" for this computer).
 func (ed Editor) argv(host, file string, line int) ([]string, error) {
@@ -39,7 +49,7 @@ func (ed Editor) argv(host, file string, line int) ([]string, error) {
 		if host != "" {
 			where = "files of SSH hosts"
 		}
-		return nil, api.Errorf(api.CodeUnavailable, "no editor is configured for %s: %s", where, editorHint)
+		return nil, api.Errorf(api.CodeUnavailable, "no editor is configured for %s: %s", where, editorHint(runtime.GOOS))
 	}
 	r := strings.NewReplacer("{file}", file, "{line}", strconv.Itoa(line), "{host}", host)
 	out := make([]string, len(words))
@@ -58,14 +68,8 @@ func (a *App) code(ctx context.Context, from api.TerminalID, b *api.CodeBody) er
 	if err != nil {
 		return err
 	}
-	a.mu.Lock()
-	t := a.terminalLocked(from.Environment, from.Terminal)
-	group := ""
-	if t != nil {
-		group = t.group
-	}
-	a.mu.Unlock()
-	_, local := e.host.(*localHost)
+	group, _ := a.groupOf(from.Environment, from.Terminal)
+	local := e.local()
 	roots := []string{e.host.Vars().Dir}
 	if lh, ok := e.host.(*localHost); ok {
 		roots[0] = lh.dir

@@ -43,6 +43,7 @@ func waitFile(t *testing.T, path string) string {
 // the folder, by .. or a symlink, is forbidden and opens nothing; no editor is unavailable with
 // the line to add.
 func TestCode(t *testing.T) {
+	t.Parallel()
 	repo, _, withRepo := withRepo(t)
 	script, log, done := recordingEditor(t)
 	h := start(t, withRepo, func(c *app.Config) {
@@ -111,6 +112,7 @@ func TestCode(t *testing.T) {
 
 // TestCodeWithoutEditor: no [editor] is unavailable, with the config line to add.
 func TestCodeWithoutEditor(t *testing.T) {
+	t.Parallel()
 	repo, _, withRepo := withRepo(t)
 	h := start(t, withRepo, withTerminals(app.TerminalSpec{Title: "sh"}))
 	_, err := h.call(h.as(1), api.Code, &api.CodeBody{Path: filepath.Join(repo, "retry.go")})
@@ -122,6 +124,7 @@ func TestCodeWithoutEditor(t *testing.T) {
 // TestCodeInGroups: a worker's Code may open files of its own group's checkout, not those of
 // another group's; the lead, in the main checkout, may not open a group's either.
 func TestCodeInGroups(t *testing.T) {
+	t.Parallel()
 	_, _, withRepo := withRepo(t)
 	script, log, done := recordingEditor(t)
 	if err := os.WriteFile(done, nil, 0o644); err != nil {
@@ -173,6 +176,7 @@ func TestCodeInGroups(t *testing.T) {
 // file of the terminal's folder at line 3 in the editor and returns, 0, only once the editor
 // exits.
 func TestKradCodeWaitInATerminal(t *testing.T) {
+	t.Parallel()
 	repo, _, withRepo := withRepo(t)
 	script, log, done := recordingEditor(t)
 	h := start(t, withRepo, withTerminals(app.TerminalSpec{Title: "sh"}), func(c *app.Config) {
@@ -192,5 +196,20 @@ func TestKradCodeWaitInATerminal(t *testing.T) {
 	}
 	if s := h.waitScreen(h.as(1), 1, "CODE="); exitIn(s, "CODE") != "0" {
 		t.Errorf("krad code --wait after the editor exited:\n%s", s)
+	}
+}
+
+// TestEditorHintDarwin: on macOS the hint names the way to VS Code's code command, which a Mac
+// does not have until VS Code installs it, and open -t, which every Mac has; on Linux it is the
+// code line alone.
+func TestEditorHintDarwin(t *testing.T) {
+	mac := app.EditorHint("darwin")
+	for _, want := range []string{`command = ["code", "--wait", "--goto", "{file}:{line}"]`, "Install 'code' command in PATH", `["open", "-t", "{file}"]`} {
+		if !strings.Contains(mac, want) {
+			t.Errorf("the macOS hint %q lacks %q", mac, want)
+		}
+	}
+	if linux := app.EditorHint("linux"); strings.Contains(linux, "open") || !strings.Contains(linux, `command = ["code"`) {
+		t.Errorf("the Linux hint: %q", linux)
 	}
 }

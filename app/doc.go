@@ -58,13 +58,26 @@
 //   - starting: from the moment the terminal is registered, before its window exists, until it
 //     prints, reports, or stays quiet for Config.Quiet.
 //   - working and idle, for an agent that never reported: working while it prints (tmux's %output),
-//     idle once it printed nothing for Config.Quiet (armQuietLocked's timer).
-//   - any state an agent reports itself (Report, from its hooks): believed from then on, and its
-//     output no longer moves it. krad-ade-agents run's reports of its command's start and end
-//     (Lifecycle) are not the agent's own word: a start is working and leaves the output to
-//     decide from there, an end is done or failed with the command's exit code.
+//     idle once it printed nothing for Config.Quiet (armQuietLocked's timer), unless a job runs
+//     in its shell's foreground (foregroundJob: another process group on this computer, another
+//     command than the shell on a host), which is working until it gives the terminal back; for
+//     an agent's window, once tmux says its process has not ended.
+//   - any state an agent reports itself (Report, from its hooks, which krad-ade-agents hook
+//     makes of what an agent CLI sends: package agenthooks): believed from then on, with the
+//     agent's message, and its output no longer moves it. krad-ade-agents run's reports of its
+//     command's start and end (Lifecycle) are not the agent's own word: a start is working and
+//     leaves the output to decide from there, an end is done or failed with the command's exit
+//     code. An agent's window runs its command through run --exec, which reports the start and
+//     becomes the command: the window's process is the agent's, and run reports an end only for
+//     a command that could not start (127, 126). A lifecycle idle is an agent at rest handing
+//     the terminal back (a turn's end Codex's notify tells, a session's end): idle, as it said,
+//     and its output decides from there.
+//   - Each state says where it came from (terminal.from, the agent's state_from): reported for
+//     the agent's own word, the screen for the rest.
 //   - done (exit code 0) or failed (any other; 128 + a signal; -1 when tmux never learns it) once
-//     the window's process ended: told by the krad-dead subscription, by asking tmux after open, or
+//     the window's process ended: told by tmux's pane-died hook (endedHookCommand: krad-ade-agents
+//     ended reports it as a Lifecycle end), by the krad-dead subscription, by asking tmux after
+//     open or as an agent's quiet spell ends (armQuietLocked: an ended agent is never idle), or
 //     by list-windows at attach. A pane dead before tmux collected its process is asked about
 //     again (collect) until tmux knows its code, or gives up with -1: an end is never reported
 //     before that.

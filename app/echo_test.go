@@ -9,6 +9,7 @@ import (
 // TestEchoOnly: the screens a shell, a REPL and a TUI show while text is typed into them, and
 // after they react.
 func TestEchoOnly(t *testing.T) {
+	t.Parallel()
 	full := func(last ...string) []string { // a 4-row screen, full
 		return append([]string{"one", "two", "three", "four"}[len(last):], last...)
 	}

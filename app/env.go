@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"path"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/keyedsem"
 	"github.com/krad-ade/krad/tmux"
 )
 
@@ -57,21 +59,22 @@ type environment struct {
 
 	warnings warnLimiter // of what the environment's tmux sent; it has its own mutex
 
-	groupLocks groupLocks               // one lock per group in use; it has its own mutex
+	groupLocks *keyedsem.Set            // a lock per group name in use (groups.go); its own mutex
 	retiring   map[string]chan struct{} // groups retiring now, closed when done; under app.mu
 }
 
 func newEnvironment(a *App, name string, host Host, specs []TerminalSpec) *environment {
 	return &environment{
-		app:       a,
-		name:      name,
-		host:      host,
-		specs:     specs,
-		ready:     make(chan struct{}),
-		terminals: map[int]*terminal{},
-		byPane:    map[tmux.PaneID]*terminal{},
-		byWindow:  map[tmux.WindowID]*terminal{},
-		next:      1,
+		app:        a,
+		name:       name,
+		host:       host,
+		specs:      specs,
+		ready:      make(chan struct{}),
+		terminals:  map[int]*terminal{},
+		byPane:     map[tmux.PaneID]*terminal{},
+		byWindow:   map[tmux.WindowID]*terminal{},
+		next:       1,
+		groupLocks: keyedsem.New(1),
 	}
 }
 
@@ -82,7 +85,7 @@ func (e *environment) run(ctx context.Context) {
 	for {
 		began := time.Now()
 		err := e.session(ctx)
-		if l, ok := e.host.(LinkedHost); ok && errors.Is(err, tmux.ErrNoAnswer) && ctx.Err() == nil {
+		if l, ok := e.host.(LinkedHost); ok && (errors.Is(err, tmux.ErrNoAnswer) || errors.Is(err, io.ErrUnexpectedEOF)) && ctx.Err() == nil {
 			err = l.Stalled(ctx, err)
 		}
 		e.down(err)
@@ -146,7 +149,12 @@ func (e *environment) session(ctx context.Context) error {
 				have[key]--
 				continue
 			}
-			if _, err := e.open(ctx, s.windowSpec()); err != nil {
+			ws, err := a.windowSpec(s)
+			if err != nil { // an agent that config.toml named after the app started
+				e.warn("configured terminal not opened", "title", s.Title, "agent", s.Agent, "err", err)
+				continue
+			}
+			if _, err := e.open(ctx, ws); err != nil {
 				if errors.Is(err, errTooManyTerminals) { // the host's windows took the room: opening again will not help
 					e.warn("configured terminal not opened", "title", s.Title, "err", err)
 					continue
@@ -211,6 +219,15 @@ func (e *environment) setup(ctx context.Context, c *tmux.Client) error {
 			return fmt.Errorf("tmux set-option: %w", err)
 		}
 		e.warn("tmux has no remain-on-exit-format (tmux 3.3 has): Read of an ended agent may miss its first line", "err", err)
+	}
+	// The end of an agent's process, told at once (endedHookCommand). Without the hook, the
+	// krad-dead subscription tells it all the same, up to a second later.
+	if _, err := c.Command(ctx, "set-hook", "-g", endedHook, endedHookCommand(e.host.Vars().companion())); err != nil {
+		var ce *tmux.CommandError
+		if !errors.As(err, &ce) {
+			return fmt.Errorf("tmux set-hook: %w", err)
+		}
+		e.warn("tmux refused the app's pane-died hook: the end of an agent is known up to a second later", "err", err)
 	}
 	return nil
 }
@@ -412,26 +429,36 @@ func (e *environment) attachLocked(t *terminal, w tmux.WindowID, p tmux.PaneID) 
 	e.byWindow[w] = t
 }
 
-// windowSpec is the window of a configured terminal, and of a lead named in the app's face.
-func (s TerminalSpec) windowSpec() windowSpec {
+// windowSpec is the window of a configured terminal, and of a lead named in the app's face: its
+// command, or its agent profile's (a.profileArgv, as a Spawn's), or the user's shell.
+func (a *App) windowSpec(s TerminalSpec) (windowSpec, error) {
 	spec := windowSpec{title: s.Title, dir: s.Dir, role: api.RoleShell, spec: s.key()}
-	if s.Command != "" {
+	switch {
+	case s.Agent != "" && s.Command != "":
+		return windowSpec{}, api.Errorf(api.CodeBadRequest, "a terminal runs a command or an agent, not both")
+	case s.Agent != "":
+		argv, _, err := a.profileArgv(s.Agent, "")
+		if err != nil {
+			return windowSpec{}, err
+		}
+		spec.argv = argv
+	case s.Command != "":
 		spec.argv = []string{"sh", "-c", s.Command}
 	}
 	if s.Lead {
 		spec.role = api.RoleLead
 	}
 	if spec.title == "" {
-		spec.title = cmp.Or(api.ShellTitle(s.Command), "shell")
+		spec.title = cmp.Or(s.Agent, api.ShellTitle(s.Command), "shell")
 	}
-	return spec
+	return spec, nil
 }
 
 // windowSpec is a terminal to open.
 type windowSpec struct {
 	title   string
 	dir     string
-	role    string
+	role    api.Role
 	session string
 	group   string
 	lead    int
@@ -440,6 +467,9 @@ type windowSpec struct {
 	prompt  bool      // a Spawn's prompt is to be typed into it (typePrompt)
 	port    int       // the first of its group's ports (KRAD_ADE_PORT); 0 for none
 	askKey  api.Token // the terminal's askpass key (api.VarAskpassKey); zero for none
+	// setup: its group's setup is not done yet: krad-ade-agents run runs it (or waits for it)
+	// before the command, and the terminal is setting up until it says it ended.
+	setup bool
 }
 
 // open opens a terminal: a new tmux window with the KRAD_ADE_* variables, running the command
@@ -464,7 +494,7 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 	c := e.client
 	if c == nil {
 		a.mu.Unlock()
-		return nil, api.Errorf(api.CodeUnavailable, "environment %s is down", e.name)
+		return nil, api.Errorf(api.CodeUnavailable, "environment %s is down", e.name).WithReason(api.ReasonEnvironmentDown)
 	}
 	if !e.roomLocked() {
 		a.mu.Unlock()
@@ -480,9 +510,10 @@ func (e *environment) open(ctx context.Context, s windowSpec) (*terminal, error)
 	if s.role == api.RoleLead {
 		s.session = id.String()
 	}
-	meta := windowMeta{Terminal: n, Title: s.title, Role: s.role, Session: s.session, Group: s.group, Lead: s.lead, Runs: len(s.argv) > 0, Spec: s.spec}
+	meta := windowMeta{Terminal: n, Title: s.title, Role: s.role, Session: s.session, Group: s.group, Lead: s.lead, Runs: len(s.argv) > 0 || s.setup, Spec: s.spec}
 	meta.Ask = askHash
 	t := e.registerLocked(meta)
+	t.settingUp = s.setup
 	if s.prompt {
 		t.prompt = make(chan struct{}, 1)
 		// Held until the prompt is typed (typePrompt), taken before anyone can know t, so that
@@ -796,8 +827,9 @@ func (e *environment) down(err error) {
 	}
 }
 
-// armQuietLocked makes sure a timer will move the terminal to idle after its quiet spell.
-// app.mu must be held.
+// armQuietLocked makes sure a timer will move the terminal to idle after its quiet spell, once
+// no job runs in its shell's foreground, and, for an agent's window, once tmux says its process
+// has not ended. app.mu must be held.
 func (e *environment) armQuietLocked(t *terminal) {
 	if t.quietTimer != nil || t.reported || t.dead {
 		return
@@ -811,42 +843,75 @@ func (e *environment) armQuietLocked(t *terminal) {
 		if e.terminals[t.number] != t || t.unreachable {
 			return // the environment's return arms it again
 		}
-		changed, again := t.quiet(time.Now(), a.cfg.Quiet)
-		if changed {
-			a.publishLocked(api.AgentChanged, t)
-		}
-		if again > 0 {
+		due, again := t.quietDue(time.Now(), a.cfg.Quiet)
+		switch {
+		case again > 0:
 			t.quietTimer = time.AfterFunc(again, fire)
+			return
+		case !due:
+			return
+		case !t.attached():
+			if changed, _ := t.quiet(time.Now(), a.cfg.Quiet); changed {
+				a.publishLocked(api.AgentChanged, t)
+			}
+			return
 		}
+		// Whether the agent's process has ended, and whether a job runs in its shell's
+		// foreground, are tmux's (and /proc's) to tell, off the lock. Output meanwhile arms a new
+		// spell, which this look then leaves alone.
+		pane, printed, c := t.pane, t.lastOutput, e.client
+		ended := t.runs && c != nil
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), lookTimeout)
+			defer cancel()
+			// The window's process is the agent's command itself: one that has ended is done
+			// or failed, never idle, even when tmux has not told yet (its subscription is
+			// checked once a second, and the pane-died hook waits for the exit status, which
+			// tmux may collect late).
+			var dead, known bool
+			var code int
+			if ended {
+				var err error
+				if dead, code, known, err = e.paneDead(ctx, c, pane); err != nil {
+					dead = false
+				}
+			}
+			var job bool
+			var err error
+			if !dead {
+				job, err = e.foregroundJob(ctx, pane)
+			}
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			if e.terminals[t.number] != t || t.unreachable {
+				return // closed meanwhile, or the environment's return arms the timer again
+			}
+			if dead {
+				e.endedLocked(c, t, code, known)
+				return
+			}
+			if t.quietTimer != nil || !t.lastOutput.Equal(printed) {
+				return
+			}
+			now := time.Now()
+			var changed bool
+			switch {
+			case err == nil && job:
+				// Working until the job gives the terminal back: looked at again each spell.
+				changed = t.busy(now)
+				if !t.reported && !t.dead && !t.unreachable {
+					t.quietTimer = time.AfterFunc(a.cfg.Quiet, fire)
+				}
+			default:
+				// No job, or none the app can tell of: the quiet spell decides.
+				changed, _ = t.quiet(now, a.cfg.Quiet)
+			}
+			if changed {
+				a.publishLocked(api.AgentChanged, t)
+			}
+		}()
 	}
 	t.quietTimer = time.AfterFunc(a.cfg.Quiet, fire)
-}
-
-// typeText types text into terminal t as a Send does: it types the text, then, after the paste
-// delay, Enter (if enter). Around it, it looks at the terminal, so that a Wait can tell the
-// terminal's reaction from the echo of the text. t.sendMu must be held.
-func (e *environment) typeText(ctx context.Context, t *terminal, text string, enter bool) error {
-	a := e.app
-	a.mu.Lock()
-	pane := t.pane
-	a.mu.Unlock()
-	s, err := e.beginSend(ctx, t, pane, text)
-	if err != nil {
-		return err
-	}
-	err = e.sendKeys(ctx, pane, text, enter, func() {
-		if rows, err := e.rows(ctx, pane); err == nil {
-			a.mu.Lock()
-			t.entering(s, rows)
-			a.mu.Unlock()
-		}
-	})
-	a.mu.Lock()
-	t.typed(s, time.Now())
-	e.lookLocked(t)
-	a.notifyLocked()
-	a.mu.Unlock()
-	return err
 }
 
 // kill closes a terminal's window and forgets the terminal.
@@ -875,7 +940,12 @@ func (e *environment) current() (*tmux.Client, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if e.client == nil {
-		return nil, api.Errorf(api.CodeUnavailable, "environment %s is down; the app is bringing it back", e.name)
+		return nil, e.downError()
 	}
 	return e.client, nil
+}
+
+// downError is the answer to a request that needs the environment while it is down.
+func (e *environment) downError() error {
+	return api.Errorf(api.CodeUnavailable, "environment %s is down; the app is bringing it back", e.name).WithReason(api.ReasonEnvironmentDown)
 }

@@ -7,3 +7,12 @@ func ForgetPromptStarts(a *App) {
 	defer a.prompts.mu.Unlock()
 	clear(a.prompts.started)
 }
+
+// EndedHook and EndedHookCommand are the app's pane-died hook, for a test that sets it on a tmux
+// server of its own.
+const EndedHook = endedHook
+
+var EndedHookCommand = endedHookCommand
+
+// EditorHint is the line Code's unavailable answer gives for system goos.
+func EditorHint(goos string) string { return editorHint(goos) }

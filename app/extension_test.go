@@ -9,8 +9,8 @@ import (
 
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/extension"
-	"github.com/krad-ade/krad/internal/apptest"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/apptest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // TestExtensionFromATerminal is the issue's example typed in a terminal of this computer: krad
@@ -20,6 +20,7 @@ import (
 // at once and one that never answers (the deadline is 3 s here). What each printed is in a file
 // the test reads; no result reaches the app's log.
 func TestExtensionFromATerminal(t *testing.T) {
+	t.Parallel()
 	everything := testbin.Everything(t)
 	out := filepath.Join(t.TempDir(), "out")
 	script := `exec >` + out + ` 2>&1
@@ -62,7 +63,8 @@ echo END; sleep 60`
 		"broken=1",
 		"TimedOut",
 		"silent=4",
-		"krad: error: ExtensionTool: the app answered not_found: no extension tracker: the extensions of environment main are everything, broken, silent",
+		"krad: error: ExtensionTool: the app answered not_found: no extension tracker: the extensions of environment main are everything, broken, silent\n" +
+			"krad: hint: [[extension]] tables in krad-ade's config.toml name the extensions",
 		"tracker=1",
 		"END",
 	} {

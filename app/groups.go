@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/worktree"
 )
 
@@ -25,60 +25,26 @@ import (
 // (retireOrphans): the group's record says whether a terminal ever joined it, so that a group made
 // by CreateWorktree, waiting for its first worker, is not taken for one.
 //
-// A group's operations on one environment are serialised by name (groupLocks), so that a Spawn
-// that joins a group and the retire of that group's last terminal cannot cross: the retire
-// looks again, under the lock, for a terminal of the group, and leaves the group to the new one.
+// A group's operations on one environment are serialised by name (environment.groupLocks), so
+// that a Spawn that joins a group and the retire of that group's last terminal cannot cross: the
+// retire looks again, under the lock, for a terminal of the group, and leaves the group to the
+// new one.
 
 // groupDeadline bounds a retire the app starts by itself: the deadline of the requests that
 // retire a group (Close).
 const groupDeadline = time.Minute
 
-// groupLocks holds one lock per group name while anyone uses it.
-type groupLocks struct {
-	mu    sync.Mutex
-	locks map[string]*groupLock
-}
-
-type groupLock struct {
-	mu   sync.Mutex
-	refs int
-}
-
-// lock takes group name's lock, or returns ctx's error first; the func unlocks it.
-func (g *groupLocks) lock(ctx context.Context, name string) (func(), error) {
-	g.mu.Lock()
-	if g.locks == nil {
-		g.locks = map[string]*groupLock{}
-	}
-	l := g.locks[name]
-	if l == nil {
-		l = &groupLock{}
-		g.locks[name] = l
-	}
-	l.refs++
-	g.mu.Unlock()
-	release := func() {
-		g.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(g.locks, name)
-		}
-		g.mu.Unlock()
-	}
-	got := make(chan struct{})
-	go func() { l.mu.Lock(); close(got) }()
-	select {
-	case <-got:
-		return func() { l.mu.Unlock(); release() }, nil
-	case <-ctx.Done():
-		go func() { <-got; l.mu.Unlock(); release() }()
-		return nil, ctx.Err()
-	}
-}
-
 // worktree runs op on the environment's host; the answer's error is the operation's, or the
 // way to the host failing.
 func (e *environment) worktree(ctx context.Context, op worktree.Op) (worktree.Result, error) {
 	op.Env = e.name
+	if op.Op == worktree.OpCreate || op.Op == worktree.OpCreateSet {
+		for _, s := range e.app.cfg.Setups {
+			if s.Environment == "" || s.Environment == e.name {
+				op.Setups = append(op.Setups, s.Rule)
+			}
+		}
+	}
 	key, err := e.app.prompts.ownKey(e.name)
 	if err != nil {
 		return worktree.Result{}, err
@@ -103,7 +69,7 @@ func (a *App) createWorktree(ctx context.Context, from api.TerminalID, b *api.Cr
 	op := worktree.Op{Op: worktree.OpCreate, Create: &worktree.CreateOptions{Name: b.Name, Base: b.Base, Branch: b.Branch},
 		Hint: strings.TrimPrefix(b.Branch, worktree.BranchPrefix)}
 	if b.Name != "" {
-		unlock, err := e.groupLocks.lock(ctx, b.Name)
+		unlock, err := e.groupLocks.Acquire(ctx, b.Name)
 		if err != nil {
 			return worktree.Group{}, err
 		}
@@ -113,14 +79,41 @@ func (a *App) createWorktree(ctx context.Context, from api.TerminalID, b *api.Cr
 	if err != nil {
 		return worktree.Group{}, err
 	}
-	a.log.Info("group created", "environment", e.name, "group", res.Group.Name, "branch", res.Group.Branch, "by", from.String())
+	e.logCreated(res.Group, from.String())
 	return *res.Group, nil
+}
+
+// logCreated says in the log that group g was made, by whom ("" the app), and what was copied
+// into its checkout of the ignored files .worktreeinclude and the config name: a cut, or a file
+// skipped (a symlink), as a warning.
+func (e *environment) logCreated(g *worktree.Group, by string) {
+	args := []any{"environment", e.name, "group", g.Name, "branch", g.Branch}
+	if by != "" {
+		args = append(args, "by", by)
+	}
+	in := g.Included
+	if in == nil {
+		e.app.log.Info("group created", args...)
+		return
+	}
+	args = append(args, "included_files", in.Files, "included_bytes", in.Bytes)
+	if in.Cut == "" && len(in.Skipped) == 0 {
+		e.app.log.Info("group created", args...)
+		return
+	}
+	if in.Cut != "" {
+		args = append(args, "cut", in.Cut)
+	}
+	if len(in.Skipped) > 0 {
+		args = append(args, "skipped", strings.Join(in.Skipped, ", "), "skipped_more", in.SkippedMore)
+	}
+	e.app.log.Warn("group created, not every included file copied", args...)
 }
 
 // joinGroup finds group name, or makes it, for a terminal about to open in it; the func unlocks
 // the group once the terminal is open (or failed to).
 func (e *environment) joinGroup(ctx context.Context, name string) (worktree.Group, func(), error) {
-	unlock, err := e.groupLocks.lock(ctx, name)
+	unlock, err := e.groupLocks.Acquire(ctx, name)
 	if err != nil {
 		return worktree.Group{}, nil, err
 	}
@@ -130,7 +123,7 @@ func (e *environment) joinGroup(ctx context.Context, name string) (worktree.Grou
 		return worktree.Group{}, nil, err
 	}
 	if !res.Joined {
-		e.app.log.Info("group created", "environment", e.name, "group", res.Group.Name, "branch", res.Group.Branch)
+		e.logCreated(res.Group, "")
 	}
 	if res.Group.Missing {
 		unlock()
@@ -233,7 +226,8 @@ func (e *environment) retireOrphans(ctx context.Context, held map[string]bool) {
 		// repository: two Host aliases of one host, say); a group made before groups recorded
 		// their environment is taken for this one's, as it was then.
 		mine := g.Env == "" || g.Env == e.name
-		if mine && g.Joined && g.Damaged == "" && !held[g.Name] && !e.inGroupLocked(g.Name) {
+		failed := g.Setup != nil && g.Setup.State == worktree.SetupFailed // kept for the person
+		if mine && g.Joined && g.Damaged == "" && !failed && !held[g.Name] && !e.inGroupLocked(g.Name) {
 			a.log.Info("group left without terminals while the app was away: it retires", "environment", e.name, "group", g.Name)
 			e.retireLocked(g.Name)
 		}
@@ -280,7 +274,7 @@ func (e *environment) retire(group string, done chan struct{}) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), groupDeadline)
 	defer cancel()
-	unlock, err := e.groupLocks.lock(ctx, group)
+	unlock, err := e.groupLocks.Acquire(ctx, group)
 	if err != nil {
 		return
 	}
@@ -291,7 +285,8 @@ func (e *environment) retire(group string, done chan struct{}) {
 	if joined {
 		return
 	}
-	res, err := e.worktree(ctx, worktree.Op{Op: worktree.OpRetire, Group: group})
+	// Auto: a group whose setup failed is kept for the person to look at.
+	res, err := e.worktree(ctx, worktree.Op{Op: worktree.OpRetire, Group: group, Auto: true})
 	ev := api.AppEvent{Kind: api.GroupRetired, Environment: e.name}
 	if err != nil {
 		ev.Kind = api.GroupNotRetired
@@ -333,7 +328,7 @@ func (a *App) retireGroup(ctx context.Context, from api.TerminalID, b *api.Retir
 		return worktree.Retired{}, err
 	}
 	e.retiredBy(ctx, b.Group) // one the app started goes first
-	unlock, err := e.groupLocks.lock(ctx, b.Group)
+	unlock, err := e.groupLocks.Acquire(ctx, b.Group)
 	if err != nil {
 		return worktree.Retired{}, err
 	}
@@ -389,3 +384,33 @@ func retiredMessage(r *worktree.Retired) string {
 }
 
 func short(hash string) string { return hash[:min(len(hash), 12)] }
+
+// setupReportedLocked tells the log and subscribers how terminal t's group's setup goes, as t
+// reported it (b.Setup): t runs it, or waits for another terminal's run (b.Message says which),
+// or it is done, or it failed (b.Message: how, and the end of its output, which goes to the
+// app's own face only). a.mu must be held.
+func (a *App) setupReportedLocked(t *terminal, b *api.ReportBody) {
+	id := t.id()
+	ev := api.AppEvent{Kind: api.GroupSetup, Environment: t.env}
+	st := &SetupStatus{Terminal: id, Group: t.group, State: b.Setup}
+	switch b.Setup {
+	case api.SetupRunning:
+		if b.Message != "" {
+			ev.Message = fmt.Sprintf("%s waits for group %s's setup (%s)", id, t.group, termsafe.Shorten(b.Message, 200))
+		} else {
+			ev.Message = fmt.Sprintf("group %s is setting up in %s", t.group, id)
+		}
+		a.log.Info("group setting up", "environment", t.env, "group", t.group, "terminal", t.number, "waits", b.Message != "")
+	case api.SetupDone:
+		ev.Message = fmt.Sprintf("group %s is set up; %s starts its command", t.group, id)
+		a.log.Info("group set up", "environment", t.env, "group", t.group, "terminal", t.number)
+	default:
+		why, _, _ := strings.Cut(b.Message, "\n")
+		ev.Message = fmt.Sprintf("group %s's setup failed in %s (%s): its command does not run, and the group is kept for you to look at; krad groups shows the end of its output; krad retire %s when done",
+			t.group, id, termsafe.Shorten(why, 200), t.group)
+		st.Output = b.Message
+		a.log.Warn("group setup failed: the group is kept for the person to look at", "environment", t.env, "group", t.group, "terminal", t.number, "why", termsafe.Shorten(why, 200))
+	}
+	a.hub.publish(Event{App: &ev, Setup: st})
+	a.notifyLocked()
+}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/internal/apptest"
+	"github.com/krad-ade/krad/kradtest/apptest"
 	"github.com/krad-ade/krad/worktree"
 )
 
@@ -18,6 +18,7 @@ import (
 // commit lives only there), the group is listed held with the folder, subscribers and the log
 // say so. The forced retire (what the person asks for) then removes it.
 func TestGroupHeldByNestedRepo(t *testing.T) {
+	t.Parallel()
 	repo, _, withRepo := withRepo(t)
 	var log apptest.Buffer
 	h := start(t, lead(), withRepo, withLog(&log))
@@ -83,6 +84,7 @@ func TestGroupHeldByNestedRepo(t *testing.T) {
 // terminal, and touches nothing; a plain group with no terminal retires as its last terminal
 // closing would.
 func TestRetireGroupRefusesAGroupInUse(t *testing.T) {
+	t.Parallel()
 	_, _, withRepo := withRepo(t)
 	h := start(t, lead(), withRepo)
 	c := h.as(1)

@@ -37,9 +37,10 @@ type Host interface {
 }
 
 // LinkedHost is a Host reached through a link of its own that can fail apart from tmux: an SSH
-// connection. When the host's tmux stops answering (an error wrapping tmux.ErrNoAnswer), the
-// app asks Stalled why: the link may be what went silent, and a person must be told which, and
-// what the app does about it. Stalled returns the error to report in its place, wrapping err.
+// connection. When the host's tmux stops answering (an error wrapping tmux.ErrNoAnswer), or its
+// stream ends without tmux's %exit (io.ErrUnexpectedEOF), the app asks Stalled why: the link may
+// be what went silent or dropped, and a person must be told which, and what the app does about
+// it. Stalled returns the error to report in its place, wrapping err.
 type LinkedHost interface {
 	Host
 	Stalled(ctx context.Context, err error) error
@@ -89,7 +90,9 @@ func (h *localHost) AttachHint(session string) string { return h.tmux.attachHint
 // DefaultWorktreeRoot is where this computer's groups are checked out when the config names no
 // folder: $XDG_DATA_HOME/krad-ade/worktrees, else ~/.local/share/krad-ade/worktrees. Not in a
 // temporary folder, which the system purges, nor in the repository, where watchers and test
-// runners would see them.
+// runners would see them. On macOS too: the place a Mac keeps an app's data, ~/Library/Application
+// Support, has a space in its name, and the agents build and test in these checkouts, where make,
+// autotools and Bazel, among others, break on a path with a space.
 func DefaultWorktreeRoot(getenv func(string) string) (string, error) {
 	if d := getenv("XDG_DATA_HOME"); filepath.IsAbs(d) {
 		return filepath.Join(d, "krad-ade", "worktrees"), nil

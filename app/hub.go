@@ -1,29 +1,30 @@
 package app
 
 import (
+	"github.com/krad-ade/krad/access"
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/local"
 )
 
 // hub fans the app's events out to its subscribers: the bus's (SubscribeAgents streams, which get
-// each event as a line) and the process's own (Subscribe, which get it as a value). Every event
-// goes to both through publish, so that the app's own face sees exactly what the bus sends. It is
-// guarded by the App's mutex, so that a subscriber's snapshot and the events after it are in order
-// with every change.
+// each event as a line, as their caller may see it: access.AgentFor) and the process's own
+// (Subscribe, which get it as a value, whole). Every event goes to both through publish, so that
+// the app's own face sees what the bus sends. It is guarded by the App's mutex, so that a
+// subscriber's snapshot and the events after it are in order with every change.
 type hub struct {
-	subs  map[*local.Stream]struct{}
+	subs  map[*local.Stream]api.Caller // each stream's caller
 	inner map[chan Event]struct{}
 }
 
-// add registers a subscriber after sending it the snapshot.
-func (h *hub) add(s *local.Stream, snapshot api.Answer) bool {
+// add registers the subscriber of caller from after sending it the snapshot.
+func (h *hub) add(s *local.Stream, from api.Caller, snapshot api.Answer) bool {
 	if !s.Send(snapshot) {
 		return false
 	}
 	if h.subs == nil {
-		h.subs = make(map[*local.Stream]struct{})
+		h.subs = make(map[*local.Stream]api.Caller)
 	}
-	h.subs[s] = struct{}{}
+	h.subs[s] = from
 	return true
 }
 
@@ -49,15 +50,25 @@ func (h *hub) removeInner(ch chan Event) {
 // is full is dropped by its stream and forgotten here; an in-process one has its channel closed,
 // which tells it to subscribe again for a fresh snapshot.
 func (h *hub) publish(ev Event) {
-	if len(h.subs) > 0 {
-		if a, err := ev.answer(); err == nil {
-			if line, err := local.EncodeLine(a); err == nil { // once for every subscriber
-				for s := range h.subs {
-					if !s.SendLine(line) {
-						delete(h.subs, s)
-					}
-				}
+	// Each caller gets the event as it may see it (access.AgentFor), whose line is made once for
+	// all who see it so: an AppEvent's once, an AgentEvent's once for each way its agent is shown.
+	lines := map[api.Agent][]byte{}
+	for s, from := range h.subs {
+		shown, key := ev, api.Agent{}
+		if ev.Agent != nil {
+			seen := *ev.Agent
+			seen.Agent = access.AgentFor(from, seen.Agent)
+			shown.Agent, key = &seen, seen.Agent
+		}
+		line, ok := lines[key]
+		if !ok {
+			if a, err := shown.answer(); err == nil {
+				line, _ = local.EncodeLine(a)
 			}
+			lines[key] = line
+		}
+		if line != nil && !s.SendLine(line) {
+			delete(h.subs, s)
 		}
 	}
 	for ch := range h.inner {

@@ -38,6 +38,26 @@ const deadFormat = "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"
 // says deadFormat of every pane of the session whenever it changes (%subscription-changed).
 const deadSubscription = "krad-dead"
 
+// endedHook is the app's entry in the array of hooks tmux runs when a pane's process ends and its
+// pane stays (pane-died): the server's global one, so that it applies to every environment's
+// session, at an index of its own, so that a pane-died hook of the person's (from their
+// ~/.tmux.conf) stays beside it and the app's next setup replaces its own entry only.
+const endedHook = "pane-died[7105]"
+
+// endedHookCommand is the app's pane-died hook (endedHook): tmux runs `krad-ade-agents ended`
+// (companion is its path) with the dead pane and how its process ended, which reports the end to
+// the app at once; the krad-dead subscription would tell it at tmux's next check of
+// subscriptions, up to a second later. tmux runs the hook once it knows the exit status. run-shell
+// -b runs the line with /bin/sh without holding up tmux's queue of commands, after expanding its
+// formats: what they give is tmux's own (a pane id, numbers), and the companion's path is a
+// literal to both tmux and sh. run-shell shows a command's output, and a failure's exit status,
+// on the screen of a pane: the line has neither.
+func endedHookCommand(companion string) string {
+	line := tmux.FormatLiteral(shell.Quote(companion)) +
+		" ended '#{pane_id}' '#{pane_dead_status}' '#{pane_dead_signal}' </dev/null >/dev/null 2>&1 || :"
+	return "run-shell -b " + tmux.Quote(line)
+}
+
 // isHolder is a format that tmux expands to 1 for the holder window, 0 for any other.
 const isHolder = "#{==:#{window_name}," + HolderName + "}"
 
@@ -92,13 +112,13 @@ func setupCommands(session string, v HostVars) [][]string {
 // windowMeta is what the app keeps in a window's @krad option, so that a restarted app adopts
 // the window with its number, role and session. parseMeta reads it back.
 type windowMeta struct {
-	Terminal int    `json:"terminal"`
-	Title    string `json:"title"`
-	Role     string `json:"role"`
-	Session  string `json:"session,omitempty"`
-	Group    string `json:"group,omitempty"`
-	Lead     int    `json:"lead,omitempty"`
-	Runs     bool   `json:"runs,omitempty"`
+	Terminal int      `json:"terminal"`
+	Title    string   `json:"title"`
+	Role     api.Role `json:"role"`
+	Session  string   `json:"session,omitempty"`
+	Group    string   `json:"group,omitempty"`
+	Lead     int      `json:"lead,omitempty"`
+	Runs     bool     `json:"runs,omitempty"`
 	// Spec is the configured terminal the window was opened for, so that a restarted app does
 	// not open it again.
 	Spec string `json:"spec,omitempty"`
@@ -256,9 +276,11 @@ func parseStranger(out []string) (p tmux.PaneID, holder bool, name string, err e
 
 // newWindowArgs is the new-window command of terminal id, opened as s, with the variables v: at
 // the window index of its number (prefix-N shows terminal N), running the command through
-// krad-ade-agents run, or the user's shell. -n and -c are formats to tmux: the title and the
-// folder go as text (tmux.FormatLiteral); the -e values and the command are not expanded. tmux
-// answers with newWindowFormat.
+// krad-ade-agents run --exec, or the user's shell. run reports the start and becomes the
+// command, which is then the window's own process: tmux tells its end (the app's pane-died hook,
+// the krad-dead subscription), and no process of ours stays beside it. -n and -c are formats to tmux: the
+// title and the folder go as text (tmux.FormatLiteral); the -e values and the command are not
+// expanded. tmux answers with newWindowFormat.
 func newWindowArgs(session string, id api.TerminalID, s windowSpec, v HostVars) []string {
 	target := session + ":" + strconv.Itoa(id.Terminal)
 	args := []string{"new-window", "-d", "-P", "-F", newWindowFormat, "-t", target, "-n", tmux.FormatLiteral(s.title)}
@@ -274,11 +296,19 @@ func newWindowArgs(session string, id api.TerminalID, s windowSpec, v HostVars) 
 	if dir := cmp.Or(s.dir, v.Dir); dir != "" {
 		args = append(args, "-c", tmux.FormatLiteral(dir))
 	}
-	if len(s.argv) == 0 {
+	argv := s.argv
+	if len(argv) == 0 && s.setup {
+		// The user's shell, once the group is set up: run runs the setup first.
+		argv = []string{"sh", "-c", `exec "${SHELL:-/bin/sh}"`}
+	}
+	if len(argv) == 0 {
 		return append(args, "--", v.companion(), "shell")
 	}
-	args = append(args, "--", v.companion(), "run", "--title", s.title, "--")
-	return append(args, s.argv...)
+	args = append(args, "--", v.companion(), "run", "--exec", "--title", s.title)
+	if s.setup {
+		args = append(args, "--setup")
+	}
+	return append(append(args, "--"), argv...)
 }
 
 // newWindowFormat is what new-window answers: the new window and its pane.

@@ -81,6 +81,7 @@ func FuzzParseDead(f *testing.F) {
 }
 
 func TestParseDead(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		value string
 		want  paneEnd
@@ -165,6 +166,7 @@ func FuzzParseTPGID(f *testing.F) {
 }
 
 func TestParseGlanceAndTPGID(t *testing.T) {
+	t.Parallel()
 	g, err := parseGlance([]string{"3 23 24 4242 python3 -i"})
 	if err != nil || g != (paneGlance{x: 3, y: 23, height: 24, pid: 4242, command: "python3 -i"}) {
 		t.Errorf("parseGlance = %+v, %v", g, err)

@@ -46,6 +46,12 @@ func (e *environment) typePrompt(t *terminal, text string, ready time.Time) {
 		a.notifyLocked()
 		a.mu.Unlock()
 	}()
+	if !e.awaitSetUp(t) {
+		return
+	}
+	if ready.Before(time.Now()) {
+		ready = time.Now().Add(promptReady) // from the end of a setup: its command starts now
+	}
 	if !e.awaitDrawn(t, ready) {
 		return
 	}
@@ -82,6 +88,26 @@ func (e *environment) typePrompt(t *terminal, text string, ready time.Time) {
 	a.log.Warn("a spawned worker's prompt could not be typed", "environment", e.name, "terminal", t.number, "err", err)
 	a.publishAppLocked(api.AppEvent{Kind: api.PromptNotTyped, Environment: e.name,
 		Message: fmt.Sprintf("prompt not typed into %s: %s; send it with krad send %d", t.id(), termsafe.Shorten(err.Error(), 300), t.number)})
+}
+
+// awaitSetUp waits while t runs its group's setup (or waits for another terminal's run of it):
+// a prompt is for its command, which starts after. It returns false once t has ended or is gone
+// (a setup that failed ends it).
+func (e *environment) awaitSetUp(t *terminal) bool {
+	a := e.app
+	for {
+		a.mu.Lock()
+		gone := t.dead || e.terminals[t.number] != t
+		setting, changed := t.settingUp, a.changed
+		a.mu.Unlock()
+		switch {
+		case gone:
+			return false
+		case !setting:
+			return true
+		}
+		<-changed
+	}
 }
 
 // awaitUp waits up to d for t's environment to be up, and reports whether it is, with t still
@@ -154,11 +180,7 @@ func (e *environment) awaitDrawn(t *terminal, ready time.Time) bool {
 // a new pane has it, or its screen holds a character. Output that shows nothing, such as the title
 // krad-ade-agents run sets before it starts its command, does not count.
 func (e *environment) drawn(ctx context.Context, pane tmux.PaneID) (bool, error) {
-	c, err := e.current()
-	if err != nil {
-		return false, err
-	}
-	sc, _, err := e.glance(ctx, c, pane)
+	sc, _, err := e.glance(ctx, pane)
 	if err != nil {
 		return false, err
 	}

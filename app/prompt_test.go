@@ -12,8 +12,8 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
-	"github.com/krad-ade/krad/internal/apptest"
-	"github.com/krad-ade/krad/internal/leaktest"
+	"github.com/krad-ade/krad/kradtest/apptest"
+	"github.com/krad-ade/krad/kradtest/leaktest"
 )
 
 // newPrompt is a prompt no process, file or log could hold by chance.
@@ -86,6 +86,7 @@ time.sleep(600)
 // Before, the prompt was the command's last argument: ps showed it to everyone, a shell's Spawn
 // dropped it, and these programs, which read it, waited for it for ever.
 func TestSpawnPromptIsTyped(t *testing.T) {
+	t.Parallel()
 	began := time.Now().Add(-time.Second) // file times are coarse
 	var log apptest.Buffer
 	h := start(t, lead(), withLog(&log))
@@ -148,6 +149,7 @@ func TestSpawnPromptIsTyped(t *testing.T) {
 // failed with 127, and a Wait on a worker that exited at once returns with its exit code, not
 // after the few seconds a prompt may wait for its worker to show something.
 func TestSpawnPromptOfAnEndedWorker(t *testing.T) {
+	t.Parallel()
 	h := start(t, lead())
 	c := h.as(1)
 	missing := h.agent(c, api.Spawn, &api.SpawnBody{Command: []string{"no-such-command-krad"}, Prompt: newPrompt(t)})
@@ -166,6 +168,7 @@ func TestSpawnPromptOfAnEndedWorker(t *testing.T) {
 // TestSendAfterSpawnPrompt: a Send made right after a Spawn, before the worker has shown anything,
 // reaches the worker after the Spawn's prompt, not before it.
 func TestSendAfterSpawnPrompt(t *testing.T) {
+	t.Parallel()
 	h := start(t, lead())
 	c := h.as(1)
 	prompt := newPrompt(t)
@@ -191,6 +194,7 @@ func TestSendAfterSpawnPrompt(t *testing.T) {
 // environment stays down is told to subscribers, naming the worker, and the log holds no prompt.
 // Each worker shows nothing, so its prompt is due 5 s after its Spawn.
 func TestPromptWhileTmuxIsDown(t *testing.T) {
+	t.Parallel()
 	var log apptest.Buffer
 	h := start(t, lead(), withLog(&log), func(c *app.Config) { c.TmuxTimeout = 2 * time.Second })
 	c := h.as(1)

@@ -61,7 +61,7 @@ func (m *windowMeta) check(env string) error {
 	switch m.Role {
 	case api.RoleShell, api.RoleLead, api.RoleWorker:
 	default:
-		return fmt.Errorf("role %s is none of shell, lead and worker", termsafe.QuoteMax(m.Role, 40))
+		return fmt.Errorf("role %s is none of shell, lead and worker", termsafe.QuoteMax(string(m.Role), 40))
 	}
 	if m.Lead < 0 || m.Lead > MaxTerminalNumber {
 		return fmt.Errorf("lead %d is not a terminal number", m.Lead)

@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os/exec"
@@ -13,8 +14,8 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
-	"github.com/krad-ade/krad/internal/apptest"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/apptest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // withLog has the app log to l, every level: what a test reads of the log while the app runs.
@@ -29,6 +30,7 @@ func withLog(l *apptest.Buffer) option {
 // unnumbered, subscribers get one terminal_limit event, and Spawn is refused with conflict until a
 // terminal closes.
 func TestTerminalLimit(t *testing.T) {
+	t.Parallel()
 	h := start(t, lead(), func(c *app.Config) { c.MaxTerminals = 4 })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -56,7 +58,9 @@ func TestTerminalLimit(t *testing.T) {
 	}
 
 	_, err := h.call(h.as(1), api.Spawn, &api.SpawnBody{Title: "one more", Command: []string{"sleep", "60"}})
-	if code(err) != api.CodeConflict || !strings.Contains(err.Error(), "has 4 terminals") || !strings.Contains(err.Error(), "close some") {
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Code != api.CodeConflict || ae.Reason != api.ReasonTooManyTerminals ||
+		!strings.Contains(err.Error(), "has 4 terminals") || !strings.Contains(err.Error(), "close some") {
 		t.Errorf("Spawn at the limit: %v, want conflict saying the environment has 4 terminals", err)
 	}
 	if n := len(h.agents(h.as(0))); n != 4 {
@@ -81,6 +85,7 @@ func TestTerminalLimit(t *testing.T) {
 // person opened, numbered after the app's own, and the answers stay small. A window with a @krad the
 // app wrote is adopted as before, and one warning sums up the refused ones.
 func TestForgedWindowOptions(t *testing.T) {
+	t.Parallel()
 	var log apptest.Buffer
 	h := start(t, lead(), withLog(&log))
 	h.stop()
@@ -120,7 +125,7 @@ func TestForgedWindowOptions(t *testing.T) {
 	}
 	got := map[int]string{}
 	for _, ag := range agents {
-		got[ag.Terminal] = ag.Role + " " + ag.Title + " " + ag.Session
+		got[ag.Terminal] = string(ag.Role) + " " + ag.Title + " " + ag.Session
 		if len(got[ag.Terminal]) > 80 {
 			got[ag.Terminal] = fmt.Sprintf("%.80q…", got[ag.Terminal])
 		}
@@ -164,6 +169,7 @@ func (h *harness) setLongOption(window, name, value string) {
 // TestReadIsClipped: Read gives at most the last MaxScreen bytes of a screen, from the start of a
 // line, so that its answer fits in what krad reads whatever the host's tmux holds.
 func TestReadIsClipped(t *testing.T) {
+	t.Parallel()
 	h := start(t, lead())
 	h.tmuxOut("set-option", "-g", "history-limit", "40000")
 	line := strings.Repeat("x", 150)

@@ -12,6 +12,7 @@ import (
 // name in tmux's folder under $TMUX_TMPDIR from Env, made owner-only when missing; a folder open
 // to others is refused, as tmux refuses it.
 func TestSocketFile(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	env := []string{"PATH=/usr/bin", "TMUX_TMPDIR=" + tmp}
 	folder := filepath.Join(tmp, fmt.Sprintf("tmux-%d", os.Getuid()))

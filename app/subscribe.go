@@ -16,6 +16,20 @@ type Event struct {
 	// would show it (its ssh host, which the bus's event does not carry). In the process only:
 	// the bus sends App alone.
 	Environment *EnvironmentStatus
+	// Setup, beside an App event group_setup, is the setup as the UI shows it, the end of a
+	// failed one's output included (in the process only: the bus's event carries no output).
+	Setup *SetupStatus
+}
+
+// SetupStatus is a group's setup as one of its terminals told it (krad-ade-agents run --setup).
+type SetupStatus struct {
+	Terminal api.TerminalID
+	Group    string
+	// State is api.SetupRunning, api.SetupDone or api.SetupFailed.
+	State string
+	// Output is, for a failed setup, how it ended and the end of its output, as the terminal
+	// sent it: escape it to show it.
+	Output string
 }
 
 // answer is the event as the bus sends it.
@@ -41,8 +55,9 @@ type EnvironmentStatus struct {
 	Connection string
 }
 
-// Snapshot is the app as Subscribe first gives it: every agent, as ListAll answers a Client, and
-// every environment, main first.
+// Snapshot is the app as Subscribe first gives it: every agent, as ListAll answers a Client but
+// whole (the app's own face sees what agents said of themselves), and every environment, main
+// first.
 type Snapshot struct {
 	Agents       []api.Agent
 	Environments []EnvironmentStatus
@@ -59,7 +74,7 @@ const subscribeBuffer = 4096
 func (a *App) Subscribe(ctx context.Context) (Snapshot, <-chan Event) {
 	ch := make(chan Event, subscribeBuffer)
 	a.mu.Lock()
-	snap := Snapshot{Agents: a.agentsLocked(api.Caller{Kind: api.CallerClient}, true)}
+	snap := Snapshot{Agents: a.inScopeLocked(api.FromClient, true)}
 	for _, name := range a.order {
 		e := a.envs[name]
 		snap.Environments = append(snap.Environments, a.statusLocked(e))
@@ -96,7 +111,8 @@ func (a *App) Changes(ctx context.Context, id api.TerminalID) (worktree.Changes,
 }
 
 // OpenLead opens a terminal the person named in the app's own face, exactly as a configured
-// terminal (a [[terminal]] table, or --lead) is opened: for spec.Lead, a lead of a new session.
+// terminal (a [[terminal]] table, --lead or --lead-agent) is opened: for spec.Lead, a lead of a
+// new session; for spec.Agent, its agent profile's command, with its kind's hooks.
 func (a *App) OpenLead(ctx context.Context, spec TerminalSpec) (api.Agent, error) {
 	env := spec.Environment
 	if env == "" {
@@ -106,7 +122,11 @@ func (a *App) OpenLead(ctx context.Context, spec TerminalSpec) (api.Agent, error
 	if err != nil {
 		return api.Agent{}, err
 	}
-	t, err := e.open(ctx, spec.windowSpec())
+	ws, err := a.windowSpec(spec)
+	if err != nil {
+		return api.Agent{}, err
+	}
+	t, err := e.open(ctx, ws)
 	if err != nil {
 		return api.Agent{}, err
 	}

@@ -34,6 +34,7 @@ func nextAgentEvent(t *testing.T, ch <-chan app.Event, match func(api.AgentEvent
 // snapshot, then every change; a lead it opens is a lead on the bus (it may spawn), and it closes
 // terminals.
 func TestSubscribeOpenLeadClose(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	<-h.app.Ready()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -117,6 +118,7 @@ func nextAppEvent(t *testing.T, ch <-chan app.Event, kind string) app.Event {
 // environment added while the app runs comes with its ssh host (which the bus's event does not
 // carry), a fresh snapshot names it with its host, and once removed a snapshot no longer has it.
 func TestSubscribeEnvironmentAddedAndRemoved(t *testing.T) {
+	t.Parallel()
 	h := start(t)
 	<-h.app.Ready()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"sync"
 	"time"
 
@@ -16,17 +17,22 @@ type terminal struct {
 	window  tmux.WindowID // 0 until the window exists (tmux numbers from 0, but the session's
 	pane    tmux.PaneID   // first window is the holder, so no terminal ever has @0 with %0)
 	title   string
-	role    string
+	role    api.Role
 	session string // the session's name (its lead's "E:N"), "" for a shell outside sessions
 	group   string
 	lead    int // for a worker: its lead's terminal number
 
-	state    string
+	state    api.State
 	exitCode *int
 	since    time.Time
+	// from says where state came from (api.StateFromReported or api.StateFromScreen; "" is the
+	// screen), and message what the agent said with it.
+	from    string
+	message string
 
 	// reported is set once the agent reported a state itself: from then on its reports are
-	// believed, and its output no longer moves it between working and idle.
+	// believed, and its output no longer moves it between working and idle, until it hands the
+	// terminal back (a lifecycle idle) or a new command starts in its shell.
 	reported   bool
 	lastOutput time.Time
 	// send is the last Send to the terminal while the agent has not reacted to it yet, nil when
@@ -39,8 +45,10 @@ type terminal struct {
 	// prompt is set while a Spawn's prompt waits to be typed into the worker (prompt.go): until
 	// then a Wait does not count the worker as settled. The worker's output is signalled on it.
 	prompt chan struct{}
-	// runs is set when the window's process is krad-ade-agents run: its end report is the end
-	// of the terminal's process.
+	// runs is set when the window runs an agent's command through krad-ade-agents run: the
+	// window's process is the command (run --exec became it; in windows of earlier versions, run
+	// waits for it), so that an end reported by run (a command that could not start) or by tmux's
+	// pane-died hook (krad-ade-agents ended) is the end of the terminal's process.
 	runs bool
 	// spec is the configured terminal this one was opened for, if any.
 	spec string
@@ -49,6 +57,11 @@ type terminal struct {
 	askHash string
 	// heard is set once any report came from the terminal: for a worker, run's start or end.
 	heard bool
+	// settingUp is set while the terminal runs its group's setup, or waits for another
+	// terminal's run of it (krad-ade-agents run --setup), before its command: from its open
+	// until run says the setup ended. It is working all along, never idle for want of output,
+	// and a Spawn's prompt waits for its command.
+	settingUp bool
 
 	// dead is set once the terminal's process has exited or the terminal is closed: nothing
 	// but closing changes it after that.
@@ -65,9 +78,9 @@ type terminal struct {
 }
 
 func (t *terminal) agent() api.Agent {
-	state, since := t.state, t.since
+	state, since, from, message := t.state, t.since, cmp.Or(t.from, api.StateFromScreen), t.message
 	if t.unreachable && !api.Ended(state) {
-		state, since = api.StateUnreachable, t.unreachableSince
+		state, since, from, message = api.StateUnreachable, t.unreachableSince, api.StateFromScreen, ""
 	}
 	return api.Agent{
 		Environment: t.env,
@@ -79,6 +92,8 @@ func (t *terminal) agent() api.Agent {
 		Group:       t.group,
 		ExitCode:    t.exitCode,
 		Since:       since,
+		StateFrom:   from,
+		Message:     message,
 	}
 }
 
@@ -109,13 +124,23 @@ func (t *terminal) attached() bool { return t.window != 0 || t.pane != 0 }
 
 func (t *terminal) id() api.TerminalID { return api.TerminalID{Environment: t.env, Terminal: t.number} }
 
-// setState moves the terminal to state; it reports whether anything changed.
-func (t *terminal) setState(state string, now time.Time) bool {
-	if t.state == state {
+// setState moves the terminal to state, as the app reads the terminal (its screen, its process);
+// it reports whether anything changed.
+func (t *terminal) setState(state api.State, now time.Time) bool {
+	return t.set(state, api.StateFromScreen, "", now)
+}
+
+// set moves the terminal to state, which came from from, with the agent's message; it reports
+// whether anything shown changed. since is when the state began: a new message or source of the
+// same state leaves it.
+func (t *terminal) set(state api.State, from, message string, now time.Time) bool {
+	if t.state == state && cmp.Or(t.from, api.StateFromScreen) == from && t.message == message {
 		return false
 	}
-	t.state = state
-	t.since = now
+	if t.state != state {
+		t.since = now
+	}
+	t.state, t.from, t.message = state, from, message
 	return true
 }
 
@@ -129,10 +154,12 @@ func (t *terminal) output(now time.Time) bool {
 	return t.setState(api.StateWorking, now)
 }
 
-// quiet moves an agent that never reported to idle once it has printed nothing for the quiet
-// spell. It returns whether the state changed, and how long until it should be asked again.
-func (t *terminal) quiet(now time.Time, spell time.Duration) (changed bool, again time.Duration) {
-	if t.reported || t.dead || t.state == api.StateIdle || t.unreachable {
+// quietDue says whether an agent that never reported has printed nothing for the quiet spell, so
+// that it is idle, unless a job runs in its shell's foreground (busy); otherwise, how long until
+// it should be asked again (0 when its state is not one a quiet spell moves). A terminal whose
+// group is being set up is never idle by keeping quiet.
+func (t *terminal) quietDue(now time.Time, spell time.Duration) (due bool, again time.Duration) {
+	if t.reported || t.dead || t.state == api.StateIdle || t.unreachable || t.settingUp {
 		return false, 0
 	}
 	last := t.lastOutput
@@ -142,7 +169,27 @@ func (t *terminal) quiet(now time.Time, spell time.Duration) (changed bool, agai
 	if left := spell - now.Sub(last); left > 0 {
 		return false, left
 	}
+	return true, 0
+}
+
+// quiet moves an agent that never reported to idle once it has printed nothing for the quiet
+// spell, no job running in its foreground. It returns whether the state changed, and how long
+// until it should be asked again.
+func (t *terminal) quiet(now time.Time, spell time.Duration) (changed bool, again time.Duration) {
+	due, again := t.quietDue(now, spell)
+	if !due {
+		return false, again
+	}
 	return t.setState(api.StateIdle, now), 0
+}
+
+// busy records that a job runs in the foreground of the terminal's shell, however long it prints
+// nothing: the terminal is working until the job gives the terminal back to its shell.
+func (t *terminal) busy(now time.Time) bool {
+	if t.reported || t.dead || t.unreachable {
+		return false
+	}
+	return t.setState(api.StateWorking, now)
 }
 
 // report applies the agent's own report of its state.
@@ -151,11 +198,30 @@ func (t *terminal) report(b *api.ReportBody, now time.Time) bool {
 		return false
 	}
 	t.heard = true
+	message := api.CleanMessage(b.Message)
 	if !b.Lifecycle {
 		t.send = nil // the agent's own word, whatever it says, is its reaction
 	}
+	if b.Lifecycle && b.Setup != "" {
+		// run's word on the group's setup: running until it is done; failed is run's end.
+		t.settingUp = b.Setup == api.SetupRunning
+		t.lastOutput = now
+		if b.Setup == api.SetupDone {
+			return false
+		}
+	}
 	if b.Lifecycle {
 		switch b.State {
+		case api.StateIdle:
+			// The agent is at rest and hands the terminal back: a turn's end told by an agent
+			// that tells nothing else (Codex's notify), or the end of an agent that reported its
+			// state (its session ended; the shell it ran in lives on). Idle now, as it said, and
+			// from here the terminal's output, quiet spells and jobs decide, until it reports
+			// again. A turn's end is a reaction to the Send that began it.
+			t.reported = false
+			t.send = nil
+			t.lastOutput = now
+			return t.set(api.StateIdle, api.StateFromReported, message, now)
 		case api.StateWorking:
 			// A start. The agent's output decides working and idle from here, unless the agent
 			// has already reported itself (its first report can beat run's, which is sent as the
@@ -170,9 +236,10 @@ func (t *terminal) report(b *api.ReportBody, now time.Time) bool {
 			t.lastOutput = now
 			return t.setState(api.StateWorking, now)
 		case api.StateDone, api.StateFailed:
-			// An end reported by krad-ade-agents run. When run is the window's process, the
-			// terminal's process has ended; otherwise the shell it ran in lives on, and the end
-			// is believed until the terminal reports again.
+			// An end reported by krad-ade-agents run, or by tmux's pane-died hook (ended).
+			// When the window runs an agent's command, the terminal's process has ended;
+			// otherwise the shell run ran in lives on, and the end is believed until the
+			// terminal reports again.
 			t.reported = true
 			t.exitCode = b.ExitCode
 			t.dead = t.runs
@@ -184,7 +251,7 @@ func (t *terminal) report(b *api.ReportBody, now time.Time) bool {
 	if b.State == api.StateDone || b.State == api.StateFailed {
 		t.exitCode = b.ExitCode
 	}
-	return t.setState(b.State, now)
+	return t.set(b.State, api.StateFromReported, message, now)
 }
 
 // exited records that the terminal's process ended with status.
@@ -219,140 +286,4 @@ func (t *terminal) settled(reaction time.Duration) bool {
 		return false
 	}
 	return t.send == nil || t.send.givenUp(reaction)
-}
-
-// pendingSend is a Send the terminal has not reacted to yet, and what the app has seen of the
-// terminal since. The agent has reacted once its screen shows anything but what it showed before
-// the Send and the echo of the text typed, or once it reports a state itself. A foreground job
-// that the text started (a command typed into a shell) is the agent at work, however long it
-// prints nothing. An agent that shows nothing, reports nothing and runs no new job for the
-// reaction window is taken to have reacted without showing it: a Wait answers with its state.
-// Each Send has its own: the steps of a Send (and the looks during it) hold its pointer, and apply
-// to the terminal only while it is still the terminal's send.
-type pendingSend struct {
-	typed string // what the Send types, Enter aside
-	// before is the screen as the Send began, and entered the screen as its Enter was pressed
-	// (nil without an Enter): the echo is what the terminal showed of the text by then, which a
-	// TUI draws in its own way.
-	before, entered []string
-	// fg is the terminal's foreground process group as the Send began: another one in the
-	// foreground is a job the text started.
-	fg foreground
-	// typing is set until the Send's last key is in; at is when it went in.
-	typing bool
-	at     time.Time
-	// What the looks since saw: the start of the latest look applied, whether it saw a job the
-	// text started, and since when the looks after the reaction window have seen none.
-	lookedAt  time.Time
-	job       bool
-	restSince time.Time
-	// looking is set while a look after output is under way; output meanwhile sets again, for
-	// another look once it is done.
-	looking, again bool
-}
-
-// foreground says which process group is in a terminal's foreground: its id where the app can see
-// the host's processes (this computer), else the name of its leader's command, as tmux tells it.
-type foreground struct {
-	pgid int
-	name string
-}
-
-// other reports whether f is another process group than g.
-func (f foreground) other(g foreground) bool {
-	if f.pgid > 0 && g.pgid > 0 {
-		return f.pgid != g.pgid
-	}
-	return f.name != g.name
-}
-
-// screen is what a look saw of a terminal.
-type screen struct {
-	rows     []string
-	atBottom bool // the cursor is on the last row
-	home     bool // the cursor is in the top left corner, where a new pane has it
-}
-
-// restConfirm is how long looks must see no job the text started before a Send the agent has
-// shown nothing of is given up on: long enough that a look between two commands of a line
-// typed into a shell (sleep 5; sleep 5) is not taken for the end of them.
-const restConfirm = 500 * time.Millisecond
-
-// beginSend records that a Send begins typing text into the terminal, after a look at its screen
-// and foreground; it returns the Send, for the steps after.
-func (t *terminal) beginSend(text string, before []string, fg foreground, now time.Time) *pendingSend {
-	t.send = &pendingSend{typed: text, before: before, fg: fg, typing: true, lookedAt: now}
-	return t.send
-}
-
-// pending reports whether the terminal has not reacted to Send s yet.
-func (t *terminal) pending(s *pendingSend) bool { return s != nil && t.send == s }
-
-// entering records the screen of Send s as its Enter is about to be pressed.
-func (t *terminal) entering(s *pendingSend, rows []string) {
-	if t.pending(s) {
-		s.entered = rows
-	}
-}
-
-// typed records that Send s's last key is in.
-func (t *terminal) typed(s *pendingSend, now time.Time) {
-	if t.pending(s) {
-		s.typing = false
-		s.at = now
-	}
-}
-
-// looked applies a look at the terminal that began at began, during Send s: what its screen
-// showed, and whether a job the text started ran. It reports whether a Wait could answer
-// differently now.
-func (t *terminal) looked(s *pendingSend, sc screen, job bool, began time.Time, reaction time.Duration) bool {
-	if !t.pending(s) || began.Before(s.lookedAt) {
-		return false // a look at an earlier Send, or overtaken by a later look
-	}
-	s.lookedAt = began
-	// An agent that reports its state reacts by reporting: its screen does not count.
-	if !t.reported && !s.showsEchoOnly(sc) {
-		t.send = nil
-		return true
-	}
-	wasJob, wasRest := s.job, s.restSince
-	s.job = job
-	switch {
-	case job:
-		s.restSince = time.Time{}
-	case s.restSince.IsZero() && !s.typing && !began.Before(s.at.Add(reaction)):
-		s.restSince = began
-	}
-	return s.job != wasJob || s.restSince != wasRest || s.givenUp(reaction)
-}
-
-// showsEchoOnly reports whether sc shows nothing but the echo of what the Send typed.
-func (s *pendingSend) showsEchoOnly(sc screen) bool {
-	return echoOnly(s.before, sc.rows, sc.atBottom, s.typed) ||
-		s.entered != nil && echoOnly(s.entered, sc.rows, sc.atBottom, "")
-}
-
-// givenUp reports whether the Send's reaction window has passed with nothing to show for it: no
-// job the text started, as looks over restConfirm after the window saw.
-func (s *pendingSend) givenUp(reaction time.Duration) bool {
-	return !s.typing && !s.job && !s.restSince.IsZero() &&
-		!s.restSince.Before(s.at.Add(reaction)) && s.lookedAt.Sub(s.restSince) >= restConfirm
-}
-
-// lookIn says when a Wait on the terminal should next look at it, and ok is false when looking
-// cannot help: no Send pending, or a state a Wait waits out anyway.
-func (t *terminal) lookIn(now time.Time, reaction time.Duration) (d time.Duration, ok bool) {
-	s := t.send
-	if s == nil || s.typing || !api.Settled(t.state) || api.Ended(t.state) || s.givenUp(reaction) {
-		return 0, false
-	}
-	end := s.at.Add(reaction)
-	switch {
-	case now.Before(end):
-		return end.Sub(now), true
-	case s.lookedAt.Before(end):
-		return 0, true
-	}
-	return max(0, s.lookedAt.Add(restConfirm).Sub(now)), true
 }

@@ -9,10 +9,11 @@ import (
 )
 
 func TestTerminalStates(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	const quiet = 2 * time.Second
-	report := func(state string, lifecycle bool) *api.ReportBody {
+	report := func(state api.State, lifecycle bool) *api.ReportBody {
 		return &api.ReportBody{State: state, Lifecycle: lifecycle}
 	}
 
@@ -38,6 +39,58 @@ func TestTerminalStates(t *testing.T) {
 		}
 		if changed, _ := tm.quiet(at(60000), quiet); changed {
 			t.Fatal("the quiet spell moved a reporting agent")
+		}
+	})
+	t.Run("where a state came from, and what the agent said with it", func(t *testing.T) {
+		tm := &terminal{state: api.StateStarting, since: t0}
+		tm.output(at(10))
+		if a := tm.agent(); a.State != api.StateWorking || a.StateFrom != api.StateFromScreen || a.Message != "" {
+			t.Fatalf("after output: %+v", a)
+		}
+		if !tm.report(&api.ReportBody{State: api.StateNeedsInput, Message: "Claude needs your\npermission to use Bash\x1b[2J"}, at(20)) {
+			t.Fatal("the report changed nothing")
+		}
+		a := tm.agent()
+		if a.State != api.StateNeedsInput || a.StateFrom != api.StateFromReported || a.Message != "Claude needs your permission to use Bash [2J" || !a.Since.Equal(at(20)) {
+			t.Fatalf("after the agent's needs_input: %+v", a)
+		}
+		// Another message for the same state is news; its since stays.
+		if !tm.report(&api.ReportBody{State: api.StateNeedsInput, Message: "Claude is waiting for your input"}, at(30)) || !tm.since.Equal(at(20)) {
+			t.Fatalf("a new message: changed nothing, or moved since to %v", tm.since)
+		}
+		// A report without a message says nothing more.
+		tm.report(&api.ReportBody{State: api.StateWorking}, at(40))
+		if a := tm.agent(); a.Message != "" || a.StateFrom != api.StateFromReported {
+			t.Fatalf("after working: %+v", a)
+		}
+		// The end of its process is the app's to tell, not the agent's.
+		tm.exited(0, at(50))
+		if a := tm.agent(); a.StateFrom != api.StateFromScreen || a.State != api.StateDone {
+			t.Fatalf("after its end: %+v", a)
+		}
+	})
+	t.Run("an agent at rest hands the terminal back", func(t *testing.T) {
+		tm := &terminal{state: api.StateStarting, since: t0}
+		tm.report(report(api.StateWorking, false), at(10)) // its hooks
+		tm.report(&api.ReportBody{State: api.StateIdle, Lifecycle: true, Message: "turn ended"}, at(20))
+		if a := tm.agent(); a.State != api.StateIdle || a.StateFrom != api.StateFromReported || a.Message != "turn ended" || tm.reported {
+			t.Fatalf("after the agent's rest: %+v reported=%v", a, tm.reported)
+		}
+		tm.output(at(30)) // its next turn, or the shell's prompt and a command the person typed
+		if a := tm.agent(); a.State != api.StateWorking || a.StateFrom != api.StateFromScreen {
+			t.Fatalf("output after the rest: %+v", a)
+		}
+		if changed, _ := tm.quiet(at(30+2000), quiet); !changed || tm.state != api.StateIdle {
+			t.Fatalf("the quiet spell after the rest: %s", tm.state)
+		}
+	})
+	t.Run("an agent's rest is its reaction to a Send", func(t *testing.T) {
+		tm := &terminal{state: api.StateIdle, since: t0}
+		s := tm.beginSend("do it", []string{"$"}, foreground{pgid: 5}, at(0))
+		tm.typed(s, at(1))
+		tm.report(&api.ReportBody{State: api.StateIdle, Lifecycle: true}, at(100))
+		if tm.send != nil || !tm.settled(10*time.Second) {
+			t.Fatal("a turn's end did not count as the reaction to the Send")
 		}
 	})
 	t.Run("run's start does not undo the agent's own first report", func(t *testing.T) {
@@ -127,6 +180,7 @@ func TestTerminalStates(t *testing.T) {
 
 // TestSendReaction: what a Wait after a Send makes of the looks at the terminal.
 func TestSendReaction(t *testing.T) {
+	t.Parallel()
 	t0 := time.Unix(1000, 0)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	const reaction = 10 * time.Second
@@ -280,6 +334,7 @@ func TestSendReaction(t *testing.T) {
 }
 
 func TestDeadStatus(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		status, signal string
 		want           int
@@ -328,6 +383,7 @@ func FuzzNumbersReadBack(f *testing.F) {
 // of kinds, so that Handle can name what it returns; the requests without a handler are those
 // that no app serves yet, whose answer is not known either.
 func TestEveryHandlerHasItsAnswer(t *testing.T) {
+	t.Parallel()
 	for _, n := range api.Names {
 		_, served := handlers[n]
 		switch {

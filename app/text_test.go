@@ -13,8 +13,8 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
-	"github.com/krad-ade/krad/internal/apptest"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/apptest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/tmux"
 )
 
@@ -46,6 +46,7 @@ func (h *harness) windowNames() map[string]string {
 // configured terminals and spawned workers: #(…) runs nothing, #{KRAD_ADE_TOKEN} does not put the
 // token in a window's name, and each window is named exactly its title.
 func TestTitlesAndFoldersAreText(t *testing.T) {
+	t.Parallel()
 	tmp := t.TempDir()
 	ran := filepath.Join(tmp, "ran")
 	dir := filepath.Join(tmp, "d #{pid} #(echo x) ##[x] #S")
@@ -99,6 +100,7 @@ func checkNothingRan(t *testing.T, files ...string) {
 // number, role or session when the app restarts: not a worker renamed by hand, not a worker an
 // earlier version named with a tab, not a window a person opened with such a name.
 func TestTitlesSurviveRestart(t *testing.T) {
+	t.Parallel()
 	h := start(t, lead())
 	c := h.as(1)
 	for _, title := range []string{"fix\tbug", "two\nlines", "\x1b[31mred"} {
@@ -181,6 +183,7 @@ func (h *harness) waitAgent(n int) api.Agent {
 // TestDefaultTitles: a terminal given no title is named after its program, without the shell's
 // punctuation around it.
 func TestDefaultTitles(t *testing.T) {
+	t.Parallel()
 	h := start(t, withTerminals(app.TerminalSpec{Command: "./lead.sh; exec sleep 60", Lead: true}, app.TerminalSpec{Command: "FOO=1 exec sleep 60"}))
 	w := h.agent(h.as(1), api.Spawn, &api.SpawnBody{Command: []string{"/bin/sleep", "60"}})
 	got := map[int]string{}
@@ -195,6 +198,7 @@ func TestDefaultTitles(t *testing.T) {
 // TestReadEndedWorker: Read of a worker that ended shows every line it printed, the first one
 // included: a command that is not found, and a screenful of lines.
 func TestReadEndedWorker(t *testing.T) {
+	t.Parallel()
 	h := start(t, lead())
 	c := h.as(1)
 	missing := h.agent(c, api.Spawn, &api.SpawnBody{Command: []string{"no-such-command-krad"}})
@@ -270,6 +274,7 @@ func (h *harness) waitIndexes(when string) {
 // terminals, spawned workers, a window a person opens (by prefix-c, or at an index of their
 // choosing), after a terminal closes, and after the app restarts.
 func TestWindowIndexIsNumber(t *testing.T) {
+	t.Parallel()
 	conf := filepath.Join(t.TempDir(), "tmux.conf")
 	if err := os.WriteFile(conf, []byte("set -g base-index 1\nset -g renumber-windows on\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -318,6 +323,7 @@ func TestWindowIndexIsNumber(t *testing.T) {
 // (tmux new-window 'sh'), which gets the session's KRAD_ADE_ENDPOINT but no KRAD_ADE_TERMINAL,
 // krad learns its terminal from the window, as krad-ade-agents shell does.
 func TestKradInWindowOpenedWithACommand(t *testing.T) {
+	t.Parallel()
 	h := start(t, lead())
 	// tmux gives a window opened from outside it the PATH of the tmux that asked: krad by its path.
 	krad := filepath.Join(testbin.Dir(t), "krad")
@@ -340,6 +346,7 @@ func TestKradInWindowOpenedWithACommand(t *testing.T) {
 // refused Send answers at once rather than wait out the reaction window for a Send that never
 // was.
 func TestNULIsRefused(t *testing.T) {
+	t.Parallel()
 	var log apptest.Buffer
 	h := start(t, lead(), withLog(&log), func(c *app.Config) { c.Reaction = time.Minute })
 	c := h.as(1)
@@ -382,6 +389,7 @@ func TestNULIsRefused(t *testing.T) {
 // main:3, needs index 3, and the shell cannot go back to 2. tmux's first free index would be 1,
 // the lead's number; the app puts it at 0, which no terminal ever has.
 func TestWindowInTheWay(t *testing.T) {
+	t.Parallel()
 	conf := filepath.Join(t.TempDir(), "tmux.conf")
 	if err := os.WriteFile(conf, []byte("set -g base-index 1\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -405,6 +413,7 @@ func TestWindowInTheWay(t *testing.T) {
 // not in the terminal they were on; and it has one name in krad list and in tmux, whatever runs
 // in it later.
 func TestPrefixCShowsTheNewWindow(t *testing.T) {
+	t.Parallel()
 	h := start(t, lead())
 	c := h.as(1)
 	w := h.agent(c, api.Spawn, &api.SpawnBody{Command: []string{"sleep", "60"}})

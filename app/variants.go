@@ -60,6 +60,11 @@ func (a *App) runVariants(ctx context.Context, from api.TerminalID, b *api.RunVa
 	}
 	set := res.Set
 	a.log.Info("variant set made", "environment", e.name, "set", set.Name, "variants", len(set.Groups), "by", from.String())
+	for i := range set.Groups {
+		if in := set.Groups[i].Included; in != nil && (in.Cut != "" || len(in.Skipped) > 0) {
+			e.logCreated(&set.Groups[i], from.String())
+		}
+	}
 	out := api.Variants{Set: set.Name, BaseCommit: set.BaseCommit}
 	var opened []*terminal
 	undo := func(cause error) (api.Variants, error) {
@@ -93,6 +98,7 @@ func (a *App) runVariants(ctx context.Context, from api.TerminalID, b *api.RunVa
 			prompt:  j.typed,
 			dir:     g.Dir,
 			port:    g.Port,
+			setup:   g.Setup != nil && g.Setup.State != worktree.SetupDone,
 		}
 		if len(spec.title) > api.MaxTitle {
 			spec.title = b.Title
@@ -113,7 +119,42 @@ func (a *App) runVariants(ctx context.Context, from api.TerminalID, b *api.RunVa
 		out.Variants = append(out.Variants, api.Variant{Group: g.Name, Agent: t.agent()})
 		a.mu.Unlock()
 	}
+	go a.tellSettled(e.name, set.Name, opened)
 	return out, nil
+}
+
+// tellSettled tells subscribers, in an AppEvent (VariantsSettled), once every worker of variant
+// set name has settled after its task, as a Wait on each would return; a worker closed meanwhile
+// counts as settled. It gives up when the app stops.
+func (a *App) tellSettled(env, name string, workers []*terminal) {
+	a.mu.Lock()
+	ctx := a.runCtx
+	a.mu.Unlock()
+	if ctx == nil {
+		return
+	}
+	var states []string
+	for _, t := range workers {
+		for {
+			ag, err := a.waitFor(ctx, env, t.number, api.MaxWait, func(t *terminal) bool { return t.settled(a.cfg.Reaction) }, true)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil && !errors.Is(err, api.ErrTimedOut) {
+				ag = api.Agent{Environment: env, Terminal: t.number, State: api.StateClosed} // gone before the wait
+			}
+			if !errors.Is(err, api.ErrTimedOut) {
+				states = append(states, fmt.Sprintf("%s %s", ag.ID(), ag.State))
+				break
+			}
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.envs[env] != nil {
+		a.publishAppLocked(api.AppEvent{Kind: api.VariantsSettled, Environment: env,
+			Message: fmt.Sprintf("set %s: its %d variants settled (%s)", name, len(workers), strings.Join(states, ", "))})
+	}
 }
 
 // pickVariant answers PickVariant: the winner, which must be of one of the caller's sets and
@@ -130,7 +171,7 @@ func (a *App) pickVariant(ctx context.Context, from api.TerminalID, b *api.PickV
 	}
 	// One pick of a set at a time: the second finds the first's winner picked, or its own
 	// variant retired.
-	unlock, err := e.groupLocks.lock(ctx, "set/"+winner.Set) // a group's name holds no /
+	unlock, err := e.groupLocks.Acquire(ctx, "set/"+winner.Set) // a group's name holds no /
 	if err != nil {
 		return api.Picked{}, err
 	}
@@ -144,7 +185,7 @@ func (a *App) pickVariant(ctx context.Context, from api.TerminalID, b *api.PickV
 	if winner.Picked != "" {
 		return api.Picked{}, api.Errorf(api.CodeConflict, "variant %s was picked already (%s)", b.Group, winner.Picked)
 	}
-	unlockWinner, err := e.groupLocks.lock(ctx, b.Group) // it does not retire under the pick
+	unlockWinner, err := e.groupLocks.Acquire(ctx, b.Group) // it does not retire under the pick
 	if err != nil {
 		return api.Picked{}, err
 	}

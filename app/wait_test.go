@@ -13,7 +13,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
-	"github.com/krad-ade/krad/internal/apptest"
+	"github.com/krad-ade/krad/kradtest/apptest"
 )
 
 // These tests send to real programs in real tmux windows and wait, as a lead does with
@@ -63,6 +63,7 @@ func (h *harness) sendAndWait(n int, text string, timeout uint32) (api.Agent, ti
 // within 250 ms of the Enter counted as the echo of what was typed, so every one of these ran
 // into the window. The quiet spell is the default, 2 s: what a Wait takes once the answer shows.
 func TestWaitAfterFastAnswers(t *testing.T) {
+	t.Parallel()
 	h := start(t, lead(), reaction(time.Hour), quiet(app.DefaultQuiet))
 	c := h.as(1)
 	file := filepath.Join(t.TempDir(), "haystack.txt")
@@ -120,6 +121,7 @@ func TestWaitAfterFastAnswers(t *testing.T) {
 // with the command still running. A command started by a command the shell runs (bash -c, a
 // script) is held the same way, though its name is the shell's.
 func TestWaitOnSilentCommand(t *testing.T) {
+	t.Parallel()
 	h := start(t, lead(), reaction(3*time.Second))
 	c := h.as(1)
 	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "bash", Command: []string{"bash", "--norc", "--noprofile"}})
@@ -143,6 +145,7 @@ func TestWaitOnSilentCommand(t *testing.T) {
 // assignment) and starts no command is answered once the reaction window ends, not held until
 // the Wait's own timeout.
 func TestWaitOnNoVisibleReaction(t *testing.T) {
+	t.Parallel()
 	h := start(t, lead(), reaction(2*time.Second))
 	c := h.as(1)
 	w := h.agent(c, api.Spawn, &api.SpawnBody{Title: "bc", Command: []string{"bc", "-q"}})
@@ -169,6 +172,7 @@ func TestWaitOnNoVisibleReaction(t *testing.T) {
 // the Wait then answered with that error, logged at Error, about as often as not: several Waits
 // at once show it.
 func TestWaitWithASlowLook(t *testing.T) {
+	t.Parallel()
 	var log apptest.Buffer
 	h := start(t, lead(), reaction(2*time.Second), withLog(&log))
 	c := h.as(1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 	"time"
 
@@ -136,28 +137,20 @@ func (e *environment) windowsAdded(c *tmux.Client, added []tmux.WindowID) {
 	if !numbering {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	ws, err := e.windows(ctx, c)
-	cancel()
-	if err != nil {
-		e.warn("could not list the windows to number", "err", err)
+	ws := e.windowsToNumber(c)
+	if ws == nil {
 		return
 	}
-	var unnumbered problems
-	for _, w := range unknown {
-		if _, there := ws.index[w]; !there {
-			continue // closed already, or left out as unreadable
+	e.numberEach(c, ws, func(yield func(tmux.WindowID) bool) {
+		for _, w := range unknown {
+			if _, there := ws.index[w]; !there {
+				continue // closed already, or left out as unreadable
+			}
+			if !yield(w) {
+				return
+			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := e.numberCreating(ctx, c, ws, w)
-		cancel()
-		if errors.Is(err, errTooManyTerminals) {
-			break
-		} else if err != nil {
-			unnumbered.add(fmt.Errorf("window %s: %w", w, err))
-		}
-	}
-	unnumbered.warn(e, "could not number windows")
+	})
 }
 
 // numberAll numbers every window of the session the app does not know: the pass that stands for
@@ -172,30 +165,56 @@ func (e *environment) numberAll(c *tmux.Client) {
 	if !current {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	ws, err := e.windows(ctx, c)
-	cancel()
-	if err != nil {
-		e.warn("could not list the windows to number", "err", err)
+	ws := e.windowsToNumber(c)
+	if ws == nil {
 		return
 	}
 	// A pass tries at most as many windows as an environment may have terminals: the host lists
 	// as many as it likes, and each try is a command.
 	tries := a.maxTerminals()
+	e.numberEach(c, ws, func(yield func(tmux.WindowID) bool) {
+		for _, w := range ws.order {
+			a.mu.Lock()
+			_, known := e.byWindow[w]
+			a.mu.Unlock()
+			if known || ws.holder[w] {
+				continue
+			}
+			if tries == 0 {
+				return
+			}
+			tries--
+			if !yield(w) {
+				return
+			}
+		}
+	})
+}
+
+// numberTimeout bounds each tmux step of numbering: the listing of the windows, and each one's
+// number.
+const numberTimeout = 10 * time.Second
+
+// windowsToNumber lists the session's windows for a numbering pass; nil, said in the log, when it
+// cannot.
+func (e *environment) windowsToNumber(c *tmux.Client) *sessionWindows {
+	ctx, cancel := context.WithTimeout(context.Background(), numberTimeout)
+	defer cancel()
+	ws, err := e.windows(ctx, c)
+	if err != nil {
+		e.warn("could not list the windows to number", "err", err)
+		return nil
+	}
+	return ws
+}
+
+// numberEach numbers the windows of ws that windows yields, one by one, until the environment has
+// as many terminals as it may; the windows that could not be numbered are said in the log once.
+func (e *environment) numberEach(c *tmux.Client, ws *sessionWindows, windows iter.Seq[tmux.WindowID]) {
 	var unnumbered problems
-	for _, w := range ws.order {
-		a.mu.Lock()
-		_, known := e.byWindow[w]
-		a.mu.Unlock()
-		if known || ws.holder[w] {
-			continue
-		}
-		if tries == 0 {
-			break
-		}
-		tries--
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = e.numberCreating(ctx, c, ws, w)
+	for w := range windows {
+		ctx, cancel := context.WithTimeout(context.Background(), numberTimeout)
+		err := e.numberCreating(ctx, c, ws, w)
 		cancel()
 		if errors.Is(err, errTooManyTerminals) {
 			break
@@ -210,7 +229,7 @@ func (e *environment) numberAll(c *tmux.Client) {
 // session indeed: tmux also says %window-close when a window moves to another index (move-window,
 // which the app runs to put a window at its number).
 func (e *environment) windowsClosed(c *tmux.Client, closed []tmux.WindowID) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), numberTimeout)
 	defer cancel()
 	ws, err := e.windows(ctx, c)
 	if err != nil {
@@ -252,7 +271,8 @@ func (e *environment) roomLocked() bool {
 // limitError is the answer to a request that would open a terminal past the limit. It wraps
 // errTooManyTerminals.
 func (e *environment) limitError() error {
-	return api.Errorf(api.CodeConflict, "environment %s has %d terminals, the most the app follows: close some (krad close T) first", e.name, e.app.maxTerminals()).WithCause(errTooManyTerminals)
+	return api.Errorf(api.CodeConflict, "environment %s has %d terminals, the most the app follows: close some (krad close T) first", e.name, e.app.maxTerminals()).
+		WithReason(api.ReasonTooManyTerminals).WithCause(errTooManyTerminals)
 }
 
 // maxTerminals is the limit on each environment's terminals.

@@ -10,6 +10,7 @@ import (
 // TestWindowWorkIsBounded: however many %window-add lines come, the work they leave is at most
 // maxPendingWindows windows, each once, or one pass over all windows.
 func TestWindowWorkIsBounded(t *testing.T) {
+	t.Parallel()
 	q := newWindowWork()
 	for range 1000 {
 		q.add(7)
@@ -36,6 +37,7 @@ func TestWindowWorkIsBounded(t *testing.T) {
 // TestWarnLimiter: a burst of warnBurst, then one every warnEvery, and the one that passes after
 // others were dropped says how many.
 func TestWarnLimiter(t *testing.T) {
+	t.Parallel()
 	var l warnLimiter
 	t0 := time.Now()
 	passed := 0

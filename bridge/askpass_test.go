@@ -52,6 +52,7 @@ func (w *world) spawnShell(script, want string) (api.Agent, string) {
 // config that has it, ~/.gitconfig, or a file it includes) keep the app's GIT_ASKPASS out,
 // SSH_ASKPASS keeps the app's SSH_ASKPASS out; a ~/.gitconfig without one does not.
 func TestAskpassVariablesOnTheHost(t *testing.T) {
+	t.Parallel()
 	askConfig := filepath.Join(t.TempDir(), "gitconfig")
 	if err := os.WriteFile(askConfig, []byte("[core]\n\taskPass = /opt/mine/git-askpass\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -141,6 +142,7 @@ func git(t *testing.T, dir string, args ...string) string {
 // (ssh_askpass): it reaches the app's Prompter through the forward, as the Git caller of build,
 // naming the terminal and the host; the answer pushes.
 func TestGitPushFromTheHostAskpassSSH(t *testing.T) {
+	t.Parallel()
 	key := encryptedKey(t)
 	var repo string
 	w := startWorld(t, worldOptions{sshAskpass: true, authorizedKeys: []string{key + ".pub"}, dir: "~/src/proj",
@@ -176,6 +178,7 @@ func TestGitPushFromTheHostAskpassSSH(t *testing.T) {
 // caller of build, terminal 0, on host buildbox; the answers reach the filter and the group is
 // made there.
 func TestAppsOwnGitOnTheHost(t *testing.T) {
+	t.Parallel()
 	var repo, got string
 	w := startWorld(t, worldOptions{dir: "~/src/proj", host: func(w *world) {
 		repo = hostRepo(t, w.sshd.Home)
@@ -229,6 +232,7 @@ func TestAppsOwnGitOnTheHost(t *testing.T) {
 // nothing); the path is resolved on the host, so a symlink out of the folder, or a .. out of
 // it, is forbidden and opens nothing.
 func TestCodeOnTheHost(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	script, log := filepath.Join(dir, "editor"), filepath.Join(dir, "opened")
 	body := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > " + log + ".tmp && mv " + log + ".tmp " + log + "\n"

@@ -15,14 +15,15 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/krad-ade/krad/access"
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/bridge"
 	"github.com/krad-ade/krad/extension"
 	"github.com/krad-ade/krad/forward"
-	"github.com/krad-ade/krad/internal/apptest"
-	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/internal/version"
+	"github.com/krad-ade/krad/kradtest/apptest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/local"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
@@ -78,7 +79,7 @@ func BenchmarkTunnelHello(b *testing.B) {
 	srv := sshdtest.Start(b, sshdtest.Options{})
 	bus, tok := busForBench(b)
 	b.Run("forward=krad", func(b *testing.B) {
-		ourForward(b, srv, func(ctx context.Context) (net.Conn, error) { return bus.Pipe(ctx, local.FromForward("bench")) }, tok)
+		ourForward(b, srv, func(ctx context.Context) (net.Conn, error) { return bus.Pipe(ctx, access.FromForward("bench")) }, tok)
 	})
 	b.Run("forward=krad-tcp", func(b *testing.B) { ourForward(b, srv, dialTCP(bus.Addr()), tok) })
 	b.Run("forward=openssh", func(b *testing.B) {
@@ -223,7 +224,7 @@ func dialTCP(addr string) func(context.Context) (net.Conn, error) {
 type extensionHandler struct{ sup *extension.Supervisor }
 
 func (extensionHandler) Facts(context.Context, api.Caller, api.Request) (local.Facts, error) {
-	return local.Facts{Role: local.RoleTerminal}, nil
+	return local.Facts{Role: access.RoleTerminal}, nil
 }
 
 func (h extensionHandler) Handle(ctx context.Context, c *local.Call) (api.Answer, error) {
@@ -276,7 +277,7 @@ func benchExtensionTool(b *testing.B, everything string, tunnel bool) {
 		addr := s.Bus.Addr()
 		if tunnel {
 			srv := sshdtest.Start(b, sshdtest.Options{})
-			addr = forwardTo(b, srv, func(ctx context.Context) (net.Conn, error) { return s.Bus.Pipe(ctx, local.FromForward("bench")) })
+			addr = forwardTo(b, srv, func(ctx context.Context) (net.Conn, error) { return s.Bus.Pipe(ctx, access.FromForward("bench")) })
 		}
 		c := &api.Client{Endpoint: addr, Token: s.Token, From: api.FromTerminal(api.TerminalID{Environment: "bench", Terminal: 1})}
 		req := api.NewRequest(api.ExtensionTool, &api.ExtensionToolBody{Extension: "everything", Tool: "greet", Arguments: []byte(`{"name":"bench"}`)})

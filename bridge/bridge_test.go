@@ -14,22 +14,27 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/access"
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/bridge"
 	"github.com/krad-ade/krad/extension"
 	"github.com/krad-ade/krad/forward"
-	"github.com/krad-ade/krad/internal/apptest"
-	"github.com/krad-ade/krad/internal/floodtest"
-	"github.com/krad-ade/krad/internal/leaktest"
-	"github.com/krad-ade/krad/internal/tcptest"
-	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/internal/version"
+	"github.com/krad-ade/krad/kradtest/apptest"
+	"github.com/krad-ade/krad/kradtest/floodtest"
+	"github.com/krad-ade/krad/kradtest/leaktest"
+	"github.com/krad-ade/krad/kradtest/proctest"
+	"github.com/krad-ade/krad/kradtest/tcptest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/local"
+	"github.com/krad-ade/krad/mcprelay"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
@@ -73,6 +78,8 @@ type worldOptions struct {
 	sshAskpass     bool
 	editor         app.Editor
 	authorizedKeys []string
+	// ssh holds more ssh_config lines for the host (ServerAliveInterval 1, say).
+	ssh []string
 }
 
 func startWorld(t *testing.T, opts ...worldOptions) *world {
@@ -86,7 +93,23 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 	w := &world{t: t, tmpdir: t.TempDir(), states: make(chan string, 1024), events: make(chan api.Answer, 4096)}
 	w.sshd = sshdtest.Start(t, sshdtest.Options{Env: append([]string{"TMUX_TMPDIR=" + w.tmpdir}, o.hostEnv...), AuthorizedKeys: o.authorizedKeys})
 	t.Cleanup(func() {
+		// The host's tmux and the shells in it are ended, and waited for: a shell that ends on
+		// the hang-up writes its history into the home folder, which would otherwise be removed
+		// from under it ("directory not empty", once).
+		var pids []int
+		if out, err := w.hostTmux("list-panes", "-a", "-F", "#{pid} #{pane_pid}").Output(); err == nil {
+			for _, f := range strings.Fields(string(out)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, pid)
+				}
+			}
+		}
 		_ = w.hostTmux("kill-server").Run()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if !slices.ContainsFunc(pids, proctest.Running) {
+				break
+			}
+		}
 		cmd := exec.Command("tmux", "-L", app.SocketName, "kill-server") // an earlier version's
 		cmd.Env = []string{"TMUX_TMPDIR=" + w.tmpdir, "PATH=/usr/bin:/bin"}
 		_ = cmd.Run()
@@ -94,7 +117,7 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 	if o.host != nil {
 		o.host(w)
 	}
-	sshConfig := w.sshd.WriteSSHConfig(t, "buildbox")
+	sshConfig := w.sshd.WriteSSHConfig(t, "buildbox", o.ssh...)
 	w.token, _ = api.NewToken()
 	w.lead, _ = api.NewToken()
 	ln, err := local.ListenLoopback("")
@@ -103,6 +126,16 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 	}
 	localSock := filepath.Join(t.TempDir(), "local.sock")
 	t.Cleanup(func() { _ = exec.Command("tmux", "-S", localSock, "kill-server").Run() })
+	// The host's krad mcp relays to one the app runs, as krad-ade wires it.
+	var bus atomic.Pointer[local.Server]
+	relay := mcprelay.New(mcprelay.Config{
+		Dial:     func(ctx context.Context, o access.Origin) (net.Conn, error) { return bus.Load().Pipe(ctx, o) },
+		Endpoint: ln.Addr().String(),
+		Token:    w.token,
+		Version:  version.Build,
+		Logger:   o.log,
+	})
+	t.Cleanup(relay.Close)
 	w.bridge = bridge.New(bridge.Config{
 		Name:       "build",
 		Dir:        o.dir,
@@ -114,7 +147,7 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 		Forward: forward.Config{
 			Host:           "buildbox",
 			CommandTimeout: o.commandTimeout,
-			Target:         func(ctx context.Context) (net.Conn, error) { return w.bus.Pipe(ctx, local.FromForward("build")) },
+			Target:         func(ctx context.Context) (net.Conn, error) { return w.bus.Pipe(ctx, access.FromForward("build")) },
 			UserConfig:     sshConfig,
 			SystemConfig:   forward.None,
 			AgentSocket:    forward.None,
@@ -140,8 +173,10 @@ func startWorld(t *testing.T, opts ...worldOptions) *world {
 		Logger:     o.log,
 		Extensions: extension.Config{Extensions: o.extensions},
 		Editor:     o.editor,
+		MCP:        relay,
 	}, local.Config{BusToken: w.token, LeadToken: w.lead, Build: version.Build, PID: os.Getpid()})
 	w.app, w.bus = served.App, served.Bus
+	bus.Store(served.Bus)
 	// The bridge and the subscriber stop first, the bridge after removing its token file from the
 	// host; the app and its bus at the end of the test (ServeApp).
 	ctx, cancel := context.WithCancel(context.Background())
@@ -268,6 +303,7 @@ func (w *world) screen(c *api.Client, n int, want string) string {
 // the static krad the app installed there, through the tunnel, with the variables of the spec and
 // no KRAD_ADE_TOKEN.
 func TestRemoteTerminal(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t)
 	lead := w.as(1)
 	var worker api.Agent
@@ -331,9 +367,79 @@ func TestRemoteTerminal(t *testing.T) {
 	}
 }
 
+// TestRemoteWorkerEnds: on an SSH host too, a worker's command is its window's own process (no
+// krad-ade-agents beside it), and its end reaches the app with its exit code through the host's
+// tmux's pane-died hook, which runs the static krad installed there: the app's subscription to
+// pane deaths is taken away first, so that nothing else could tell it.
+func TestRemoteWorkerEnds(t *testing.T) {
+	t.Parallel()
+	w := startWorld(t)
+	lead := w.as(1)
+	var exits, killed api.Agent
+	w.call(lead, api.Spawn, &api.SpawnBody{Title: "exits", Command: []string{"sh", "-c", "krad report working; echo ready; read x; exit 3"}}, &exits)
+	w.call(lead, api.Spawn, &api.SpawnBody{Title: "killed", Command: []string{"sh", "-c", "krad report working; echo ready; sleep 600"}}, &killed)
+	w.screen(lead, exits.Terminal, "ready")
+	w.screen(lead, killed.Terminal, "ready")
+	hostTmux := func(args ...string) string {
+		t.Helper()
+		out, err := w.hostTmux(args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %s on the host: %v %s", args[0], err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	panes := map[string]string{} // "build:N" to "PID COMMAND"
+	for _, line := range strings.Split(hostTmux("list-panes", "-s", "-t", "build", "-F", "#{@krad_terminal} #{pane_pid} #{pane_current_command}"), "\n") {
+		term, rest, _ := strings.Cut(line, " ")
+		panes[term] = rest
+	}
+	for _, a := range []api.Agent{exits, killed} {
+		if pid, command, _ := strings.Cut(panes[fmt.Sprintf("build:%d", a.Terminal)], " "); command != "sh" && command != "sleep" || pid == "" {
+			t.Errorf("%s's window runs %q, want the worker's command itself", a.Title, panes[fmt.Sprintf("build:%d", a.Terminal)])
+		}
+	}
+	n := 0
+	for _, line := range strings.Split(hostTmux("list-clients", "-F", "#{client_control_mode} #{client_name}"), "\n") {
+		if name, ok := strings.CutPrefix(line, "1 "); ok {
+			hostTmux("refresh-client", "-t", name, "-B", "krad-dead")
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the host's tmux has %d control clients, want the app's alone", n)
+	}
+	hostTmux("send-keys", "-t", fmt.Sprintf("build:%d", exits.Terminal), "Enter")
+	pid, _, _ := strings.Cut(panes[fmt.Sprintf("build:%d", killed.Terminal)], " ")
+	hostTmux("run-shell", "kill -TERM "+pid)
+	for _, tt := range []struct {
+		a    api.Agent
+		code string
+	}{{exits, "3"}, {killed, "143"}} {
+		var got api.Agent
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+			w.call(lead, api.Check, &api.CheckBody{Target: api.Target(tt.a.Terminal), WaitSecs: new(uint32(1))}, &got)
+			if api.Ended(got.State) {
+				break
+			}
+			// tmux runs pane-died once it has collected the status; tmux built with libutempter
+			// can miss the SIGCHLD until another child of its own ends, which the app makes happen
+			// (collect) when its subscription saw the pane dead: here the test does.
+			_ = w.hostTmux("display-message", "-p", "#(true)").Run()
+		}
+		code := "none"
+		if got.ExitCode != nil {
+			code = fmt.Sprint(*got.ExitCode)
+		}
+		if got.State != api.StateFailed || code != tt.code {
+			t.Errorf("%s: got %s exit %s, want failed exit %s", tt.a.Title, got.State, code, tt.code)
+		}
+	}
+}
+
 // TestRemoteTitlesAreText: on an SSH host too, a title reaches tmux as text: the worker's window
 // is named exactly its title, and the #(…) in it runs nothing.
 func TestRemoteTitlesAreText(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t)
 	lead := w.as(1)
 	ran := filepath.Join(t.TempDir(), "ran")
@@ -356,16 +462,17 @@ func TestRemoteTitlesAreText(t *testing.T) {
 // forward and the bus's socket pair; and nc killed while its Wait waits (a close) ends the
 // request: the bus closes, and so does the host's side of the forwarded connection.
 func TestHalfCloseThroughTheForward(t *testing.T) {
+	t.Parallel()
 	testbin.Need(t, "nc", "netcat-openbsd")
 	w := startWorld(t)
 	host, port, _ := net.SplitHostPort(w.bridge.Vars().Endpoint)
 	line := func(request string) string {
 		return fmt.Sprintf(`{"api_version":1,"token":%q,"from":{"Terminal":{"environment":"build","terminal":1}},"request":%s}`+"\n", w.token.Reveal(), request)
 	}
-	ncN := func(request string) (*exec.Cmd, *strings.Builder) {
+	ncN := func(request string) (*exec.Cmd, *apptest.Buffer) {
 		cmd := exec.Command("nc", "-N", host, port)
 		cmd.Stdin = strings.NewReader(line(request))
-		var out strings.Builder
+		var out apptest.Buffer // read while nc writes it
 		cmd.Stdout = &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -374,6 +481,16 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 		return cmd, &out
 	}
 
+	waitForCount := func(what string, want int) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for tcptest.Count(t, port, tcptest.CloseWait) != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d", what, tcptest.Count(t, port, tcptest.CloseWait), want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	cmd, out := ncN(`{"Check":{"target":1,"wait_secs":2}}`)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -386,21 +503,17 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 		t.Errorf("Check with a wait, through nc -N on the host, got %q", got)
 	}
 
+	// The Check's connection is gone from the forward's port once sshd has closed its side too
+	// (on a busy machine, a moment after nc's end): the count starts from none.
+	const base = 0
+	waitForCount("the Check's nc ended", base)
+
 	// A Wait that waits: on a worker that keeps printing, so it never settles.
 	var worker api.Agent
-	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "ticker", Command: []string{"sh", "-c", "while :; do echo tick; sleep 0.2; done"}}, &worker)
-	base := tcptest.Count(t, port, tcptest.CloseWait)
+	// It says so itself: a worker that only prints was once seen idle on a loaded machine, its
+	// output late past the quiet spell, and the Wait ended by itself.
+	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "ticker", Command: []string{"sh", "-c", "krad report working; while :; do echo tick; sleep 0.2; done"}}, &worker)
 	wait, wout := ncN(fmt.Sprintf(`{"Wait":{"target":%d,"timeout_secs":600}}`, worker.Terminal))
-	waitForCount := func(what string, want int) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for tcptest.Count(t, port, tcptest.CloseWait) != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d", what, tcptest.Count(t, port, tcptest.CloseWait), want)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
 	// sshd holds nc's half-closed connection while the bus waits.
 	waitForCount("nc -N's Wait under way", base+1)
 	time.Sleep(3 * time.Second) // the forward looks at nc's socket on the host every second
@@ -418,19 +531,27 @@ func memInUse() uint64 {
 	return m.HeapInuse + m.StackInuse
 }
 
-// TestFloodThroughTheForward: another user of the SSH host (uid 65534, from a process of its
-// own) opens 2,000 connections to the forward, each holding 64,000 bytes with no newline. The
-// memory this process holds (the bus, the forward, SSH) stays within the budget, and the bus
-// answers all along: a Client on this computer, and build:1 through the forward. Requests through
-// the forward wait behind the flood's own bytes on the one SSH connection, and on a slow machine
-// (the race detector) one may be the oldest connection when the bus must drop one, or its line
-// may arrive after the bus's 10 s for a request line: it is then answered (unavailable, or
-// bad_request saying the line came too late), and a retry gets through.
+// memHeld is the Go heap and goroutine stacks in use right after a collection: what the process
+// holds, without the garbage whose amount depends on when the collector last ran (on a slow
+// machine, a flood's garbage took memInUse from 41 to 96 MiB between runs of the same test).
+func memHeld() uint64 {
+	runtime.GC()
+	return memInUse()
+}
+
+// TestFloodThroughTheForward: another user of the SSH host (uid 65534, from a process of its own)
+// opens 2,000 connections to the forward, each holding 64,000 bytes with no newline. The memory
+// this process holds (the bus, the forward, SSH: its Go memory in use after a collection, at each
+// probe) stays within the budget, and the bus answers all along: a Client on this computer, and
+// build:1 through the forward. Requests through the forward wait behind the flood's own bytes on
+// the one SSH connection, and on a slow machine (the race detector) one may be the oldest
+// connection when the bus must drop one, or its line may arrive after the bus's 10 s for a request
+// line: it is then answered (unavailable, or bad_request saying the line came too late), and a
+// retry gets through.
 func TestFloodThroughTheForward(t *testing.T) {
 	w := startWorld(t)
 	addr := w.bridge.Vars().Endpoint
-	runtime.GC()
-	before := memInUse()
+	before := memHeld()
 	f := floodtest.Start(t, floodtest.Options{Addr: addr, Conns: 2000, Partial: 64000, AsNobody: true})
 	ask := func(addr, from string) string {
 		c, err := net.Dial("tcp", addr)
@@ -459,21 +580,23 @@ func TestFloodThroughTheForward(t *testing.T) {
 		default:
 			t.Fatalf("during the flood, build:1's List through the forward got %q", got)
 		}
-		peak = max(peak, memInUse())
+		peak = max(peak, memHeld())
 	})
 	grew := peak - min(peak, before)
-	t.Logf("memory in use: %.1f MiB before the flood, at most %.1f MiB more during it; %d of build:1's %d requests through the forward dropped",
+	t.Logf("memory held: %.1f MiB before the flood, at most %.1f MiB more during it; %d of build:1's %d requests through the forward dropped",
 		float64(before)/(1<<20), float64(grew)/(1<<20), dropped, asked)
 	if got := ask(addr, `{"Terminal":{"environment":"build","terminal":1}}`); !strings.HasPrefix(got, `{"Agents":[{"environment":"build","terminal":1,`) {
 		t.Errorf("after the flood, build:1's List through the forward got %q", got)
 	}
-	// The README's budget for a flood through a host's forward: the bus's share for its pipes,
-	// and the forward's for each connection (SSH's packets, which golang.org/x/crypto/ssh keeps
-	// for each channel until the host confirms its close, included): 64 MiB, 33-42 MiB measured;
-	// the race detector's bookkeeping adds a half.
-	budget := uint64(64 << 20)
+	// The budget for a flood through a host's forward (docs/wire.md): the bus's share for its
+	// pipes, and the forward's for each connection (SSH's packets, which golang.org/x/crypto/ssh
+	// keeps for each channel until the host confirms its close, included): 64 MiB, 19-26 MiB
+	// measured. It is the program's as built: under the race detector the same flood holds
+	// 50-66 MiB, and more on a slower machine, so scripts/test runs this test without it.
+	const budget = 64 << 20
 	if raceEnabled {
-		budget += budget / 2
+		t.Logf("the budget of %d MiB is not checked under the race detector (scripts/test checks it without)", budget>>20)
+		return
 	}
 	if grew > budget {
 		t.Errorf("the flood through the forward took the memory in use %.1f MiB up, over the budget of %.0f MiB", float64(grew)/(1<<20), float64(budget)/(1<<20))
@@ -486,6 +609,7 @@ func TestFloodThroughTheForward(t *testing.T) {
 // session). A Wait right after the Spawn returns once the worker answered it. Before, the prompt
 // was the command's last argument there too, in ps for every user of the host.
 func TestRemotePromptIsTyped(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t)
 	lead := w.as(1)
 	for _, tt := range []struct {

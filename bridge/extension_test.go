@@ -10,7 +10,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/extension"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // TestExtensionFromAHost: a terminal on the SSH host calls an extension lent to its environment,

@@ -13,13 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/access"
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/bridge"
 	"github.com/krad-ade/krad/forward"
-	"github.com/krad-ade/krad/internal/apptest"
-	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/internal/version"
+	"github.com/krad-ade/krad/kradtest/apptest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/local"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
@@ -150,7 +151,7 @@ func (f *fleet) up(d time.Duration) time.Duration {
 	began := time.Now()
 	for _, name := range f.names {
 		fc := forward.Config{Host: name, UserConfig: f.config, SystemConfig: forward.None, AgentSocket: forward.None, Logger: benchLog,
-			Target: func(ctx context.Context) (net.Conn, error) { return f.served.Bus.Pipe(ctx, local.FromForward(name)) },
+			Target: func(ctx context.Context) (net.Conn, error) { return f.served.Bus.Pipe(ctx, access.FromForward(name)) },
 			OnStatus: func(s forward.Status) {
 				if benchLog != nil {
 					benchLog.Info("status", "env", name, "after", time.Since(began), "status", s.String())

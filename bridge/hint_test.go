@@ -14,6 +14,7 @@ import (
 // Whatever the configured host (a user name may hold a quote or a ';'), ssh gets it as one word,
 // then the remote command as one word, and the shell runs nothing else.
 func TestAttachHintQuotesTheHost(t *testing.T) {
+	t.Parallel()
 	for _, host := range []string{"buildbox", "u@buildbox:2222", "o'brien;touch ran@buildbox", "$(touch ran)@buildbox"} {
 		hint := bridge.New(bridge.Config{Name: "build", Forward: forward.Config{Host: host}}).AttachHint("build")
 		dir := t.TempDir()
@@ -34,6 +35,7 @@ func TestAttachHintQuotesTheHost(t *testing.T) {
 // TestAttachHintOnAWindow: the UI's Enter attaches to one terminal's window with the same hint,
 // given "E:N" for the session: ssh's remote command then names that window.
 func TestAttachHintOnAWindow(t *testing.T) {
+	t.Parallel()
 	hint := bridge.New(bridge.Config{Name: "build", Forward: forward.Config{Host: "buildbox"}}).AttachHint("build:3")
 	out, err := exec.Command("sh", "-c", `ssh() { printf '%s\n' "$@"; }; `+hint).CombinedOutput()
 	if want := "-t\nbuildbox\ntmux -S ~/.krad-ade/tmux/krad-ade attach -t build:3\n"; err != nil || string(out) != want {

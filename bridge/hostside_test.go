@@ -16,9 +16,10 @@ import (
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/discovery"
-	"github.com/krad-ade/krad/internal/roguetmux"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/roguetmux"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/remote/shell"
+	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
 // writeBashrc writes the host user's ~/.bashrc, which bash reads for every command sshd runs.
@@ -29,65 +30,141 @@ func (w *world) writeBashrc(content string) {
 	}
 }
 
+// stuck is what a ~/.bashrc that holds a step of a connect left on the host: the file where each
+// process that got stuck records its pid and its session, as "pid sid" lines.
+type stuck struct{ record string }
+
+// recordSelf is sh that appends "pid sid" of the shell that runs it to the file rec.
+func recordSelf(rec string) string {
+	return fmt.Sprintf(`set -- $(sed 's/^.*) //' /proc/$$/stat); echo "$$ $4" >> '%s'; `, rec)
+}
+
+// sessions are the sessions the stuck processes were in.
+func (s stuck) sessions(t *testing.T) []int {
+	t.Helper()
+	b, err := os.ReadFile(s.record)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var sids []int
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			sid, err := strconv.Atoi(f[1])
+			if err != nil {
+				t.Fatalf("a stuck process recorded %q", l)
+			}
+			sids = append(sids, sid)
+		}
+	}
+	return sids
+}
+
+// survivors are the processes that have not ended in the sessions of the stuck processes recorded
+// so far (the host is this computer).
+func (s stuck) survivors(t *testing.T) []string {
+	t.Helper()
+	var alive []string
+	for _, sid := range s.sessions(t) {
+		for _, p := range sshdtest.InSession(sid) {
+			alive = append(alive, fmt.Sprintf("%s in session %d", p, sid))
+		}
+	}
+	return alive
+}
+
+// noneSurvive fails the test unless, within 20 s, no process of the recorded stuck ones' sessions
+// is left on the host; it says how many sessions there were.
+func (s stuck) noneSurvive(t *testing.T, when string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		left := s.survivors(t)
+		if len(left) == 0 {
+			t.Logf("%s: none of the %d stuck sessions' processes is left", when, len(s.sessions(t)))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s, 20 s on: processes of the given-up attempts are still running on the host: %v", when, left)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // stuckOn is a ~/.bashrc that loops, while the file hold exists, in the shells that run a
-// command matching the case pattern: every command of one step of a connect hangs there. The
-// test removes hold as it ends, so that the shells left looping end too (sshd, run as root here,
-// does not kill a command whose session closed).
-func stuckOn(t *testing.T, pattern string) string {
-	hold := filepath.Join(t.TempDir(), "hold")
+// command matching the case pattern: every command of one step of a connect hangs there. Each
+// shell that loops records itself. The test removes hold as it ends, so that any shell left
+// looping ends too.
+func stuckOn(t *testing.T, pattern string) (string, stuck) {
+	dir := t.TempDir()
+	hold, rec := filepath.Join(dir, "hold"), filepath.Join(dir, "stuck")
 	if err := os.WriteFile(hold, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(hold) })
-	return fmt.Sprintf("case \"$BASH_EXECUTION_STRING\" in %s) while [ -e '%s' ]; do sleep 0.1; done;; esac\n", pattern, hold)
+	return fmt.Sprintf("case \"$BASH_EXECUTION_STRING\" in %s) %swhile [ -e '%s' ]; do sleep 0.1; done;; esac\n", pattern, recordSelf(rec), hold), stuck{rec}
 }
 
 // stuckCommand is a ~/.bashrc that gives the shells that run a command matching the case
-// pattern (ssh's "exec sh" for the sh a connect starts, * for every one) a PATH whose first folder
-// has a program called name that loops while the file hold exists, as a command on a hung
-// network mount would.
-func stuckCommand(t *testing.T, name, pattern string) string {
+// pattern (the sh a connect starts, * for every one) a PATH whose first folder has a program
+// called name that, run with arguments matching the case pattern args, loops while the file hold
+// exists, as a command on a hung network mount would; each such run records itself. Run with
+// other arguments it runs the real program: a process that inherits the PATH of a stuck shell
+// (a tmux server, and the panes it starts) goes on as on any host.
+func stuckCommand(t *testing.T, name, pattern, args string) (string, stuck) {
 	dir := t.TempDir()
-	hold := filepath.Join(dir, "hold")
+	hold, rec := filepath.Join(dir, "hold"), filepath.Join(dir, "stuck")
 	if err := os.WriteFile(hold, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.Remove(hold) })
-	script := fmt.Sprintf("#!/bin/sh\nwhile [ -e '%s' ]; do sleep 0.1; done\n", hold)
+	script := fmt.Sprintf("#!/bin/sh\ncase \" $* \" in %s) ;; *) PATH=$(echo \"$PATH\" | sed 's|^%s:||') exec %s \"$@\";; esac\n%swhile [ -e '%s' ]; do sleep 0.1; done\n",
+		args, dir, name, recordSelf(rec), hold)
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(script), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf("case \"$BASH_EXECUTION_STRING\" in %s) export PATH='%s':\"$PATH\";; esac\n", pattern, dir)
+	return fmt.Sprintf("case \"$BASH_EXECUTION_STRING\" in %s) export PATH='%s':\"$PATH\";; esac\n", pattern, dir), stuck{rec}
 }
 
+// connectSh is the case pattern of the sh a connect starts (forward's "exec sh -s MARK").
+const connectSh = `"exec sh -s "*`
+
 // TestStuckStartupFilesTimeOut: a ~/.bashrc that loops, or that puts a program that hangs first
-// in the PATH, holds the commands of one step of a connect. Each step has a deadline: when it passes the app says which step (the connection's
-// status, or for tmux an environment_down event) and tries again, and once the loop is gone from
-// the .bashrc the environment comes up, with no restart — the shells still looping (they loop
-// on) hold nothing.
+// in the PATH, holds the commands of one step of a connect. Each step has a deadline: when it
+// passes the app says which step (the connection's status, or for tmux an environment_down event)
+// and tries again, and once the loop is gone from the .bashrc the environment comes up, with no
+// restart. What each given-up attempt started on the host ends with it (sshd here runs as root,
+// which does not let the client signal a session: the app ends them from the host itself): no
+// process of a stuck session is left once the app has said the step failed; a connect's first
+// shell that never got past ~/.bashrc, which nothing on the host can reach while ~/.bashrc loops
+// for every shell, is ended by the first connect whose shell runs.
 func TestStuckStartupFilesTimeOut(t *testing.T) {
+	t.Parallel()
 	for _, step := range []struct {
-		name, bashrc string
-		tmux         bool // reported by the app's event, not the connection's status
+		name  string
+		stuck func(t *testing.T) (string, stuck)
+		tmux  bool // reported by the app's event, not the connection's status
+		first bool // the connect's first shell is what hangs in ~/.bashrc
 	}{
-		{"checking the forward", stuckOn(t, `"exec sh"`), false},
+		{"checking the forward", func(t *testing.T) (string, stuck) { return stuckOn(t, connectSh) }, false, true},
 		// The looks (the platform, krad, the token file, tmux) run in the sh that checked the
 		// forward, where no start-up file runs: a command there that hangs (here uname, from
 		// a PATH that ~/.bashrc gave the sh, as a hung network mount would) holds them.
-		{"preparing the host", stuckCommand(t, "uname", `"exec sh"`), false},
+		{"preparing the host", func(t *testing.T) (string, stuck) { return stuckCommand(t, "uname", connectSh, "*") }, false, false},
 		// The token file's write, a command of its own, and the copy of krad.
-		{"writing the token file", stuckOn(t, `*__KRAD_TOKENFILE_BEGIN__*`), false},
-		{"installing krad", stuckOn(t, `*__KRAD_UPLOAD_BEGIN__*`), false},
+		{"writing the token file", func(t *testing.T) (string, stuck) { return stuckOn(t, `*__KRAD_TOKENFILE_BEGIN__*`) }, false, false},
+		{"installing krad", func(t *testing.T) (string, stuck) { return stuckOn(t, `*__KRAD_UPLOAD_BEGIN__*`) }, false, false},
 		// A connection's first attach runs tmux in the connect's sh, a later one in a session of
-		// its own: a tmux that hangs (in every shell's PATH) holds both.
-		{"starting tmux", stuckCommand(t, "tmux", "*"), true},
+		// its own: a tmux control client that hangs (in every shell's PATH) holds both.
+		{"starting tmux", func(t *testing.T) (string, stuck) { return stuckCommand(t, "tmux", "*", `*" -C "*`) }, true, false},
 	} {
 		t.Run(strings.ReplaceAll(step.name, " ", "-"), func(t *testing.T) {
 			const d = 3 * time.Second
+			bashrc, held := step.stuck(t)
 			w := startWorld(t, worldOptions{
 				noWait:         true,
 				commandTimeout: d,
-				host:           func(w *world) { w.writeBashrc(step.bashrc) },
+				host:           func(w *world) { w.writeBashrc(bashrc) },
 			})
 			said := "the host did not finish " + step.name + " within 3s: "
 			if step.tmux {
@@ -108,6 +185,12 @@ func TestStuckStartupFilesTimeOut(t *testing.T) {
 					}
 				}
 			}
+			if len(held.sessions(t)) == 0 {
+				t.Fatalf("no process recorded that it was stuck")
+			}
+			if !step.first {
+				held.noneSurvive(t, "once the app gave the step up")
+			}
 			select {
 			case <-w.app.ReadyOf("build"):
 				t.Fatalf("environment build came up with its %s stuck", step.name)
@@ -119,6 +202,7 @@ func TestStuckStartupFilesTimeOut(t *testing.T) {
 			case <-time.After(60 * time.Second):
 				t.Fatalf("environment build did not come up within 60 s of the fix: %s", w.bridge.Status())
 			}
+			held.noneSurvive(t, "once the environment came up")
 		})
 	}
 }
@@ -178,6 +262,7 @@ func (w *world) kradList() string {
 // and krad list show its agents unreachable, not idle or working, and this computer's as they
 // are. Once tmux answers again the app attaches by itself and the agents have their states back.
 func TestSilentTmuxGoesDown(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t, worldOptions{tmuxTimeout: 2 * time.Second})
 	var worker api.Agent
 	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "busy", Command: []string{"sh", "-c", "krad report working; sleep 300"}}, &worker)
@@ -235,7 +320,21 @@ func TestSilentTmuxGoesDown(t *testing.T) {
 // environment goes down saying so and that the app connects again, long before the keepalives'
 // 45 s would tell; and it does connect again, by itself, with the session still stopped.
 func TestFrozenLinkGoesDown(t *testing.T) {
-	w := startWorld(t, worldOptions{tmuxTimeout: 2 * time.Second})
+	t.Parallel()
+	t.Run("tmux's silence first", func(t *testing.T) {
+		t.Parallel()
+		frozenLinkGoesDown(t, worldOptions{tmuxTimeout: 2 * time.Second})
+	})
+	// The keepalives (1 s, one missed) drop the link long before tmux's 30 s: tmux's stream ends
+	// with the connection, and the connection's loss is what the person is told.
+	t.Run("the keepalives first", func(t *testing.T) {
+		t.Parallel()
+		frozenLinkGoesDown(t, worldOptions{tmuxTimeout: 30 * time.Second, ssh: []string{"ServerAliveInterval 1", "ServerAliveCountMax 1"}})
+	})
+}
+
+func frozenLinkGoesDown(t *testing.T, o worldOptions) {
+	w := startWorld(t, o)
 	for len(w.events) > 0 {
 		<-w.events
 	}
@@ -267,6 +366,7 @@ func TestFrozenLinkGoesDown(t *testing.T) {
 // silent. The environment, never up, is said to be down with a message, and tried again; once
 // the real tmux is back on PATH it comes up, with no restart.
 func TestTmuxSilentAfterItsFirstReply(t *testing.T) {
+	t.Parallel()
 	silent := roguetmux.Write(t, t.TempDir(), roguetmux.Options{Silent: true})
 	w := startWorld(t, worldOptions{noWait: true, tmuxTimeout: 2 * time.Second, host: func(w *world) {
 		w.writeBashrc(`PATH=` + shell.Quote(silent.Bin) + `:$PATH` + "\n")
@@ -298,6 +398,7 @@ func TestTmuxSilentAfterItsFirstReply(t *testing.T) {
 // environment comes up all the same, on a socket in ~/.krad-ade/tmux, owner-only; the other
 // user's folder is left as it was, and the attach hint works as printed.
 func TestAnotherUserTakesTmuxsDefaultFolder(t *testing.T) {
+	t.Parallel()
 	testbin.NeedRoot(t, "acting as another user (uid 65534)")
 	taken := ""
 	w := startWorld(t, worldOptions{host: func(w *world) {
@@ -350,6 +451,7 @@ func TestAnotherUserTakesTmuxsDefaultFolder(t *testing.T) {
 // symbolic link there (which could lead tmux's socket anywhere) is refused, the connection says
 // so and is retried, and once it is removed the environment comes up.
 func TestTmuxFolderRefused(t *testing.T) {
+	t.Parallel()
 	elsewhere := t.TempDir()
 	w := startWorld(t, worldOptions{noWait: true, host: func(w *world) {
 		if err := os.MkdirAll(filepath.Join(w.sshd.Home, ".krad-ade"), 0o700); err != nil {
@@ -386,6 +488,7 @@ func TestTmuxFolderRefused(t *testing.T) {
 // (attaching, never starting a server there), and says how to attach to that server; once it is
 // gone the app's own socket takes its place for good.
 func TestEarlierVersionsTmuxServer(t *testing.T) {
+	t.Parallel()
 	old := func(args ...string) *exec.Cmd {
 		return exec.Command("tmux", append([]string{"-L", app.SocketName}, args...)...)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
-	"github.com/krad-ade/krad/internal/apptest"
+	"github.com/krad-ade/krad/kradtest/apptest"
 )
 
 // earlierServer is a host's tmux server of an earlier version, on the old socket (tmux -L
@@ -45,6 +45,7 @@ func startEarlierServer(t *testing.T, w *world) {
 // gone, so the app starts no server of its own beside it (which would leave the old server's
 // agents for good). Once the old server answers again the app is back on it, with its lead.
 func TestStuckEarlierServerIsKept(t *testing.T) {
+	t.Parallel()
 	var log apptest.Buffer // the app's log, kept for the test to read
 	w := startWorld(t, worldOptions{
 		host:           func(w *world) { startEarlierServer(t, w) },

@@ -10,7 +10,7 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
-	"github.com/krad-ade/krad/internal/apitest"
+	"github.com/krad-ade/krad/kradtest/apitest"
 )
 
 // TestHostSpeaksForItsEnvironmentOnly: a process on the SSH host reads the token file there (as
@@ -20,6 +20,7 @@ import (
 // computer — no worker spawned, nothing typed, no screen read, no terminal closed. The host's own
 // terminals are served as before, and see their environment only.
 func TestHostSpeaksForItsEnvironmentOnly(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t)
 	vars := w.bridge.Vars()
 	hostToken, err := os.ReadFile(vars.TokenFile) // what any process of the host user can read

@@ -21,6 +21,7 @@ import (
 // shown once (a backslash is not escaped again), with what to do, and is retried. (A control
 // character in the home's path is refused earlier, by the install.)
 func TestHomeTheAppCannotPassOn(t *testing.T) {
+	t.Parallel()
 	var socket string
 	w := startWorld(t, worldOptions{noWait: true, host: func(w *world) {
 		home := filepath.Join(w.sshd.Home, `back\slash`)
@@ -53,6 +54,7 @@ func TestHomeTheAppCannotPassOn(t *testing.T) {
 // bridge nor the connection says the step again. (The status once read "on connect: write the
 // token file on the host: write the token file on the host: …".)
 func TestEachStepNamedOnce(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		folder string // under the host's ~/.krad-ade, made a symbolic link
@@ -89,12 +91,33 @@ func TestEachStepNamedOnce(t *testing.T) {
 	}
 }
 
+// TestFirstConnectInstallsInOneExec: the first connect to a host that has nothing of krad's
+// costs the host three SSH sessions: the connect's sh (which checks the forward, looks at the
+// host, and then becomes tmux's attach), the token file's write (the token on its stdin), and
+// the install, whose copy, check and trial run are one exec.
+func TestFirstConnectInstallsInOneExec(t *testing.T) {
+	w := startWorld(t)
+	if _, err := os.Stat(filepath.Join(w.sshd.Home, ".krad-ade", "bin", version.Build, "krad")); err != nil {
+		t.Fatalf("krad is not installed on the host: %v", err)
+	}
+	// sshd's log reaches the test through a pipe, a moment after the sessions it tells of.
+	deadline := time.Now().Add(10 * time.Second)
+	n := strings.Count(w.sshd.Log(), "Starting session:")
+	for ; n < 3 && time.Now().Before(deadline); n = strings.Count(w.sshd.Log(), "Starting session:") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n != 3 {
+		t.Errorf("the first connect opened %d sessions on the host, want 3 (the connect's sh, the token file's write, the install)\n%s", n, w.sshd.Log())
+	}
+}
+
 // TestReconnectAsksLittleOfTheHost: a reconnect to a host whose token file still holds the token
 // and whose krad is the one verified costs the host one SSH session, the connect's sh, which
 // checks the forward, looks at the host, and then becomes tmux's attach; the token file is left
 // as it is. A token file removed meanwhile is written again at the next reconnect, with the
 // token, in a session of its own.
 func TestReconnectAsksLittleOfTheHost(t *testing.T) {
+	t.Parallel()
 	w := startWorld(t)
 	path := filepath.Join(w.sshd.Home, ".krad-ade", "run", "test-instance", "token")
 	before, err := os.Stat(path)
@@ -145,6 +168,7 @@ func TestReconnectAsksLittleOfTheHost(t *testing.T) {
 // With that krad gone, a reconnect reads the files again and comes up all the same (its look
 // installs krad again).
 func TestReconnectListsListenersThroughKrad(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	log := filepath.Join(dir, "programs.log")
 	for _, name := range []string{"grep", "id", "ls", "chmod", "git", "sh"} {
@@ -223,6 +247,7 @@ func TestReconnectListsListenersThroughKrad(t *testing.T) {
 // and the connection never leaves connected (the old session's tmux client, or the clean-up of the
 // stale session, must not end the new one), and the host's lead answers through it.
 func TestHealHolds(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("kills the connection 20 times and watches each heal for 5 s")
 	}

@@ -47,6 +47,7 @@ func FuzzReadResult(f *testing.F) {
 // TestReadResult: the Result is the last line, after the shell's noise; an answer that is not
 // one says so, quoting what came.
 func TestReadResult(t *testing.T) {
+	t.Parallel()
 	res, err := readResult([]byte("Welcome\nto {the} host: " + `{"error":{"code":"conflict","message":"group g exists"}}` + "\n"))
 	if err != nil || res.Error == nil || *res.Error != *api.Errorf(api.CodeConflict, "group g exists") {
 		t.Errorf("got %+v, %v; want the conflict", res, err)

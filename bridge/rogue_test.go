@@ -13,8 +13,8 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
-	"github.com/krad-ade/krad/internal/apptest"
-	"github.com/krad-ade/krad/internal/roguetmux"
+	"github.com/krad-ade/krad/kradtest/apptest"
+	"github.com/krad-ade/krad/kradtest/roguetmux"
 )
 
 // The tests here stand for a compromised host: its tmux (roguetmux, first on the PATH of the
@@ -258,6 +258,7 @@ func TestHostSendsWhatTheAppCannotUse(t *testing.T) {
 // TestHostTmuxRefusesAtLength: a host's tmux that refuses to start with a line of 1 MB of escapes,
 // every time the app tries, makes a short warning each time, not a megabyte.
 func TestHostTmuxRefusesAtLength(t *testing.T) {
+	t.Parallel()
 	var log apptest.Buffer
 	startRogue(t, roguetmux.Options{Refuse: "no " + strings.Repeat("\x1b[2J\x07", 150000)}, &log)
 	deadline := time.Now().Add(60 * time.Second)
@@ -282,6 +283,7 @@ func TestHostTmuxRefusesAtLength(t *testing.T) {
 // spawn (which looks at where the windows are too), and one warning a listing counts the lines
 // left out. Before, one such line failed the attach, for good.
 func TestHostListsUnreadableWindows(t *testing.T) {
+	t.Parallel()
 	var log apptest.Buffer
 	w, _ := startRogue(t, roguetmux.Options{
 		Listed: `printf '%s\n' 'junk' '@7 99999999999 0' '@x 3 0' '@8 8 0'`,
@@ -300,6 +302,7 @@ func TestHostListsUnreadableWindows(t *testing.T) {
 // window index of its number, lists where the session's windows are once, not once or twice a
 // window: over SSH, with a thousand windows, that was megabytes and minutes while Spawn waited.
 func TestHostWindowsListedOnce(t *testing.T) {
+	t.Parallel()
 	const n = 50
 	var windows []string
 	for i := range n {

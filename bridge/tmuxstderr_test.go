@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/apptest"
-	"github.com/krad-ade/krad/internal/roguetmux"
+	"github.com/krad-ade/krad/kradtest/apptest"
+	"github.com/krad-ade/krad/kradtest/roguetmux"
 	"github.com/krad-ade/krad/tmux"
 )
 
@@ -16,6 +16,7 @@ import (
 // tmux.MaxErrorText bytes, as the README says of text from tmux, not the 4 KiB the bridge keeps of
 // it, quoted (four times longer for escapes).
 func TestHostTmuxStderrIsCut(t *testing.T) {
+	t.Parallel()
 	rt := roguetmux.Write(t, t.TempDir(), roguetmux.Options{Stderr: "no " + strings.Repeat("\x1b[2J\x07", 210000)})
 	var log apptest.Buffer
 	startWorld(t, worldOptions{

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/netnstest"
+	"github.com/krad-ade/krad/kradtest/netnstest"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
@@ -31,6 +31,7 @@ const wakeCut = 4 * time.Second
 // default) alone would take 45 s to notice the loss; the local environment's terminal is
 // answered throughout.
 func TestNetworkCutHealsEveryHost(t *testing.T) {
+	t.Parallel()
 	n := netnstest.New(t)
 	f := newFleet(t, fleetOptions{hosts: 4, host: sshdtest.Options{Netns: n.Name, Listen: n.There}})
 	f.up(2 * time.Minute)
@@ -160,6 +161,7 @@ func mapsEqual(a, b map[string]string) bool {
 // dies (every session with it) and comes back a few seconds later: every environment is back,
 // on its old port, with no restart of the app.
 func TestBastionRestartHealsTheHostsBehindIt(t *testing.T) {
+	t.Parallel()
 	jump := sshdtest.Start(t, sshdtest.Options{Config: []string{"MaxSessions 100"}})
 	f := newFleet(t, fleetOptions{hosts: 5, jump: jump})
 	f.up(2 * time.Minute)

@@ -15,7 +15,7 @@ import (
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/bridge"
 	"github.com/krad-ade/krad/forward"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/worktree"
 )
 
@@ -61,6 +61,7 @@ func (w *world) worktreeOp(op worktree.Op) worktree.Result {
 // exact, the patch applies, a patch over 1 MiB (the limit of the host's other commands) comes
 // back whole, and the operation's own errors come back as they were.
 func TestGroupsOnTheHost(t *testing.T) {
+	t.Parallel()
 	var repo string
 	w := startWorld(t, worldOptions{dir: "~/src/proj", host: func(w *world) { repo = hostRepo(t, w.sshd.Home) }})
 	// Noise from the host's shell, on the verb's stdout before its answer, with no newline.
@@ -150,6 +151,7 @@ func TestGroupsOnTheHost(t *testing.T) {
 // host, the answer comes at once, and the host stops git and undoes the group: as the session
 // closes, since sshd (run as root here) does not pass on the SIGTERM the bridge asks for.
 func TestGroupOnTheHostCancelled(t *testing.T) {
+	t.Parallel()
 	git := testbin.SlowGit(t)
 	w := startWorld(t, worldOptions{dir: "~/src", hostEnv: []string{"PATH=" + git + ":/usr/local/bin:/usr/bin:/bin"},
 		host: func(w *world) { hostRepo(t, w.sshd.Home) }})
@@ -209,6 +211,7 @@ func processesWith(t *testing.T, s string) []string {
 // TestGroupsOfAHostNotConnected: a host that is not connected answers at once, unavailable,
 // with what the connection is doing.
 func TestGroupsOfAHostNotConnected(t *testing.T) {
+	t.Parallel()
 	e := bridge.New(bridge.Config{Name: "build", Forward: forward.Config{
 		Host:   "127.0.0.1:1",
 		Target: func(ctx context.Context) (net.Conn, error) { return nil, errors.New("no bus") },
@@ -216,9 +219,9 @@ func TestGroupsOfAHostNotConnected(t *testing.T) {
 	start := time.Now()
 	_, err := e.Worktree(context.Background(), worktree.Op{Op: worktree.OpGroups})
 	var ae *api.Error
-	if !errors.As(err, &ae) || ae.Code != api.CodeUnavailable ||
+	if !errors.As(err, &ae) || ae.Code != api.CodeUnavailable || ae.Reason != api.ReasonEnvironmentDown ||
 		!strings.HasPrefix(ae.Message, "environment build is not connected, so its groups cannot be reached: ") {
-		t.Errorf("got %v, want unavailable: environment build is not connected…", err)
+		t.Errorf("got %v, want unavailable (environment_down): environment build is not connected…", err)
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("answered after %v, want at once", d)

@@ -5,23 +5,34 @@
 //
 //	# Let other programs find the agents API (api.json). On by default.
 //	discovery = false
+//	# Desktop notifications when an agent needs you, or a variant set ends. On by default.
+//	notify = false
 //	# How long an agent that never reports its state prints nothing before it is idle.
 //	quiet = "2s"
+//	# Agent profiles, which krad spawn --agent and a [[terminal]]'s agent name; see [Agent].
+//	[[agent]]
+//	name = "claude"
+//	command = "claude"
+//	kind = "claude"
 //	# Terminals the app opens when it starts; see [Terminal].
 //	[[terminal]]
-//	title = "claude"
-//	command = "claude"
+//	title = "lead"
+//	agent = "claude"
 //	lead = true
 //	# SSH environments; see [Environment].
 //	[[environment]]
 //	name = "build"
 //	ssh = "buildbox"
+//	# What new groups' checkouts get; see [Setup].
+//	[[setup]]
+//	path = "~/src/app"
+//	include = [".env"]
 //	# The person's MCP servers, lent to agents; see [Extension].
 //	[[extension]]
 //	name = "tracker"
 //	command = ["tracker-mcp", "--stdio"]
 //
-// Only discovery takes effect while the app runs; the others are read when it starts.
+// Only discovery and notify take effect while the app runs; the others are read when it starts.
 //
 // # Strictness
 //
@@ -31,14 +42,14 @@
 //
 // # Changes while the app runs
 //
-// [Watch] polls the file and reloads it on demand (the app does so on SIGHUP). A broken file
+// [WatchAll] polls the file and reloads it on demand (the app does so on SIGHUP). A broken file
 // changes nothing: the app keeps its last good settings and reports the error once.
 //
 // # Security model
 //
-// The file holds commands the app runs as the user ([[terminal]], [[agent]] and [[extension]]
-// command), so whoever can write it
-// can run code as the user. Before reading a byte, [Load] and [Watch] check it as OpenSSH's
+// The file holds commands the app runs as the user ([[terminal]], [[agent]], [[setup]] and
+// [[extension]] command), so whoever can write it
+// can run code as the user. Before reading a byte, [Load] and [WatchAll] check it as OpenSSH's
 // StrictModes checks ~/.ssh ([CheckFolder]): the config folder and config.toml must be the user's
 // own and writable by no one else (group or other write bits are refused; readable is fine, the
 // file holds no secret), config.toml a regular file, and every folder above them the user's or
@@ -69,6 +80,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/krad-ade/krad/agenthooks"
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/filestate"
 	"github.com/krad-ade/krad/internal/termsafe"
@@ -77,7 +89,7 @@ import (
 // FileName is the name of the config file in the app's config folder.
 const FileName = "config.toml"
 
-// DefaultInterval is how often [Watch] polls when it is given no interval: often enough that a
+// DefaultInterval is how often [WatchAll] polls when it is given no interval: often enough that a
 // change is noticed within a second.
 const DefaultInterval = 500 * time.Millisecond
 
@@ -92,6 +104,10 @@ type Config struct {
 	// Discovery is "Let other programs find the agents API": whether the app writes api.json.
 	// Key "discovery", default true.
 	Discovery bool
+	// Notify is whether the UI sends a desktop notification when an agent comes to need the
+	// person or a variant set ends (the UI says so on its screen either way). Key "notify",
+	// default true; it takes effect while the app runs.
+	Notify bool
 	// Quiet is how long an agent that never reported its state prints nothing before it counts
 	// as idle. Key "quiet", a duration such as "2s"; default 2 s.
 	Quiet time.Duration
@@ -110,6 +126,8 @@ type Config struct {
 	// Editor is how Code opens a file: [editor] command and ssh_command, each an argv whose
 	// words may hold {file}, {line} and (ssh_command) {host}. None: Code is unavailable.
 	Editor Editor
+	// Setups say what new groups' checkouts get: [[setup]] tables, by the order of the file.
+	Setups []Setup
 	// SSHAskpass: [git] ssh_askpass = true also sends ssh's prompts (SSH_ASKPASS) to the app.
 	// Off by default: overriding SSH_ASKPASS broke users' own askpass in other tools.
 	SSHAskpass bool
@@ -159,11 +177,15 @@ type Environment struct {
 //	command = "claude"         # a shell command line
 //	prompt = "typed"           # how it takes a prompt: "typed" in once it is ready (default), or
 //	                           # as its last "argument" (which ps shows to every user of the host)
+//	kind = "claude"            # the agent's CLI, when krad knows it: claude, codex or gemini
 type Agent struct {
 	Name    string
 	Command string
 	// PromptArg: the prompt is the command's last argument, rather than typed in.
 	PromptArg bool
+	// Kind is the agent's CLI, "claude", "codex" or "gemini" (agenthooks.Kinds), which the app
+	// starts with the hooks by which it tells its own state; "" for another command.
+	Kind string
 }
 
 // Terminal is one [[terminal]] table: a terminal the app opens when it starts.
@@ -171,12 +193,16 @@ type Agent struct {
 //	[[terminal]]
 //	title = "claude"           # one line of text, no control characters; none means the program's name
 //	command = "claude"         # a shell command line; none means your shell
+//	agent = "claude"           # or an [[agent]]'s name: its command, with its kind's hooks
 //	dir = "~/src/app"          # working folder; none means the app's
 //	lead = true                # the lead of a new session
 //	environment = "main"       # main (this computer, the default) or an [[environment]]'s name
 type Terminal struct {
-	Title       string
-	Command     string
+	Title   string
+	Command string
+	// Agent names an [[agent]] profile, whose command the terminal runs as krad spawn --agent
+	// runs it (with its kind's hooks, so that it tells its own state); "" for Command. Not both.
+	Agent       string
 	Dir         string
 	Lead        bool
 	Environment string
@@ -190,7 +216,7 @@ const (
 
 // Default is the settings of an app without a config file.
 func Default() Config {
-	return Config{Discovery: true, Quiet: 2 * time.Second}
+	return Config{Discovery: true, Notify: true, Quiet: 2 * time.Second}
 }
 
 // Error is a problem with config.toml. Line is where it is, counting from 1, or 0 when it is not
@@ -219,10 +245,15 @@ func Parse(data []byte) (Config, error) {
 	c := Default()
 	var terminals toml.Primitive  // the [[terminal]] tables, once decoded
 	var extensions toml.Primitive // the [[extension]] tables, once decoded
+	var setups toml.Primitive     // the [[setup]] tables, once decoded
 	for _, key := range d.keys() {
 		switch key {
 		case "discovery":
 			if err := md.PrimitiveDecode(top[key], &c.Discovery); err != nil {
+				return Config{}, d.errorAt(toml.Key{key}, key+" must be true or false")
+			}
+		case "notify":
+			if err := md.PrimitiveDecode(top[key], &c.Notify); err != nil {
 				return Config{}, d.errorAt(toml.Key{key}, key+" must be true or false")
 			}
 		case "quiet":
@@ -289,6 +320,13 @@ func Parse(data []byte) (Config, error) {
 				return Config{}, err
 			}
 			c.Environments = envs
+		case "setup":
+			ss, err := d.setups(top[key])
+			if err != nil {
+				return Config{}, err
+			}
+			c.Setups = ss
+			setups = top[key]
 		case "extension":
 			exts, err := d.extensions(top[key])
 			if err != nil {
@@ -300,11 +338,18 @@ func Parse(data []byte) (Config, error) {
 			return Config{}, d.errorAt(toml.Key{key}, "unknown key "+quote(key))
 		}
 	}
-	// Only now are all the environments known: a [[terminal]] may come before its environment.
+	// Only now are all the environments and agents known: a [[terminal]] may come before its
+	// environment, or its agent.
 	if err := d.checkEnvironments(terminals, c); err != nil {
 		return Config{}, err
 	}
+	if err := d.checkAgents(terminals, c); err != nil {
+		return Config{}, err
+	}
 	if err := d.checkLent(extensions, c); err != nil {
+		return Config{}, err
+	}
+	if err := d.checkSetups(setups, c); err != nil {
 		return Config{}, err
 	}
 	return c, nil
@@ -341,62 +386,100 @@ func (d *document) keysInOrder(table map[string]toml.Primitive) []string {
 	return keys
 }
 
-// extensions decodes the [[extension]] tables.
-func (d *document) extensions(p toml.Primitive) ([]Extension, error) {
+// tables decodes p as the array of tables name ([[name]]): an error at its line when it is not.
+func (d *document) tables(p toml.Primitive, name string) ([]map[string]toml.Primitive, error) {
 	var tables []map[string]toml.Primitive
 	if err := d.md.PrimitiveDecode(p, &tables); err != nil {
-		return nil, d.errorAt(toml.Key{"extension"}, "extension must be [[extension]] tables")
+		return nil, d.errorAt(toml.Key{name}, name+" must be [["+name+"]] tables")
 	}
-	var out []Extension
-	seen := map[string]bool{}
+	return tables, nil
+}
+
+// tableOf is one [[name]] table as decodeTables reads it: its values by key, and the lines of its
+// first and last keys, for an error about the table as a whole.
+type tableOf struct {
+	values      map[string]toml.Primitive
+	first, last int
+}
+
+// decodeTables decodes p, the [[name]] tables, into a T each: key decodes one key's value into the
+// table's T, the keys in the file's order (bad makes the error that points at that value's line),
+// then whole checks the table as a whole. The first error ends it.
+func decodeTables[T any](d *document, p toml.Primitive, name string,
+	key func(t *T, k string, v toml.Primitive, bad func(msg string) error) error,
+	whole func(t *T, tab tableOf) error,
+) ([]T, error) {
+	tables, err := d.tables(p, name)
+	if err != nil {
+		return nil, err
+	}
+	var out []T
 	for _, table := range tables {
-		var x Extension
-		keys := d.keysInOrder(table)
-		line := 0
-		for _, k := range keys {
+		var t T
+		tab := tableOf{values: table}
+		for i, k := range d.keysInOrder(table) {
 			v := table[k]
-			line = max(line, d.valueLine(v))
-			bad := func(msg string) error { return &Error{Line: d.valueLine(v), Msg: msg} }
-			switch k {
-			case "name":
-				if d.md.PrimitiveDecode(v, &x.Name) != nil || api.ValidExtensionName(x.Name) != nil {
-					return nil, bad("extension name must be 1 to 40 of a-z, 0-9, - and _, like \"tracker\"")
-				}
-				if seen[x.Name] {
-					return nil, bad("a second [[extension]] named " + quote(x.Name))
-				}
-				seen[x.Name] = true
-			case "command":
-				if d.md.PrimitiveDecode(v, &x.Command) != nil || len(x.Command) == 0 || x.Command[0] == "" ||
-					slices.ContainsFunc(x.Command, func(a string) bool { return strings.IndexByte(a, 0) >= 0 }) {
-					return nil, bad(`extension command must be the program and its arguments, like ["tracker-mcp", "--stdio"]`)
-				}
-			case "env":
-				if d.md.PrimitiveDecode(v, &x.Env) != nil {
-					return nil, bad(`extension env must be a table of strings, like { TRACKER_PROFILE = "work" }`)
-				}
-				for name, val := range x.Env {
-					if !envName(name) || strings.IndexByte(val, 0) >= 0 {
-						return nil, bad("extension env: " + quote(name) + " must be a variable's name (letters, digits and _, not first a digit) with a value without NUL bytes")
-					}
-					if strings.HasPrefix(name, api.VarPrefix) {
-						return nil, bad("extension env: " + quote(name) + ": the " + api.VarPrefix + "* variables are the app's terminals' own")
-					}
-				}
-			case "environments":
-				if d.md.PrimitiveDecode(v, &x.Environments) != nil {
-					return nil, bad(`extension environments must be a list of environment names, like ["main", "build"]`)
-				}
-			default:
-				return nil, bad("unknown key " + quote(k) + " in [[extension]]; the keys are name, command, env and environments")
+			line := d.valueLine(v)
+			if i == 0 {
+				tab.first = line
+			}
+			tab.last = max(tab.last, line)
+			if err := key(&t, k, v, func(msg string) error { return &Error{Line: line, Msg: msg} }); err != nil {
+				return nil, err
 			}
 		}
-		if x.Name == "" || len(x.Command) == 0 {
-			return nil, &Error{Line: line, Msg: "an [[extension]] needs a name and a command"}
+		if err := whole(&t, tab); err != nil {
+			return nil, err
 		}
-		out = append(out, x)
+		out = append(out, t)
 	}
 	return out, nil
+}
+
+// extensions decodes the [[extension]] tables.
+func (d *document) extensions(p toml.Primitive) ([]Extension, error) {
+	seen := map[string]bool{}
+	return decodeTables(d, p, "extension", func(x *Extension, k string, v toml.Primitive, bad func(string) error) error {
+		switch k {
+		case "name":
+			if d.md.PrimitiveDecode(v, &x.Name) != nil || api.ValidExtensionName(x.Name) != nil {
+				return bad("extension name must be 1 to 40 of a-z, 0-9, - and _, like \"tracker\"")
+			}
+			if seen[x.Name] {
+				return bad("a second [[extension]] named " + quote(x.Name))
+			}
+			seen[x.Name] = true
+		case "command":
+			if d.md.PrimitiveDecode(v, &x.Command) != nil || len(x.Command) == 0 || x.Command[0] == "" ||
+				slices.ContainsFunc(x.Command, func(a string) bool { return strings.IndexByte(a, 0) >= 0 }) {
+				return bad(`extension command must be the program and its arguments, like ["tracker-mcp", "--stdio"]`)
+			}
+		case "env":
+			if d.md.PrimitiveDecode(v, &x.Env) != nil {
+				return bad(`extension env must be a table of strings, like { TRACKER_PROFILE = "work" }`)
+			}
+			for name, val := range x.Env {
+				if !envName(name) || strings.IndexByte(val, 0) >= 0 {
+					return bad("extension env: " + quote(name) + " must be a variable's name (letters, digits and _, not first a digit) with a value without NUL bytes")
+				}
+				if strings.HasPrefix(name, api.VarPrefix) {
+					return bad("extension env: " + quote(name) + ": the " + api.VarPrefix + "* variables are the app's terminals' own")
+				}
+			}
+		case "environments":
+			if d.md.PrimitiveDecode(v, &x.Environments) != nil {
+				return bad(`extension environments must be a list of environment names, like ["main", "build"]`)
+			}
+		default:
+			return bad("unknown key " + quote(k) + " in [[extension]]; the keys are name, command, env and environments")
+		}
+		return nil
+	}, func(x *Extension, tab tableOf) error {
+		if x.Name == "" || len(x.Command) == 0 {
+			return &Error{Line: tab.last, Msg: "an [[extension]] needs a name and a command"}
+		}
+		return nil
+	})
 }
 
 // envName says whether s may name an environment variable.
@@ -438,6 +521,38 @@ func (d *document) checkEnvironments(terminals toml.Primitive, c Config) error {
 	return nil
 }
 
+// checkAgents refuses a [[terminal]] whose agent no [[agent]] names. terminals is the tables
+// c.Terminals was decoded from.
+func (d *document) checkAgents(terminals toml.Primitive, c Config) error {
+	var tables []map[string]toml.Primitive
+	for i, t := range c.Terminals {
+		if t.Agent == "" || slices.ContainsFunc(c.Agents, func(a Agent) bool { return a.Name == t.Agent }) {
+			continue
+		}
+		if tables == nil {
+			_ = d.md.PrimitiveDecode(terminals, &tables) // decoded once already, by terminals
+		}
+		return &Error{Line: d.valueLine(tables[i]["agent"]), Msg: "terminal agent " + quote(t.Agent) + " is not named by an [[agent]]: " + AgentsKnown(c.Agents)}
+	}
+	return nil
+}
+
+// AgentsKnown says which agent profiles there are, for an error about one that is not there:
+// "the agents are a and b", or how to add one.
+func AgentsKnown(agents []Agent) string {
+	if len(agents) == 0 {
+		return "config.toml names no agents; add an [[agent]] table with its name, command and kind"
+	}
+	names := make([]string, len(agents))
+	for i, a := range agents {
+		names[i] = a.Name
+	}
+	if len(names) == 1 {
+		return "the only agent is " + names[0]
+	}
+	return "the agents are " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
 // Load reads the config file at path (a relative path is taken from the current folder, and the
 // folders above that are checked too). A missing file gives [Default] and no error; a file or
 // folder that others could have written a [*ModeError] (see the package's security model); a file
@@ -453,13 +568,28 @@ func Load(path string) (Config, error) {
 	return Parse(data)
 }
 
-// Watch watches the config file at path until ctx is done. It reads the file when it starts,
+// Callbacks are what [WatchAll] calls; any may be nil.
+type Callbacks struct {
+	Change func(Config) // each new valid config
+	Error  func(error)  // each error
+	// Recovered is called when the file reads and parses again after an error but says what
+	// the last good config said, so that Change is not called: a screen that showed the error
+	// can clear it.
+	Recovered func()
+	// Holding is called when a look finds a config that would close SSH environments (their
+	// names: [[environment]] tables gone or changed) in a file changed within closeSettle (2 s):
+	// it is applied once the file has been left alone that long, and never if the file changes
+	// first (a file being written). Once for each such config.
+	Holding func(closes []string)
+}
+
+// WatchAll watches the config file at path until ctx is done. It reads the file when it starts,
 // every interval (DefaultInterval if interval <= 0), and at once whenever a value arrives on
 // reload (nil for none). current is the config the caller has now, from Load.
 //
-// Watch calls onChange with each new valid config that differs from the last one, and onError
-// with each error, once per distinct file content (or read error) rather than once a poll; after
-// a value on reload it reports an error that persists again. A broken or unreadable file, or one
+// WatchAll calls cb.Change with each new valid config that differs from the last one, and
+// cb.Error with each error, once per distinct file content (or read error) rather than once a
+// poll; after a value on reload it reports an error that persists again. A broken or unreadable file, or one
 // that others could have written (a [*ModeError]), changes nothing: the last good config stays.
 // A deleted file means [Default]. A poll reads the file only when its metadata changed (or
 // changed just before the last poll, or the last read failed), and a change is found by content
@@ -467,29 +597,16 @@ func Load(path string) (Config, error) {
 // file costs a stat. So folders whose modes change above an untouched, good file are checked
 // again when the file changes, or on reload. A file changed in the moment before a look (settle)
 // is judged once it has been left alone that long: one written in place is not read half-written.
+// A config that would close SSH environments waits longer (closeSettle), so that neither the
+// empty file between a truncate and a slow write nor a file cut before its last tables closes
+// one.
 //
-// The callbacks run on Watch's goroutine, one at a time; either may be nil.
-func Watch(ctx context.Context, path string, interval time.Duration, reload <-chan struct{},
-	current Config, onChange func(Config), onError func(error)) {
-	WatchAll(ctx, path, interval, reload, current, Callbacks{Change: onChange, Error: onError})
-}
-
-// Callbacks are what [WatchAll] calls; any may be nil.
-type Callbacks struct {
-	Change func(Config) // as Watch's onChange
-	Error  func(error)  // as Watch's onError
-	// Recovered is called when the file reads and parses again after an error but says what
-	// the last good config said, so that Change is not called: a screen that showed the error
-	// can clear it.
-	Recovered func()
-}
-
-// WatchAll is [Watch] with every callback.
+// The callbacks run on WatchAll's goroutine, one at a time.
 func WatchAll(ctx context.Context, path string, interval time.Duration, reload <-chan struct{}, current Config, cb Callbacks) {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	w := &watcher{file: filestate.File{Path: path}, last: current, onChange: cb.Change, onError: cb.Error, onRecovered: cb.Recovered}
+	w := &watcher{file: filestate.File{Path: path}, last: current, onChange: cb.Change, onError: cb.Error, onRecovered: cb.Recovered, onHolding: cb.Holding}
 	// again fires when a look found the file in flux, to look once it has settled.
 	var again <-chan time.Time
 	look := func() {
@@ -527,9 +644,11 @@ type watcher struct {
 	file        filestate.File // what the file was at the last check
 	last        Config         // the last good config
 	failed      bool           // the last check reported an error
+	held        *Config        // the config that closes environments, held until the file settles
 	onChange    func(Config)
 	onError     func(error)
 	onRecovered func()
+	onHolding   func([]string)
 }
 
 // settle is how long the file must have been left alone before a look takes what it read for
@@ -538,6 +657,18 @@ type watcher struct {
 // environment until the next look opened them again; or half a file, and report an error that
 // no one made. Tests lengthen it.
 var settle = 150 * time.Millisecond
+
+// closeSettle is how long the file must have been left alone before a look takes what it read
+// for a config that closes SSH environments: one of the last config's [[environment]] tables
+// gone, or changed (closed and connected again). The empty file between a truncate and its write
+// says "no environments", and a file cut short can lack its last tables; under load the writer
+// can be held off between the two past settle (a test on a busy machine saw it), and it is
+// closing an environment that such a misreading costs: its connection, its token file on the
+// host, a reconnect and adoption after. So a closing waits the longer settle, which a person
+// who removes an environment does not notice, while every other change (an environment added,
+// discovery) keeps the short one. Waiting for the file to be left alone rather than believing
+// an empty file only once it stays empty covers the file cut short too. Tests shorten it.
+var closeSettle = 2 * time.Second
 
 // check looks at the file and reports what changed. It returns how long to wait before looking
 // again when the file was in flux (being written, or replaced as it was opened), and 0 otherwise.
@@ -565,6 +696,18 @@ func (w *watcher) check() (again time.Duration) {
 		}
 		return 0
 	}
+	if closes := closedEnvironments(w.last, c); len(closes) > 0 && w.file.ChangedWithin(closeSettle) {
+		// Perhaps a file still being written: believed once it has been left alone that long.
+		if w.held == nil || !reflect.DeepEqual(*w.held, c) {
+			w.held = &c
+			if w.onHolding != nil {
+				w.onHolding(closes)
+			}
+		}
+		w.file.Forget()
+		return settle
+	}
+	w.held = nil
 	failed := w.failed
 	w.failed = false
 	// DeepEqual, not ==, so that Config may grow slices of tables.
@@ -579,6 +722,18 @@ func (w *watcher) check() (again time.Duration) {
 		w.onChange(c)
 	}
 	return 0
+}
+
+// closedEnvironments are the names of the [[environment]] tables of last that c drops or changes:
+// the SSH environments that applying c would close.
+func closedEnvironments(last, c Config) []string {
+	var closes []string
+	for _, was := range last.Environments {
+		if i := slices.IndexFunc(c.Environments, func(e Environment) bool { return e.Name == was.Name }); i < 0 || c.Environments[i] != was {
+			closes = append(closes, was.Name)
+		}
+	}
+	return closes
 }
 
 // errReplaced is readFile's error when the file was replaced between its check and its opening.
@@ -625,91 +780,92 @@ func readFile(path string) ([]byte, error) {
 
 // terminals decodes the [[terminal]] tables.
 func (d *document) terminals(p toml.Primitive) ([]Terminal, error) {
-	var tables []map[string]toml.Primitive
-	if err := d.md.PrimitiveDecode(p, &tables); err != nil {
-		return nil, d.errorAt(toml.Key{"terminal"}, "terminal must be [[terminal]] tables")
-	}
-	var out []Terminal
-	for _, table := range tables {
-		var t Terminal
-		keys := d.keysInOrder(table)
-		for _, k := range keys {
-			v := table[k]
-			var err error
-			switch k {
-			case "title":
-				if err = d.md.PrimitiveDecode(v, &t.Title); err == nil {
-					if bad := api.CheckTitle(t.Title); bad != nil {
-						return nil, &Error{Line: d.valueLine(v), Msg: "terminal " + bad.Error()}
-					}
-				}
-			case "command":
-				err = d.md.PrimitiveDecode(v, &t.Command)
-			case "dir":
-				err = d.md.PrimitiveDecode(v, &t.Dir)
-			case "environment":
-				err = d.md.PrimitiveDecode(v, &t.Environment)
-			case "lead":
-				if d.md.PrimitiveDecode(v, &t.Lead) != nil {
-					return nil, &Error{Line: d.valueLine(v), Msg: "terminal lead must be true or false"}
-				}
-				continue
-			default:
-				return nil, &Error{Line: d.valueLine(v), Msg: "unknown key " + quote(k) + " in [[terminal]]; the keys are title, command, dir, lead and environment"}
+	return decodeTables(d, p, "terminal", func(t *Terminal, k string, v toml.Primitive, bad func(string) error) error {
+		var dst *string
+		switch k {
+		case "title":
+			if d.md.PrimitiveDecode(v, &t.Title) != nil {
+				break
 			}
-			if err != nil {
-				return nil, &Error{Line: d.valueLine(v), Msg: "terminal " + k + " must be a string"}
+			if err := api.CheckTitle(t.Title); err != nil {
+				return bad("terminal " + err.Error())
 			}
+			return nil
+		case "command":
+			dst = &t.Command
+		case "agent":
+			dst = &t.Agent
+		case "dir":
+			dst = &t.Dir
+		case "environment":
+			dst = &t.Environment
+		case "lead":
+			if d.md.PrimitiveDecode(v, &t.Lead) != nil {
+				return bad("terminal lead must be true or false")
+			}
+			return nil
+		default:
+			return bad("unknown key " + quote(k) + " in [[terminal]]; the keys are title, command, agent, dir, lead and environment")
 		}
-		out = append(out, t)
-	}
-	return out, nil
+		if dst == nil || d.md.PrimitiveDecode(v, dst) != nil {
+			return bad("terminal " + k + " must be a string")
+		}
+		return nil
+	}, func(t *Terminal, tab tableOf) error {
+		if t.Agent != "" && t.Command != "" {
+			return &Error{Line: max(d.valueLine(tab.values["agent"]), d.valueLine(tab.values["command"])),
+				Msg: "a [[terminal]] runs a command or an agent, not both: the agent's command is in its [[agent]] table"}
+		}
+		return nil
+	})
 }
 
 // agents decodes the [[agent]] tables.
 func (d *document) agents(p toml.Primitive) ([]Agent, error) {
-	var tables []map[string]toml.Primitive
-	if err := d.md.PrimitiveDecode(p, &tables); err != nil {
-		return nil, d.errorAt(toml.Key{"agent"}, "agent must be [[agent]] tables")
-	}
-	var out []Agent
 	seen := map[string]bool{}
-	for _, table := range tables {
-		var a Agent
-		keys := d.keysInOrder(table)
-		line := 0
-		for _, k := range keys {
-			v := table[k]
-			line = max(line, d.valueLine(v))
-			switch k {
-			case "name":
-				if d.md.PrimitiveDecode(v, &a.Name) != nil || !agentName(a.Name) {
-					return nil, &Error{Line: d.valueLine(v), Msg: "agent name must be 1 to 40 of a-z, 0-9, - and _, like \"claude\""}
-				}
-				if seen[a.Name] {
-					return nil, &Error{Line: d.valueLine(v), Msg: "a second [[agent]] named " + quote(a.Name)}
-				}
-				seen[a.Name] = true
-			case "command":
-				if d.md.PrimitiveDecode(v, &a.Command) != nil || strings.TrimSpace(a.Command) == "" || strings.IndexByte(a.Command, 0) >= 0 {
-					return nil, &Error{Line: d.valueLine(v), Msg: "agent command must be a shell command line, like \"claude\""}
-				}
-			case "prompt":
-				var how string
-				if d.md.PrimitiveDecode(v, &how) != nil || how != "typed" && how != "argument" {
-					return nil, &Error{Line: d.valueLine(v), Msg: `agent prompt must be "typed" or "argument"`}
-				}
-				a.PromptArg = how == "argument"
-			default:
-				return nil, &Error{Line: d.valueLine(v), Msg: "unknown key " + quote(k) + " in [[agent]]; the keys are name, command and prompt"}
+	return decodeTables(d, p, "agent", func(a *Agent, k string, v toml.Primitive, bad func(string) error) error {
+		switch k {
+		case "name":
+			if d.md.PrimitiveDecode(v, &a.Name) != nil || !agentName(a.Name) {
+				return bad("agent name must be 1 to 40 of a-z, 0-9, - and _, like \"claude\"")
 			}
+			if seen[a.Name] {
+				return bad("a second [[agent]] named " + quote(a.Name))
+			}
+			seen[a.Name] = true
+		case "command":
+			if d.md.PrimitiveDecode(v, &a.Command) != nil || strings.TrimSpace(a.Command) == "" || strings.IndexByte(a.Command, 0) >= 0 {
+				return bad("agent command must be a shell command line, like \"claude\"")
+			}
+		case "prompt":
+			var how string
+			if d.md.PrimitiveDecode(v, &how) != nil || how != "typed" && how != "argument" {
+				return bad(`agent prompt must be "typed" or "argument"`)
+			}
+			a.PromptArg = how == "argument"
+		case "kind":
+			if d.md.PrimitiveDecode(v, &a.Kind) != nil || !agenthooks.Known(a.Kind) {
+				return bad("agent kind must be " + kindList() + ": the agent CLIs whose hooks krad-ade installs (none, for another command)")
+			}
+		default:
+			return bad("unknown key " + quote(k) + " in [[agent]]; the keys are name, command, prompt and kind")
 		}
+		return nil
+	}, func(a *Agent, tab tableOf) error {
 		if a.Name == "" || a.Command == "" {
-			return nil, &Error{Line: line, Msg: "an [[agent]] needs a name and a command"}
+			return &Error{Line: tab.last, Msg: "an [[agent]] needs a name and a command"}
 		}
-		out = append(out, a)
+		return nil
+	})
+}
+
+// kindList is the kinds of agent, quoted, for a message: "claude", "codex" or "gemini".
+func kindList() string {
+	q := make([]string, len(agenthooks.Kinds))
+	for i, k := range agenthooks.Kinds {
+		q[i] = fmt.Sprintf("%q", k)
 	}
-	return out, nil
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
 // agentName says whether s may name an agent profile.
@@ -727,48 +883,35 @@ func agentName(s string) bool {
 
 // environments decodes the [[environment]] tables.
 func (d *document) environments(p toml.Primitive) ([]Environment, error) {
-	var tables []map[string]toml.Primitive
-	if err := d.md.PrimitiveDecode(p, &tables); err != nil {
-		return nil, d.errorAt(toml.Key{"environment"}, "environment must be [[environment]] tables")
-	}
-	var out []Environment
 	seen := map[string]bool{"main": true}
-	for _, table := range tables {
-		var e Environment
-		keys := d.keysInOrder(table)
-		first := 0
-		for i, k := range keys {
-			v := table[k]
-			if i == 0 {
-				first = d.valueLine(v)
-			}
-			var dst *string
-			switch k {
-			case "name":
-				dst = &e.Name
-			case "ssh":
-				dst = &e.SSH
-			case "dir":
-				dst = &e.Dir
-			default:
-				return nil, &Error{Line: d.valueLine(v), Msg: "unknown key " + quote(k) + " in [[environment]]; the keys are name, ssh and dir"}
-			}
-			if d.md.PrimitiveDecode(v, dst) != nil {
-				return nil, &Error{Line: d.valueLine(v), Msg: "environment " + k + " must be a string"}
-			}
+	return decodeTables(d, p, "environment", func(e *Environment, k string, v toml.Primitive, bad func(string) error) error {
+		var dst *string
+		switch k {
+		case "name":
+			dst = &e.Name
+		case "ssh":
+			dst = &e.SSH
+		case "dir":
+			dst = &e.Dir
+		default:
+			return bad("unknown key " + quote(k) + " in [[environment]]; the keys are name, ssh and dir")
 		}
+		if d.md.PrimitiveDecode(v, dst) != nil {
+			return bad("environment " + k + " must be a string")
+		}
+		return nil
+	}, func(e *Environment, tab tableOf) error {
 		switch {
 		case e.Name == "" || e.SSH == "":
-			return nil, &Error{Line: first, Msg: "an [[environment]] needs a name and an ssh host"}
+			return &Error{Line: tab.first, Msg: "an [[environment]] needs a name and an ssh host"}
 		case api.ValidEnvironment(e.Name) != nil:
-			return nil, &Error{Line: d.valueLine(table["name"]), Msg: fmt.Sprintf("environment name %s must be 1 to %d letters, digits, '_' and '-', not starting with '-'", quote(e.Name), api.MaxEnvironmentName)}
+			return &Error{Line: d.valueLine(tab.values["name"]), Msg: fmt.Sprintf("environment name %s must be 1 to %d letters, digits, '_' and '-', not starting with '-'", quote(e.Name), api.MaxEnvironmentName)}
 		case seen[e.Name]:
-			return nil, &Error{Line: d.valueLine(table["name"]), Msg: "environment " + quote(e.Name) + " is named twice (main is this computer)"}
+			return &Error{Line: d.valueLine(tab.values["name"]), Msg: "environment " + quote(e.Name) + " is named twice (main is this computer)"}
 		}
 		seen[e.Name] = true
-		out = append(out, e)
-	}
-	return out, nil
+		return nil
+	})
 }
 
 // valueLine is the line of a value, or 0 if the decoder does not know.

@@ -29,6 +29,10 @@ func TestParse(t *testing.T) {
 		{"key in another case", "Discovery = false\n", Config{}, 1, `unknown key "Discovery"`},
 		{"unknown key after a good one", "discovery = false\nqiet = \"2s\"\n", Config{}, 2, `unknown key "qiet"`},
 		{"terminal as one table", "discovery = true\n\n[terminal]\ncommand = \"sh\"\n", Config{}, 3, `[[terminal]] tables`},
+		{"agent as one table", "\n[agent]\nname = \"a\"\n", Config{}, 2, `agent must be [[agent]] tables`},
+		{"environment as a string", "environment = \"box\"\n", Config{}, 1, `environment must be [[environment]] tables`},
+		{"extension as one table", "\n\n[extension]\nname = \"x\"\n", Config{}, 3, `extension must be [[extension]] tables`},
+		{"setup as a number", "\nsetup = 1\n", Config{}, 2, `setup must be [[setup]] tables`},
 		{"unknown array of tables", "\n[[environments]]\nname = \"x\"\n", Config{}, 2, `unknown key "environments"`},
 		{"unknown dotted key", "\n\na.b.c = 1\n", Config{}, 3, `unknown key "a"`},
 		{"long unknown key", strings.Repeat("k", 100) + " = 1\n", Config{}, 1, `unknown key "` + strings.Repeat("k", 40) + `…"`},
@@ -127,21 +131,23 @@ func write(t *testing.T, path, data string) {
 type watch struct {
 	changes chan Config
 	errs    chan error
+	holds   chan []string
 	reload  chan struct{}
 	stop    func()
 }
 
 func startWatch(t *testing.T, path string, interval time.Duration, current Config) *watch {
 	t.Helper()
-	w := &watch{changes: make(chan Config, 10), errs: make(chan error, 10), reload: make(chan struct{})}
+	w := &watch{changes: make(chan Config, 10), errs: make(chan error, 10), holds: make(chan []string, 10), reload: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		Watch(ctx, path, interval, w.reload, current,
-			func(c Config) { w.changes <- c },
-			func(err error) { w.errs <- err })
+		WatchAll(ctx, path, interval, w.reload, current, Callbacks{
+			Change:  func(c Config) { w.changes <- c },
+			Error:   func(err error) { w.errs <- err },
+			Holding: func(closes []string) { w.holds <- closes }})
 	}()
 	w.stop = func() { cancel(); wg.Wait() }
 	t.Cleanup(w.stop)
@@ -253,6 +259,69 @@ func TestWatchFileWrittenInPlace(t *testing.T) {
 	w.wantQuiet(t, settle+300*time.Millisecond)
 }
 
+// A file truncated, then left empty past settle before its write (a writer held off on a busy
+// machine, or an editor that saves in place) closes no SSH environment: the empty file, which
+// says there are none, is held as a closing until the file has been left alone closeSettle, and
+// the write comes first; only the config written is reported. A file that stays empty that long
+// does close them: the person removed them.
+func TestWatchTruncatedFileClosesNoEnvironment(t *testing.T) {
+	// Given back after the watches have stopped (cleanups run last first). A minute: the test's
+	// write comes well within it, however busy the machine.
+	t.Cleanup(func(d time.Duration) func() { return func() { closeSettle = d } }(closeSettle))
+	closeSettle = time.Minute
+	path := filepath.Join(t.TempDir(), FileName)
+	const build = "[[environment]]\nname = \"build\"\nssh = \"buildbox\"\n"
+	write(t, path, build)
+	was, err := Load(path)
+	if err != nil || len(was.Environments) != 1 {
+		t.Fatalf("Load: %+v, %v", was, err)
+	}
+	w := startWatch(t, path, 20*time.Millisecond, was)
+	w.wantQuiet(t, 100*time.Millisecond)
+
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	// The watcher has looked at the empty file past settle, and holds it.
+	w.wantHolding(t, "build")
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("discovery = false\n" + build); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	want := was
+	want.Discovery = false
+	w.wantChange(t, want)
+	w.stop()
+
+	// Emptied for good: applied, once the file has been left alone closeSettle.
+	closeSettle = 300 * time.Millisecond
+	w = startWatch(t, path, 20*time.Millisecond, want)
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	w.wantChange(t, Default())
+}
+
+func (w *watch) wantHolding(t *testing.T, names ...string) {
+	t.Helper()
+	select {
+	case got := <-w.holds:
+		if !reflect.DeepEqual(got, names) {
+			t.Fatalf("held a closing of %v, want %v", got, names)
+		}
+	case c := <-w.changes:
+		t.Fatalf("got change to %+v, want the closing of %v held", c, names)
+	case err := <-w.errs:
+		t.Fatalf("got error %v, want the closing of %v held", err, names)
+	case <-time.After(patience):
+		t.Fatalf("held nothing in %v, want the closing of %v", patience, names)
+	}
+}
+
 func TestWatchBrokenThenSameConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
 	write(t, path, "discovery = false\n")
@@ -328,7 +397,7 @@ func TestWatchStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
-		Watch(ctx, path, time.Hour, reload, Default(), nil, nil)
+		WatchAll(ctx, path, time.Hour, reload, Default(), Callbacks{})
 		close(done)
 	}()
 	cancel()
@@ -343,6 +412,7 @@ func FuzzParse(f *testing.F) {
 	for _, seed := range []string{
 		"",
 		"discovery = false\n",
+		"[[setup]]\npath = \"~/a\"\nremote = \"h/x\"\ninclude = [\".env\"]\ncommand = \"npm ci\"\ntimeout = \"5m\"\nenvironment = \"main\"\n",
 		"discovry = true\n",
 		"discovery = \"no\"\n",
 		"[discovery]\nx = 1\n",
@@ -385,19 +455,24 @@ func TestParseTerminalsAndQuiet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Discovery: true, Quiet: 3 * time.Second, Terminals: []Terminal{
+	want := Config{Discovery: true, Notify: true, Quiet: 3 * time.Second, Terminals: []Terminal{
 		{Title: "claude", Command: "claude", Lead: true},
 		{Title: "tests", Dir: "/src", Environment: "main"},
 	}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
-	agents := "[[agent]]\nname = \"claude\"\ncommand = \"claude --verbose\"\n[[agent]]\nname = \"codex\"\ncommand = \"codex exec\"\nprompt = \"argument\"\n"
-	if got, err := Parse([]byte(agents)); err != nil || !reflect.DeepEqual(got.Agents, []Agent{{Name: "claude", Command: "claude --verbose"}, {Name: "codex", Command: "codex exec", PromptArg: true}}) {
+	agents := "[[agent]]\nname = \"claude\"\ncommand = \"claude --verbose\"\nkind = \"claude\"\n[[agent]]\nname = \"codex\"\ncommand = \"codex exec\"\nprompt = \"argument\"\n"
+	if got, err := Parse([]byte(agents)); err != nil || !reflect.DeepEqual(got.Agents, []Agent{{Name: "claude", Command: "claude --verbose", Kind: "claude"}, {Name: "codex", Command: "codex exec", PromptArg: true}}) {
 		t.Errorf("agents: got %+v, %v", got.Agents, err)
 	}
 	if got, err := Parse([]byte("worktrees = \"~/big/wt\"\n")); err != nil || got.Worktrees != "~/big/wt" {
 		t.Errorf("worktrees: got %+v, %v", got, err)
+	}
+	// A terminal may run an agent profile, of a table before or after it.
+	data = "[[terminal]]\nagent = \"claude\"\nlead = true\n" + agents
+	if got, err := Parse([]byte(data)); err != nil || !reflect.DeepEqual(got.Terminals, []Terminal{{Agent: "claude", Lead: true}}) {
+		t.Errorf("a terminal running an agent: got %+v, %v", got, err)
 	}
 	// A terminal may name an environment that a later table defines.
 	data = "[[terminal]]\nenvironment = \"build\"\n[[environment]]\nname = \"build\"\nssh = \"h\"\n"
@@ -415,6 +490,8 @@ func TestParseTerminalsAndQuiet(t *testing.T) {
 		{"[[agent]]\nname = \"c\"\n", 2, "an [[agent]] needs a name and a command"},
 		{"[[agent]]\nname = \"c\"\ncommand = \"c\"\nprompt = \"stdin\"\n", 4, `agent prompt must be "typed" or "argument"`},
 		{"[[agent]]\nname = \"c\"\ncmd = \"c\"\n", 3, `unknown key "cmd" in [[agent]]`},
+		{"[[agent]]\nname = \"c\"\ncommand = \"c\"\nkind = \"aider\"\n", 4, `agent kind must be "claude", "codex" or "gemini"`},
+		{"[[agent]]\nname = \"c\"\ncommand = \"c\"\nkind = 1\n", 4, `agent kind must be`},
 		{"worktrees = \"relative/wt\"\n", 1, "worktrees must be a folder's absolute path"},
 		{"\nworktrees = 3\n", 2, "worktrees must be a folder's absolute path"},
 		{"\nquiet = \"1ms\"\n", 2, "quiet must be a duration"},
@@ -429,6 +506,11 @@ func TestParseTerminalsAndQuiet(t *testing.T) {
 		{"[[environment]]\nname = \"build\"\nssh = \"h\"\n[[terminal]]\nenvironment = \"main \"\n", 5, `terminal environment "main "`},
 		{"[[terminal]]\nenvironment = \"\"\n", 2, `terminal environment "" is not named by an [[environment]]: the only environment is main, this computer`},
 		{"terminal = 1\n", 1, "[[terminal]] tables"},
+		{"[[terminal]]\nagent = \"claude\"\n", 2, `terminal agent "claude" is not named by an [[agent]]: config.toml names no agents; add an [[agent]] table`},
+		{"[[agent]]\nname = \"c\"\ncommand = \"c\"\n[[terminal]]\ntitle = \"a\"\nagent = \"claude\"\n", 6, `terminal agent "claude" is not named by an [[agent]]: the only agent is c`},
+		{"[[agent]]\nname = \"c\"\ncommand = \"c\"\n[[agent]]\nname = \"d\"\ncommand = \"d\"\n[[terminal]]\nagent = \"e\"\n", 8, `the agents are c and d`},
+		{"[[agent]]\nname = \"c\"\ncommand = \"c\"\n[[terminal]]\nagent = \"c\"\ncommand = \"sh\"\n", 6, "a [[terminal]] runs a command or an agent, not both"},
+		{"[[terminal]]\nagent = 1\n", 2, "terminal agent must be a string"},
 	} {
 		_, err := Parse([]byte(tt.data))
 		var ce *Error

@@ -20,33 +20,62 @@ import (
 //
 // Nothing is written when the file cannot be read, does not parse (the person is editing it: its
 // line is in the error), or when the edit would change anything but discovery; the error says why.
-func SetDiscovery(path string, on bool) error {
-	data, err := readFile(path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("discovery not changed: %w", err)
-	}
-	out, err := EditDiscovery(data, on)
-	if err != nil {
-		return fmt.Errorf("discovery not changed: %w", err)
-	}
-	if string(out) == string(data) && data != nil {
-		return nil
-	}
-	if err := atomicfile.WriteFile(path, out, 0o600); err != nil {
-		return fmt.Errorf("discovery not changed: %w", err)
-	}
-	return nil
-}
+func SetDiscovery(path string, on bool) error { return setSwitch(path, discovery, on) }
 
-// discoveryLine is a line that sets discovery: the key (bare or quoted), the value, and what
-// follows (spaces, a comment, a carriage return).
-var discoveryLine = regexp.MustCompile(`^(\s*(?:discovery|"discovery"|'discovery')\s*=\s*)(true|false)(\s*(?:#.*)?)$`)
+// SetNotify turns the desktop notifications (notify) on or off in the config file at path, as
+// SetDiscovery turns discovery.
+func SetNotify(path string, on bool) error { return setSwitch(path, notify, on) }
 
 // EditDiscovery is the text of a config.toml with discovery set to on: data with the discovery
 // key's line changed, or one line added at the top (after the file's opening comment block) when
 // it has none. The result parses to what data does but for Discovery; data that does not parse,
 // or whose discovery key cannot be changed on its own line, is refused with an [*Error].
-func EditDiscovery(data []byte, on bool) ([]byte, error) {
+func EditDiscovery(data []byte, on bool) ([]byte, error) { return editSwitch(data, discovery, on) }
+
+// EditNotify is EditDiscovery for notify.
+func EditNotify(data []byte, on bool) ([]byte, error) { return editSwitch(data, notify, on) }
+
+// aSwitch is a top-level key of config.toml that is true or false, which the app's settings
+// turn on and off: its name, the line that sets it (the key, bare or quoted, the value, and what
+// follows: spaces, a comment, a carriage return), and its field.
+type aSwitch struct {
+	key   string
+	line  *regexp.Regexp
+	field func(*Config) *bool
+}
+
+func newSwitch(key string, field func(*Config) *bool) aSwitch {
+	q := regexp.QuoteMeta(key)
+	return aSwitch{key: key, field: field,
+		line: regexp.MustCompile(`^(\s*(?:` + q + `|"` + q + `"|'` + q + `')\s*=\s*)(true|false)(\s*(?:#.*)?)$`)}
+}
+
+var (
+	discovery = newSwitch("discovery", func(c *Config) *bool { return &c.Discovery })
+	notify    = newSwitch("notify", func(c *Config) *bool { return &c.Notify })
+)
+
+// setSwitch sets sw to on in the config file at path (SetDiscovery).
+func setSwitch(path string, sw aSwitch, on bool) error {
+	data, err := readFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s not changed: %w", sw.key, err)
+	}
+	out, err := editSwitch(data, sw, on)
+	if err != nil {
+		return fmt.Errorf("%s not changed: %w", sw.key, err)
+	}
+	if string(out) == string(data) && data != nil {
+		return nil
+	}
+	if err := atomicfile.WriteFile(path, out, 0o600); err != nil {
+		return fmt.Errorf("%s not changed: %w", sw.key, err)
+	}
+	return nil
+}
+
+// editSwitch is data with sw set to on (EditDiscovery).
+func editSwitch(data []byte, sw aSwitch, on bool) ([]byte, error) {
 	before, err := Parse(data)
 	if err != nil {
 		return nil, err
@@ -61,15 +90,15 @@ func EditDiscovery(data []byte, on bool) ([]byte, error) {
 		value = "true"
 	}
 	lines := strings.Split(string(data), "\n")
-	if _, ok := top["discovery"]; ok {
+	if _, ok := top[sw.key]; ok {
 		d := &document{md: &md, top: top}
-		n := d.ownLine(toml.Key{"discovery"})
+		n := d.ownLine(toml.Key{sw.key})
 		if n < 1 || n > len(lines) {
-			return nil, &Error{Msg: "discovery's line cannot be found: set it by hand"}
+			return nil, &Error{Msg: sw.key + "'s line cannot be found: set it by hand"}
 		}
-		m := discoveryLine.FindStringSubmatch(lines[n-1])
+		m := sw.line.FindStringSubmatch(lines[n-1])
 		if m == nil {
-			return nil, &Error{Line: n, Msg: "discovery is not alone on its line (discovery = true): set it by hand"}
+			return nil, &Error{Line: n, Msg: sw.key + " is not alone on its line (" + sw.key + " = true): set it by hand"}
 		}
 		lines[n-1] = m[1] + value + m[3]
 	} else {
@@ -81,7 +110,7 @@ func EditDiscovery(data []byte, on bool) ([]byte, error) {
 		if strings.Contains(string(data), "\r\n") {
 			eol = "\r"
 		}
-		add := []string{"discovery = " + value + eol}
+		add := []string{sw.key + " = " + value + eol}
 		if len(data) == 0 {
 			lines = nil
 			add = append(add, "")
@@ -91,9 +120,9 @@ func EditDiscovery(data []byte, on bool) ([]byte, error) {
 	out := []byte(strings.Join(lines, "\n"))
 	after, err := Parse(out)
 	want := before
-	want.Discovery = on
+	*sw.field(&want) = on
 	if err != nil || !reflect.DeepEqual(after, want) {
-		return nil, &Error{Msg: "discovery cannot be changed on its own in this file: set it by hand"}
+		return nil, &Error{Msg: sw.key + " cannot be changed on its own in this file: set it by hand"}
 	}
 	return out, nil
 }

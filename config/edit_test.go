@@ -48,6 +48,30 @@ func TestEditDiscovery(t *testing.T) {
 	}
 }
 
+// TestEditNotify: notify is a switch as discovery is, each edited on its own line, the other
+// left alone.
+func TestEditNotify(t *testing.T) {
+	in := "discovery = true # find me\nnotify = true  # tell me\n"
+	got, err := EditNotify([]byte(in), false)
+	if want := "discovery = true # find me\nnotify = false  # tell me\n"; err != nil || string(got) != want {
+		t.Errorf("got %q, %v; want %q", got, err, want)
+	}
+	got, err = EditNotify([]byte("# mine\n\nquiet = \"3s\"\n"), false)
+	if want := "# mine\n\nnotify = false\nquiet = \"3s\"\n"; err != nil || string(got) != want {
+		t.Errorf("no key: got %q, %v; want %q", got, err, want)
+	}
+	if c, err := Parse(got); err != nil || c.Notify || !c.Discovery {
+		t.Errorf("it reads as %+v, %v", c, err)
+	}
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := SetNotify(path, false); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := Load(path); err != nil || c.Notify {
+		t.Errorf("after SetNotify(false): %+v, %v", c, err)
+	}
+}
+
 func TestEditDiscoveryRefuses(t *testing.T) {
 	for _, in := range []string{
 		"discovery = \n",              // does not parse

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/krad-ade/krad/internal/fileacl"
 	"github.com/krad-ade/krad/internal/fileowner"
 	"github.com/krad-ade/krad/remote/shell"
 )
@@ -30,6 +31,10 @@ func (e *ModeError) Error() string { return e.Problem }
 // others, unless it is sticky (/tmp: others may add names there, but not take or replace ours).
 // Its errors are *ModeError, or say that dir cannot be looked at. A relative dir is taken from
 // the current folder, whose folders above are checked too.
+//
+// On macOS, where an ACL may grant what the permission bits do not show, it reads each one's ACL
+// too (package fileacl): an allow entry with a write right counts as a writable mode does, and the config
+// folder may hold no allow entry that its files (api.json among them) would inherit.
 //
 // On Windows, where the permission bits mean nothing, it checks only that dir is a folder.
 func CheckFolder(dir string) error {
@@ -74,7 +79,11 @@ func checkFile(path string, fi fs.FileInfo) error {
 	return nil
 }
 
-// checkOwn checks a file or folder that must be the user's and writable by the user alone.
+// readACL reads a file's ACL: on macOS only (package fileacl). Tests swap it.
+var readACL = fileacl.Read
+
+// checkOwn checks a file or folder that must be the user's and writable by the user alone, by
+// its mode and, on macOS, its ACL.
 func checkOwn(what, path string, fi fs.FileInfo) error {
 	if !strictModes {
 		return nil
@@ -88,6 +97,20 @@ func checkOwn(what, path string, fi fs.FileInfo) error {
 		return &ModeError{Path: path,
 			Problem: fmt.Sprintf("%s %s is writable by %s (mode %04o): they could choose the commands krad-ade runs as you", what, path, w, fi.Mode().Perm()),
 			Fix:     "chmod go-w " + shell.Word(path)}
+	}
+	aces, err := readACL(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if fileacl.Writes(aces) != 0 {
+		return &ModeError{Path: path,
+			Problem: fmt.Sprintf("%s %s has an ACL that lets others write to it (ls -led shows it): they could choose the commands krad-ade runs as you", what, path),
+			Fix:     "chmod -N " + shell.Word(path) + " (removes its ACL)"}
+	}
+	if fi.IsDir() && fileacl.Inherits(aces) {
+		return &ModeError{Path: path,
+			Problem: fmt.Sprintf("%s %s has an ACL that the files made in it inherit (ls -led shows it): api.json, which holds the bus token, would be opened to whoever it names", what, path),
+			Fix:     "chmod -N " + shell.Word(path) + " (removes its ACL)"}
 	}
 	return nil
 }
@@ -117,10 +140,22 @@ func checkAbove(path string) error {
 					Problem: fmt.Sprintf("%s, a folder above the config folder, is owned by uid %d, neither you (uid %d) nor root: its owner could replace config.toml and choose the commands krad-ade runs as you", d, uid, me),
 					Fix:     "keep the config folder in folders that only you or root own (krad-ade --config-dir DIR)"}
 			}
-			if w := writers(fi.Mode()); w != "" && fi.Mode()&fs.ModeSticky == 0 {
+			if fi.Mode()&fs.ModeSticky != 0 {
+				continue // others may add names here, but not take or replace ours
+			}
+			if w := writers(fi.Mode()); w != "" {
 				return &ModeError{Path: d,
 					Problem: fmt.Sprintf("%s, a folder above the config folder, is writable by %s (mode %04o): they could replace config.toml and choose the commands krad-ade runs as you", d, w, fi.Mode().Perm()),
 					Fix:     "chmod go-w " + shell.Word(d)}
+			}
+			aces, err := readACL(d)
+			if err != nil {
+				return fmt.Errorf("config folder: %w", err)
+			}
+			if fileacl.Writes(aces) != 0 {
+				return &ModeError{Path: d,
+					Problem: fmt.Sprintf("%s, a folder above the config folder, has an ACL that lets others write to it (ls -led shows it): they could replace config.toml and choose the commands krad-ade runs as you", d),
+					Fix:     "chmod -N " + shell.Word(d) + " (removes its ACL)"}
 			}
 		}
 	}

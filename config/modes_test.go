@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // nobody is the second user of the tests that need one: a config file or folder of another user.

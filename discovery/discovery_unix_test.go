@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/krad-ade/krad/internal/atomicfile"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 func TestWriteModes(t *testing.T) {

@@ -92,25 +92,21 @@ type labelledObjects struct {
 // listLabelled finds every container, network and image labelled krad-e2e.
 func listLabelled(ctx context.Context) (labelledObjects, error) {
 	objs := labelledObjects{map[string][]string{}, map[string][]string{}, map[string][]string{}}
-	out, err := docker(ctx, nil, "ps", "-a", "--no-trunc", "--filter", "label="+label,
-		"--format", `{{.ID}} {{.Label "`+label+`"}}`)
-	if err != nil {
-		return objs, err
+	for _, kind := range []struct {
+		list []string
+		into map[string][]string
+	}{{[]string{"ps", "-a"}, objs.containers}, {[]string{"network", "ls"}, objs.networks}} {
+		out, err := docker(ctx, nil, append(kind.list, "--no-trunc", "--filter", "label="+label,
+			"--format", `{{.ID}} {{.Label "`+label+`"}}`)...)
+		if err != nil {
+			return objs, err
+		}
+		for _, line := range lines(out) {
+			id, run, _ := strings.Cut(line, " ")
+			kind.into[run] = append(kind.into[run], id)
+		}
 	}
-	for _, l := range lines(out) {
-		id, run, _ := strings.Cut(l, " ")
-		objs.containers[run] = append(objs.containers[run], id)
-	}
-	out, err = docker(ctx, nil, "network", "ls", "--no-trunc", "--filter", "label="+label,
-		"--format", `{{.ID}} {{.Label "`+label+`"}}`)
-	if err != nil {
-		return objs, err
-	}
-	for _, l := range lines(out) {
-		id, run, _ := strings.Cut(l, " ")
-		objs.networks[run] = append(objs.networks[run], id)
-	}
-	out, err = docker(ctx, nil, "image", "ls", "--no-trunc", "--quiet", "--filter", "label="+label)
+	out, err := docker(ctx, nil, "image", "ls", "--no-trunc", "--quiet", "--filter", "label="+label)
 	if err != nil {
 		return objs, err
 	}

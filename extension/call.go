@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -41,28 +42,42 @@ func (x *ext) tools(ctx context.Context) (api.ExtensionAnswer, error) {
 }
 
 // call answers ExtensionTool with a tool: the result of tools/call. The call is sent once at
-// most: a tool that may have acted is not called again.
+// most: a tool that may have acted is not called again. A session that was running before this
+// request and turns out dead before the request reached it (its list failed, or the write of the
+// call met a closed pipe: the process had ended and the session did not know yet) is started
+// again once, as tools does.
 func (x *ext) call(ctx context.Context, tool string, args json.RawMessage) (api.ExtensionAnswer, error) {
-	s, _, err := x.acquire(ctx)
-	if err != nil {
-		return api.ExtensionAnswer{}, err
+	for try := 0; ; try++ {
+		s, fresh, err := x.acquire(ctx)
+		if err != nil {
+			return api.ExtensionAnswer{}, err
+		}
+		ans, notSent, err := x.callOn(ctx, s, tool, args)
+		s.release()
+		if err == nil || !notSent || fresh || try > 0 || ctx.Err() != nil {
+			return ans, err
+		}
 	}
-	defer s.release()
+}
+
+// callOn is call on session s. notSent says that the call did not reach the extension (so that it
+// can be made again): its session had died before it was written.
+func (x *ext) callOn(ctx context.Context, s *session, tool string, args json.RawMessage) (ans api.ExtensionAnswer, notSent bool, err error) {
 	// The tool must be on the list: a clear not_found, rather than whatever the server says.
 	if !s.has(tool) {
 		list, err := s.list(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return api.ExtensionAnswer{}, ctx.Err()
+				return api.ExtensionAnswer{}, false, ctx.Err()
 			}
-			return api.ExtensionAnswer{}, x.failed(s, err)
+			return api.ExtensionAnswer{}, true, x.failed(s, err)
 		}
 		if !s.has(tool) {
 			names := make([]string, 0, len(list))
 			for _, t := range list {
 				names = append(names, termsafe.Escape(t.Name, 60))
 			}
-			return api.ExtensionAnswer{}, api.Errorf(api.CodeNotFound, "extension %s has no tool %s; its tools: %s",
+			return api.ExtensionAnswer{}, false, api.Errorf(api.CodeNotFound, "extension %s has no tool %s; its tools: %s",
 				x.spec.Name, termsafe.QuoteMax(tool, 60), termsafe.Shorten(strings.Join(names, ", "), 2000))
 		}
 	}
@@ -75,15 +90,25 @@ func (x *ext) call(ctx context.Context, tool string, args json.RawMessage) (api.
 	res, err := s.cs.CallTool(ctx, params)
 	if err != nil {
 		if ctx.Err() != nil {
-			return api.ExtensionAnswer{}, ctx.Err()
+			return api.ExtensionAnswer{}, false, ctx.Err()
 		}
 		var we *jsonrpc.Error
 		if errors.As(err, &we) && !isGone(s) {
-			return api.ExtensionAnswer{}, x.refused(tool, we)
+			return api.ExtensionAnswer{}, false, x.refused(tool, we)
 		}
-		return api.ExtensionAnswer{}, x.failed(s, err)
+		return api.ExtensionAnswer{}, unsent(err), x.failed(s, err)
 	}
-	return resultAnswer(x.spec.Name, res), nil
+	return resultAnswer(x.spec.Name, res), false, nil
+}
+
+// unsent says that a call's error means the call never reached the extension: its write met a
+// closed pipe (a write cut short sends no whole line, and a line is a message), or the SDK would
+// not write it on a connection that was closing already (jsonrpc2's ErrClientClosing, which the
+// SDK passes on only as text inside mcp.ErrConnectionClosed). Any other end is ambiguous: the
+// extension may have read the call and acted.
+func unsent(err error) bool {
+	return errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), "client is closing")
 }
 
 // list fetches the tool list and keeps it for has.

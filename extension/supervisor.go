@@ -147,9 +147,9 @@ func (s *Supervisor) find(env, name string) (*ext, error) {
 	if x == nil {
 		lent := s.lent(env)
 		if len(lent) == 0 {
-			return nil, api.Errorf(api.CodeNotFound, "no extension %s: config.toml lends environment %s no extension ([[extension]] tables)", name, env)
+			return nil, api.Errorf(api.CodeNotFound, "no extension %s: config.toml lends environment %s no extension ([[extension]] tables)", name, env).WithReason(api.ReasonNoExtension)
 		}
-		return nil, api.Errorf(api.CodeNotFound, "no extension %s: the extensions of environment %s are %s", name, env, strings.Join(lent, ", "))
+		return nil, api.Errorf(api.CodeNotFound, "no extension %s: the extensions of environment %s are %s", name, env, strings.Join(lent, ", ")).WithReason(api.ReasonNoExtension)
 	}
 	if !x.spec.Lends(env) {
 		return nil, api.Errorf(api.CodeForbidden, "extension %s is not lent to environment %s: its environments in config.toml, on the computer that runs krad-ade, do not name %s", name, env, env)

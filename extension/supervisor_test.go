@@ -15,7 +15,8 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/extension"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/proctest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 func TestMain(m *testing.M) { testbin.Main(m) }
@@ -258,7 +259,7 @@ func TestLifecycle(t *testing.T) {
 	call()
 	third := started()[2]
 	s.Close()
-	if alive(third) {
+	if proctest.Running(third) {
 		t.Errorf("the extension runs after Close")
 	}
 	if _, err := handle(t, s, "main", api.ExtensionToolBody{Extension: "x"}); code(err) != api.CodeUnavailable {
@@ -266,20 +267,35 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
-}
-
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); alive(pid); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); proctest.Running(pid); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("process %d still runs after 30 s", pid)
 		}
+	}
+}
+
+// TestCallRightAfterADeath: a call made as soon as the extension's process is gone, before its
+// session may have noticed (the write of the call then meets a closed pipe: nothing reached the
+// extension), starts it again and is answered, as a call made later is; five times over.
+func TestCallRightAfterADeath(t *testing.T) {
+	pids := filepath.Join(t.TempDir(), "pids")
+	cmd := script(t, "wrapper", "#!/bin/sh\necho $$ >> '"+pids+"'\nexec '"+script(t, "rogue", rogue)+"'\n")
+	s := extension.New(extension.Config{Extensions: []extension.Spec{{Name: "x", Command: []string{cmd}, Env: map[string]string{"ROGUE_SIZE": "3"}}},
+		Env: os.Environ()})
+	defer s.Close()
+	for i := range 5 {
+		ans, err := handle(t, s, "main", api.ExtensionToolBody{Extension: "x", Tool: "huge"})
+		if err != nil || texts(ans.Result) != "<<<" {
+			t.Fatalf("call %d: %+v, %v", i, ans, err)
+		}
+		b, _ := os.ReadFile(pids)
+		f := strings.Fields(string(b))
+		pid, _ := strconv.Atoi(f[len(f)-1])
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, pid)
 	}
 }

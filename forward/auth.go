@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/krad-ade/krad/forward/sshconfig"
 )
 
 // agentDialTimeout bounds reaching the agent's socket; a socket file with no agent behind it
@@ -35,7 +37,7 @@ func (k *keys) close() {
 }
 
 // authError explains a failed authentication of h with k.
-func (k *keys) authError(h *Host, err error) *AuthError {
+func (k *keys) authError(h *sshconfig.Host, err error) *AuthError {
 	return &AuthError{User: h.User, Host: h.String(), Tried: k.tried, Encrypted: k.encrypted, NoAgent: k.noAgent, Err: err}
 }
 
@@ -43,10 +45,10 @@ func (k *keys) authError(h *Host, err error) *AuthError {
 // IdentitiesOnly the agent's keys are only those of the identity files. An identity file that
 // needs a passphrase is never prompted for: the agent's copy is used if it holds one, else it is
 // noted for the error.
-func loadKeys(h *Host, sock string) (*keys, error) {
+func loadKeys(h *sshconfig.Host, sock string) (*keys, error) {
 	k := &keys{}
 	switch {
-	case h.IdentityAgent == None:
+	case h.IdentityAgent == sshconfig.None:
 		sock, k.noAgent = "", "IdentityAgent none"
 	case h.IdentityAgent != "":
 		sock = h.IdentityAgent

@@ -9,20 +9,20 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/krad-ade/krad/forward/sshconfig"
 )
 
-// Defaults for what neither Config nor ssh_config sets.
+// Defaults for what Config does not set. (ConnectTimeout and the keepalives have theirs in
+// ssh_config's package: [sshconfig.DefaultConnectTimeout] and the two after it.)
 const (
-	DefaultConnectTimeout      = 15 * time.Second
-	DefaultServerAliveInterval = 15 * time.Second
-	DefaultServerAliveCountMax = 3
-	DefaultMinBackoff          = 250 * time.Millisecond
-	DefaultMaxBackoff          = 30 * time.Second
-	DefaultCommandTimeout      = 30 * time.Second
+	DefaultMinBackoff     = 250 * time.Millisecond
+	DefaultMaxBackoff     = 30 * time.Second
+	DefaultCommandTimeout = 30 * time.Second
 )
 
 // None, as a file or socket in Config, means no file or socket at all, as ssh -F none does.
-const None = "none"
+const None = sshconfig.None
 
 // Config describes one SSH environment's connection. Host and Target are required; the zero
 // value of every other field means ssh's own default.
@@ -52,7 +52,7 @@ type Config struct {
 
 	// OnWarning, when set, is called once for each ssh_config line the package could not read
 	// and left out. Without it warnings go to Logger.
-	OnWarning func(Warning)
+	OnWarning func(sshconfig.Warning)
 
 	// Logger receives the details: connections accepted and refused, a stale session ended.
 	// Nil discards them.
@@ -147,15 +147,18 @@ func (c Config) check() (Config, error) {
 	return c, nil
 }
 
-// home returns the folder "~" stands for.
-func (c Config) home() string {
-	if c.Home != "" {
-		return c.Home
+// sshConfig is what c says of the host's ssh_config: which files, and what wins over them.
+func (c Config) sshConfig() sshconfig.Options {
+	return sshconfig.Options{
+		Host:                c.Host,
+		UserConfig:          c.UserConfig,
+		SystemConfig:        c.SystemConfig,
+		KnownHosts:          c.KnownHosts,
+		Home:                c.Home,
+		ConnectTimeout:      c.ConnectTimeout,
+		ServerAliveInterval: c.ServerAliveInterval,
+		ServerAliveCountMax: c.ServerAliveCountMax,
 	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return h
-	}
-	return "/"
 }
 
 // agentSocket returns the agent's socket as Config gives it: "" for none.

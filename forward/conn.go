@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/krad-ade/krad/forward/sshconfig"
 )
 
 // State is where a connection stands.
@@ -101,7 +103,8 @@ type Conn struct {
 	status Status
 	client *ssh.Client
 	fwd    Forward
-	warned map[Warning]bool
+	lost   error // why the last connection that was up ended
+	warned map[sshconfig.Warning]bool
 
 	nudge chan struct{} // Retry's, for Run; holds one
 	path  chan string   // the path watch's reasons (see paths), for Run; holds one
@@ -109,6 +112,7 @@ type Conn struct {
 	// Carried from one connection to the next; only Run's goroutine touches them.
 	port  int          // the port to ask for
 	prev  *hostSession // the sshd session of the connection before
+	stuck []string     // the marks of connects whose sh never got past the start-up files (giveup.go)
 	files watched      // the files the last attempt read
 
 	heldMu sync.Mutex
@@ -120,7 +124,7 @@ type Conn struct {
 func New(cfg Config) *Conn {
 	checked, err := cfg.check()
 	return &Conn{cfg: checked, cfgErr: err, port: cfg.PreferredPort, status: Status{State: Connecting, Since: time.Now()},
-		warned: map[Warning]bool{}, nudge: make(chan struct{}, 1), path: make(chan string, 1)}
+		warned: map[sshconfig.Warning]bool{}, nudge: make(chan struct{}, 1), path: make(chan string, 1)}
 }
 
 // Retry asks for a new attempt now: the person says they fixed something (trusted the host's
@@ -389,16 +393,10 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	case <-c.path:
 	default:
 	}
-	// The files are looked at before they are read, so that an edit made meanwhile counts as
-	// a change should this attempt fail.
-	c.files = nil
-	c.files.add(c.cfg.configFiles()...)
-	h, warnings, err := c.cfg.Resolve()
-	c.warn(warnings)
+	h, err := c.resolve()
 	if err != nil {
 		return false, err
 	}
-	c.files.add(h.knownHostsFiles()...)
 	began := time.Now()
 	step := func(what string) {
 		c.cfg.Logger.Debug(what, "host", c.cfg.Host, "after", time.Since(began).Round(time.Millisecond))
@@ -426,59 +424,53 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 		ln  net.Listener
 		fwd Forward
 	)
+	// A connect that fails from here on ends what it left running on the host before its
+	// connection closes (giveUp), then closes the sh, unless OnConnect kept it.
+	kept, gaveUp := false, false
+	giveUp := func() {
+		if !gaveUp {
+			gaveUp = true
+			c.giveUp(l, sh)
+		}
+	}
+	defer func() { // the sh is lent to OnConnect meanwhile, which may keep it
+		if !kept {
+			sh.close()
+		}
+	}()
 	err = Within(l.ctx, h.Alias, "checking the forward", c.cfg.CommandTimeout, func(ctx context.Context) (err error) {
 		ln, fwd, err = c.openForward(ctx, l, sh, h, c.port, c.prev)
 		return err
 	})
 	if err != nil {
-		sh.close()
+		giveUp()
 		return false, l.cause(err)
 	}
 	step("forward open")
 	ready := make(chan struct{})
 	go c.serve(l.ctx, ln, ready, newHostEnds(l.ctx, l.client, h.Alias, fwd.Port, c.cfg.CommandTimeout, c.cfg.Logger))
 
-	var info hostInfo
-	err = Within(l.ctx, h.Alias, "checking the forward", c.cfg.CommandTimeout, func(ctx context.Context) (err error) {
-		info, err = readHostInfo(ctx, sh, fwd.Port, c.cfg.Listeners)
-		return err
-	})
-	kept := false
-	defer func() { // the sh is lent to OnConnect meanwhile, which may keep it
-		if !kept {
-			sh.close()
-		}
-	}()
-	var te *TimeoutError
-	if errors.As(err, &te) {
+	info, err := c.readForward(l.ctx, sh, h, fwd)
+	if err != nil {
+		giveUp()
 		return false, l.cause(err)
 	}
-	if err != nil {
-		return false, l.cause(fmt.Errorf("check the forward on the host: %w", err))
-	}
-	if !info.tcpRead {
-		err = fmt.Errorf("%w: the host has no /proc/net/tcp to read (the forward serves Linux hosts only)", ErrUncheckable)
-	} else {
-		err = checkLoopback(info.sockets, fwd.Port, info.session.UID, info.fds)
-	}
-	if err != nil {
+	if err := c.checkForward(h, fwd, info); err != nil {
 		l.close()
 		return false, err
-	}
-	if _, others := ownListeners(info.sockets, fwd.Port, info.session.UID, info.fds); len(others) > 0 {
-		c.cfg.Logger.Info("another program listens on the forward's port on the host too, on other addresses; 127.0.0.1 stays ours",
-			"host", h.Alias, "port", fwd.Port, "others", len(others))
 	}
 	close(ready)
 	c.port = fwd.Port
 	c.prev = &info.session
 
 	step("forward checked")
+	c.endStuck(l.ctx, sh)
 	if c.cfg.OnConnect != nil {
 		lent := &Shell{sh: sh}
 		err := c.cfg.OnConnect(l.ctx, l.client, fwd, lent)
 		kept = lent.end()
 		if err != nil {
+			giveUp()
 			if kept {
 				lent.Close()
 			}
@@ -489,6 +481,58 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 		sh.close()
 	}
 
+	served := c.connected(l, fwd)
+	return proved.Load() || served >= servedFor, l.cause(nil)
+}
+
+// resolve reads the host's ssh_config afresh for an attempt. The files are looked at before they
+// are read, so that an edit made meanwhile counts as a change should this attempt fail.
+func (c *Conn) resolve() (*sshconfig.Host, error) {
+	c.files = nil
+	opts := c.cfg.sshConfig()
+	c.files.add(opts.Files()...)
+	h, warnings, err := sshconfig.Resolve(opts)
+	c.warn(warnings)
+	if err != nil {
+		return nil, err
+	}
+	c.files.add(knownHostsFiles(h)...)
+	return h, nil
+}
+
+// readForward reads, through the shell sh, who listens on the forward's port on the host and who
+// the session is, within the command timeout.
+func (c *Conn) readForward(ctx context.Context, sh *hostShell, h *sshconfig.Host, fwd Forward) (hostInfo, error) {
+	var info hostInfo
+	err := Within(ctx, h.Alias, "checking the forward", c.cfg.CommandTimeout, func(ctx context.Context) (err error) {
+		info, err = readHostInfo(ctx, sh, fwd.Port, c.cfg.Listeners)
+		return err
+	})
+	var te *TimeoutError
+	if err != nil && !errors.As(err, &te) {
+		err = fmt.Errorf("check the forward on the host: %w", err)
+	}
+	return info, err
+}
+
+// checkForward checks that the forward's 127.0.0.1 listener on the host is ours (checkLoopback);
+// another program's on other addresses of the port is logged.
+func (c *Conn) checkForward(h *sshconfig.Host, fwd Forward, info hostInfo) error {
+	if !info.tcpRead {
+		return fmt.Errorf("%w: the host has no /proc/net/tcp to read (the forward serves Linux hosts only)", ErrUncheckable)
+	}
+	if err := checkLoopback(info.sockets, fwd.Port, info.session.UID, info.fds); err != nil {
+		return err
+	}
+	if _, others := ownListeners(info.sockets, fwd.Port, info.session.UID, info.fds); len(others) > 0 {
+		c.cfg.Logger.Info("another program listens on the forward's port on the host too, on other addresses; 127.0.0.1 stays ours",
+			"host", h.Alias, "port", fwd.Port, "others", len(others))
+	}
+	return nil
+}
+
+// connected serves the connection l with its forward fwd until it ends, and says for how long.
+func (c *Conn) connected(l *link, fwd Forward) time.Duration {
 	c.mu.Lock()
 	c.client, c.fwd = l.client, fwd
 	c.mu.Unlock()
@@ -496,9 +540,18 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 	up := time.Now()
 	<-l.ctx.Done()
 	c.mu.Lock()
-	c.client, c.fwd = nil, Forward{}
+	c.client, c.fwd, c.lost = nil, Forward{}, l.cause(nil)
 	c.mu.Unlock()
-	return proved.Load() || time.Since(up) >= servedFor, l.cause(nil)
+	return time.Since(up)
+}
+
+// Lost says why the last connection that was up ended (the host stopped answering keepalives,
+// wrapping [ErrKeepalive], say); nil before any ended. It is set by the time [Conn.Client] no
+// longer returns that connection's client.
+func (c *Conn) Lost() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lost
 }
 
 // dialAcrossChanges is dial, started again at once when this computer's network changes before
@@ -508,7 +561,7 @@ func (c *Conn) connectOnce(ctx context.Context) (healthy bool, err error) {
 // out their 15 s, while new ones went through at once); the change that brings the network back
 // is the moment to start over. Once the host has answered, the dial goes on through a
 // change: its path works, and the change is left for the connection's keepalive check.
-func (c *Conn) dialAcrossChanges(ctx context.Context, h *Host) (*link, error) {
+func (c *Conn) dialAcrossChanges(ctx context.Context, h *sshconfig.Host) (*link, error) {
 	for {
 		l := newLink()
 		l.reached, l.hold = c.resetHeld, c.hold
@@ -561,7 +614,7 @@ func (c *Conn) repost(reason string) {
 }
 
 // warn reports each warning once for the life of c.
-func (c *Conn) warn(ws []Warning) {
+func (c *Conn) warn(ws []sshconfig.Warning) {
 	for _, w := range ws {
 		c.mu.Lock()
 		seen := c.warned[w]

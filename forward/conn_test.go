@@ -17,7 +17,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/forward/knownhosts"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
@@ -150,9 +151,9 @@ func TestUnknownHostKey(t *testing.T) {
 			}
 			e.writeConfig(hostBlock("build", s, extra...))
 			err := run(t, e.cfg("build")).failed()
-			var hk *HostKeyError
+			var hk *knownhosts.HostKeyError
 			if !errors.As(err, &hk) || !hk.Unknown() || hk.Got != fp || hk.Host != "[127.0.0.1]:"+strconv.Itoa(s.Port) {
-				t.Fatalf("err = %#v, want an unknown *HostKeyError for %s", err, fp)
+				t.Fatalf("err = %#v, want an unknown *knownhosts.HostKeyError for %s", err, fp)
 			}
 			cmd := "ssh-keyscan -p " + strconv.Itoa(s.Port) + " -t ed25519 127.0.0.1 >> " + e.knownHosts
 			for _, want := range []string{fp, cmd, "ssh build once"} {
@@ -169,7 +170,7 @@ func TestUnknownHostKey(t *testing.T) {
 		testbin.Need(t, "ssh-keyscan", "openssh-client")
 		e.writeConfig(hostBlock("build", s))
 		err := run(t, e.cfg("build")).failed()
-		var hk *HostKeyError
+		var hk *knownhosts.HostKeyError
 		errors.As(err, &hk)
 		_, cmd, _ := strings.Cut(hk.Hint, "trust it with: ")
 		cmd, _, _ = strings.Cut(cmd, ", or")
@@ -235,9 +236,9 @@ func TestChangedHostKey(t *testing.T) {
 		t.Run(strict, func(t *testing.T) {
 			e.writeConfig(hostBlock("build", s, "StrictHostKeyChecking "+strict))
 			err := run(t, e.cfg("build")).failed()
-			var hk *HostKeyError
+			var hk *knownhosts.HostKeyError
 			if !errors.As(err, &hk) || hk.Unknown() {
-				t.Fatalf("err = %v, want a changed *HostKeyError", err)
+				t.Fatalf("err = %v, want a changed *knownhosts.HostKeyError", err)
 			}
 			got, was := ssh.FingerprintSHA256(s.HostKeys[0]), ssh.FingerprintSHA256(old)
 			line := e.knownHosts + ":2"
@@ -309,7 +310,7 @@ func TestJumpHostKeyUnknown(t *testing.T) {
 	e.trust(target.KnownHostsLine(0))
 	e.writeConfig(hostBlock("jump", jump), hostBlock("target", target, "ProxyJump jump"))
 	err := run(t, e.cfg("target")).failed()
-	var hk *HostKeyError
+	var hk *knownhosts.HostKeyError
 	if !errors.As(err, &hk) || !strings.HasPrefix(err.Error(), "jump host jump") {
 		t.Errorf("err = %v, want the jump host's unknown key", err)
 	}

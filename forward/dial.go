@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/krad-ade/krad/forward/knownhosts"
+	"github.com/krad-ade/krad/forward/sshconfig"
 )
 
 // link is one SSH connection and everything it runs over: the clients of the ProxyJump hops and
@@ -92,17 +95,11 @@ func (l *link) cause(err error) error {
 	return l.err
 }
 
-// dial connects to h through its ProxyJump hops, each with its own handshake timeout, and
-// authenticates on each.
-func dial(ctx context.Context, c Config, h *Host) (*link, error) {
-	l := newLink()
-	return l, dialInto(ctx, c, h, l)
-}
-
-// dialInto is dial's work, into l, which it closes on failure: a caller may watch l.received
+// dialInto connects to h through its ProxyJump hops, each with its own handshake timeout, and
+// authenticates on each, into l, which it closes on failure: a caller may watch l.received
 // while it runs.
-func dialInto(ctx context.Context, c Config, h *Host, l *link) error {
-	chain := append(append([]*Host(nil), h.Jump...), h)
+func dialInto(ctx context.Context, c Config, h *sshconfig.Host, l *link) error {
+	chain := append(append([]*sshconfig.Host(nil), h.Jump...), h)
 	var prev *ssh.Client
 	for i, hop := range chain {
 		var first *link
@@ -141,12 +138,12 @@ func dialInto(ctx context.Context, c Config, h *Host, l *link) error {
 //
 // first, when not nil, is the link whose first hop this is: it counts the bytes read from the
 // connection, and a direct TCP connection is its heldConn.
-func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client, first *link) (*ssh.Client, net.Conn, error) {
+func dialHop(ctx context.Context, c Config, h *sshconfig.Host, prev *ssh.Client, first *link) (*ssh.Client, net.Conn, error) {
 	var counter *atomic.Int64
 	if first != nil {
 		counter = &first.received
 	}
-	hk, err := loadHostKeys(h, c.Logger)
+	hk, err := knownhosts.New(h, c.Logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -216,8 +213,8 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client, first *li
 	cc, chans, reqs, err := ssh.NewClientConn(conn, h.Addr(), &ssh.ClientConfig{
 		User:              h.User,
 		Auth:              []ssh.AuthMethod{ssh.PublicKeys(ks.signers...)},
-		HostKeyCallback:   hk.check,
-		HostKeyAlgorithms: hk.algorithms(),
+		HostKeyCallback:   hk.Check,
+		HostKeyAlgorithms: hk.Algorithms(),
 	})
 	// The timer fired, or the deadline did: whatever the handshake said, it was cut short.
 	cutShort := !stop() || errors.Is(err, os.ErrDeadlineExceeded)
@@ -236,7 +233,7 @@ func dialHop(ctx context.Context, c Config, h *Host, prev *ssh.Client, first *li
 			err = fmt.Errorf("ssh handshake with %s: no answer in %s (ConnectTimeout)%s", h.Addr(), h.ConnectTimeout, proxySaid(proxy))
 			return nil, nil, onPath(direct, h.Addr(), err)
 		}
-		var hke *HostKeyError
+		var hke *knownhosts.HostKeyError
 		switch {
 		case errors.As(err, &hke):
 			return nil, nil, hke

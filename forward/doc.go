@@ -24,8 +24,8 @@
 //
 // # What a connect does
 //
-//  1. ssh_config is read again (~/.ssh/config, then /etc/ssh/ssh_config; see [Config.Resolve]),
-//     so an edit takes effect at the next connect.
+//  1. ssh_config is read again (~/.ssh/config, then /etc/ssh/ssh_config; see
+//     [sshconfig.Resolve]), so an edit takes effect at the next connect.
 //  2. The first hop is dialed (through [Config.Dialer] when set), or reached through its
 //     ProxyCommand, and each later hop through the previous hop's client; each hop has its own
 //     handshake timeout, ConnectTimeout (15 s by default), over the dial and the whole SSH
@@ -60,32 +60,13 @@
 //
 // # ssh_config
 //
-// ssh_config is read as OpenSSH's ssh (9.x) reads it, and held against ssh -G by a differential
-// test: lines split as ssh splits them (white space or '=', quotes, backslashes, comments);
-// Host patterns (* ? and !) matched against the host as given; Match with host (the HostName
-// given so far), originalhost, user, localuser, exec, all, canonical and final, each negated by
-// '!'; Include with globs, relative paths from ~/.ssh (/etc/ssh for the system's file), taken in
-// place and conditional inside a block; the first value of each keyword wins, IdentityFile's add
-// up; and a second reading when a Match asks for "final" or CanonicalizeHostname is on. The
-// host name ends up lower-case (addresses aside), as ssh makes it.
-//
-// The keywords used: HostName (with %h), Port, User, IdentityFile (repeated, with %d %h %i %k
-// %L %l %n %p %r %u %% and ~), IdentitiesOnly, IdentityAgent, ProxyJump (a,b, each as
-// [user@]host[:port] or ssh://…, each hop resolved through its own Host block, the first with
-// its own ProxyJump, as ssh -J does), ProxyCommand (with %h %n %p %r %%), UserKnownHostsFile and
-// GlobalKnownHostsFile (with tokens), HostKeyAlias, StrictHostKeyChecking, HashKnownHosts,
-// ConnectTimeout, ServerAliveInterval and ServerAliveCountMax (15 s × 3 when the files say
-// nothing; ServerAliveInterval 0 turns keepalives off, as in ssh).
-//
-// Match exec runs its command as ssh does, /bin/sh -c with its tokens expanded, and its exit
-// status decides; it runs in a process group of its own, which is ended when the command runs
-// past 10 s (the attempt then fails and is retried). A token whose value holds characters the
-// shell acts on is refused rather than put in the command.
-//
-// A line ssh would refuse (an unclosed quote, an unknown Match criterion, extra arguments) is
-// left out and reported as a [Warning] naming the file and line, through [Config.OnWarning];
-// the rest of the file counts. A Host or Match line left out takes its block with it, rather
-// than lend its lines to the block above. Keywords the package does not use are ignored.
+// The host is resolved through ssh_config by package [sshconfig], as ssh -G resolves it:
+// HostName, Port, User, the identities, the known_hosts files and how strictly they are held,
+// the timers, and ProxyJump or ProxyCommand. A line it could not read is left out and reported
+// as a [sshconfig.Warning] naming the file and line, through [Config.OnWarning]; a value it
+// cannot act on fails the attempt with a [*sshconfig.ConfigError]. Config's UserConfig,
+// SystemConfig, KnownHosts, Home and timers are its [sshconfig.Options]. A Match exec command
+// that runs past 10 s fails the attempt, which is retried.
 //
 // # ProxyCommand
 //
@@ -123,40 +104,11 @@
 //
 // # Host keys
 //
-// A host's key must be one its known_hosts files hold (hashed names and [host]:port entries
-// included), under its HostKeyAlias when it has one. The host key algorithms asked for put the
-// types known for the host first, so that a host with several keys shows a known one rather than
-// one that would look like a change. Then:
-//
-//   - an unknown host under StrictHostKeyChecking ask or yes (the default is ask) is refused with
-//     a [*HostKeyError] that gives the key's fingerprint and the command that trusts it
-//     (ssh-keyscan -p PORT -t TYPE HOST >> FILE, or running ssh HOST once);
-//   - under accept-new or no, its key is appended to the first user known_hosts file (created
-//     0600 if need be; an existing file keeps its mode), hashed under HashKnownHosts yes;
-//   - a changed key is always refused, whatever StrictHostKeyChecking says, with both
-//     fingerprints and the file:line of the known key, and the ssh-keygen -R command to remove
-//     it once a person has checked. A host that no longer offers any type of key known_hosts
-//     holds for it counts as changed too, and a key marked @revoked is refused.
-//
-// # Host certificates
-//
-// When known_hosts holds a CA for the host (@cert-authority PATTERNS KEY, the patterns matched
-// as for other lines), host certificates are asked for first, of every type, and a certificate
-// the host shows is accepted when all of this holds: it is a host certificate, signed by such a
-// CA; it is valid now (between its -V bounds); the host's name (its HostKeyAlias if it has one,
-// else its HostName) is one of its principals; its signature and critical options check.
-// Without a CA for the host no certificate is asked for. A certificate whose key or CA is marked
-// @revoked is refused outright. Any other certificate that fails is refused, and then, as ssh
-// does, its key is checked as a plain key, by the rules above: it is accepted if known_hosts
-// holds it, added under accept-new or no, and otherwise the [*HostKeyError] says first why the
-// certificate was refused ([HostKeyError.Cert]): "host certificate of [10.0.0.7]:2222 is
-// refused: it expired at 2026-01-02 00:00:00 UTC (the host needs a new one); its key, checked
-// as a plain key, is unknown: …". A CA's own key is never taken for a host's key (knownhosts
-// alone would take it).
-//
-// Host patterns are matched as golang.org/x/crypto's knownhosts matches them, for CA lines too:
-// a pattern without [ ]:port stands for port 22 only, so a host on another port needs
-// [host]:port (ssh matches "*" against "[host]:port" as a whole).
+// Each hop's key is checked against its known_hosts files by package [knownhosts], as ssh
+// checks it: host certificates against @cert-authority lines, then plain keys; an unknown host
+// is added only under StrictHostKeyChecking accept-new or no, and a changed key is never
+// accepted. A refusal is a [*knownhosts.HostKeyError] that says what to run once a person has
+// checked the key.
 //
 // # Keepalives, reconnects, states
 //
@@ -195,10 +147,10 @@
 //	failed: host key of buildbox has changed: …
 //	stopped
 //
-// Failed is for errors retrying alone cannot fix: [*HostKeyError], [*AuthError],
-// [*ConfigError], [ErrForwardingForbidden], [ErrNotLoopback], [ErrUncheckable], and errors
-// OnConnect wraps in [Permanent]. Other errors, OnConnect's included, are retried. A failed
-// connection waits for a person's fix, and tries again from the start:
+// Failed is for errors retrying alone cannot fix: [*knownhosts.HostKeyError], [*AuthError],
+// [*sshconfig.ConfigError], [ErrForwardingForbidden], [ErrNotLoopback], [ErrUncheckable], and
+// errors OnConnect wraps in [Permanent]. Other errors, OnConnect's included, are retried. A
+// failed connection waits for a person's fix, and tries again from the start:
 //
 //   - when a file the failed attempt read is no longer as it was then (by content, looked at
 //     every half second): the ssh_config files (not those they Include) and the known_hosts
@@ -231,7 +183,8 @@
 //
 // # What runs on the host
 //
-// One sh per connect, started by the user's login shell with exec, that runs: echo, id -u, grep
+// One sh per connect, started by the user's login shell with exec (exec sh -s MARK, MARK a random
+// word that names this connect's sh on the host, see below), that runs: echo, id -u, grep
 // of /proc/net/tcp and /proc/net/tcp6 (or the command [Config.Listeners] gives, which lists the
 // listeners alone), its own read of /proc/PID/stat, ls -l /proc/PID/fd, and
 // when a stale session holds the port, sed and kill, and sed again until that session is gone;
@@ -239,6 +192,16 @@
 // there. Everything it prints is read after marker lines, so what a chatty start-up file prints first is ignored. The
 // host must be Linux (the static CLI the app installs is Linux-only too): without /proc/net/tcp
 // the forward cannot be checked and is not served.
+//
+// A connect that fails ends what it started on the host before its connection closes: sshd does
+// not, when a session closes (a login shell looping in ~/.bashrc, a command that hangs), and it
+// signals a session when asked only where it runs with privilege separation, which it does not
+// for root. So each session given up is signalled, and then, from the connect's sh (or, when that
+// sh itself hangs, from an exec of its own), the script remote/shell's EndSessions ends every
+// other session of that connection: every process whose session is led by a child of the
+// connection's sshd. A connect whose sh never got past the start-up files keeps its MARK; the
+// first later connect whose sh answers ends the user's sessions led by a process whose command
+// line holds one of those marks, which only those shells can hold.
 //
 // # Security model
 //
@@ -255,7 +218,9 @@
 //     that waits for a confirmation all end as errors or timeouts.
 //   - Nothing from the host or from files reaches an error with control characters in it, and
 //     host names are checked before they are put in a hint's command.
-//   - Only our own stale sshd session is ever killed on the host, as described above.
+//   - Only our own processes are ever killed on the host, as described above: our stale sshd
+//     session, the sessions of a connection of ours that gave up, and the login shells that hold
+//     the random mark of a connect of ours.
 //   - The only local command run is the user's own ProxyCommand, from their ssh_config, as ssh
 //     runs it. What goes into it through %h %n %p %r is checked first: host names as host
 //     names, ports as numbers, users without characters the shell acts on.

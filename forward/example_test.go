@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/krad-ade/krad/forward"
+	"github.com/krad-ade/krad/forward/knownhosts"
+	"github.com/krad-ade/krad/forward/sshconfig"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -37,7 +39,7 @@ func Example() {
 				log.Printf("buildbox: %s", s)
 				return
 			}
-			var hk *forward.HostKeyError
+			var hk *knownhosts.HostKeyError
 			switch {
 			case errors.As(s.Err, &hk) && hk.Unknown():
 				log.Printf("buildbox is not in known_hosts: %s", hk.Hint)
@@ -47,7 +49,7 @@ func Example() {
 				log.Printf("buildbox: %v", s.Err)
 			}
 		},
-		OnWarning: func(w forward.Warning) { log.Printf("ssh config: %s", w) },
+		OnWarning: func(w sshconfig.Warning) { log.Printf("ssh config: %s", w) },
 	})
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/netnstest"
+	"github.com/krad-ade/krad/kradtest/netnstest"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/tcptest"
+	"github.com/krad-ade/krad/kradtest/tcptest"
 )
 
 // heldPair is a TCP connection on loopback: this side as a heldConn, and the host's side.

@@ -2,7 +2,6 @@ package forward
 
 import (
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/crypto/ssh"
-	"golang.org/x/crypto/ssh/knownhosts"
 
+	"github.com/krad-ade/krad/forward/knownhosts"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
@@ -56,7 +55,7 @@ func TestHostCertificate(t *testing.T) {
 		sign   func(pub string) string           // the certificate sshd shows; none if nil
 		trust  func(s *sshdtest.Server) []string // known_hosts
 		config []string                          // more lines of the Host block
-		// connects, or fails with a *HostKeyError whose Cert says want ("" for no certificate
+		// connects, or fails with a *knownhosts.HostKeyError whose Cert says want ("" for no certificate
 		// checked).
 		connects bool
 		want     string
@@ -161,9 +160,9 @@ func TestHostCertificate(t *testing.T) {
 				return
 			}
 			err := r.failed()
-			var hk *HostKeyError
+			var hk *knownhosts.HostKeyError
 			if !errors.As(err, &hk) {
-				t.Fatalf("err = %v, want a *HostKeyError", err)
+				t.Fatalf("err = %v, want a *knownhosts.HostKeyError", err)
 			}
 			switch {
 			case tc.want == "" && hk.Cert != "":
@@ -182,57 +181,5 @@ func TestHostCertificate(t *testing.T) {
 				t.Errorf("err = %q, want it to start with the certificate refused", err)
 			}
 		})
-	}
-}
-
-func TestHostKeyAlgorithmsWithCA(t *testing.T) {
-	rsa := keygen(t, filepath.Join(t.TempDir(), "rsa"), "rsa", "")
-	ca := newHostCA(t, "ca")
-	known := []knownhosts.KnownKey{{Key: rsa}}
-
-	without := (&hostKeys{known: known}).algorithms()
-	if i := slices.IndexFunc(without, func(a string) bool { return strings.Contains(a, "-cert-") }); i >= 0 {
-		t.Errorf("without a CA, algorithms = %q: certificate %s asked for", without, without[i])
-	}
-	if without[0] != ssh.KeyAlgoRSASHA512 {
-		t.Errorf("algorithms = %q, want the known key's type first", without)
-	}
-
-	with := (&hostKeys{known: known, cas: []knownhosts.KnownKey{{Key: ca.pub}}}).algorithms()
-	if with[0] != ssh.CertAlgoRSASHA512v01 || !slices.Contains(with, ssh.CertAlgoED25519v01) {
-		t.Errorf("with a CA, algorithms = %q, want certificates first, the known type's first of all", with)
-	}
-	firstPlain := slices.IndexFunc(with, func(a string) bool { return !strings.Contains(a, "-cert-") })
-	if slices.ContainsFunc(with[firstPlain:], func(a string) bool { return strings.Contains(a, "-cert-") }) || with[firstPlain] != ssh.KeyAlgoRSASHA512 {
-		t.Errorf("with a CA, algorithms = %q, want every certificate before the plain keys, the known type first", with)
-	}
-}
-
-// The @cert-authority lines' host patterns are matched as knownhosts matches its other lines:
-// each pattern is tried on a line of knownhosts' own.
-func TestMatchHostPatterns(t *testing.T) {
-	key := keygen(t, filepath.Join(t.TempDir(), "k"), "ed25519", "")
-	probe := keygen(t, filepath.Join(t.TempDir(), "probe"), "ed25519", "")
-	patterns := []string{
-		"127.0.0.1", "[127.0.0.1]:2222", "[127.0.0.1]:22", "*", "127.0.0.*", "127.0.0.?", "*.example.com",
-		"build.example.com,!bad.example.com", "!bad.example.com,*.example.com", "*,![127.0.0.1]:2222",
-		"BUILD.example.com", "[::1]:2222", "::1", "127.0.0.1:2222",
-		// Lines knownhosts leaves out: they match nothing.
-		"127.0.0.1,!", "[127.0.0.1:2222,127.0.0.1",
-		knownhosts.HashHostname("[127.0.0.1]:2222"), knownhosts.HashHostname("build.example.com"),
-	}
-	addrs := []string{"127.0.0.1:22", "127.0.0.1:2222", "bad.example.com:22", "build.example.com:22", "[::1]:2222", "[::1]:22"}
-	for _, p := range patterns {
-		file := filepath.Join(t.TempDir(), "known_hosts")
-		os.WriteFile(file, []byte(p+" "+string(ssh.MarshalAuthorizedKey(key))), 0o600)
-		db, err := knownhosts.New(file)
-		for _, a := range addrs {
-			var ke *knownhosts.KeyError
-			want := err == nil && errors.As(db(a, dummyAddr, probe), &ke) && len(ke.Want) > 0
-			host, port, _ := net.SplitHostPort(a)
-			if got := matchHostPatterns(strings.Split(p, ","), host, port); got != want {
-				t.Errorf("pattern %q on %s: matched %v, knownhosts says %v", p, a, got, want)
-			}
-		}
 	}
 }

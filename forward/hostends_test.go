@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/hangup"
 	"github.com/krad-ade/krad/internal/sockpair"
-	"github.com/krad-ade/krad/internal/tcptest"
+	"github.com/krad-ade/krad/kradtest/floodtest"
+	"github.com/krad-ade/krad/kradtest/tcptest"
 )
 
 // pairTarget is a Target whose connections are socket pairs, as the app's bus makes them

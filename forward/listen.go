@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/krad-ade/krad/forward/sshconfig"
 	"github.com/krad-ade/krad/internal/hangup"
 	"github.com/krad-ade/krad/internal/termsafe"
 )
@@ -63,7 +64,7 @@ const maxOutput = 4 << 20
 // connection before, still holds it, prev is ended and the port asked for again; when it is still
 // taken, the host chooses another and Forward.Changed says so. A refusal of a port of the host's
 // choosing means the host forbids forwarding: [ErrForwardingForbidden].
-func (c *Conn) openForward(ctx context.Context, l *link, sh *hostShell, h *Host, port int, prev *hostSession) (net.Listener, Forward, error) {
+func (c *Conn) openForward(ctx context.Context, l *link, sh *hostShell, h *sshconfig.Host, port int, prev *hostSession) (net.Listener, Forward, error) {
 	ln, err := listen(l.client, port)
 	if err != nil && port != 0 && isRefused(err) {
 		c.cfg.Logger.Debug("the port asked for is taken on the host", "host", h.Alias, "port", port)
@@ -99,9 +100,9 @@ func (c *Conn) openForward(ctx context.Context, l *link, sh *hostShell, h *Host,
 		return nil, Forward{}, fmt.Errorf("ask the host for a forward: %w", l.cause(err))
 	}
 	got := ln.Addr().(*net.TCPAddr).Port
-	fwd := Forward{Addr: joinHostPort(loopbackHost, got), Port: got}
+	fwd := Forward{Addr: net.JoinHostPort(loopbackHost, strconv.Itoa(got)), Port: got}
 	if port != 0 && got != port {
-		fwd.Changed = &PortChanged{Old: joinHostPort(loopbackHost, port), New: fwd.Addr}
+		fwd.Changed = &PortChanged{Old: net.JoinHostPort(loopbackHost, strconv.Itoa(port)), New: fwd.Addr}
 	}
 	return ln, fwd, nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/krad-ade/krad/internal/netnstest"
+	"github.com/krad-ade/krad/kradtest/netnstest"
 )
 
 // TestNetworkChangesSeen: the kernel's word that a link went down or came up reaches the path
@@ -36,11 +36,22 @@ func TestNetworkChangesSeen(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("nothing said within 10 s of %s", what)
 		}
-		// The change's other messages are within the settle time: no second word for it.
-		select {
-		case s := <-said:
-			t.Errorf("after %s, a second %q", what, s)
-		case <-time.After(3 * networkSettle):
+		// The change's other messages come within the settle time: no second word for them. A
+		// busy machine may hold one of them back past it (the kernel's link watch sends a
+		// carrier's change later, on its own work queue): one more word then, never one a
+		// message (a link coming up sends a dozen).
+		words := 1
+		for quiet := false; !quiet; {
+			select {
+			case s := <-said:
+				words++
+				t.Logf("after %s, word %d: %q", what, words, s)
+			case <-time.After(3 * networkSettle):
+				quiet = true
+			}
+		}
+		if words > 2 {
+			t.Errorf("after %s, %d words, want one (two on a busy machine)", what, words)
 		}
 	}
 	time.Sleep(3 * networkSettle)

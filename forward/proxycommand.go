@@ -97,7 +97,7 @@ func (c *commandConn) exitError() error {
 }
 
 // said returns the last line the command wrote to its stderr, safe to print.
-func (c *commandConn) said() string { return lastLine(c.stderr.String()) }
+func (c *commandConn) said() string { return termsafe.LastLine(c.stderr.String(), 300) }
 
 // proxyError is a ProxyCommand that exited: its status, and the last line of its stderr.
 type proxyError struct {
@@ -130,16 +130,6 @@ func (e *proxyError) Error() string {
 }
 
 func (e *proxyError) Unwrap() error { return e.err }
-
-// lastLine returns the last line that is not blank, escaped so that it cannot act on a
-// terminal: a ProxyCommand's stderr is the network's words as much as the command's.
-func lastLine(s string) string {
-	s = strings.TrimRight(s, " \t\r\n")
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return termsafe.Escape(strings.TrimSpace(s), 300)
-}
 
 // waitFor waits for ch to close, at most d. It says whether it did.
 func waitFor(ch <-chan struct{}, d time.Duration) bool {

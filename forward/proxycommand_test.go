@@ -13,9 +13,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/krad-ade/krad/internal/capped"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/internal/termsafe"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
@@ -219,7 +221,7 @@ func TestProxyCommandExitError(t *testing.T) {
 			if got := err.Error(); got != want && !(tc.prefix && strings.HasPrefix(got, want)) {
 				t.Errorf("exitError =\n %q\nwant\n %q", got, want)
 			}
-			if strings.ContainsFunc(err.Error(), isControl) {
+			if strings.ContainsFunc(err.Error(), unicode.IsControl) {
 				t.Errorf("exitError %q carries control characters", err)
 			}
 		})
@@ -235,12 +237,12 @@ func TestStderrTail(t *testing.T) {
 	if got := len(tl.String()); got != stderrTail {
 		t.Errorf("kept %d bytes, want the last %d", got, stderrTail)
 	}
-	if got, want := lastLine(tl.String()), "nc: connect to 10.0.0.1 port 22 (tcp) failed: Connection refused"; got != want {
-		t.Errorf("lastLine = %q, want %q", got, want)
+	if got, want := termsafe.LastLine(tl.String(), 300), "nc: connect to 10.0.0.1 port 22 (tcp) failed: Connection refused"; got != want {
+		t.Errorf("LastLine = %q, want %q", got, want)
 	}
 	tl.Write(bytes.Repeat([]byte("y"), 5000))
-	if got := lastLine(tl.String()); !strings.HasPrefix(got, "yyy") || !strings.HasSuffix(got, "…") || len(got) > 320 {
-		t.Errorf("lastLine of a long line = %q, want it cut", got)
+	if got := termsafe.LastLine(tl.String(), 300); !strings.HasPrefix(got, "yyy") || !strings.HasSuffix(got, "…") || len(got) > 320 {
+		t.Errorf("LastLine of a long line = %q, want it cut", got)
 	}
 }
 
@@ -258,8 +260,11 @@ func TestProxyCommand(t *testing.T) {
 		return nil, errors.New("no TCP in this test")
 	}
 	// nc does not end when the host closes the connection, as long as its stdin is open: a
-	// lost connection is noticed by keepalives, as it is by ssh.
-	cfg.ServerAliveInterval, cfg.ServerAliveCountMax = 200*time.Millisecond, 2
+	// lost connection is noticed by keepalives, as it is by ssh. Within 4 s, not faster: with
+	// 200 ms × 2, a loaded machine (the race tests, the fuzzers) once left a keepalive of a live
+	// connection unanswered past 600 ms, and the connection was dropped as lost before the test
+	// could use it.
+	cfg.ServerAliveInterval, cfg.ServerAliveCountMax = time.Second, 3
 	r := run(t, cfg)
 	st, i := r.connected(0)
 	carries(t, st.Addr)

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/listenowner/listenownertest"
+	"github.com/krad-ade/krad/kradtest/listenownertest"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
@@ -674,5 +674,24 @@ func TestServedConnectionResetsBackoff(t *testing.T) {
 		if again >= 3*time.Second {
 			t.Errorf("round %d: dialed again %v after the kill, the backoff's pace: a connection that served did not reset it", round, again)
 		}
+	}
+}
+
+// TestKeepaliveOff: ServerAliveInterval 0 sends no keepalives, as in ssh, rather than failing;
+// the loop waits for a check (after sleep or a change of the network) and ends with the link.
+// (The link has no client: a keepalive sent would panic.)
+func TestKeepaliveOff(t *testing.T) {
+	l := newLink()
+	done := make(chan struct{})
+	go func() {
+		l.keepalive(0, 3, nil, func() { t.Error("a reply without a request") }, nil)
+		close(done)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	l.close()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("keepalive(0) did not return when its link ended")
 	}
 }

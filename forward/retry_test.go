@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/krad-ade/krad/forward/knownhosts"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
@@ -24,7 +25,7 @@ func TestFailedHealsWhenKnownHostsChanges(t *testing.T) {
 	e.writeConfig(hostBlock("build", s))
 	r := run(t, e.cfg("build"))
 	failed, i := r.wait(20*time.Second, 0, func(s Status) bool { return s.State == Failed })
-	var hk *HostKeyError
+	var hk *knownhosts.HostKeyError
 	if !errors.As(failed.Err, &hk) || !hk.Unknown() {
 		t.Fatalf("failed with %v, want an unknown host key", failed.Err)
 	}

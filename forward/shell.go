@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/crypto/ssh"
 
@@ -27,6 +28,12 @@ type hostShell struct {
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
 	stderr *stderrTo // the session's stderr: the shell's, then an exec'd command's ([Shell.Exec])
+	// mark is a random word of the shell's command line (exec sh -s MARK), which names it on
+	// the host while the login shell that runs that line is still in the user's start-up files
+	// (see giveUp).
+	mark string
+	// answered: a run came back, so the shell got past the user's start-up files.
+	answered atomic.Bool
 
 	mu     sync.Mutex
 	n      int
@@ -40,7 +47,7 @@ func startShell(client *ssh.Client) (*hostShell, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open a session on the host: %w", err)
 	}
-	sh := &hostShell{sess: s, stderr: &stderrTo{b: capped.First(4096)}}
+	sh := &hostShell{sess: s, stderr: &stderrTo{b: capped.First(4096)}, mark: newMark()}
 	s.Stderr = sh.stderr
 	if sh.stdin, err = s.StdinPipe(); err != nil {
 		s.Close()
@@ -53,8 +60,8 @@ func startShell(client *ssh.Client) (*hostShell, error) {
 	}
 	sh.stdout = bufio.NewReaderSize(out, 64<<10)
 	// exec: the login shell becomes sh, so that sh's parent, $PPID, is the sshd process that
-	// serves this connection.
-	if err := s.Start("exec sh"); err != nil {
+	// serves this connection. The mark is sh's $1, which it does not use.
+	if err := s.Start("exec sh -s " + sh.mark); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("start sh on the host: %w", err)
 	}
@@ -94,6 +101,7 @@ func (sh *hostShell) run(ctx context.Context, script string) ([]byte, error) {
 		if r.err != nil {
 			return nil, sh.fail(ctx, r.err)
 		}
+		sh.answered.Store(true)
 		return r.out, nil
 	case <-ctx.Done():
 		return nil, sh.fail(ctx, ctx.Err())
@@ -127,6 +135,9 @@ func (sh *hostShell) readUntil(end string) ([]byte, error) {
 // fail marks the shell broken with err, closes it, and returns the error to report: why ctx
 // ended when it did (a deadline's *TimeoutError), else err with the shell's stderr.
 func (sh *hostShell) fail(ctx context.Context, err error) error {
+	// What runs there is given up: sshd, asked, ends the session's process group (not for
+	// root, whose sessions it does not signal: see giveUp).
+	sh.sess.Signal(ssh.SIGKILL)
 	sh.sess.Close()
 	if ctx.Err() != nil {
 		err = context.Cause(ctx)

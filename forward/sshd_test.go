@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/krad-ade/krad/forward/sshconfig"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
@@ -149,6 +150,15 @@ func hostBlock(alias string, s *sshdtest.Server, extra ...string) string {
 		b += "  " + l + "\n"
 	}
 	return b
+}
+
+// localUser is the user ssh_config's reading connects as when the files name none.
+func localUser() string {
+	h, _, err := sshconfig.Resolve(sshconfig.Options{Host: "h", UserConfig: None, SystemConfig: None})
+	if err != nil {
+		panic(err)
+	}
+	return h.User
 }
 
 // cfg is a Config for host in this env: its files only, no agent, short timers.

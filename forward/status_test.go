@@ -4,6 +4,9 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/krad-ade/krad/forward/knownhosts"
+	"github.com/krad-ade/krad/forward/sshconfig"
 )
 
 func TestStatusString(t *testing.T) {
@@ -57,9 +60,9 @@ func TestIsPermanent(t *testing.T) {
 		{errors.New("connection refused"), false},
 		{&pathError{addr: "h:22", err: errors.New("timeout")}, false},
 		{ErrKeepalive, false},
-		{&HostKeyError{Host: "h"}, true},
+		{&knownhosts.HostKeyError{Host: "h"}, true},
 		{&AuthError{User: "u", Host: "h"}, true},
-		{&ConfigError{Host: "h", Reason: "bad"}, true},
+		{&sshconfig.ConfigError{Host: "h", Reason: "bad"}, true},
 		{errors.Join(errors.New("x"), ErrForwardingForbidden), true},
 		{ErrNotLoopback, true},
 		{ErrUncheckable, true},

@@ -3,6 +3,7 @@ package forward
 import (
 	"time"
 
+	"github.com/krad-ade/krad/forward/sshconfig"
 	"github.com/krad-ade/krad/internal/filestate"
 )
 
@@ -50,9 +51,9 @@ func (w watched) changed() (string, bool) {
 }
 
 // knownHostsFiles are the known_hosts files of h and of every hop on the way.
-func (h *Host) knownHostsFiles() []string {
+func knownHostsFiles(h *sshconfig.Host) []string {
 	var out []string
-	for _, x := range append([]*Host{h}, h.Jump...) {
+	for _, x := range append([]*sshconfig.Host{h}, h.Jump...) {
 		out = append(out, x.KnownHostsFiles...)
 		out = append(out, x.GlobalKnownHostsFiles...)
 	}

@@ -22,13 +22,19 @@ func (e *ForeignListenerError) Error() string {
 	return fmt.Sprintf("the listener at %s belongs to uid %d, not you (uid %d)", e.Addr, e.UID, e.Self)
 }
 
-// ErrNoListener is wrapped by Check's and Owner's error when no socket in /proc/net/tcp or
-// /proc/net/tcp6 serves the connection: the listener closed in the meantime, or /proc shows
-// another network namespace than the one the connection is in.
+// ErrNoListener is wrapped by Check's and Owner's error when no socket in the kernel's table
+// (/proc/net/tcp and tcp6 on Linux, net.inet.tcp.pcblist_n on macOS) serves the connection: the
+// listener closed in the meantime, or /proc shows another network namespace than the one the
+// connection is in.
 var ErrNoListener = errors.New("no listener found")
 
+// ErrNoOwner is wrapped by Check's and Owner's error on macOS when the socket that serves the
+// connection is, in the kernel's list, a flow of a user-space network stack, for which the kernel
+// records no owner: nothing proves whose it is.
+var ErrNoOwner = errors.New("the kernel records no owner for the socket")
+
 // ErrNotLoopback is returned for a connection that is not TCP to a loopback address: only there
-// does the local /proc/net/tcp show who listens.
+// does this computer's table of sockets show who listens.
 var ErrNotLoopback = errors.New("not a TCP connection to a loopback address")
 
 // ends are the two ends of conn, the client's and the listener's, with IPv4-mapped addresses

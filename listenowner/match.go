@@ -1,6 +1,9 @@
 package listenowner
 
-import "net/netip"
+import (
+	"net/netip"
+	"os"
+)
 
 // servers is what would receive bytes written on a connection from local to remote (remote is
 // the listener's side, the address the client dialed), among the sockets of /proc/net/tcp and
@@ -55,9 +58,11 @@ func listenRank(s socket, dst netip.AddrPort) int {
 			return 3
 		case a == netip.IPv4Unspecified():
 			return 2
+		case a == netip.IPv6Unspecified() && s.v6only:
+			return 0
 		case a == netip.IPv6Unspecified(), a.Is4In6() && a.Unmap() == netip.IPv4Unspecified():
-			// [::] takes IPv4 too unless it is IPV6_V6ONLY, which the table does not show;
-			// ranked last, it decides only when nothing better listens.
+			// [::] takes IPv4 too unless it is IPV6_V6ONLY, which Linux's table does not show
+			// (macOS's does: v6only); ranked last, it decides only when nothing better listens.
 			return 1
 		}
 		return 0
@@ -74,4 +79,16 @@ func listenRank(s socket, dst netip.AddrPort) int {
 // unmap turns ::ffff:a.b.c.d into a.b.c.d, the form the rest of this package compares.
 func unmap(ap netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// uidOf is the uid that owns the sockets servers found: when several listeners tie, one that is
+// not this process's user's, if any, so that a squatter among them is refused.
+func uidOf(found []socket) int {
+	self := os.Getuid()
+	for _, s := range found {
+		if int(s.uid) != self {
+			return int(s.uid)
+		}
+	}
+	return int(found[0].uid)
 }

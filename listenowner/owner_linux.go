@@ -12,29 +12,7 @@ import (
 	"os"
 )
 
-// Check returns nil when the socket that would receive what is written on conn belongs to this
-// process's user (os.Getuid), a *ForeignListenerError when it belongs to another, and another
-// error when it cannot tell: conn is not TCP to loopback (ErrNotLoopback), no socket serves it
-// (ErrNoListener), or /proc/net/tcp cannot be read. Only nil means "safe to send".
-func Check(conn net.Conn) error {
-	remote, uid, err := owner(conn)
-	if err != nil {
-		return err
-	}
-	if self := os.Getuid(); uid != self {
-		return &ForeignListenerError{Addr: remote, UID: uid, Self: self}
-	}
-	return nil
-}
-
-// Owner returns the uid that owns the socket serving conn, as Check decides it: the far end of
-// the connection when /proc shows it, else the listener the kernel would pick for it (when
-// listeners tie, one that is not this process's user's, if any). Its errors are Check's.
-func Owner(conn net.Conn) (int, error) {
-	_, uid, err := owner(conn)
-	return uid, err
-}
-
+// owner is the address conn went to and the uid that owns the socket serving it.
 func owner(conn net.Conn) (netip.AddrPort, int, error) {
 	local, remote, err := ends(conn)
 	if err != nil {
@@ -83,18 +61,6 @@ func ownerFromProc(local, remote netip.AddrPort) (netip.AddrPort, int, error) {
 		return remote, -1, fmt.Errorf("%w at %s in /proc/net/tcp and /proc/net/tcp6", ErrNoListener, remote)
 	}
 	return remote, uidOf(found), nil
-}
-
-// uidOf is the uid that owns the sockets servers found: when several listeners tie, one that is
-// not this process's user's, if any, so that a squatter among them is refused.
-func uidOf(found []socket) int {
-	self := os.Getuid()
-	for _, s := range found {
-		if int(s.uid) != self {
-			return int(s.uid)
-		}
-	}
-	return int(found[0].uid)
 }
 
 // readTableFile reads the sockets with local port port from one of /proc/net/tcp and

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package listenowner
 
@@ -9,8 +9,8 @@ import (
 	"net"
 )
 
-// Check returns nil on this system: only Linux shows who owns a socket in a form this package
-// reads (/proc/net/tcp). See the package documentation for what that leaves open.
+// Check returns nil on this system: only Linux and macOS show who owns a socket in a form this
+// package reads. See the package documentation for what that leaves open.
 func Check(conn net.Conn) error { return nil }
 
 // Owner returns an error wrapping errors.ErrUnsupported on this system.

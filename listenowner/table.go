@@ -22,7 +22,14 @@ type socket struct {
 	// inode is the socket's inode, 0 when no process holds it: a connection waiting in its
 	// listener's queue, one closed (TIME_WAIT and the like), or a SYN_RECV request. The uid of
 	// such a line is not its owner's: kernels before 6.16 show 0 for a socket no process holds.
+	// On macOS it is the socket's handle in the kernel's list (pcblist.go), 0 likewise.
 	inode uint64
+	// v6only is true for an IPv6 listener known to take no IPv4 connection (IPV6_V6ONLY). Linux's
+	// tables do not show it, and leave it false; macOS's do (pcblist.go).
+	v6only bool
+	// unowned is true for a socket whose uid proves nothing: a flow of a user-space network
+	// stack in macOS's list, which records no owner (pcblist.go).
+	unowned bool
 }
 
 // errFormat is wrapped by every error about a table that cannot be read: the kernel's format is

@@ -12,8 +12,9 @@
 //  3. the envelope's api_version must be 1, else unsupported_api_version, Hello included;
 //  4. the request must be one the API knows, with the right fields, else bad_request; Hello is
 //     answered here by the bus itself, without touching the app, so it answers while the app is
-//     busy. Other requests go to the app's [Handler], which resolves the caller to a [Role]; the
-//     access table, the pure function [Decide], says whether that role may make that request.
+//     busy. Other requests go to the app's [Handler], which resolves the caller to an
+//     [access.Role]; the access table, the pure function [access.Decide], says whether that role
+//     may make that request.
 //
 // One line is answered before any decoding: a Client's Hello exactly as api.Client and the spec's
 // printf write it, compared whole and in constant time with the line the bus makes from its own
@@ -40,12 +41,12 @@
 // that the client runs as the user. A Client caller gets Hello, List, ListAll and
 // SubscribeAgents, and nothing else.
 //
-// Where a connection came from is not declared: it is its [Origin], which the bus knows from how
-// the connection reached it. The listener's connections are this computer's; a connection that a
-// host made to its forward reaches the bus through [Server.Pipe] with the origin of that SSH
-// environment, and speaks for that environment only ([Admit]): it may name that environment's
-// Terminal and Git callers, and any other caller — this computer's terminals, another host's, the
-// Lead caller, "Client" — is refused with forbidden, whatever token it carries. Every process on
-// a host can read the token file there (the user, root, an admin), so the token proves nothing
-// about which machine speaks; the forward does, and a host never acts on this computer.
+// Where a connection came from is not declared: it is its [access.Origin], which the bus knows from
+// how the connection reached it. The listener's connections are this computer's; a connection that
+// a host made to its forward reaches the bus through [Server.Pipe] with the origin of that SSH
+// environment, and speaks for that environment only ([access.Admit]): it may name that
+// environment's Terminal and Git callers, and any other caller — this computer's terminals, another
+// host's, the Lead caller, "Client" — is refused with forbidden, whatever token it carries. Every
+// process on a host can read the token file there (the user, root, an admin), so the token proves
+// nothing about which machine speaks; the forward does, and a host never acts on this computer.
 package local

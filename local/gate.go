@@ -13,8 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/krad-ade/krad/access"
 	"github.com/krad-ade/krad/api"
 )
 
@@ -85,9 +84,9 @@ func giveBuf(b []byte) {
 
 // gate bounds the connections of one origin that have not passed the token check.
 type gate struct {
-	origin Origin // for the log
-	max    int    // connections
-	budget int    // bytes of line buffers
+	origin access.Origin // for the log
+	max    int           // connections
+	budget int           // bytes of line buffers
 	log    *slog.Logger
 	drops  minuteLog
 
@@ -96,7 +95,7 @@ type gate struct {
 	head, tail *waiter // oldest first
 }
 
-func newGate(origin Origin, conns, budget int, log *slog.Logger) *gate {
+func newGate(origin access.Origin, conns, budget int, log *slog.Logger) *gate {
 	// One line of the longest length must always fit, with room to spare.
 	budget = max(budget, 2*(api.MaxRequestLine+1))
 	return &gate{origin: origin, max: max(conns, 1), budget: budget, log: log}
@@ -195,9 +194,7 @@ func (w *waiter) unread() bool {
 		return false
 	}
 	n := 0
-	_ = w.raw.Control(func(fd uintptr) {
-		n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
-	})
+	_ = w.raw.Control(func(fd uintptr) { n = unreadBytes(int(fd)) })
 	return n > 0
 }
 

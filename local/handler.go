@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/krad-ade/krad/access"
 	"github.com/krad-ade/krad/api"
 )
 
@@ -30,7 +31,7 @@ type Handler interface {
 // Facts are what the app knows of a call's caller: the inputs of the access table besides the
 // request's name.
 type Facts struct {
-	Role Role
+	Role access.Role
 	// Target is what the request's target is to the caller; TargetNone when the request names
 	// none.
 	Target TargetFact
@@ -53,8 +54,12 @@ const (
 // Call is one request that passed every check.
 type Call struct {
 	From    api.Caller
-	Role    Role
+	Role    access.Role
 	Request api.Request
+	// Origin is the way the connection came in: a handler that makes requests of its own for
+	// this caller (MCP's relay) makes them through the same one ([Server.Pipe]), so that they
+	// pass the same checks.
+	Origin access.Origin
 	// Stream is set for SubscribeAgents only.
 	Stream *Stream
 }
@@ -127,9 +132,9 @@ type Unserved struct{}
 func (Unserved) Facts(_ context.Context, from api.Caller, _ api.Request) (Facts, error) {
 	switch from.Kind {
 	case api.CallerClient:
-		return Facts{Role: RoleClient}, nil
+		return Facts{Role: access.RoleClient}, nil
 	case api.CallerGit:
-		return Facts{Role: RoleGit}, nil
+		return Facts{Role: access.RoleGit}, nil
 	}
 	return Facts{}, api.Errorf(api.CodeForbidden, "%s is not a terminal of this app", from.Terminal)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/krad-ade/krad/access"
 	"github.com/krad-ade/krad/internal/sockpair"
 )
 
@@ -17,7 +18,7 @@ var ErrNotServing = errors.New("local: the bus is not serving")
 // checks and all. The SSH bridge carries each connection a host makes to its forward this way,
 // with the origin FromForward(environment), which spares a TCP connection on this computer and
 // tells the bus which environment speaks. Both ends support CloseWrite, as TCP's do.
-func (s *Server) Pipe(_ context.Context, origin Origin) (net.Conn, error) {
+func (s *Server) Pipe(_ context.Context, origin access.Origin) (net.Conn, error) {
 	client, server, err := sockpair.New()
 	if err != nil {
 		return nil, fmt.Errorf("local: %w", err)

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/krad-ade/krad/access"
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/hangup"
 	"github.com/krad-ade/krad/internal/termsafe"
@@ -89,19 +90,19 @@ type Server struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	serving context.Context
-	inlets  map[Origin]*inlet
+	inlets  map[access.Origin]*inlet
 }
 
 // inlet is one way into the bus: the connections of one Origin. Each has its gate, so that a
 // flood of one origin takes nothing from the others, and its own log of what Admit refused.
 type inlet struct {
-	origin  Origin
+	origin  access.Origin
 	gate    *gate
 	refused minuteLog
 }
 
 // inletLocked is origin's way in, made on its first connection. s.mu is held.
-func (s *Server) inletLocked(origin Origin) *inlet {
+func (s *Server) inletLocked(origin access.Origin) *inlet {
 	in := s.inlets[origin]
 	if in == nil {
 		in = &inlet{origin: origin, gate: newGate(origin, s.cfg.PendingConns, s.cfg.PendingBytes, s.cfg.Logger)}
@@ -152,8 +153,8 @@ func Listen(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, ln: ln, hello: append(line, '\n'), clientHello: clientHello, inlets: map[Origin]*inlet{}}
-	s.listened = s.inletLocked(Loopback)
+	s := &Server{cfg: cfg, ln: ln, hello: append(line, '\n'), clientHello: clientHello, inlets: map[access.Origin]*inlet{}}
+	s.listened = s.inletLocked(access.Loopback)
 	return s, nil
 }
 
@@ -235,7 +236,7 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn, in *inlet) {
 	// means every check of the order would pass, so it is answered at once. Any other line,
 	// this one with any byte changed included, goes through the checks; so does every line
 	// from a forward, where a Client caller is refused.
-	if origin == Loopback && len(line) == len(s.clientHello) && subtle.ConstantTimeCompare(line, s.clientHello) == 1 {
+	if origin == access.Loopback && len(line) == len(s.clientHello) && subtle.ConstantTimeCompare(line, s.clientHello) == 1 {
 		w.leave()
 		s.write(conn, s.hello)
 		return
@@ -276,7 +277,7 @@ func (s *Server) check(line []byte, in *inlet) (*Call, error) {
 	}
 	// 4. The caller and the request: first whether a connection of this origin may name this
 	// caller at all (a host's forward speaks for its own environment only), Hello included.
-	if d := Admit(in.origin, env.From); d.Verdict != Allow {
+	if d := access.Admit(in.origin, env.From); d.Verdict != access.Allow {
 		// A host that names a caller its forward does not speak for is trying to act beyond
 		// its environment (or is misconfigured): a person should learn which one, without a
 		// line per attempt.
@@ -292,11 +293,11 @@ func (s *Server) check(line []byte, in *inlet) (*Call, error) {
 	}
 	if req.Name == api.Hello {
 		if env.From.Kind == api.CallerGit {
-			return nil, api.Errorf(api.CodeForbidden, "%s", Decide(RoleGit, api.Hello).Why)
+			return nil, api.Errorf(api.CodeForbidden, "%s", access.Decide(access.RoleGit, api.Hello).Why)
 		}
 		return nil, nil
 	}
-	return &Call{From: env.From, Request: req}, nil
+	return &Call{From: env.From, Request: req, Origin: in.origin}, nil
 }
 
 // serveCall resolves the caller, applies the access table, and runs the handler under the
@@ -384,14 +385,14 @@ func (s *Server) authorize(ctx context.Context, call *Call) error {
 		return err
 	}
 	if call.From.Kind == api.CallerLead {
-		f.Role = RoleLead // the lead token was checked: the Lead caller is a lead.
+		f.Role = access.RoleLead // the lead token was checked: the Lead caller is a lead.
 	}
 	call.Role = f.Role
-	d := Decide(f.Role, call.Request.Name)
+	d := access.Decide(f.Role, call.Request.Name)
 	switch d.Verdict {
-	case Allow:
+	case access.Allow:
 		return nil
-	case AllowOwnWorker:
+	case access.AllowOwnWorker:
 		target, ok := call.Request.Target()
 		switch {
 		case !ok:
@@ -474,9 +475,9 @@ func writeLines(conn net.Conn, ch chan []byte, first []byte) bool {
 
 // refuse answers an error found before the handler and logs it. The log line names the code and
 // where the connection came from, never the request's content or token. w is still in its gate.
-func (s *Server) refuse(w *waiter, origin Origin, err error) {
+func (s *Server) refuse(w *waiter, origin access.Origin, err error) {
 	conn := w.conn
-	a := errorAnswer(err)
+	a := s.answerError(nil, err)
 	var e *api.Error
 	if errors.As(err, &e) {
 		s.cfg.Logger.Debug("request refused", "code", string(e.Code), "origin", origin.String(), "remote", remoteOf(conn))
@@ -512,8 +513,10 @@ func (s *Server) write(conn net.Conn, line []byte) bool {
 }
 
 // answerError is the one place an error becomes an answer: an *api.Error as it is,
-// api.ErrTimedOut as "TimedOut", and anything else as internal, logged here with the request
-// and the caller since its text is not all sent.
+// api.ErrTimedOut as "TimedOut", and anything else as internal, logged here since its text is
+// not all sent. call is the call that failed, or nil for an error found before the call is known
+// (reading the line, the order of checks), whose errors are *api.Error: an internal one there
+// would be the bus's own fault, and its answer says no more than that.
 func (s *Server) answerError(call *Call, err error) api.Answer {
 	if errors.Is(err, api.ErrTimedOut) {
 		return api.TimedOut
@@ -522,6 +525,10 @@ func (s *Server) answerError(call *Call, err error) api.Answer {
 	if errors.As(err, &e) {
 		return api.ErrorAnswer(e)
 	}
+	if call == nil {
+		s.cfg.Logger.Error("request failed before its checks ended", "err", err)
+		return api.ErrorAnswer(api.Errorf(api.CodeInternal, "the app failed to answer; see its log"))
+	}
 	s.cfg.Logger.Error("request failed", "request", string(call.Request.Name), "from", call.From.String(), "err", err)
 	return api.ErrorAnswer(api.Errorf(api.CodeInternal, "%s failed: %s", call.Request.Name, termsafe.Shorten(err.Error(), maxInternalMessage)))
 }
@@ -529,16 +536,6 @@ func (s *Server) answerError(call *Call, err error) api.Answer {
 // maxInternalMessage is how much of an internal error's text an answer carries; the log has it
 // all.
 const maxInternalMessage = 300
-
-// errorAnswer turns an error found before the call is known into an answer: an *api.Error as it
-// is, anything else as internal.
-func errorAnswer(err error) api.Answer {
-	var e *api.Error
-	if errors.As(err, &e) {
-		return api.ErrorAnswer(e)
-	}
-	return api.ErrorAnswer(api.Errorf(api.CodeInternal, "the app failed to answer; see its log"))
-}
 
 // remoteOf names a connection's far end for the log: a socket pair's has no address.
 func remoteOf(conn net.Conn) string {

@@ -19,12 +19,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/access"
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/internal/apitest"
-	"github.com/krad-ade/krad/internal/floodtest"
 	"github.com/krad-ade/krad/internal/hangup"
 	"github.com/krad-ade/krad/internal/sockpair"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/apitest"
+	"github.com/krad-ade/krad/kradtest/floodtest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 const (
@@ -55,19 +56,19 @@ type testApp struct {
 func (a *testApp) Facts(_ context.Context, from api.Caller, req api.Request) (Facts, error) {
 	switch from.Kind {
 	case api.CallerClient:
-		return Facts{Role: RoleClient}, nil
+		return Facts{Role: access.RoleClient}, nil
 	case api.CallerGit:
-		return Facts{Role: RoleGit}, nil
+		return Facts{Role: access.RoleGit}, nil
 	}
 	if from.Terminal == (api.TerminalID{Environment: "build", Terminal: 1}) {
-		return Facts{Role: RoleTerminal}, nil
+		return Facts{Role: access.RoleTerminal}, nil
 	}
 	if from.Terminal.Environment != "main" || from.Terminal.Terminal > 3 {
 		return Facts{}, api.Errorf(api.CodeForbidden, "%s is not a terminal of this app", from.Terminal)
 	}
-	f := Facts{Role: RoleTerminal}
+	f := Facts{Role: access.RoleTerminal}
 	if from.Terminal.Terminal == 1 {
-		f.Role = RoleLead
+		f.Role = access.RoleLead
 	}
 	if target, ok := req.Target(); ok {
 		switch {
@@ -331,7 +332,7 @@ func TestOrderOfChecks(t *testing.T) {
 
 func TestLeadCallerWithLeadToken(t *testing.T) {
 	app := &testApp{fn: func(_ context.Context, c *Call) api.Answer {
-		if c.Role != RoleLead {
+		if c.Role != access.RoleLead {
 			return api.ErrorAnswer(api.Errorf(api.CodeInternal, "role %s", c.Role))
 		}
 		return api.OK
@@ -354,7 +355,7 @@ func TestHandlerErrorsBecomeAnswers(t *testing.T) {
 		want string // the answer line, or its prefix when it ends in "…"
 	}{
 		{"api error", api.Errorf(api.CodeConflict, "busy"), `{"Error":{"code":"conflict","message":"busy"}}` + "\n"},
-		{"wrapped api error", fmt.Errorf("step: %w", api.NoTerminal("main", 9)), `{"Error":{"code":"not_found","message":"no terminal main:9: see krad list"}}` + "\n"},
+		{"wrapped api error", fmt.Errorf("step: %w", api.NoTerminal("main", 9)), `{"Error":{"code":"not_found","message":"no terminal main:9: see krad list","reason":"no_terminal"}}` + "\n"},
 		{"timed out", fmt.Errorf("wait: %w", api.ErrTimedOut), `"TimedOut"` + "\n"},
 		{"other", errors.New("tmux died"), `{"Error":{"code":"internal","message":"List failed: tmux died"}}` + "\n"},
 		{"long other", errors.New(long), `{"Error":{"code":"internal","message":"List failed: xxx…`},
@@ -380,6 +381,31 @@ func TestHandlerErrorsBecomeAnswers(t *testing.T) {
 				t.Error("the log lacks the internal error in full")
 			}
 		})
+	}
+}
+
+// TestErrorsBeforeTheCall: an error found before the call is known (the line, the order of
+// checks) becomes an answer in the same one place as a handler's, without a request to name: an
+// *api.Error as it is, and anything else, which would be the bus's own fault, as an internal
+// error that says no more and is logged.
+func TestErrorsBeforeTheCall(t *testing.T) {
+	var log lockedBuffer
+	s := &Server{cfg: Config{Logger: slog.New(slog.NewTextHandler(&log, nil))}}
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{api.Errorf(api.CodeUnauthorized, "no"), `{"Error":{"code":"unauthorized","message":"no"}}`},
+		{fmt.Errorf("read: %w", api.Errorf(api.CodeBadRequest, "too long")), `{"Error":{"code":"bad_request","message":"too long"}}`},
+		{errors.New("connection reset"), `{"Error":{"code":"internal","message":"the app failed to answer; see its log"}}`},
+	} {
+		line, err := s.answerError(nil, tt.err).MarshalJSON()
+		if err != nil || string(line) != tt.want {
+			t.Errorf("answerError(nil, %v) = %s, %v; want %s", tt.err, line, err, tt.want)
+		}
+	}
+	if got := log.String(); strings.Count(got, "level=ERROR") != 1 || !strings.Contains(got, "connection reset") {
+		t.Errorf("want the internal error logged once, in full; log:\n%s", got)
 	}
 }
 
@@ -554,7 +580,7 @@ func dialPath(t *testing.T, b *bus, pipe bool) net.Conn {
 	var err error
 	if pipe {
 		waitServing(t, b)
-		c, err = b.Pipe(context.Background(), Loopback)
+		c, err = b.Pipe(context.Background(), access.Loopback)
 	} else {
 		c, err = net.Dial("tcp", b.Addr())
 	}
@@ -808,7 +834,7 @@ func TestPipe(t *testing.T) {
 	var conn net.Conn
 	var err error
 	for time.Now().Before(deadline) {
-		if conn, err = b.Pipe(context.Background(), Loopback); err == nil {
+		if conn, err = b.Pipe(context.Background(), access.Loopback); err == nil {
 			break
 		}
 		time.Sleep(10 * time.Millisecond) // Serve is starting
@@ -824,7 +850,7 @@ func TestPipe(t *testing.T) {
 	if err != nil || !strings.HasPrefix(string(got), `{"Hello":`) {
 		t.Errorf("Hello through a pipe: %q, %v", got, err)
 	}
-	bad, _ := b.Pipe(context.Background(), Loopback)
+	bad, _ := b.Pipe(context.Background(), access.Loopback)
 	defer bad.Close()
 	_ = bad.SetDeadline(time.Now().Add(10 * time.Second))
 	_, _ = io.WriteString(bad, `{"api_version":1,"token":"ffffffffffffffffffffffffffffffff","from":"Client","request":"Hello"}`+"\n")
@@ -840,7 +866,7 @@ func TestPipeWhileStopping(t *testing.T) {
 	for range 20 {
 		b := startBus(t, nil, nil)
 		for {
-			conn, err := b.Pipe(context.Background(), Loopback)
+			conn, err := b.Pipe(context.Background(), access.Loopback)
 			if err == nil {
 				conn.Close()
 				break
@@ -853,7 +879,7 @@ func TestPipeWhileStopping(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for {
-					conn, err := b.Pipe(context.Background(), Loopback)
+					conn, err := b.Pipe(context.Background(), access.Loopback)
 					if errors.Is(err, ErrNotServing) {
 						return
 					}
@@ -883,7 +909,7 @@ func TestPipeWhileStopping(t *testing.T) {
 		}
 		b.done <- nil // for the cleanup
 		wg.Wait()
-		if _, err := b.Pipe(context.Background(), Loopback); !errors.Is(err, ErrNotServing) {
+		if _, err := b.Pipe(context.Background(), access.Loopback); !errors.Is(err, ErrNotServing) {
 			t.Fatalf("Pipe after Serve returned: %v, want ErrNotServing", err)
 		}
 	}
@@ -899,7 +925,7 @@ func TestForwardSpeaksForItsEnvironment(t *testing.T) {
 	var log lockedBuffer
 	b := startBus(t, app, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&log, nil)) })
 	waitServing(t, b)
-	send := func(origin Origin, tok string, from api.Caller, req api.Request) string {
+	send := func(origin access.Origin, tok string, from api.Caller, req api.Request) string {
 		t.Helper()
 		conn, err := b.Pipe(context.Background(), origin)
 		if err != nil {
@@ -915,7 +941,7 @@ func TestForwardSpeaksForItsEnvironment(t *testing.T) {
 		got, _ := bufio.NewReader(conn).ReadString('\n')
 		return got
 	}
-	build := FromForward("build")
+	build := access.FromForward("build")
 	mainLead := api.FromTerminal(api.TerminalID{Environment: "main", Terminal: 1})
 	refused := []struct {
 		tok  string
@@ -964,7 +990,7 @@ func TestForwardSpeaksForItsEnvironment(t *testing.T) {
 	if got := send(build, busHex, build1, api.NewRequest(api.List, nil)); got != `"Ok"`+"\n" || app.handled.Load() != 1 {
 		t.Errorf("List as build:1 through build's forward: %s, with %d requests handled; want the app's answer", got, app.handled.Load())
 	}
-	if got := send(Loopback, busHex, mainLead, api.NewRequest(api.List, nil)); got != `"Ok"`+"\n" {
+	if got := send(access.Loopback, busHex, mainLead, api.NewRequest(api.List, nil)); got != `"Ok"`+"\n" {
 		t.Errorf("List as main:1 from this computer: %s, want the app's answer", got)
 	}
 	if got := roundTrip(t, b.Addr(), hello); !strings.HasPrefix(got, `{"Hello":`) {
@@ -1011,7 +1037,7 @@ func TestStopWithStuckClients(t *testing.T) {
 	dial(`{"api_version":1,`)
 	dial(envelope(`{"Terminal":{"environment":"main","terminal":3}}`, `{"Wait":{"target":2,"timeout_secs":600}}`))
 	<-waiting
-	p, err := b.Pipe(context.Background(), Loopback)
+	p, err := b.Pipe(context.Background(), access.Loopback)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1045,7 +1071,7 @@ func TestFloodOfPartialLines(t *testing.T) {
 	runtime.GC()
 	before := memInUse()
 
-	build := FromForward("build")
+	build := access.FromForward("build")
 	dial := func(pipe bool) (net.Conn, error) {
 		if pipe {
 			return b.Pipe(context.Background(), build)
@@ -1109,7 +1135,7 @@ func waitServing(t *testing.T, b *bus) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		c, err := b.Pipe(context.Background(), Loopback)
+		c, err := b.Pipe(context.Background(), access.Loopback)
 		if err == nil {
 			c.Close()
 			return
@@ -1195,7 +1221,7 @@ func TestGateDropsTheOldest(t *testing.T) {
 // whose socket holds bytes the bus has not read yet (its goroutine has not run: it waits on the
 // bus, not on its client) and drops the oldest that waits on its client.
 func TestGatePassesOverUnread(t *testing.T) {
-	g := newGate(Loopback, 2, 0, slog.New(slog.DiscardHandler))
+	g := newGate(access.Loopback, 2, 0, slog.New(slog.DiscardHandler))
 	pair := func() (client, server net.Conn) {
 		client, server, err := sockpair.New()
 		if err != nil {
@@ -1220,7 +1246,7 @@ func TestGatePassesOverUnread(t *testing.T) {
 // oldest connection that holds line bytes, and passes over older idle ones, which hold none:
 // dropping them would free nothing.
 func TestGateBytesDropOnlyHolders(t *testing.T) {
-	g := newGate(Loopback, 10, 0, slog.New(slog.DiscardHandler)) // the smallest budget: two longest lines
+	g := newGate(access.Loopback, 10, 0, slog.New(slog.DiscardHandler)) // the smallest budget: two longest lines
 	enter := func() *waiter {
 		client, server, err := sockpair.New()
 		if err != nil {
@@ -1280,7 +1306,7 @@ func TestOriginsHaveGatesOfTheirOwn(t *testing.T) {
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})
 	waitServing(t, b)
-	pipe := func(o Origin) net.Conn {
+	pipe := func(o access.Origin) net.Conn {
 		c, err := b.Pipe(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
@@ -1290,12 +1316,12 @@ func TestOriginsHaveGatesOfTheirOwn(t *testing.T) {
 		return c
 	}
 	line := envelope(`{"Terminal":{"environment":"b","terminal":1}}`, `"Hello"`)
-	slow := pipe(FromForward("b"))
+	slow := pipe(access.FromForward("b"))
 	_, _ = io.WriteString(slow, line[:20])
 	time.Sleep(100 * time.Millisecond) // the bus has read it: b's connection waits on its client
 	var flood []net.Conn
 	for range 10 {
-		c := pipe(FromForward("a"))
+		c := pipe(access.FromForward("a"))
 		_, _ = io.WriteString(c, "{")
 		flood = append(flood, c)
 	}

@@ -15,6 +15,10 @@
 // made from a Go type; its result is structured content (the app's answer) and a short text,
 // the one krad prints for people.
 //
+// krad runs it in its own process ([Serve], which it gives package cli as cli.Options.MCP). The
+// static krad on SSH hosts links none of this package, nor the SDK: its krad mcp relays to a krad
+// mcp the app runs in its process for that terminal (package mcprelay), with this same server.
+//
 // # Security model
 //
 // The server adds no right and holds no new secret: every tool is one request to the bus, made

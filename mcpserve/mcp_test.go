@@ -19,9 +19,9 @@ import (
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
 	"github.com/krad-ade/krad/extension"
-	"github.com/krad-ade/krad/internal/apptest"
-	"github.com/krad-ade/krad/internal/tcptest"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/apptest"
+	"github.com/krad-ade/krad/kradtest/tcptest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/local"
 )
 
@@ -187,8 +187,8 @@ func textOf(res *mcp.CallToolResult) string {
 }
 
 var (
-	leadTools   = []string{"list_agents", "check_agent", "wait_for_agent", "read_screen", "send_text", "spawn_worker", "close_worker", "close_session", "report_state", "create_worktree", "changes", "list_groups", "open_in_editor", "run_variants", "pick_variant"}
-	directing   = []string{"send_text", "spawn_worker", "close_worker", "close_session", "run_variants", "pick_variant"}
+	leadTools   = []string{"list_agents", "check_agent", "wait_for_agent", "read_screen", "send_text", "spawn_worker", "close_worker", "close_session", "report_state", "create_worktree", "changes", "list_groups", "sync_group", "push_group", "open_in_editor", "run_variants", "pick_variant"}
+	directing   = []string{"send_text", "spawn_worker", "close_worker", "close_session", "run_variants", "pick_variant", "push_group"}
 	clientTools = []string{"list_agents"}
 )
 

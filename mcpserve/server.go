@@ -12,23 +12,13 @@ import (
 
 	"github.com/krad-ade/krad/access"
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/cmd/krad/cli"
 )
 
-// Config is what the server needs from the CLI that runs it.
+// Config is what the server needs from the CLI that runs it: what krad mcp gives it (who it calls
+// as, how, and how krad says things), and the extensions' tools.
 type Config struct {
-	// Version is krad's build, which the server names in its handshake.
-	Version string
-	// Caller is who the server calls as: the terminal krad mcp runs in, or Client.
-	Caller api.Caller
-	// Call makes one request of the bus as Caller, waiting for the answer as krad does.
-	// Cancelling ctx closes the request's connection, which cancels it in the app.
-	Call func(ctx context.Context, req api.Request) (api.Answer, error)
-	// Explain is what krad prints for err: its error line and its hint line.
-	Explain func(err error) string
-	// Show is the short text krad prints for people for the answer a to req.
-	Show func(req api.Request, a api.Answer) string
-	// Progress is how often a waiting tool sends a progress notification: 5 s when zero.
-	Progress time.Duration
+	cli.MCPConfig
 	// Extensions, when set, adds the tools of the extensions the caller may use.
 	Extensions Extensions
 }
@@ -39,7 +29,7 @@ type Config struct {
 // left out), to a caller the access table lets make ExtensionTool.
 type Extensions interface {
 	// Tools lists the tools of every extension the caller may use. It is asked once, when the
-	// server starts; an error leaves the extensions' tools out and is reported by Tools' caller.
+	// server starts; an error leaves the extensions' tools out, and the bus's own tools serve.
 	Tools(ctx context.Context) ([]ExtensionTool, error)
 	// Call calls one tool of one extension with the arguments the client gave, as they came.
 	// Its error is shown to the model as krad shows it (Config.Explain); an extension's own
@@ -59,8 +49,6 @@ type Server struct {
 	role  access.Role
 	srv   *mcp.Server
 	tools []string
-	// extErr is why the extensions' tools are missing, if they are.
-	extErr error
 }
 
 // New makes the server of cfg. It learns the caller's role first, the one request it makes before
@@ -86,7 +74,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.tools = append(s.tools, t.name)
 	}
 	if cfg.Extensions != nil && s.allowed(api.ExtensionTool) {
-		s.extErr = s.addExtensions(ctx)
+		s.addExtensions(ctx)
 	}
 	return s, nil
 }
@@ -113,10 +101,7 @@ func (s *Server) learnRole(ctx context.Context) (access.Role, error) {
 	if err := a.Decode(api.AnswerAgent, &agent); err != nil {
 		return 0, fmt.Errorf("Check of this terminal: %w", err)
 	}
-	if agent.Role == api.RoleLead {
-		return access.RoleLead, nil
-	}
-	return access.RoleTerminal, nil
+	return access.TerminalRole(agent.Role), nil
 }
 
 // allowed says whether the caller may make req, by the access table; a request the app does not
@@ -128,14 +113,8 @@ func (s *Server) allowed(req api.Name) bool {
 	return access.Decide(s.role, req).Verdict != access.Forbid
 }
 
-// Role is the caller's role, as the server learned it.
-func (s *Server) Role() access.Role { return s.role }
-
 // Tools are the names of the tools the server offers, in the order it lists them.
 func (s *Server) Tools() []string { return append([]string(nil), s.tools...) }
-
-// ExtensionsError is why the extensions' tools are not offered, or nil.
-func (s *Server) ExtensionsError() error { return s.extErr }
 
 // Run serves one client on r and w (krad mcp's stdin and stdout) until the client closes r or ctx
 // is done. Calls still running then are cancelled, which closes their connections to the bus.
@@ -208,10 +187,10 @@ func validToolName(name string) bool {
 }
 
 // addExtensions adds the extensions' tools as "<extension>_<tool>".
-func (s *Server) addExtensions(ctx context.Context) error {
+func (s *Server) addExtensions(ctx context.Context) {
 	tools, err := s.cfg.Extensions.Tools(ctx)
 	if err != nil {
-		return err
+		return // no extension's tool, and the bus's own tools serve (see Extensions.Tools)
 	}
 	taken := map[string]bool{}
 	for _, n := range s.tools {
@@ -238,7 +217,6 @@ func (s *Server) addExtensions(ctx context.Context) error {
 		})
 		s.tools = append(s.tools, name)
 	}
-	return nil
 }
 
 // errorResult is a tool result for err, with isError set and the lines krad prints for it.
@@ -255,14 +233,4 @@ type shown struct {
 
 func (e *shown) Error() string { return e.text }
 
-// hinted is an error of the server's own with the next step for it, which Config.Explain prints
-// as krad's hint line (its Hint method).
-type hinted struct {
-	err  error
-	hint string
-}
-
-func (e *hinted) Error() string { return e.err.Error() }
-func (e *hinted) Unwrap() error { return e.err }
-func (e *hinted) Hint() string  { return e.hint }
-func (e *shown) Unwrap() error  { return e.err }
+func (e *shown) Unwrap() error { return e.err }

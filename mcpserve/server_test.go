@@ -12,13 +12,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/cmd/krad/cli"
 )
 
 // recorder stands where the bus is, for tests of what reaches it: it answers the Check of the
 // caller's own terminal with an agent of the role it is given, and everything else with
 // not_found, and keeps every request.
 type recorder struct {
-	role string
+	role api.Role
 	mu   sync.Mutex
 	got  []api.Request
 }
@@ -96,7 +97,7 @@ func (tr *tracker) Call(_ context.Context, ext, tool string, args json.RawMessag
 func TestExtensionTools(t *testing.T) {
 	for _, tt := range []struct {
 		caller api.Caller
-		role   string
+		role   api.Role
 		want   bool
 	}{
 		{api.FromTerminal(api.TerminalID{Environment: "main", Terminal: 1}), api.RoleLead, true},
@@ -105,7 +106,7 @@ func TestExtensionTools(t *testing.T) {
 	} {
 		tr := &tracker{}
 		rec := &recorder{role: tt.role}
-		s, cs := session(t, Config{Caller: tt.caller, Call: rec.call, Extensions: tr})
+		s, cs := session(t, Config{MCPConfig: cli.MCPConfig{Caller: tt.caller, Call: rec.call}, Extensions: tr})
 		if got := slices.Contains(s.Tools(), "tracker_create_issue"); got != tt.want {
 			t.Errorf("%s %s: tracker_create_issue offered %v, want %v (tools %v)", tt.caller, tt.role, got, tt.want, s.Tools())
 		}
@@ -145,7 +146,7 @@ func FuzzToolArguments(f *testing.F) {
 		f.Add(seed.tool, []byte(seed.args))
 	}
 	rec := &recorder{role: api.RoleLead}
-	s, cs := session(f, Config{Caller: api.FromTerminal(api.TerminalID{Environment: "main", Terminal: 1}), Call: rec.call})
+	s, cs := session(f, Config{MCPConfig: cli.MCPConfig{Caller: api.FromTerminal(api.TerminalID{Environment: "main", Terminal: 1}), Call: rec.call}})
 	tools := s.Tools()
 	f.Fuzz(func(t *testing.T, i int, args []byte) {
 		if !json.Valid(args) {

@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/cmd/krad/cli"
 	"github.com/krad-ade/krad/worktree"
 )
 
@@ -86,6 +87,17 @@ type (
 		Prompt string           `json:"prompt" jsonschema:"the task, typed into every worker once it is ready"`
 		Agents []variantAgentIn `json:"agents" jsonschema:"who runs it and how many of each: at most 8 workers in all"`
 		Base   string           `json:"base,omitempty" jsonschema:"the commit or branch every variant starts from; the main checkout's HEAD when left out"`
+	}
+	syncIn struct {
+		Group string `json:"group" jsonschema:"the group whose branch to bring up to the main checkout's HEAD"`
+		How   string `json:"how,omitempty" jsonschema:"merge (the default: HEAD merged into the branch, which is never rewritten) or rebase (the branch's commits replayed onto HEAD)"`
+	}
+	pushIn struct {
+		Group  string `json:"group" jsonschema:"the group whose branch (krad/NAME) to push"`
+		Remote string `json:"remote,omitempty" jsonschema:"the remote to push to; the repository's own (the main branch's, else origin) when left out"`
+		PR     bool   `json:"pr,omitempty" jsonschema:"true: also open a pull request for the branch, with gh"`
+		Title  string `json:"title,omitempty" jsonschema:"the pull request's title, one line; gh takes the commits' when left out"`
+		Draft  bool   `json:"draft,omitempty" jsonschema:"true: open the pull request as a draft"`
 	}
 	pickIn struct {
 		Group   string `json:"group" jsonschema:"the group of the winning variant, as run_variants gave it"`
@@ -199,7 +211,7 @@ func busTools() []busTool {
 		tool("report_state", api.Report, "Report your own state",
 			"Tell the app your own state (working, idle, needs_input, done or failed), so that the person and your lead see it, and a lead's wait_for_agent on you returns when you settle.",
 			false, func(_ *Server, in reportIn) api.Request {
-				return api.NewRequest(api.Report, &api.ReportBody{State: in.State, Message: in.Message})
+				return api.NewRequest(api.Report, &api.ReportBody{State: api.State(in.State), Message: in.Message})
 			}, decodeOk),
 		tool("create_worktree", api.CreateWorktree, "Create a group (git worktree)",
 			"Make a group: a git worktree of your environment's repository on a new branch krad/NAME, so that a worker can change files without touching the main checkout. Returns its name, branch, base commit and folder; pass the name to spawn_worker's group.",
@@ -220,6 +232,16 @@ func busTools() []busTool {
 			"List your environment's groups (git worktrees): each one's name, branch, base commit and folder, and what retired groups kept (branches, snapshots of uncommitted work).",
 			true, func(_ *Server, _ noIn) api.Request { return api.NewRequest(api.Groups, nil) },
 			decodeAs[worktree.List](api.AnswerGroups)),
+		tool("sync_group", api.SyncGroup, "Sync a group with the main checkout",
+			"Bring a group's branch (krad/NAME) up to the main checkout's current HEAD: merged (the default) or rebased. A conflict changes nothing and names the files; a group with uncommitted work is refused: commit it first.",
+			false, func(_ *Server, in syncIn) api.Request {
+				return api.NewRequest(api.SyncGroup, &api.SyncGroupBody{Group: in.Group, How: in.How})
+			}, decodeAs[worktree.Synced](api.AnswerSynced)),
+		tool("push_group", api.PushGroup, "Push a group's branch",
+			"Push a group's branch (krad/NAME) to the repository's remote, with the person's credentials (git may ask them, in krad-ade's UI); with pr, open a pull request for it with gh and return its address. Only a session's lead may. What the group has not committed is not pushed.",
+			false, func(_ *Server, in pushIn) api.Request {
+				return api.NewRequest(api.PushGroup, &api.PushGroupBody{Group: in.Group, Remote: in.Remote, PR: in.PR, Title: in.Title, Draft: in.Draft})
+			}, decodeAs[worktree.Pushed](api.AnswerPushed)),
 		tool("open_in_editor", api.Code, "Open a file in the person's editor",
 			"Open a file of your environment in the person's own editor, at a line: to show them something, or to ask them to look at it or edit it. With wait, return once they closed it, then read the file again. Fails with a hint when the person configured no editor.",
 			false, func(_ *Server, in codeIn) api.Request {
@@ -258,7 +280,7 @@ func tool[In, Out any](name string, req api.Name, title, description string, rea
 			var zero Out
 			r := build(s, in)
 			if err := check(r); err != nil {
-				err = &hinted{err, "the tool's description and input schema (tools/list) say what each argument takes"}
+				err = cli.WithHint(err, "the tool's description and input schema (tools/list) say what each argument takes")
 				return nil, zero, &shown{s.cfg.Explain(err), err}
 			}
 			if secs, ok := waitsFor(r); ok {
@@ -270,7 +292,7 @@ func tool[In, Out any](name string, req api.Name, title, description string, rea
 			}
 			out, err := decode(a)
 			if err != nil {
-				err = &hinted{fmt.Errorf("%s: %w", r.Name, err), "this krad and the app disagree about the answer: use the krad that came with this krad-ade"}
+				err = cli.WithHint(fmt.Errorf("%s: %w", r.Name, err), "this krad and the app disagree about the answer: use the krad that came with this krad-ade")
 				return nil, zero, &shown{s.cfg.Explain(err), err}
 			}
 			text := "ok"

@@ -2,23 +2,28 @@ package remote_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/internal/filestate"
 	"github.com/krad-ade/krad/internal/version"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/remote"
 	"github.com/krad-ade/krad/remote/shell"
 	"github.com/krad-ade/krad/remote/sshdtest"
@@ -38,7 +43,8 @@ func statOf(t *testing.T, path string) stat {
 		t.Fatal(err)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
-	return stat{int64(st.Ino), st.Mtim.Nano(), st.Ctim.Nano(), fi.Mode(), uint64(st.Nlink)}
+	mtime, ctime, _ := filestate.Times(fi)
+	return stat{int64(st.Ino), mtime.UnixNano(), ctime.UnixNano(), fi.Mode(), uint64(st.Nlink)}
 }
 
 // entries lists a folder's names.
@@ -55,14 +61,67 @@ func entries(t *testing.T, dir string) []string {
 	return names
 }
 
+// countingHost is a Host that counts the bytes its commands read from their stdin: what went
+// over the wire.
+type countingHost struct {
+	remote.Host
+	sent int64
+}
+
+func (c *countingHost) Run(ctx context.Context, command string, stdin io.Reader) ([]byte, error) {
+	if stdin != nil {
+		stdin = &countingReader{r: stdin, n: &c.sent}
+	}
+	return c.Host.Run(ctx, command, stdin)
+}
+
+type countingReader struct {
+	r io.Reader
+	n *int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	*c.n += int64(n)
+	return n, err
+}
+
+// damagingHost is a Host that flips the bits of n bytes of what its commands read from stdin,
+// from offset at: a copy damaged on its way, which arrives whole in size.
+type damagingHost struct {
+	remote.Host
+	at, n int
+}
+
+func (d damagingHost) Run(ctx context.Context, command string, stdin io.Reader) ([]byte, error) {
+	if stdin != nil {
+		data, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, err
+		}
+		data = bytes.Clone(data)
+		for i := d.at; i < d.at+d.n && i < len(data); i++ {
+			data[i] ^= 0x55
+		}
+		stdin = bytes.NewReader(data)
+	}
+	return d.Host.Run(ctx, command, stdin)
+}
+
 func TestInstall(t *testing.T) {
 	b := binary(t)
-	srv, h := start(t, "", sshdtest.Options{})
+	srv, ssh := start(t, "", sshdtest.Options{})
+	h := &countingHost{Host: ssh}
 	ctx := context.Background()
 
 	dir, err := remote.Install(ctx, h, b)
 	if err != nil {
 		t.Fatalf("install: %v", err)
+	}
+	// The host has gzip: the binary went over gzipped, less than half its size, and was
+	// unpacked there (the SHA-256 below is of the installed file).
+	if h.sent != int64(len(b.Packed)) || h.sent >= b.Size/2 {
+		t.Errorf("the install sent %d bytes, want the gzipped binary's %d (the binary is %d)", h.sent, len(b.Packed), b.Size)
 	}
 	want := filepath.Join(srv.Home, ".krad-ade", "bin", version.Build)
 	if dir != want {
@@ -171,18 +230,38 @@ func TestInstallCorrupt(t *testing.T) {
 		t.Errorf("after a corrupt copy the folder holds %q, want nothing", got)
 	}
 
-	// A copy cut short (what arrives is shorter than the binary) is removed too.
+	// A copy cut short (what arrives is shorter than the binary) is removed too: sent whole,
+	// or gzipped.
 	whole, err := os.ReadFile(staticKrad(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	short := b
-	short.Content = bytes.NewReader(whole[:len(whole)/2])
+	short.Content, short.Packed = bytes.NewReader(whole[:len(whole)/2]), nil
 	if _, err := remote.Install(ctx, h, short); err == nil || !strings.Contains(err.Error(), "cut short") {
 		t.Errorf("got %v, want an error about a copy cut short", err)
 	}
+	short = b
+	short.Packed = b.Packed[:len(b.Packed)/2]
+	if _, err := remote.Install(ctx, h, short); err == nil || !strings.Contains(err.Error(), "cut short") {
+		t.Errorf("gzipped: got %v, want an error about a copy cut short", err)
+	}
 	if got := entries(t, dir); len(got) != 0 {
 		t.Errorf("after a short copy the folder holds %q, want nothing", got)
+	}
+
+	// A gzip stream damaged on the way unpacks to other bytes, or fewer: refused, and removed.
+	damaged := b
+	damaged.Packed = bytes.Clone(b.Packed)
+	for i := len(damaged.Packed) / 3; i < len(damaged.Packed)/3+64; i++ {
+		damaged.Packed[i] ^= 0x55
+	}
+	_, err = remote.Install(ctx, h, damaged)
+	if !errors.As(err, &ce) && (err == nil || !strings.Contains(err.Error(), "cut short")) {
+		t.Errorf("a damaged gzip stream: got %v, want a *CorruptError or a copy cut short", err)
+	}
+	if got := entries(t, dir); len(got) != 0 {
+		t.Errorf("after a damaged gzip stream the folder holds %q, want nothing", got)
 	}
 
 	// Over a good install, a corrupt copy leaves the good one in place.
@@ -200,6 +279,69 @@ func TestInstallCorrupt(t *testing.T) {
 		t.Errorf("the folder holds %q, want krad, krad-ade-agents and krad-ade-askpass only", got)
 	}
 
+}
+
+// TestInstallDamagedOnTheWay: a copy that arrives with other bytes is caught on the host before
+// it runs (gzip's own CRC for a gzipped copy, cksum's for a plain one): a *CorruptError that says
+// it was not run (no SHA-256 of its own), and nothing put in place. A damaged gzip stream may
+// also unpack shorter than the binary, which the host reports as a copy cut short; either way
+// it did not run (a copy that ran would have said its SHA-256).
+func TestInstallDamagedOnTheWay(t *testing.T) {
+	b := binary(t)
+	whole := b
+	whole.Packed = nil
+	for _, tt := range []struct {
+		name  string
+		bin   remote.Binary
+		at, n int
+		short bool // the damage may unpack short
+	}{
+		{"gzipped, its CRC", b, len(b.Packed) - 8, 4, false}, // unpacks whole, to the binary's bytes: gzip's check says no
+		{"gzipped, its data", b, len(b.Packed) / 2, 64, true},
+		{"plain", whole, 200_000, 64, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, ssh := start(t, "", sshdtest.Options{})
+			_, err := remote.Install(context.Background(), damagingHost{Host: ssh, at: tt.at, n: tt.n}, tt.bin)
+			var ce *remote.CorruptError
+			switch {
+			case tt.short && err != nil && strings.Contains(err.Error(), "cut short"):
+			case !errors.As(err, &ce) || ce.Got != "" || ce.Want != b.SHA256:
+				t.Fatalf("got %v, want a *CorruptError for a copy that did not run", err)
+			case !strings.Contains(err.Error(), "damaged"):
+				t.Errorf("got %q, want it to say the copy is damaged", err)
+			}
+			if got := entries(t, filepath.Join(srv.Home, ".krad-ade", "bin", version.Build)); len(got) != 0 {
+				t.Errorf("after a damaged copy the folder holds %q, want nothing", got)
+			}
+			// The same host takes an undamaged copy.
+			if _, err := remote.Install(context.Background(), ssh, tt.bin); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestCksum: the CRC the app sends with a plain copy is the one the host's cksum prints.
+func TestCksum(t *testing.T) {
+	if _, err := exec.LookPath("cksum"); err != nil {
+		t.Skip("cksum is not installed")
+	}
+	for _, in := range [][]byte{nil, []byte("a"), []byte("hello, world\n"), bytes.Repeat([]byte{0xff, 0, 7}, 100_000), mustRead(t, staticKrad(t))} {
+		cmd := exec.Command("cksum")
+		cmd.Stdin = bytes.NewReader(in)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := remote.Cksum(bytes.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strings.Fields(string(out)); len(want) < 2 || want[0] != strconv.FormatUint(uint64(got), 10) || want[1] != strconv.Itoa(len(in)) {
+			t.Errorf("%d bytes: cksum printed %q, we compute %d", len(in), out, got)
+		}
+	}
 }
 
 func TestInstallNoisyShell(t *testing.T) {
@@ -282,47 +424,98 @@ func TestInstallNoexec(t *testing.T) {
 }
 
 // TestInstallWithoutSha256sum runs the install on a host whose PATH has the tools the scripts use,
-// but neither sha256sum nor shasum: the check falls back to openssl.
+// but neither sha256sum nor shasum: the look's check falls back to openssl (the copy's own check
+// needs none of them). Nor gzip: the binary goes over as it is, checked by cksum before it runs;
+// without cksum either, by its size, and then by the SHA-256 it says of itself.
 func TestInstallWithoutSha256sum(t *testing.T) {
 	b := binary(t)
-	tools := t.TempDir()
-	for _, name := range []string{"sh", "uname", "mkdir", "chmod", "cat", "wc", "mv", "rm", "ln", "cp", "openssl", "env"} {
-		p, err := exec.LookPath(name)
-		if err != nil {
-			t.Skipf("%s is not installed", name)
-		}
-		if err := os.Symlink(p, filepath.Join(tools, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	srv, h := start(t, "", sshdtest.Options{Env: []string{"PATH=" + tools}})
-	ctx := context.Background()
-	if out, err := h.Run(ctx, "command -v sha256sum shasum; echo $PATH", nil); err != nil || string(out) != tools+"\n" {
-		t.Fatalf("the host's PATH: got %q, %v; want only %s", out, err, tools)
-	}
-	dir, err := remote.Install(ctx, h, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := statOf(t, filepath.Join(dir, "krad"))
-	if _, err := remote.Install(ctx, h, b); err != nil {
-		t.Fatal(err)
-	}
-	if statOf(t, filepath.Join(dir, "krad")) != before {
-		t.Errorf("the second install copied again: openssl's SHA-256 did not match")
-	}
-	os.Remove(filepath.Join(tools, "openssl"))
-	os.RemoveAll(filepath.Join(srv.Home, ".krad-ade"))
-	if _, err := remote.Install(ctx, h, b); err == nil || !strings.Contains(err.Error(), "none of sha256sum, shasum and openssl") {
-		t.Errorf("without any SHA-256 tool: got %v, want an error that names them", err)
+	for _, withCksum := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cksum=%v", withCksum), func(t *testing.T) {
+			names := []string{"sh", "uname", "mkdir", "chmod", "cat", "wc", "mv", "rm", "ln", "cp", "openssl", "env"}
+			if withCksum {
+				names = append(names, "cksum")
+			}
+			tools := t.TempDir()
+			for _, name := range names {
+				p, err := exec.LookPath(name)
+				if err != nil {
+					t.Skipf("%s is not installed", name)
+				}
+				if err := os.Symlink(p, filepath.Join(tools, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			srv, ssh := start(t, "", sshdtest.Options{Env: []string{"PATH=" + tools}})
+			h := &countingHost{Host: ssh}
+			ctx := context.Background()
+			if out, err := h.Run(ctx, "command -v sha256sum shasum gzip; echo $PATH", nil); err != nil || string(out) != tools+"\n" {
+				t.Fatalf("the host's PATH: got %q, %v; want only %s", out, err, tools)
+			}
+			dir, err := remote.Install(ctx, h, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.sent != b.Size {
+				t.Errorf("to a host without gzip the install sent %d bytes, want the binary's %d", h.sent, b.Size)
+			}
+			if got := mustRead(t, filepath.Join(dir, "krad")); !bytes.Equal(got, mustRead(t, staticKrad(t))) {
+				t.Error("the installed krad is not the binary")
+			}
+			before := statOf(t, filepath.Join(dir, "krad"))
+			if _, err := remote.Install(ctx, h, b); err != nil {
+				t.Fatal(err)
+			}
+			if statOf(t, filepath.Join(dir, "krad")) != before {
+				t.Errorf("the second install copied again: openssl's SHA-256 did not match")
+			}
+			os.Remove(filepath.Join(tools, "openssl"))
+			os.RemoveAll(filepath.Join(srv.Home, ".krad-ade"))
+			if _, err := remote.Install(ctx, h, b); err == nil || !strings.Contains(err.Error(), "none of sha256sum, shasum and openssl") {
+				t.Errorf("without any SHA-256 tool: got %v, want an error that names them", err)
+			}
+		})
 	}
 }
 
 func TestReadBinary(t *testing.T) {
 	path := staticKrad(t)
-	if _, err := remote.ReadBinary(path, thisPlatform, version.Build); err != nil {
+	b, err := remote.ReadBinary(path, thisPlatform, version.Build)
+	if err != nil {
 		t.Fatal(err)
 	}
+	whole := mustRead(t, path)
+	if got := gunzip(t, b.Packed); !bytes.Equal(got, whole) || len(b.Packed) >= len(whole)/2 {
+		t.Errorf("Packed is %d bytes and unpacks to %d bytes of the binary's %d, want it gzipped, under half", len(b.Packed), len(got), len(whole))
+	}
+
+	// The .gz beside it, as build/linux-static/build writes it, is taken as it is when it unpacks
+	// to the binary, and ignored when it does not (left by another build).
+	dir := t.TempDir()
+	copied := filepath.Join(dir, thisPlatform.StaticName())
+	if err := os.WriteFile(copied, whole, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var best bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&best, gzip.BestCompression)
+	zw.Write(whole)
+	zw.Close()
+	if err := os.WriteFile(remote.PackedName(copied), best.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := remote.ReadBinary(copied, thisPlatform, version.Build); err != nil || !bytes.Equal(b.Packed, best.Bytes()) {
+		t.Errorf("with its .gz beside it: got %d packed bytes, %v; want the .gz's %d", len(b.Packed), err, best.Len())
+	}
+	var stale bytes.Buffer
+	zw = gzip.NewWriter(&stale)
+	zw.Write(whole[:len(whole)-1])
+	zw.Close()
+	if err := os.WriteFile(remote.PackedName(copied), stale.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := remote.ReadBinary(copied, thisPlatform, version.Build); err != nil || !bytes.Equal(gunzip(t, b.Packed), whole) {
+		t.Errorf("with a stale .gz beside it: got %v, or Packed does not unpack to the binary", err)
+	}
+
 	other := remote.Platform{OS: "linux", Arch: "arm64"}
 	if thisPlatform.Arch == "arm64" {
 		other.Arch = "amd64"
@@ -369,7 +562,8 @@ func TestInstallChecksItsInput(t *testing.T) {
 // TestLookSkipsWhatItVerified: a look given what the last install verified neither hashes nor
 // runs the files while they are those very files, and hashes them again as soon as one of
 // them changed (a touch is enough: its change time moved), copying the binary again when its
-// bytes are not ours. The host's sha256sum counts its runs.
+// bytes are not ours. Hashing a file, or running it, opens it: the host's kernel counts the opens
+// (inotify). The look that does hash runs no sha256sum: krad hashes itself as it runs.
 func TestLookSkipsWhatItVerified(t *testing.T) {
 	b := binary(t)
 	tools := t.TempDir()
@@ -382,9 +576,9 @@ func TestLookSkipsWhatItVerified(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(tools, "sha256sum"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, h := start(t, "", sshdtest.Options{Env: []string{"PATH=" + tools + ":/usr/bin:/bin"}})
+	srv, h := start(t, "", sshdtest.Options{Env: []string{"PATH=" + tools + ":/usr/bin:/bin"}})
 	ctx := context.Background()
-	runs := func() int {
+	sha256sums := func() int {
 		data, _ := os.ReadFile(counted)
 		return strings.Count(string(data), "run\n")
 	}
@@ -407,12 +601,15 @@ func TestLookSkipsWhatItVerified(t *testing.T) {
 	if v.SHA256 != b.SHA256 || v.ID == "" {
 		t.Fatalf("verified %+v, want the binary's SHA-256 and the files' identity", v)
 	}
-	before := runs()
+	if dir != filepath.Join(srv.Home, ".krad-ade", "bin", version.Build) {
+		t.Fatalf("installed in %s", dir)
+	}
+	opened := watchOpens(t, dir)
 	if again, v2 := look(v); again != dir || v2 != v {
 		t.Errorf("the look of verified files gave %q, %+v; want %q, %+v", again, v2, dir, v)
 	}
-	if n := runs() - before; n != 0 {
-		t.Errorf("the look of verified files hashed %d times, want none", n)
+	if n := opened.count(); n != 0 {
+		t.Errorf("the look of verified files opened them %d times, want none (neither hashed nor run)", n)
 	}
 	// A touch changes no byte, but the look cannot know it: it hashes again, and copies nothing.
 	now := time.Now().Add(time.Minute)
@@ -420,10 +617,13 @@ func TestLookSkipsWhatItVerified(t *testing.T) {
 		t.Fatal(err)
 	}
 	ino := statOf(t, filepath.Join(dir, "krad")).ino
-	before = runs()
+	before, sums := opened.count(), sha256sums()
 	_, v3 := look(v)
-	if runs() == before || v3.ID == v.ID {
-		t.Errorf("after a touch the look hashed %d times and verified %+v, want a new hash and identity", runs()-before, v3)
+	if opened.count() == before || v3.ID == v.ID {
+		t.Errorf("after a touch the look opened the files %d times and verified %+v, want them hashed, and a new identity", opened.count()-before, v3)
+	}
+	if n := sha256sums() - sums; n != 0 {
+		t.Errorf("after a touch the look ran sha256sum %d times, want none: krad hashes itself", n)
 	}
 	if statOf(t, filepath.Join(dir, "krad")).ino != ino {
 		t.Error("after a touch the look copied krad again")
@@ -443,7 +643,20 @@ func TestLookSkipsWhatItVerified(t *testing.T) {
 	}
 }
 
-func mustRead(t *testing.T, path string) []byte {
+func gunzip(t *testing.T, b []byte) []byte {
+	t.Helper()
+	r, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func mustRead(t testing.TB, path string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -1,7 +1,9 @@
 package remote_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,9 +34,9 @@ func TestMain(m *testing.M) {
 // thisPlatform is the platform of this machine, which is the host in these tests.
 var thisPlatform = remote.Platform{OS: runtime.GOOS, Arch: runtime.GOARCH}
 
-// staticKrad builds cmd/krad-static, as build/linux-static does, for this machine, once per test
-// process, and returns the file.
-func staticKrad(t *testing.T) string {
+// staticKrad builds cmd/krad-static, as build/linux-static does, for this machine, with its
+// gzipped form beside it, once per test process, and returns the file.
+func staticKrad(t testing.TB) string {
 	t.Helper()
 	if runtime.GOOS != "linux" || (runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64") {
 		t.Skipf("the static krad is for linux/amd64 and linux/arm64 hosts, and this is %s/%s", runtime.GOOS, runtime.GOARCH)
@@ -47,13 +49,25 @@ func staticKrad(t *testing.T) string {
 		if buildErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(buildDir, thisPlatform.StaticName()), "./cmd/krad-static")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(buildDir, thisPlatform.StaticName()), "./cmd/krad-static")
 		cmd.Dir = ".."
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = err
 			t.Logf("go build ./cmd/krad-static:\n%s", out)
+			return
 		}
+		// Its gzipped form beside it, as build/linux-static/build makes it, so that the tests
+		// and benchmarks send what a release sends.
+		path := filepath.Join(buildDir, thisPlatform.StaticName())
+		var packed, stderr bytes.Buffer
+		gz := exec.Command("gzip", "-9", "-n", "-c", path)
+		gz.Stdout, gz.Stderr = &packed, &stderr
+		if err := gz.Run(); err != nil {
+			buildErr = fmt.Errorf("gzip the static krad: %w: %s", err, stderr.Bytes())
+			return
+		}
+		buildErr = os.WriteFile(remote.PackedName(path), packed.Bytes(), 0o644)
 	})
 	if buildErr != nil {
 		t.Fatalf("build the static krad: %v", buildErr)
@@ -62,7 +76,7 @@ func staticKrad(t *testing.T) string {
 }
 
 // binary reads the static krad at this build's version.
-func binary(t *testing.T) remote.Binary {
+func binary(t testing.TB) remote.Binary {
 	t.Helper()
 	b, err := remote.ReadBinary(staticKrad(t), thisPlatform, version.Build)
 	if err != nil {
@@ -72,7 +86,7 @@ func binary(t *testing.T) remote.Binary {
 }
 
 // start starts an sshd whose sessions' HOME has a .bashrc with the given content, and connects.
-func start(t *testing.T, bashrc string, opts sshdtest.Options) (*sshdtest.Server, remote.Host) {
+func start(t testing.TB, bashrc string, opts sshdtest.Options) (*sshdtest.Server, remote.Host) {
 	t.Helper()
 	srv := sshdtest.Start(t, opts)
 	if bashrc != "" {

@@ -24,7 +24,7 @@ need_go() {
 # executable as krad, chosen by the name it is called by). Without cgo: statically linked
 # programs start about a millisecond sooner, which an agent's hooks calling krad notice. Beside
 # them, the static krad the app installs on SSH hosts from its own folder: krad-linux-amd64 and
-# krad-linux-arm64 with their .sha256 (build/linux-static/build, which proves them static).
+# krad-linux-arm64 with their .sha256 and .gz (build/linux-static/build, which proves them static).
 build_bin() {
   local dir=$1
   mkdir -p "$dir"
@@ -42,6 +42,20 @@ need_debs() {
     command -v "${pair#*:}" >/dev/null 2>&1 || missing+=("${pair%%:*}")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
+  if ! command -v apt-get >/dev/null 2>&1; then
+    # Not Debian: macOS, say. Name the commands; Homebrew's packages are named after them.
+    local cmds=()
+    for pair in "$@"; do
+      command -v "${pair#*:}" >/dev/null 2>&1 || cmds+=("${pair#*:}")
+    done
+    echo "krad: error: missing: ${cmds[*]} (Debian's packages: ${missing[*]})" >&2
+    if [ "$(uname -s)" = Darwin ]; then
+      echo "krad: hint: install them with Homebrew (brew install ${cmds[*]##*/}) or MacPorts, then run this again" >&2
+    else
+      echo "krad: hint: install them with your system's package manager, then run this again" >&2
+    fi
+    exit 1
+  fi
   if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null 2>&1; then
     echo "krad: error: missing Debian packages: ${missing[*]}" >&2
     echo "krad: hint: as root: apt-get update && apt-get install -y ${missing[*]}" >&2
@@ -87,4 +101,14 @@ arm64_emulation() {
     echo "qemu-aarch64 is registered in binfmt_misc without the F flag (containers cannot run arm64 programs): update-binfmts --disable qemu-aarch64, then run this again"
     return 1
   fi
+}
+
+# end_on_exit PID DIR: on the script's way out, the background job PID ends (it is still running
+# when a stage failed) and DIR is removed, and the script exits with the status it had: 0 after
+# its last line, else the failed stage's, never that of the job it killed. errexit is off within
+# the trap: under set -e, the kill of a job that had already ended failed, and that failure alone
+# made a passing run exit 1 (CI, 2026-12-06). scripts/lib_test.go runs both ways out.
+end_on_exit() {
+  _end_pid=$1 _end_dir=$2
+  trap 'rc=$?; set +e; kill "$_end_pid" 2>/dev/null; wait "$_end_pid" 2>/dev/null; rm -rf "$_end_dir"; exit "$rc"' EXIT
 }

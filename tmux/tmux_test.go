@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // These tests run the real tmux: each starts a server of its own on a socket in a temporary

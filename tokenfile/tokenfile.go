@@ -34,8 +34,8 @@
 //   - anything but a regular file: a FIFO would block the reader, a device could be anything;
 //   - a file another user owns: they could have written a token of their own choosing, and be
 //     listening where it leads;
-//   - a file with any group or other permission bit: a token others could read is a token others
-//     hold.
+//   - a file with any group or other permission bit, or, on macOS, an ACL that allows anyone
+//     anything (which the mode does not show): a token others could read is a token others hold.
 //
 // It also refuses content that is not exactly one token: 32 lowercase hex digits and at most one
 // trailing newline. Errors name the file and say what to change; they never contain what the file
@@ -64,6 +64,7 @@ import (
 	"strings"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/fileacl"
 	"github.com/krad-ade/krad/internal/fileowner"
 )
 
@@ -128,8 +129,19 @@ func check(path string, fi fs.FileInfo) error {
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		return fmt.Errorf("token file %q has mode %04o: it must be owner-only (chmod 600 %q)", path, perm, path)
 	}
+	aces, err := readACL(path)
+	if err != nil {
+		return fmt.Errorf("token file %q: %w", path, err)
+	}
+	if fileacl.Grants(aces) {
+		return fmt.Errorf("token file %q has an ACL that grants others access (ls -le shows it): it must be owner-only (chmod -N %q)", path, path)
+	}
 	return nil
 }
+
+// readACL reads a file's ACL: on macOS only, where the mode does not show what an ACL grants
+// (package fileacl). Tests swap it.
+var readACL = fileacl.Read
 
 // parse reads a token file's content. Its errors are ErrMalformed and never hold the content.
 func parse(b []byte) (api.Token, error) {

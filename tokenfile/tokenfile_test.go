@@ -11,7 +11,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/internal/fileacl"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 const token = "6f1c0d9e2b7a4c58e3f09a1d7b6c2e40"
@@ -144,5 +145,29 @@ func TestReadQuotesThePath(t *testing.T) {
 	}
 	if strings.ContainsAny(err.Error(), "\x1b\n") {
 		t.Errorf("got %q, want the path's control characters escaped", err)
+	}
+}
+
+// TestReadRefusesAnACL: on macOS, where the mode does not show it, a token file whose ACL allows
+// another user anything is refused as a loose mode is; a deny entry is fine. (readACL reads
+// nothing on Linux: here the test hands Read macOS's answers.)
+func TestReadRefusesAnACL(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "token")
+	write(t, path, token, 0o600)
+	old := readACL
+	t.Cleanup(func() { readACL = old })
+	bob := [16]byte{0xab, 0xcd}
+	readACL = func(string) ([]fileacl.Entry, error) {
+		return []fileacl.Entry{{Who: bob, Flags: fileacl.Deny, Rights: fileacl.ReadData}}, nil
+	}
+	if _, err := Read(path); err != nil {
+		t.Errorf("a deny entry: %v", err)
+	}
+	readACL = func(string) ([]fileacl.Entry, error) {
+		return []fileacl.Entry{{Who: bob, Flags: fileacl.Permit, Rights: fileacl.ReadData}}, nil
+	}
+	want := `token file "` + path + `" has an ACL that grants others access (ls -le shows it): it must be owner-only (chmod -N "` + path + `")`
+	if _, err := Read(path); err == nil || err.Error() != want {
+		t.Errorf("an entry that allows reading: got %v, want %q", err, want)
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/remote"
 	"github.com/krad-ade/krad/remote/shell"
 	"github.com/krad-ade/krad/remote/sshdtest"

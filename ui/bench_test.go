@@ -39,7 +39,7 @@ func BenchmarkEventToView(b *testing.B) {
 				next, _ = next.Update(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
 				m = next.(Model)
 				took := make([]time.Duration, 0, b.N)
-				states := []string{api.StateIdle, api.StateNeedsInput, api.StateWorking}
+				states := []api.State{api.StateIdle, api.StateNeedsInput, api.StateWorking}
 				b.ResetTimer()
 				for i := range b.N {
 					began := time.Now()

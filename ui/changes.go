@@ -135,7 +135,6 @@ func (m Model) changesPane(line func(string), rows int) {
 // changesLines are a group's changes as the view shows them: what it is compared with, its
 // commits, its files with their counts (and why a file's patch is left out), then the patch.
 func changesLines(c worktree.Changes) []string {
-	short := func(h string) string { return h[:min(len(h), 10)] }
 	head := "its checkout"
 	if c.Head != "" {
 		head = short(c.Head)
@@ -224,3 +223,6 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// short is a commit's hash as people read it.
+func short(h string) string { return h[:min(len(h), 10)] }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func agent(env string, n int, role, state, title string) api.Agent {
+func agent(env string, n int, role api.Role, state api.State, title string) api.Agent {
 	return api.Agent{Environment: env, Terminal: n, Role: role, State: state, Title: title, Since: t0}
 }
 
@@ -125,8 +126,10 @@ func TestAgentsLive(t *testing.T) {
 		t.Errorf("main:3 failed with 3: %q", r)
 	}
 	m = update(t, m, eventsMsg{events: []app.Event{{Agent: &api.AgentEvent{Kind: api.AgentRemoved, Agent: w}}}})
-	if strings.Contains(screen(m), "main:2 ") {
-		t.Errorf("main:2 was removed but shows:\n%s", screen(m))
+	for _, l := range strings.Split(screen(m), "\n") {
+		if strings.HasPrefix(l[min(2, len(l)):], "main:2 ") {
+			t.Errorf("main:2 was removed but shows:\n%s", screen(m))
+		}
 	}
 	row(t, m, "build:1")
 }
@@ -309,7 +312,7 @@ func TestEnvironmentsAddedAndRemoved(t *testing.T) {
 		msgs = append(msgs, tea.KeyPressMsg{Code: tea.KeyBackspace})
 	}
 	msgs = append(msgs, typed("build")...)
-	m = update(t, m, append(msgs, key("enter"), key("enter"))...)
+	m = update(t, m, append(msgs, key("enter"), key("enter"), key("enter"))...)
 	if s := screen(m); !strings.Contains(s, `error: no environment "build": the environments are main, lab`) {
 		t.Errorf("a lead on the removed environment:\n%s", s)
 	}
@@ -377,7 +380,7 @@ func TestNewLeadForm(t *testing.T) {
 		msgs = append(msgs, tea.KeyPressMsg{Code: tea.KeyBackspace})
 	}
 	msgs = append(msgs, typed("nope")...)
-	msgs = append(msgs, key("enter"), key("enter"))
+	msgs = append(msgs, key("enter"), key("enter"), key("enter"))
 	m = update(t, m, msgs...)
 	if s := screen(m); !strings.Contains(s, `error: no environment "nope": the environments are main, build`) {
 		t.Errorf("an unknown environment:\n%s", s)
@@ -385,6 +388,18 @@ func TestNewLeadForm(t *testing.T) {
 	m = update(t, m, key("esc"))
 	if m.mode != modeList {
 		t.Error("Esc did not leave the form")
+	}
+	// A command and an agent: one or the other.
+	m = update(t, m, key("n"))
+	msgs = typed("review")
+	msgs = append(msgs, key("tab"))
+	msgs = append(msgs, typed("claude")...)
+	msgs = append(msgs, key("tab"), key("tab"), key("tab"))
+	msgs = append(msgs, typed("claude")...)
+	msgs = append(msgs, key("enter"))
+	m = update(t, m, msgs...)
+	if s := screen(m); !strings.Contains(s, `error: a lead runs a command or an agent, not both`) {
+		t.Errorf("a command and an agent:\n%s", s)
 	}
 }
 
@@ -458,5 +473,58 @@ func TestAttachSaysSo(t *testing.T) {
 	m = next.(Model)
 	if s := screen(m); cmd == nil || !strings.Contains(s, "attaching to main:2…") || strings.Contains(s, "back from") {
 		t.Errorf("Enter on main:2 (cmd %v):\n%s", cmd != nil, s)
+	}
+}
+
+// TestGroupSetupShown: a worker that sets its group up shows it in its STATE, and one whose setup
+// failed says so, the status line ending with the last line of the setup's output.
+func TestGroupSetupShown(t *testing.T) {
+	m := model(t)
+	id := api.TerminalID{Environment: "main", Terminal: 2}
+	setup := func(state, msg, output string) app.Event {
+		return app.Event{App: &api.AppEvent{Kind: api.GroupSetup, Environment: "main", Message: msg},
+			Setup: &app.SetupStatus{Terminal: id, Group: "fix", State: state, Output: output}}
+	}
+	m = update(t, m, eventsMsg{events: []app.Event{setup(api.SetupRunning, "group fix is setting up in main:2", "")}})
+	if r := row(t, m, "main:2"); !strings.Contains(r, "setting up") {
+		t.Errorf("main:2's row while it sets its group up: %q", r)
+	}
+	code := 3
+	f := agent("main", 2, api.RoleWorker, api.StateFailed, "tests")
+	f.ExitCode = &code
+	m = update(t, m, eventsMsg{events: []app.Event{changed(f),
+		setup(api.SetupFailed, "group fix's setup failed in main:2 (exited with 3)", "exited with 3\nnpm ERR! missing: left-pad\n")}})
+	if r := row(t, m, "main:2"); !strings.Contains(r, "setup failed") {
+		t.Errorf("main:2's row after its setup failed: %q", r)
+	}
+	if !strings.Contains(prose(m), "main:2: group fix's setup failed: npm ERR! missing: left-pad") {
+		t.Errorf("the status line does not show the output's end:\n%s", screen(m))
+	}
+	m = update(t, m, eventsMsg{events: []app.Event{setup(api.SetupDone, "group fix is set up", "")}})
+	if r := row(t, m, "main:2"); strings.Contains(r, "setup") {
+		t.Errorf("main:2's row once set up: %q", r)
+	}
+}
+
+// TestActionKeepsWhatAnEventSaid: what an event says while an action runs (a group held as its
+// last terminal closes) stays on the status line beside the action's result, whichever comes
+// first; with nothing said meanwhile, the result replaces the action's "…".
+func TestActionKeepsWhatAnEventSaid(t *testing.T) {
+	held := app.Event{App: &api.AppEvent{Kind: api.GroupNotRetired, Environment: "main", Message: "group vendoring is held: its checkout stays"}}
+	m := model(t)
+	m.status = "closing main:2…"
+	m = update(t, m, eventsMsg{events: []app.Event{held}}, doneMsg{text: "closed main:2", said: "closing main:2…"})
+	if got := prose(m); !strings.Contains(got, "closed main:2 · main: group vendoring is held: its checkout stays") {
+		t.Errorf("the event came first, then the close's answer:\n%s", screen(m))
+	}
+	m.status = "closing main:2…"
+	m = update(t, m, doneMsg{text: "closed main:2", said: "closing main:2…"}, eventsMsg{events: []app.Event{held}})
+	if got := prose(m); !strings.Contains(got, "main: group vendoring is held: its checkout stays") {
+		t.Errorf("the close's answer came first, then the event:\n%s", screen(m))
+	}
+	m.status = "closing main:3…"
+	m = update(t, m, doneMsg{text: "closed main:3", said: "closing main:3…"})
+	if !slices.ContainsFunc(strings.Split(screen(m), "\n"), func(l string) bool { return strings.TrimSpace(l) == "closed main:3" }) {
+		t.Errorf("nothing said meanwhile:\n%s", screen(m))
 	}
 }

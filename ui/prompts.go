@@ -1,13 +1,18 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // Prompts is the UI's side of git's prompts (design/ui.md, Git prompts): the app's Prompter while
@@ -110,4 +115,77 @@ func (q *Prompts) poke() {
 	case q.notify <- struct{}{}:
 	default:
 	}
+}
+
+func (m Model) waitPrompts() tea.Cmd {
+	if m.opts.Prompts == nil {
+		return nil
+	}
+	return m.waitFor(m.opts.Prompts.notify, promptsMsg{})
+}
+
+// showPrompt shows the first prompt waiting, if it is not the one shown: a new one starts with
+// an empty input.
+func (m *Model) showPrompt() tea.Cmd {
+	pd := m.opts.Prompts.first()
+	if pd == m.prompt {
+		return nil
+	}
+	m.prompt = pd
+	m.secret.SetValue("")
+	if pd == nil {
+		m.secret.Blur()
+		return nil
+	}
+	return m.secret.Focus()
+}
+
+// promptKey is a key while a prompt is shown: Enter answers it, Esc refuses it, the rest is
+// typed into the masked input.
+func (m Model) promptKey(k tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	pd := m.prompt
+	switch k.String() {
+	case "enter":
+		secret := api.NewSecret(m.secret.Value())
+		m.secret.SetValue("")
+		m.status = "answered git's prompt of " + promptWho(pd.prompt)
+		m.opts.Prompts.answer(pd, promptReply{secret: secret})
+	case "esc":
+		m.secret.SetValue("")
+		m.status = "refused git's prompt of " + promptWho(pd.prompt)
+		m.opts.Prompts.answer(pd, promptReply{err: ErrRefused})
+	default:
+		var cmd tea.Cmd
+		m.secret, cmd = m.secret.Update(k)
+		return m, cmd
+	}
+	return m, m.showPrompt()
+}
+
+// promptWho names who raised a prompt, for the status line.
+func promptWho(p app.Prompt) string {
+	if p.Terminal == 0 {
+		return p.Environment + " (the app's own git)"
+	}
+	return api.TerminalID{Environment: p.Environment, Terminal: p.Terminal}.String()
+}
+
+// promptPane is git's prompt as a modal: who raised it (the terminal, proven by its askpass key,
+// or the app's own gits, proven by theirs), on which host, and what the app proved and did not,
+// the prompt, and the masked input.
+func (m Model) promptPane(line func(string), rows int) {
+	p := m.prompt.prompt
+	who := "the app's own git"
+	if p.Terminal != 0 {
+		who = "terminal " + api.TerminalID{Environment: p.Environment, Terminal: p.Terminal}.String()
+	}
+	program := cmp.Or(p.Program, "git") // checked by the app: a program's name, nothing else
+	text := wrap(fmt.Sprintf("%s in %s, on %s, asks:", program, who, termsafe.Escape(p.Host, 80)), m.width-2)
+	text = append(text, wrap(p.Text, m.width-2)...) // escaped by the app already
+	if p.Proof != "" {
+		text = append(text, "")
+		text = append(text, wrap(p.Proof, m.width-2)...)
+	}
+	text = append(text, "", m.secret.View(), "", "Enter answers; Esc refuses (git fails). The answer goes to that git only.")
+	m.pane(line, "Git asks", text, rows)
 }

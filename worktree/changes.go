@@ -529,31 +529,7 @@ func parseRawNumstat(out []byte) ([]File, error) {
 // patch is the patch between base and the index env names of the files asked for, each file's
 // whole or not at all, within the caps; it marks files[i].LeftOut for the others.
 func patch(ctx context.Context, dir, base string, env []string, files []File, o ChangesOptions) (string, error) {
-	max := o.MaxPatch
-	if max <= 0 {
-		max = DefaultMaxPatch
-	}
-	max = min(max, MaxMaxPatch)
-	fileMax := o.MaxFilePatch
-	if fileMax <= 0 {
-		fileMax = DefaultMaxFilePatch
-	}
-
-	// The files asked for, in git's order; git is asked for exactly those.
-	var want []int
-	var pathspecs []string
-	for i := range files {
-		f := &files[i]
-		if len(o.Paths) > 0 && !under(f.Path, o.Paths) && (f.OldPath == "" || !under(f.OldPath, o.Paths)) {
-			f.LeftOut = LeftOutNotAsked
-			continue
-		}
-		want = append(want, i)
-		pathspecs = append(pathspecs, f.Path)
-		if f.OldPath != "" {
-			pathspecs = append(pathspecs, f.OldPath)
-		}
-	}
+	want, pathspecs := asked(files, o.Paths)
 	if len(want) == 0 {
 		return "", nil
 	}
@@ -569,50 +545,46 @@ func patch(ctx context.Context, dir, base string, env []string, files []File, o 
 	if len(o.Paths) > 0 {
 		args = append(args, pathspecs...)
 	}
+	c := newPatchCut(files, want, generated, o)
+	err = gitLines(ctx, gitRun{dir: dir, env: env}, args, c.line)
+	c.finish()
+	if err != nil {
+		return "", err
+	}
+	if err := c.complete(); err != nil {
+		return "", err
+	}
+	return c.out.String(), nil
+}
 
-	// Each file's patch starts with a line "diff --git "; no line inside one can (they start
-	// with a space, +, -, @, \ or a header word, and a binary patch's lines hold no space).
-	// A type change (a file that became a symlink) is two patches: the old one deleted, the
-	// new one added.
-	var out strings.Builder
-	cur := -1 // index into want of the file whose patch is being read
-	part := 0 // which of that file's patches
-	var section bytes.Buffer
-	leftOut := "" // why the current file's patch is left out, once known: it is being skipped
-	limit := 0    // the most bytes the current file's patch may have
-	begin := func() {
-		if cur >= len(want) {
-			return // more patches than files: counted, and an error below
+// asked is the files paths asks for (all of them, when it names none), as indexes into files in
+// git's order, and the pathspecs that ask git for exactly those; it marks the others
+// LeftOutNotAsked.
+func asked(files []File, paths []string) (want []int, pathspecs []string) {
+	for i := range files {
+		f := &files[i]
+		if len(paths) > 0 && !under(f.Path, paths) && (f.OldPath == "" || !under(f.OldPath, paths)) {
+			f.LeftOut = LeftOutNotAsked
+			continue
 		}
-		f := &files[want[cur]]
-		asked := named(f, o.Paths)
-		switch {
-		case f.Binary && !o.Binary:
-			leftOut = LeftOutBinary
-		case generated[cur] && !asked:
-			leftOut = LeftOutGenerated
-		}
-		limit = max - out.Len()
-		if !asked {
-			limit = min(limit, fileMax)
+		want = append(want, i)
+		pathspecs = append(pathspecs, f.Path)
+		if f.OldPath != "" {
+			pathspecs = append(pathspecs, f.OldPath)
 		}
 	}
-	finish := func() {
-		if cur < 0 || cur >= len(want) {
-			return
-		}
-		if leftOut == "" {
-			out.Write(section.Bytes())
-		}
-		files[want[cur]].LeftOut = leftOut
-		section.Reset()
-		leftOut = ""
-	}
-	sections := 0
+	return want, pathspecs
+}
+
+// gitLines runs git with args, its output read by line: each piece of it, a whole line or, for a
+// line longer than the reader's buffer, a part of one, to line, with whether the piece starts a
+// line. It returns git's error, or the read's.
+func gitLines(ctx context.Context, run gitRun, args []string, line func(chunk []byte, lineStart bool)) error {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
+	run.stdout = pw
 	go func() {
-		_, err := git(ctx, gitRun{dir: dir, env: env, stdout: pw}, args...)
+		_, err := git(ctx, run, args...)
 		pw.CloseWithError(err)
 		done <- err
 	}()
@@ -621,25 +593,7 @@ func patch(ctx context.Context, dir, base string, env []string, files []File, o 
 	var readErr error
 	for {
 		chunk, err := br.ReadSlice('\n')
-		if lineStart && bytes.HasPrefix(chunk, []byte("diff --git ")) {
-			sections++
-			if cur >= 0 && cur < len(want) && files[want[cur]].Status == "T" && part == 0 {
-				part = 1 // the second half of a type change
-			} else {
-				finish()
-				cur++
-				part = 0
-				begin()
-			}
-		}
-		if leftOut == "" && cur >= 0 {
-			if section.Len()+len(chunk) > limit {
-				leftOut = LeftOutTooLarge
-				section.Reset()
-			} else {
-				section.Write(chunk)
-			}
-		}
+		line(chunk, lineStart)
 		lineStart = err == nil
 		if err == bufio.ErrBufferFull {
 			continue
@@ -651,25 +605,117 @@ func patch(ctx context.Context, dir, base string, env []string, files []File, o 
 			break
 		}
 	}
-	finish()
 	pr.Close()
 	if err := <-done; err != nil {
-		return "", err
+		return err
 	}
-	if readErr != nil {
-		return "", readErr
+	return readErr
+}
+
+// patchCut cuts git's patch of the files asked for into each file's patch, and keeps each whole
+// or leaves it out: a binary file's unless asked for, a generated one's unless named, one past
+// the caps.
+//
+// Each file's patch starts with a line "diff --git "; no line inside one can (they start with a
+// space, +, -, @, \ or a header word, and a binary patch's lines hold no space). A type change
+// (a file that became a symlink) is two patches: the old one deleted, the new one added.
+type patchCut struct {
+	files     []File
+	want      []int  // the files asked for, in git's order
+	generated []bool // by index into want
+	o         ChangesOptions
+	max       int // the most bytes of the whole patch
+	fileMax   int // the most bytes of a file's patch, unless the file is named
+
+	out      strings.Builder
+	cur      int // index into want of the file whose patch is being read
+	part     int // which of that file's patches
+	section  bytes.Buffer
+	leftOut  string // why the current file's patch is left out, once known: it is being skipped
+	limit    int    // the most bytes the current file's patch may have
+	sections int    // the patches git gave
+}
+
+func newPatchCut(files []File, want []int, generated []bool, o ChangesOptions) *patchCut {
+	max := o.MaxPatch
+	if max <= 0 {
+		max = DefaultMaxPatch
 	}
+	fileMax := o.MaxFilePatch
+	if fileMax <= 0 {
+		fileMax = DefaultMaxFilePatch
+	}
+	return &patchCut{files: files, want: want, generated: generated, o: o, max: min(max, MaxMaxPatch), fileMax: fileMax, cur: -1}
+}
+
+// line takes the next piece of git's patch (gitLines).
+func (c *patchCut) line(chunk []byte, lineStart bool) {
+	if lineStart && bytes.HasPrefix(chunk, []byte("diff --git ")) {
+		c.sections++
+		if c.cur >= 0 && c.cur < len(c.want) && c.files[c.want[c.cur]].Status == "T" && c.part == 0 {
+			c.part = 1 // the second half of a type change
+		} else {
+			c.finish()
+			c.cur++
+			c.part = 0
+			c.begin()
+		}
+	}
+	if c.leftOut == "" && c.cur >= 0 {
+		if c.section.Len()+len(chunk) > c.limit {
+			c.leftOut = LeftOutTooLarge
+			c.section.Reset()
+		} else {
+			c.section.Write(chunk)
+		}
+	}
+}
+
+// begin starts the current file's patch: whether it is left out from the start, and its cap.
+func (c *patchCut) begin() {
+	if c.cur >= len(c.want) {
+		return // more patches than files: counted, and an error in complete
+	}
+	f := &c.files[c.want[c.cur]]
+	asked := named(f, c.o.Paths)
+	switch {
+	case f.Binary && !c.o.Binary:
+		c.leftOut = LeftOutBinary
+	case c.generated[c.cur] && !asked:
+		c.leftOut = LeftOutGenerated
+	}
+	c.limit = c.max - c.out.Len()
+	if !asked {
+		c.limit = min(c.limit, c.fileMax)
+	}
+}
+
+// finish keeps the current file's patch, or marks why it is left out.
+func (c *patchCut) finish() {
+	if c.cur < 0 || c.cur >= len(c.want) {
+		return
+	}
+	if c.leftOut == "" {
+		c.out.Write(c.section.Bytes())
+	}
+	c.files[c.want[c.cur]].LeftOut = c.leftOut
+	c.section.Reset()
+	c.leftOut = ""
+}
+
+// complete checks that git gave a patch for each file asked for (two for a type change), no more.
+func (c *patchCut) complete() error {
 	expected := 0
-	for _, i := range want {
+	for _, i := range c.want {
 		expected++
-		if files[i].Status == "T" {
+		if c.files[i].Status == "T" {
 			expected++
 		}
 	}
-	if sections != expected || cur != len(want)-1 {
-		return "", fmt.Errorf("git's patch has %d files' patches, its list %d: they disagree", sections, expected)
+	if c.sections != expected || c.cur != len(c.want)-1 {
+		return fmt.Errorf("git's patch has %d files' patches, its list %d: they disagree", c.sections, expected)
 	}
-	return out.String(), nil
+	return nil
 }
 
 // named says whether paths names f itself (its path, or the one it was renamed from), rather than

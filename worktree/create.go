@@ -43,7 +43,8 @@ type CreateOptions struct {
 
 // createStep, when set by a test, is called after each step of Create: "branch" (made, or
 // checked when continued), "worktree" (its admin folder and the group's record), "checkout",
-// "restored" (a continued branch's snapshot looked for and put back).
+// "restored" (a continued branch's snapshot looked for and put back), "included" (the ignored
+// files IncludeFile and the config name copied).
 var createStep func(step string)
 
 // Create makes a group: its branch, from its base resolved once to a commit, checked out in a new
@@ -56,210 +57,341 @@ var createStep func(step string)
 // midway, ctx cancelled included, undoes what was done: no worktree, admin entry, branch or folder
 // is left.
 func (r *Repo) Create(ctx context.Context, o CreateOptions) (g Group, err error) {
-	if err := ValidName(o.Name); err != nil {
+	if err := o.valid(); err != nil {
 		return Group{}, err
+	}
+	c := &creation{r: r, o: o,
+		// git keeps a worktree's path with its symlinks resolved; so does dir, to compare with it.
+		dir: realPath(filepath.Join(o.Root, r.Key, o.Name))}
+	wts, err := c.nameFree(ctx)
+	if err != nil {
+		return Group{}, err
+	}
+	head, err := c.head(ctx)
+	if err != nil {
+		return Group{}, err
+	}
+	if err := c.pickBranch(ctx, wts); err != nil {
+		return Group{}, err
+	}
+	if err := c.pickBase(ctx, head); err != nil {
+		return Group{}, err
+	}
+
+	// From here on, what is made is undone if anything fails, ctx cancelled included.
+	defer func() {
+		if err == nil {
+			return
+		}
+		if rbErr := c.rollback(ctx); rbErr != nil {
+			err = fmt.Errorf("%w; and undoing it failed: %v: look at %s and branch %s", err, rbErr, termsafe.Quote(c.dir), c.branch)
+		}
+		g = Group{}
+	}()
+	if err := c.makeFolder(); err != nil {
+		return Group{}, err
+	}
+	if err := c.makeBranch(ctx); err != nil {
+		return Group{}, err
+	}
+	step("branch")
+	if err := ctx.Err(); err != nil {
+		return Group{}, c.fail(err)
+	}
+	m, admin, err := c.add(ctx)
+	if err != nil {
+		return Group{}, err
+	}
+	step("worktree")
+	if err := c.checkout(ctx); err != nil {
+		return Group{}, err
+	}
+	step("checkout")
+	restored := ""
+	if !c.made {
+		if restored, err = r.restoreSnapshot(ctx, c.dir, c.branch, c.tip); err != nil {
+			return Group{}, c.fail(err)
+		}
+		step("restored")
+	}
+	included, setup, err := c.include(ctx, admin)
+	if err != nil {
+		return Group{}, err
+	}
+	step("included")
+	if err := ctx.Err(); err != nil {
+		return Group{}, c.fail(err)
+	}
+	tip := c.tip
+	if c.made {
+		tip = c.base
+	}
+	return Group{Name: o.Name, Dir: c.dir, Branch: c.branch, BaseCommit: c.base, MadeBranch: c.made, Head: tip,
+		Locked: true, Port: m.Port, Created: m.Created, Restored: restored, Joined: m.Joined, Env: m.Env, Included: included, Setup: setup, admin: admin}, nil
+}
+
+// valid checks the options' names and root, before anything is looked at.
+func (o CreateOptions) valid() error {
+	if err := ValidName(o.Name); err != nil {
+		return err
 	}
 	if o.Base != "" {
 		if err := ValidRef("base", o.Base); err != nil {
-			return Group{}, err
+			return err
 		}
 	}
 	if o.Branch != "" {
 		if err := ValidRef("branch", o.Branch); err != nil {
-			return Group{}, err
+			return err
 		}
 	}
 	if !filepath.IsAbs(o.Root) {
-		return Group{}, fmt.Errorf("create group %s: the worktrees root %s is not an absolute path", o.Name, termsafe.Quote(o.Root))
+		return fmt.Errorf("create group %s: the worktrees root %s is not an absolute path", o.Name, termsafe.Quote(o.Root))
 	}
-	// git keeps a worktree's path with its symlinks resolved; so does dir, to compare with it.
-	dir := realPath(filepath.Join(o.Root, r.Key, o.Name))
+	return nil
+}
 
-	// What could hold the name: a group, a worktree at the folder, the folder, the branch.
-	wts, err := r.worktrees(ctx)
+// creation is one Create under way: the group it makes, and which of its parts are made so far,
+// for rollback to undo.
+type creation struct {
+	r   *Repo
+	o   CreateOptions
+	dir string // the checkout's folder, its symlinks resolved
+	// branch is the group's branch: krad/<Name>, which this Create makes (made), or
+	// CreateOptions.Branch continued, whose commit is tip.
+	branch string
+	made   bool
+	tip    string
+	base   string // the commit a made branch starts from
+
+	madeRoot, madeDir, madeBranch bool
+}
+
+// nameFree checks that nothing holds the group's name: a group, a worktree at its folder, the
+// folder. It returns the repository's worktrees.
+func (c *creation) nameFree(ctx context.Context) ([]worktree, error) {
+	o, dir := c.o, c.dir
+	wts, err := c.r.worktrees(ctx)
 	if err != nil {
-		return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+		return nil, fmt.Errorf("create group %s: %w", o.Name, err)
 	}
-	groups, err := r.groupsOf(wts)
+	groups, err := c.r.groupsOf(wts)
 	if err != nil {
-		return Group{}, fmt.Errorf("create group %s: list groups: %w", o.Name, err)
+		return nil, fmt.Errorf("create group %s: list groups: %w", o.Name, err)
 	}
 	for _, g := range groups {
 		switch {
 		case g.Name != o.Name:
 		case g.Damaged != "":
-			return Group{}, conflict("group %s exists, and %s", o.Name, g.Damaged)
+			return nil, conflict("group %s exists, and %s", o.Name, g.Damaged)
 		default:
-			return Group{}, conflict("group %s exists (branch %s, checkout %s): use it, or retire it first", o.Name, g.Branch, termsafe.Quote(g.Dir))
+			return nil, conflict("group %s exists (branch %s, checkout %s): use it, or retire it first", o.Name, g.Branch, termsafe.Quote(g.Dir))
 		}
 	}
 	for _, wt := range wts {
 		if wt.path == dir {
-			return Group{}, conflict("folder %s is a worktree of the repository already: remove it (git worktree remove) or pick another name", termsafe.Quote(dir))
+			return nil, conflict("folder %s is a worktree of the repository already: remove it (git worktree remove) or pick another name", termsafe.Quote(dir))
 		}
 	}
 	if _, err := os.Lstat(dir); err == nil {
-		return Group{}, conflict("folder %s exists: move it away or pick another name", termsafe.Quote(dir))
+		return nil, conflict("folder %s exists: move it away or pick another name", termsafe.Quote(dir))
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+		return nil, fmt.Errorf("create group %s: %w", o.Name, err)
 	}
+	return wts, nil
+}
 
-	head, err := r.resolve(ctx, "HEAD")
+// head is the main checkout's HEAD commit: a conflict (ErrNoCommits) when there is none yet.
+func (c *creation) head(ctx context.Context) (string, error) {
+	head, err := c.r.resolve(ctx, "HEAD")
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return Group{}, api.Errorf(api.CodeConflict,
-				"the repository %s has no commits yet, so a group has nothing to start from: commit first", termsafe.Quote(r.Top)).WithCause(ErrNoCommits)
+			return "", api.Errorf(api.CodeConflict,
+				"the repository %s has no commits yet, so a group has nothing to start from: commit first", termsafe.Quote(c.r.Top)).WithCause(ErrNoCommits)
 		}
-		return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+		return "", fmt.Errorf("create group %s: %w", c.o.Name, err)
 	}
+	return head, nil
+}
 
-	branch, made := o.Branch, o.Branch == ""
-	var tip string // the branch's commit, when it exists
-	if made {
-		branch = BranchPrefix + o.Name
+// pickBranch sets the group's branch: krad/<Name>, which must not exist yet, or the branch to
+// continue, which must exist and be checked out in none of the worktrees wts.
+func (c *creation) pickBranch(ctx context.Context, wts []worktree) error {
+	r, o := c.r, c.o
+	if o.Branch == "" {
+		branch := BranchPrefix + o.Name
+		c.branch, c.made = branch, true
 		if _, err := r.resolve(ctx, "refs/heads/"+branch); err == nil {
-			return Group{}, conflict("branch %s exists (kept from an earlier group?): continue it with branch %s, or delete it (git branch -D %s)", branch, branch, branch)
+			return conflict("branch %s exists (kept from an earlier group?): continue it with branch %s, or delete it (git branch -D %s)", branch, branch, branch)
 		} else if !errors.Is(err, ErrNotFound) {
-			return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
+			return fmt.Errorf("create group %s: %w", o.Name, err)
 		}
-	} else {
-		if _, err := git(ctx, gitRun{dir: r.Top}, "check-ref-format", "refs/heads/"+branch); err != nil {
-			return Group{}, badInput(fmt.Sprintf("branch %s: git does not take it as a branch name", termsafe.QuoteMax(branch, 60)))
-		}
-		if tip, err = r.resolve(ctx, "refs/heads/"+branch); err != nil {
-			if errors.Is(err, ErrNotFound) {
-				return Group{}, api.Errorf(api.CodeNotFound, "no branch %s in the repository: see git branch", termsafe.QuoteMax(branch, 60)).WithCause(ErrNotFound)
-			}
-			return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
-		}
-		for _, wt := range wts {
-			if wt.branch == "refs/heads/"+branch {
-				return Group{}, conflict("branch %s is checked out in %s: a branch can be checked out in one worktree only", termsafe.QuoteMax(branch, 60), termsafe.Quote(wt.path))
-			}
-		}
+		return nil
 	}
-
-	base := head
-	switch {
-	case o.Base != "":
-		if base, err = r.resolve(ctx, o.Base); err != nil {
-			if errors.Is(err, ErrNotFound) {
-				return Group{}, api.Errorf(api.CodeNotFound, "base %s is no commit of the repository", termsafe.QuoteMax(o.Base, 60)).WithCause(ErrNotFound)
-			}
-			return Group{}, fmt.Errorf("create group %s: %w", o.Name, err)
-		}
-	case !made:
-		out, err := git(ctx, gitRun{dir: r.Top}, "merge-base", head, "refs/heads/"+branch)
-		if err != nil {
-			return Group{}, fmt.Errorf("create group %s: branch %s has no commit in common with HEAD: give a base: %w", o.Name, termsafe.QuoteMax(branch, 60), err)
-		}
-		base = strings.TrimSpace(string(out))
+	branch := o.Branch
+	c.branch = branch
+	if _, err := git(ctx, gitRun{dir: r.Top}, "check-ref-format", "refs/heads/"+branch); err != nil {
+		return badInput(fmt.Sprintf("branch %s: git does not take it as a branch name", termsafe.QuoteMax(branch, 60)))
 	}
-
-	// From here on, what is made is undone if anything fails, ctx cancelled included.
-	var madeRoot, madeDir, madeBranch bool
-	defer func() {
-		if err == nil {
-			return
-		}
-		if rbErr := r.rollback(ctx, dir, madeRoot, madeDir, madeBranch, branch, base); rbErr != nil {
-			err = fmt.Errorf("%w; and undoing it failed: %v: look at %s and branch %s", err, rbErr, termsafe.Quote(dir), branch)
-		}
-		g = Group{}
-	}()
-	fail := func(err error) error {
-		if diskFull(err) {
-			return api.Errorf(api.CodeUnavailable,
-				"create group %s: a disk is full (%s): free space on the disk that holds the worktrees root %s or the repository %s, or move the worktrees root to a disk with room for a whole checkout (on this computer, config.toml's key worktrees); then try again",
-				o.Name, termsafe.Shorten(err.Error(), 400), termsafe.Quote(o.Root), termsafe.Quote(r.CommonDir)).WithCause(errors.Join(ErrDiskFull, err))
+	tip, err := r.resolve(ctx, "refs/heads/"+branch)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return api.Errorf(api.CodeNotFound, "no branch %s in the repository: see git branch", termsafe.QuoteMax(branch, 60)).WithCause(ErrNotFound)
 		}
 		return fmt.Errorf("create group %s: %w", o.Name, err)
 	}
+	c.tip = tip
+	for _, wt := range wts {
+		if wt.branch == "refs/heads/"+branch {
+			return conflict("branch %s is checked out in %s: a branch can be checked out in one worktree only", termsafe.QuoteMax(branch, 60), termsafe.Quote(wt.path))
+		}
+	}
+	return nil
+}
 
-	keyDir := filepath.Dir(dir)
+// pickBase sets the group's base: CreateOptions.Base, or where a continued branch and head meet,
+// or head.
+func (c *creation) pickBase(ctx context.Context, head string) error {
+	r, o := c.r, c.o
+	c.base = head
+	switch {
+	case o.Base != "":
+		base, err := r.resolve(ctx, o.Base)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return noBase(o.Base, err)
+			}
+			return fmt.Errorf("create group %s: %w", o.Name, err)
+		}
+		c.base = base
+	case !c.made:
+		out, err := git(ctx, gitRun{dir: r.Top}, "merge-base", head, "refs/heads/"+c.branch)
+		if err != nil {
+			return fmt.Errorf("create group %s: branch %s has no commit in common with HEAD: give a base: %w", o.Name, termsafe.QuoteMax(c.branch, 60), err)
+		}
+		c.base = strings.TrimSpace(string(out))
+	}
+	return nil
+}
+
+// fail is the error of a step that failed once the making began: one that says what to free
+// when a disk is full.
+func (c *creation) fail(err error) error {
+	if diskFull(err) {
+		return api.Errorf(api.CodeUnavailable,
+			"create group %s: a disk is full (%s): free space on the disk that holds the worktrees root %s or the repository %s, or move the worktrees root to a disk with room for a whole checkout (on this computer, config.toml's key worktrees); then try again",
+			c.o.Name, termsafe.Shorten(err.Error(), 400), termsafe.Quote(c.o.Root), termsafe.Quote(c.r.CommonDir)).WithCause(errors.Join(ErrDiskFull, err))
+	}
+	return fmt.Errorf("create group %s: %w", c.o.Name, err)
+}
+
+// failRoom is fail for a git command that writes into the checkout: when git did not say that a
+// disk is full, noRoomFor tells whether the checkout would have fit.
+func (c *creation) failRoom(ctx context.Context, err error) error {
+	if !diskFull(err) && ctx.Err() == nil {
+		if full := c.r.noRoomFor(ctx, "refs/heads/"+c.branch, filepath.Dir(c.dir)); full != nil {
+			err = fmt.Errorf("%w (%w)", err, full)
+		}
+	}
+	return c.fail(err)
+}
+
+// makeFolder makes the group's folder, and the repository's folder of groups under Root when
+// there is none yet.
+func (c *creation) makeFolder() error {
+	keyDir := filepath.Dir(c.dir)
 	if _, err := os.Stat(keyDir); errors.Is(err, fs.ErrNotExist) {
-		madeRoot = true
+		c.madeRoot = true
 	}
 	if err := os.MkdirAll(keyDir, 0o700); err != nil {
-		return Group{}, fail(err)
+		return c.fail(err)
 	}
 	// The folder is made here, and must not exist: then it, and the admin entry git makes for
 	// it, are this call's alone, and undoing removes nothing of anyone else's (a Create of the
 	// same name running at the same time, say).
-	if err := os.Mkdir(dir, 0o777); err != nil {
+	if err := os.Mkdir(c.dir, 0o777); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return Group{}, conflict("folder %s was made by someone else just now", termsafe.Quote(dir))
+			return conflict("folder %s was made by someone else just now", termsafe.Quote(c.dir))
 		}
-		return Group{}, fail(err)
+		return c.fail(err)
 	}
-	madeDir = true
-	if made {
-		madeBranch = true // even if update-ref fails: the delete below checks the old value
-		if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-m", "krad-ade: group "+o.Name, "refs/heads/"+branch, base, ""); err != nil {
-			if ctx.Err() == nil && strings.Contains(err.Error(), "exists") {
-				madeBranch = false
-				return Group{}, conflict("branch %s was made by someone else just now", branch)
-			}
-			return Group{}, fail(err)
+	c.madeDir = true
+	return nil
+}
+
+// makeBranch makes the group's own branch at its base; a continued branch is left as it is.
+func (c *creation) makeBranch(ctx context.Context) error {
+	if !c.made {
+		return nil
+	}
+	c.madeBranch = true // even if update-ref fails: the delete in rollback checks the old value
+	if _, err := git(ctx, gitRun{dir: c.r.Top, write: true}, "update-ref", "-m", "krad-ade: group "+c.o.Name, "refs/heads/"+c.branch, c.base, ""); err != nil {
+		if ctx.Err() == nil && strings.Contains(err.Error(), "exists") {
+			c.madeBranch = false
+			return conflict("branch %s was made by someone else just now", c.branch)
 		}
+		return c.fail(err)
 	}
-	step("branch")
-	if err := ctx.Err(); err != nil {
-		return Group{}, fail(err)
-	}
-	// Under the repository's admin lock: what git must not do twice at once (the worktree's
-	// admin folder: two adds at once can meet each other's half-made one), and the group's record
-	// with its port block (Creates running at once list each other's records, and take
-	// different blocks). The checkout, which is what takes the time (seconds for a tree of ten
-	// thousand files, most of it the kernel's), runs after the lock, as git worktree add itself
-	// runs it: so the Creates of a variant set check out side by side.
-	unlock, err := r.lockAdmin(ctx)
+	return nil
+}
+
+// add adds the group's worktree and its record (addLocked), under the repository's admin lock:
+// what git must not do twice at once (the worktree's admin folder: two adds at once can meet
+// each other's half-made one), and the group's record with its port block (Creates running at
+// once list each other's records, and take different blocks). The checkout, which is what takes
+// the time (seconds for a tree of ten thousand files, most of it the kernel's), runs after the
+// lock, as git worktree add itself runs it: so the Creates of a variant set check out side by
+// side.
+func (c *creation) add(ctx context.Context) (meta, string, error) {
+	unlock, err := c.r.lockAdmin(ctx)
 	if err != nil {
-		return Group{}, fail(fmt.Errorf("lock the repository's worktrees: %w", err))
+		return meta{}, "", c.fail(fmt.Errorf("lock the repository's worktrees: %w", err))
 	}
-	m, admin, err := r.addLocked(ctx, o, dir, branch, base, made)
+	m, admin, err := c.r.addLocked(ctx, c.o, c.dir, c.branch, c.base, c.made)
 	unlock()
 	if err != nil {
-		if !diskFull(err) && ctx.Err() == nil {
-			if full := r.noRoomFor(ctx, "refs/heads/"+branch, keyDir); full != nil {
-				err = fmt.Errorf("%w (%w)", err, full)
-			}
-		}
-		return Group{}, fail(err)
+		return meta{}, "", c.failRoom(ctx, err)
 	}
-	step("worktree")
-	// The checkout, in one of the repository's few checkout slots: a set's eight checkouts at
-	// once thrash where a few at a time do not.
-	release, err := r.checkoutSlot(ctx)
+	return m, admin, nil
+}
+
+// checkout writes the group's files, in one of the repository's few checkout slots: a set's
+// eight checkouts at once thrash where a few at a time do not.
+func (c *creation) checkout(ctx context.Context) error {
+	release, err := c.r.checkoutSlot(ctx)
 	if err != nil {
-		return Group{}, fail(fmt.Errorf("wait for a checkout of the repository: %w", err))
+		return c.fail(fmt.Errorf("wait for a checkout of the repository: %w", err))
 	}
-	_, err = git(ctx, gitRun{dir: dir, write: true}, "reset", "--hard", "--quiet", "--no-recurse-submodules")
+	_, err = git(ctx, gitRun{dir: c.dir, write: true}, "reset", "--hard", "--quiet", "--no-recurse-submodules")
 	release()
 	if err != nil {
-		if !diskFull(err) && ctx.Err() == nil {
-			if full := r.noRoomFor(ctx, "refs/heads/"+branch, keyDir); full != nil {
-				err = fmt.Errorf("%w (%w)", err, full)
-			}
+		return c.failRoom(ctx, err)
+	}
+	return nil
+}
+
+// include gives the checkout what the person's config and the repository's IncludeFile say it
+// gets, and records the group's setup in its admin folder.
+func (c *creation) include(ctx context.Context, admin string) (*Included, *Setup, error) {
+	rule, err := c.r.setupRule(ctx)
+	if err != nil {
+		return nil, nil, c.fail(err)
+	}
+	var patterns []string
+	if rule != nil {
+		patterns = rule.Include
+	}
+	included, err := c.r.include(ctx, c.dir, patterns)
+	if err != nil {
+		return nil, nil, c.fail(err)
+	}
+	setup := newSetup(rule)
+	if setup != nil {
+		if err := writeSetup(admin, setup); err != nil {
+			return nil, nil, c.fail(fmt.Errorf("record the group's setup: %w", err))
 		}
-		return Group{}, fail(err)
 	}
-	step("checkout")
-	restored := ""
-	if !made {
-		if restored, err = r.restoreSnapshot(ctx, dir, branch, tip); err != nil {
-			return Group{}, fail(err)
-		}
-		step("restored")
-	}
-	if err := ctx.Err(); err != nil {
-		return Group{}, fail(err)
-	}
-	if made {
-		tip = base
-	}
-	return Group{Name: o.Name, Dir: dir, Branch: branch, BaseCommit: base, MadeBranch: made, Head: tip,
-		Locked: true, Port: m.Port, Created: m.Created, Restored: restored, Joined: m.Joined, Env: m.Env, admin: admin}, nil
+	return included, setup, nil
 }
 
 // writeRecord writes a group's record into its worktree's admin folder, beside git's own data
@@ -323,11 +455,12 @@ func step(s string) {
 }
 
 // rollback undoes what Create did, on a context of its own: ctx may be why it is undone.
-func (r *Repo) rollback(ctx context.Context, dir string, madeRoot, madeDir, madeBranch bool, branch, base string) error {
+func (c *creation) rollback(ctx context.Context) error {
+	r, dir := c.r, c.dir
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	var errs []error
-	if madeDir {
+	if c.madeDir {
 		// git worktree remove would refuse a half-made worktree; its two parts are ours (this
 		// call made the folder), so remove them directly.
 		admins, err := r.adminDirs()
@@ -348,31 +481,56 @@ func (r *Repo) rollback(ctx context.Context, dir string, madeRoot, madeDir, made
 			errs = append(errs, err)
 		}
 	}
-	if madeBranch {
+	if c.madeBranch {
 		// Only while it still points at base: then it holds nothing of anyone's.
-		if _, err := r.resolve(ctx, "refs/heads/"+branch); err == nil {
-			if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-d", "refs/heads/"+branch, base); err != nil {
+		if _, err := r.resolve(ctx, "refs/heads/"+c.branch); err == nil {
+			if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-d", "refs/heads/"+c.branch, c.base); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
-	if madeRoot {
+	if c.madeRoot {
 		os.Remove(filepath.Dir(dir)) // only if empty: another group may have been made there meanwhile
 	}
 	return errors.Join(errs...)
 }
 
 // resolve turns what names a commit into its hash; an error wrapping ErrNotFound when it names
-// none.
+// none (and git's error, when git said why).
+//
+// rev reaches git as data: after --end-of-options, so that no name is an option, and with
+// ^{commit}, so that only a commit is an answer (not a tree, a blob, a tag of a tree). git answers
+// "none" for most names that name nothing (exit 1), but for some it dies instead (exit 128): a
+// reflog entry past the reflog's end (HEAD@{1} in a repository of one commit), an upstream or
+// push branch a branch does not have (@{u}). Those are names of nothing too, when git works on
+// the repository otherwise; a repository git cannot read is git's error, as it was.
 func (r *Repo) resolve(ctx context.Context, rev string) (string, error) {
 	out, err := git(ctx, gitRun{dir: r.Top}, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
-	if err != nil {
-		if exitCode(err) == 1 && ctx.Err() == nil {
-			return "", fmt.Errorf("%s: %w", termsafe.QuoteMax(rev, 60), ErrNotFound)
-		}
-		return "", err
+	if err == nil {
+		return strings.TrimSpace(string(out)), nil
 	}
-	return strings.TrimSpace(string(out)), nil
+	if ctx.Err() == nil {
+		switch exitCode(err) {
+		case 1:
+			return "", fmt.Errorf("%s: %w", termsafe.QuoteMax(rev, 60), ErrNotFound)
+		case 128:
+			if _, gitErr := git(ctx, gitRun{dir: r.Top}, "rev-parse", "--git-dir"); gitErr == nil {
+				return "", fmt.Errorf("%s: %w: %w", termsafe.QuoteMax(rev, 60), ErrNotFound, err)
+			}
+		}
+	}
+	return "", err
+}
+
+// noBase is the answer to a base that names no commit: not_found, with what git said of it
+// when it said anything (an upstream that is not configured).
+func noBase(base string, err error) error {
+	why := ""
+	var ge *GitError
+	if errors.As(err, &ge) && ge.Stderr != "" {
+		why = " (git: " + ge.Stderr + ")"
+	}
+	return api.Errorf(api.CodeNotFound, "base %s is no commit of the repository%s", termsafe.QuoteMax(base, 60), why).WithCause(ErrNotFound)
 }
 
 func conflict(format string, args ...any) error {
@@ -467,6 +625,9 @@ func (r *Repo) restoreSnapshot(ctx context.Context, dir, branch, tip string) (st
 		return "", nil // made on another commit: the branch moved on since
 	}
 	// Index and files to the snapshot, then the index back to HEAD: the work is uncommitted.
+	// read-tree would replace an ignored file or remove a folder in its way (see overwrite.go),
+	// but none can be here: Create made the folder, and it holds tip's files alone, as the
+	// checkout just wrote them, which are what read-tree replaces.
 	if _, err := git(ctx, gitRun{dir: dir, write: true}, "read-tree", "-m", "-u", tip, snap); err != nil {
 		return "", fmt.Errorf("restore the snapshot %s: %w", snap, err)
 	}

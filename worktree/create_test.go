@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 func TestCreate(t *testing.T) {
@@ -224,14 +224,46 @@ func TestCreateBase(t *testing.T) {
 		t.Errorf("Create(base v1) = %+v, %v; want base and HEAD %s", g, err, first)
 	}
 	before := look(t, r, root)
-	for _, base := range []string{"nosuch", "HEAD~5", strings.Repeat("0", 40)} {
+	// Names git takes as revisions, of nothing here: a reflog entry past the reflog's end (git
+	// dies there rather than answer none), an upstream or push branch the branch has not, a
+	// file of a commit, a tree, a message no commit has.
+	for _, base := range []string{"nosuch", "HEAD~5", strings.Repeat("0", 40), "HEAD@{5}", "main@{9}",
+		"@{upstream}", "main@{push}", "HEAD:README", "HEAD^{tree}", ":/nosuchmessage"} {
 		var e *api.Error
 		_, err := r.Create(ctx, CreateOptions{Name: "x", Base: base, Root: root})
-		if !errors.Is(err, ErrNotFound) || !errors.As(err, &e) || e.Code != api.CodeNotFound {
+		if !errors.Is(err, ErrNotFound) || !errors.As(err, &e) || e.Code != api.CodeNotFound || !strings.Contains(e.Message, "is no commit of the repository") {
 			t.Errorf("Create(base %s) = %v, want not_found", base, err)
+		}
+		if _, err := r.CreateSet(ctx, "x", root, SetOptions{Count: 1, Base: base}); !errors.As(err, &e) || e.Code != api.CodeNotFound {
+			t.Errorf("CreateSet(base %s) = %v, want not_found", base, err)
 		}
 	}
 	noLeftovers(t, "a refused Create", before, look(t, r, root))
+}
+
+// TestCreateBaseWithoutReflog: HEAD@{1} of a repository whose reflog has one entry (its first
+// commit: git dies on it rather than answer none), or that keeps no reflog at all, is not_found
+// as other bases that name nothing, and leaves nothing.
+func TestCreateBaseWithoutReflog(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	r := open(t, dir)
+	root := t.TempDir()
+	before := look(t, r, root)
+	for _, how := range []string{"with one entry", "kept by none"} {
+		if how == "kept by none" {
+			if err := os.RemoveAll(filepath.Join(dir, ".git", "logs")); err != nil {
+				t.Fatal(err)
+			}
+			run(t, dir, "config", "core.logAllRefUpdates", "false")
+			before = look(t, r, root)
+		}
+		var e *api.Error
+		if _, err := r.Create(ctx, CreateOptions{Name: "x", Base: "HEAD@{1}", Root: root}); !errors.As(err, &e) || e.Code != api.CodeNotFound || !errors.Is(err, ErrNotFound) {
+			t.Errorf("Create(base HEAD@{1}), a reflog %s: %v, want not_found", how, err)
+		}
+		noLeftovers(t, "a refused Create", before, look(t, r, root))
+	}
 }
 
 func TestCreateNoCommits(t *testing.T) {
@@ -295,8 +327,8 @@ func TestCreateRollsBack(t *testing.T) {
 		o     CreateOptions
 		steps []string
 	}{
-		{"a new branch", CreateOptions{Name: "gone"}, []string{"branch", "worktree", "checkout"}},
-		{"a kept branch continued", CreateOptions{Name: "again", Branch: "krad/kept"}, []string{"branch", "worktree", "checkout", "restored"}},
+		{"a new branch", CreateOptions{Name: "gone"}, []string{"branch", "worktree", "checkout", "included"}},
+		{"a kept branch continued", CreateOptions{Name: "again", Branch: "krad/kept"}, []string{"branch", "worktree", "checkout", "restored", "included"}},
 	} {
 		t.Run(tt.what, func(t *testing.T) {
 			r, g := newGroup(t, "kept")

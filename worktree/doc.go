@@ -21,6 +21,12 @@
 //   - [Repo.Retire] keeps uncommitted work as a snapshot commit on refs/krad/snapshots/<name>,
 //     then removes the worktree, then deletes the branch only when the app made it and it holds
 //     nothing.
+//   - A new group's checkout gets the ignored files the repository's [IncludeFile] and the
+//     person's config ([SetupRule]) name, chosen by git, never through a symlink, capped; and the
+//     config's setup command, which the group's first terminal runs ([RunSetup]) before its own.
+//   - [Repo.Sync] brings a group's branch up to the main checkout's HEAD, merged or rebased,
+//     computed off every checkout so that a conflict changes nothing; [Repo.Push] pushes it to
+//     the repository's remote and may open a pull request with gh.
 //
 // # How git is run
 //

@@ -33,6 +33,10 @@ var (
 	// ErrRetiring: the group is being retired, so its changes cannot be read whole.
 	ErrRetiring = errors.New("the group is retiring")
 
+	// ErrNoIdentity: a pick that commits (squash, merge) in a repository where git knows no
+	// one to commit as (user.name, user.email). Nothing was done.
+	ErrNoIdentity = errors.New("git has no identity to commit with")
+
 	// ErrFolderGone: the group's worktree folder was deleted from under git (by its worker,
 	// say). Its branch and commits are still in the repository.
 	ErrFolderGone = errors.New("the group's folder is gone")

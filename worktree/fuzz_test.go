@@ -3,6 +3,7 @@ package worktree
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -168,6 +169,60 @@ func FuzzChangesUnmarshal(f *testing.F) {
 		}
 		if twice, _ := json.Marshal(again); !bytes.Equal(twice, out) {
 			t.Fatalf("%q read and written is %q, then %q", data, out, twice)
+		}
+	})
+}
+
+// FuzzRemoteKey: whatever a repository's config holds as a remote's URL, remoteKey never panics,
+// and what it makes of a URL with a host carries no user.
+func FuzzRemoteKey(f *testing.F) {
+	for _, s := range []string{"git@github.com:me/app.git", "ssh://u@[::1]:22/x", "https://a:b@h/p/", "/srv/x", "file:///x", ":", "@:", "://", "[", "a://[b", ":///@"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, url string) {
+		key := remoteKey(url)
+		// A URL whose authority (between :// and the next /) is empty names no host: its key is
+		// a path, in which an @ is the path's own.
+		if i := strings.Index(url, "://"); i >= 0 && !strings.HasPrefix(url, "file://") && !strings.HasPrefix(url[i+3:], "/") {
+			host, _, _ := strings.Cut(key, "/")
+			if strings.Contains(host, "@") {
+				t.Fatalf("remoteKey(%q) = %q: a user is left in the host", url, key)
+			}
+		}
+	})
+}
+
+// FuzzLocalPath: a path that git lists is copied only when it stays inside the checkout.
+func FuzzLocalPath(f *testing.F) {
+	for _, s := range []string{".env", "a/b", "../x", "/etc/passwd", "a/../../b", "a//b", "./a", "", "."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if localPath(p) != "" {
+			return
+		}
+		if j := filepath.Join("/top", p); !strings.HasPrefix(j, "/top/") {
+			t.Fatalf("localPath(%q) takes it, and it leads to %q", p, j)
+		}
+	})
+}
+
+// FuzzIncludeReach: any include list is read without a panic; a line more never makes a folder
+// unreached; a list that names a folder's first part reaches it.
+func FuzzIncludeReach(f *testing.F) {
+	for _, s := range [][2]string{{".env\n*.local\n", "node_modules/"}, {"data/fixtures/*.txt\n", "data/fixtures/"},
+		{"[!a]*\n\\#x\n!y\n", "b/c/"}, {"**/x/\n/a/b\r\n", "a/"}} {
+		f.Add(s[0], s[1], "extra")
+	}
+	f.Fuzz(func(t *testing.T, list, dir, extra string) {
+		dir = strings.Trim(dir, "/") + "/"
+		got := parseReach([]byte(list)).reaches(dir)
+		if got && !parseReach([]byte(list+"\n"+extra)).reaches(dir) {
+			t.Errorf("%q reaches %q, and no longer with %q after it", list, dir, extra)
+		}
+		first, _, _ := strings.Cut(dir, "/")
+		if first != "" && !strings.ContainsAny(first, "*?[\\#! \r\n") && !parseReach([]byte(first+"\n")).reaches(dir) {
+			t.Errorf("%q does not reach %q", first, dir)
 		}
 	})
 }

@@ -54,6 +54,7 @@ type gitRun struct {
 	stdin  io.Reader // nil: none
 	stdout io.Writer // nil: kept and returned
 	write  bool      // a command that writes: optional locks allowed
+	detach bool      // run without a controlling terminal (detach): one that goes to the network
 }
 
 // GitError is git exiting with an error: the command (its first words), its exit code and the
@@ -90,6 +91,9 @@ func git(ctx context.Context, r gitRun, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Env = append(append(baseEnv(), r.env...), promptEnv(ctx)...)
 	cmd.Stdin = r.stdin
+	if r.detach {
+		detach(cmd)
+	}
 	var out bytes.Buffer
 	if r.stdout != nil {
 		cmd.Stdout = r.stdout

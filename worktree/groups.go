@@ -63,6 +63,12 @@ type Group struct {
 	// Restored, in what Create returns, is the snapshot commit whose work it put back in the
 	// continued branch's checkout as uncommitted changes.
 	Restored string `json:"restored,omitempty"`
+	// Setup is the group's setup command, from the person's config, and how it went: nil for
+	// a group made without one.
+	Setup *Setup `json:"setup,omitempty"`
+	// Included, in what Create returns, is what it copied of the ignored files the repository's
+	// IncludeFile and the config name (nil when they name none).
+	Included *Included `json:"included,omitempty"`
 	// Damaged says why the app's record of the group (metaFile) cannot be read, and what to do;
 	// such a group is listed with what git knows of it (its name is its folder's), and nothing
 	// but listing it and refusing its name is done with it.
@@ -148,6 +154,12 @@ func (r *Repo) groupsOf(wts []worktree) ([]Group, error) {
 		}
 		if _, err := os.Lstat(wt.path); wt.prunable || errors.Is(err, fs.ErrNotExist) {
 			g.Missing = true
+		}
+		if g.Setup, err = readSetup(admin); err != nil {
+			g.Setup = &Setup{State: SetupFailed, Why: termsafe.Shorten(err.Error(), 300)}
+		} else if g.Setup != nil && g.Setup.State == SetupRunning && !setupHeld(admin) {
+			// Its runner is gone (its terminal closed, killed): the next terminal runs it again.
+			g.Setup.State, g.Setup.Why = SetupPending, "its terminal closed before it ended, so the group's next terminal runs it again"
 		}
 		groups = append(groups, g)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // setup needs git, and keeps the user's and the system's git config out of the test.

@@ -38,14 +38,26 @@ type Op struct {
 	// Force, for OpRetire: retire a held group too (Group.Held), its nested repositories'
 	// folders with it: only when the person asks.
 	Force bool `json:"force,omitempty"`
+	// Auto, for OpRetire: the app retires the group by itself (its last terminal closed), not
+	// the person: a group whose setup failed is then kept, for the person to look at (conflict,
+	// saying so).
+	Auto bool `json:"auto,omitempty"`
 	// Changes is OpChanges's options.
 	Changes *ChangesOptions `json:"changes,omitempty"`
 	// Set is OpCreateSet's options (its name is made from Hint).
 	Set *SetOptions `json:"set,omitempty"`
 	// Pick is OpPick's options.
 	Pick *PickOptions `json:"pick,omitempty"`
+	// Sync is OpSync's options.
+	Sync *SyncOptions `json:"sync,omitempty"`
+	// Push is OpPush's options.
+	Push *PushOptions `json:"push,omitempty"`
 	// Resolve is OpResolve's options.
 	Resolve *ResolveOptions `json:"resolve,omitempty"`
+	// Setups are the person's [[setup]] rules for the environment, in config.toml's order: the
+	// first that matches the repository says what the groups OpCreate and OpCreateSet make get
+	// (SetupRule). None: a new checkout gets only what the repository's IncludeFile names.
+	Setups []SetupRule `json:"setups,omitempty"`
 	// AskpassKey is the askpass key of the app's own gits in the environment
 	// (api.VarAskpassKey), for the prompts of the operation's gits: it travels on the verb's
 	// stdin, never on a command line. It is never logged.
@@ -62,6 +74,10 @@ const (
 	OpCreateSet = "create-set"
 	// OpPick takes a variant's work into the main checkout.
 	OpPick = "pick"
+	// OpSync brings a group's branch up to the main checkout's HEAD.
+	OpSync = "sync"
+	// OpPush pushes a group's branch to the repository's remote, and may open a pull request.
+	OpPush = "push"
 )
 
 // Result is what an Op did: one of its fields, or Error.
@@ -74,6 +90,8 @@ type Result struct {
 	Set      *Set       `json:"set,omitempty"`
 	Picked   *Pick      `json:"picked,omitempty"`
 	Resolved *Resolved  `json:"resolved,omitempty"`
+	Synced   *Synced    `json:"synced,omitempty"`
+	Pushed   *Pushed    `json:"pushed,omitempty"`
 	Error    *api.Error `json:"error,omitempty"`
 }
 
@@ -101,11 +119,11 @@ func Do(ctx context.Context, op Op) Result {
 	if err != nil {
 		var ae *api.Error
 		if !errors.As(err, &ae) || ae.Error() != err.Error() {
-			code := api.CodeInternal
+			code, reason := api.CodeInternal, api.ErrorReason("")
 			if ae != nil {
-				code = ae.Code
+				code, reason = ae.Code, ae.Reason
 			}
-			ae = api.Errorf(code, "%s", err.Error()).WithCause(err)
+			ae = api.Errorf(code, "%s", err.Error()).WithCause(err).WithReason(reason)
 		}
 		return Result{Error: ae}
 	}
@@ -117,7 +135,18 @@ func do(ctx context.Context, op Op) (Result, error) {
 		return resolveOp(op)
 	}
 	switch op.Op {
-	case OpCreate, OpChanges, OpGroups, OpRetire, OpCreateSet, OpPick:
+	case OpCreate, OpChanges, OpGroups, OpRetire, OpCreateSet, OpSync, OpPush:
+	case OpPick:
+		// Checked as the bus checks PickVariant, before anything runs.
+		if op.Pick == nil {
+			return Result{}, api.Errorf(api.CodeBadRequest, "a pick operation needs its pick")
+		}
+		if err := api.CheckPickHow(op.Pick.How); err != nil {
+			return Result{}, api.Errorf(api.CodeBadRequest, "pick %s: %s, not %s", termsafe.QuoteMax(op.Pick.Group, 60), err, termsafe.QuoteMax(op.Pick.How, 40))
+		}
+		if err := api.CheckPickMessage(op.Pick.Message); err != nil {
+			return Result{}, api.Errorf(api.CodeBadRequest, "pick %s: %s", termsafe.QuoteMax(op.Pick.Group, 60), err)
+		}
 	default:
 		return Result{}, api.Errorf(api.CodeBadRequest, "unknown group operation %q", op.Op)
 	}
@@ -125,6 +154,7 @@ func do(ctx context.Context, op Op) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	r.rules = op.Setups
 	switch op.Op {
 	case OpCreate:
 		var o CreateOptions
@@ -172,18 +202,36 @@ func do(ctx context.Context, op Op) (Result, error) {
 		}
 		return Result{Set: &set}, nil
 	case OpPick:
-		if op.Pick == nil {
-			return Result{}, api.Errorf(api.CodeBadRequest, "a pick operation needs its pick")
-		}
-		if err := api.CheckPickHow(op.Pick.How); err != nil {
-			return Result{}, api.Errorf(api.CodeBadRequest, "pick %s: %s, not %s", op.Pick.Group, err, termsafe.QuoteMax(op.Pick.How, 40))
-		}
 		p, err := r.Pick(ctx, *op.Pick)
 		if err != nil {
 			return Result{}, err
 		}
 		return Result{Picked: &p}, nil
+	case OpSync:
+		if op.Sync == nil {
+			return Result{}, api.Errorf(api.CodeBadRequest, "a sync operation needs its sync")
+		}
+		s, err := r.Sync(ctx, *op.Sync)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Synced: &s}, nil
+	case OpPush:
+		if op.Push == nil {
+			return Result{}, api.Errorf(api.CodeBadRequest, "a push operation needs its push")
+		}
+		p, err := r.Push(ctx, *op.Push)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Pushed: &p}, nil
 	default: // OpRetire
+		if op.Auto {
+			if g, err := r.group(ctx, op.Group); err == nil && g.Setup != nil && g.Setup.State == SetupFailed {
+				return Result{}, conflict("group %s's setup failed (%s): it is kept for you to look at, in %s; retire it with krad retire %s",
+					g.Name, g.Setup.Why, termsafe.Quote(g.Dir), g.Name)
+			}
+		}
 		retire := r.Retire
 		if op.Force {
 			retire = r.RetireForce

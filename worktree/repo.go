@@ -32,6 +32,10 @@ type Repo struct {
 	// running git again (an op is Open and then its work, a moment later); nil once taken.
 	mu     sync.Mutex
 	listed []worktree
+
+	// rules are the person's [[setup]] rules for the environment (Op.Setups): what a new
+	// group's checkout gets (setupRule).
+	rules []SetupRule
 }
 
 // Open finds the repository that holds dir. A dir in no repository is an error wrapping

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // TestRetireClean: a group that did nothing leaves nothing: no worktree, branch, ref, admin

@@ -73,7 +73,7 @@ func (r *Repo) CreateSet(ctx context.Context, hint, root string, o SetOptions) (
 		if o.Base == "" {
 			return Set{}, api.Errorf(api.CodeConflict, "the repository %s has no commits yet, so a set has nothing to start from: commit first", termsafe.Quote(r.Top)).WithCause(ErrNoCommits)
 		}
-		return Set{}, api.Errorf(api.CodeNotFound, "base %s is no commit of the repository", termsafe.QuoteMax(o.Base, 60)).WithCause(ErrNotFound)
+		return Set{}, noBase(o.Base, err)
 	} else if err != nil {
 		return Set{}, fmt.Errorf("make a variant set: %w", err)
 	}
@@ -192,7 +192,9 @@ func CheckVariant(g Group) error {
 // Pick takes the winner's work as o.How says, computed off every checkout (git merge-tree, a
 // temporary index): first its whole state is kept as a snapshot commit; a merge that conflicts
 // changes nothing and names the files; staged changes in the main checkout refuse the pick
-// (no autostash), and so do unstaged ones the pick would overwrite.
+// (no autostash), and so does anything of the main checkout's that the pick would write over
+// (overwrites: changes not committed, an ignored or untracked file, a folder or a symbolic link
+// in the way), named.
 func (r *Repo) Pick(ctx context.Context, o PickOptions) (Pick, error) {
 	g, err := r.group(ctx, o.Group)
 	if err != nil {
@@ -208,7 +210,12 @@ func (r *Repo) Pick(ctx context.Context, o PickOptions) (Pick, error) {
 	if how == "" {
 		how = api.PickSquash
 	}
-	fail := func(err error) (Pick, error) { return Pick{}, fmt.Errorf("pick %s: %w", o.Group, err) }
+	fail := func(err error) (Pick, error) { return Pick{}, pickFailed(o.Group, err) }
+	if how == api.PickSquash || how == api.PickMerge {
+		if err := r.checkIdentity(ctx, g.Name, how); err != nil {
+			return Pick{}, err
+		}
+	}
 
 	// 1. Keep the winner's whole state: the snapshot is what is picked.
 	state, err := r.keepWork(ctx, g, "krad-ade: the work of variant "+g.Name+" when it was picked")
@@ -222,57 +229,25 @@ func (r *Repo) Pick(ctx context.Context, o PickOptions) (Pick, error) {
 	}
 
 	// 2. The main checkout: on a branch (squash, merge), nothing staged.
-	if v, _, err := gitVersion(ctx); err != nil || !atLeast(v, MergeTreeGitVersion) {
-		return Pick{}, api.Errorf(api.CodeUnavailable, "picking %s needs git %d.%d or later (git merge-tree --write-tree): install a newer git, or pick with how=branch",
-			how, MergeTreeGitVersion[0], MergeTreeGitVersion[1]).WithCause(ErrGit)
-	}
-	head, err := r.resolve(ctx, "HEAD")
+	head, branch, err := r.pickOnto(ctx, o.Group, how)
 	if err != nil {
-		return fail(err)
-	}
-	branch := ""
-	if out, err := git(ctx, gitRun{dir: r.Top}, "symbolic-ref", "-q", "HEAD"); err == nil {
-		branch = strings.TrimSpace(string(out))
-	} else if exitCode(err) != 1 {
-		return fail(err)
-	}
-	if branch == "" && how != api.PickApply {
-		return Pick{}, api.Errorf(api.CodeConflict, "the main checkout %s is on a detached HEAD, where a %s has no branch to go on: check out a branch there first, or pick with how=apply or branch",
-			termsafe.Quote(r.Top), how)
-	}
-	if _, err := git(ctx, gitRun{dir: r.Top}, "diff-index", "--cached", "--quiet", "HEAD", "--"); err != nil {
-		if exitCode(err) == 1 {
-			return Pick{}, api.Errorf(api.CodeConflict, "the main checkout %s has staged changes: commit or unstage them first (a pick never stashes)", termsafe.Quote(r.Top))
-		}
-		return fail(err)
+		return Pick{}, err
 	}
 
 	// 3. The result, off every checkout.
-	out, err := git(ctx, gitRun{dir: r.Top}, "merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", head, state)
-	if err != nil && exitCode(err) != 1 {
-		return fail(err)
-	}
-	fields := strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
-	tree := fields[0]
-	if err != nil { // exit 1: conflicts
-		files := fields[1:]
-		shown := make([]string, 0, min(len(files), 20))
-		for _, f := range files[:min(len(files), 20)] {
-			shown = append(shown, termsafe.Quote(f))
-		}
-		more := ""
-		if len(files) > 20 {
-			more = fmt.Sprintf(" and %d more", len(files)-20)
-		}
-		noun := "files"
-		if len(files) == 1 {
-			noun = "file"
-		}
-		return Pick{}, api.Errorf(api.CodeConflict, "variant %s conflicts with %s in %d %s: %s%s; nothing was changed. Ask its worker to rebase onto it, or take its work by hand (its branch %s, its snapshot %s)",
-			o.Group, shortBranch(branch, "HEAD"), len(files), noun, strings.Join(shown, ", "), more, g.Branch, SnapshotPrefix+g.Name).WithCause(ErrConflict)
+	tree, err := r.pickTree(ctx, g, head, state, branch)
+	if err != nil {
+		return Pick{}, err
 	}
 
-	// 4. Into the main checkout.
+	// 4. Into the main checkout, over nothing of the person's: git would replace an ignored
+	// file, a symbolic link or a folder in the way (overwrite.go).
+	if found, err := overwrites(ctx, r.Top, head, tree); err != nil {
+		return fail(err)
+	} else if len(found) > 0 {
+		return Pick{}, overwriteConflict("the pick of variant "+g.Name, "the main checkout "+termsafe.Quote(r.Top), found,
+			fmt.Sprintf("Move them out of the way (or commit them), then pick again; or pick with how=branch and take its work by hand (its branch %s)", g.Branch))
+	}
 	if how == api.PickApply {
 		if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "read-tree", "-m", "-u", "HEAD", tree); err != nil {
 			return fail(wouldOverwrite(err, r.Top))
@@ -286,31 +261,121 @@ func (r *Repo) Pick(ctx context.Context, o PickOptions) (Pick, error) {
 			msg = "group " + g.Name
 		}
 	}
-	args := []string{"commit-tree", "-m", msg, "-p", head}
+	parents := []string{head}
 	if how == api.PickMerge {
-		args = append(args, "-p", state)
+		parents = append(parents, state)
 	}
-	cout, err := git(ctx, gitRun{dir: r.Top, write: true}, append(args, tree)...)
+	commit, err := r.commitPick(ctx, g.Name, msg, parents, tree, branch)
 	if err != nil {
-		return fail(err)
-	}
-	commit := strings.TrimSpace(string(cout))
-	// The files first (refused if they would overwrite unstaged changes), then the branch, with
-	// its old value so that it refuses if the branch moved meanwhile; undone if that fails.
-	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "read-tree", "-m", "-u", "HEAD", commit); err != nil {
-		return fail(wouldOverwrite(err, r.Top))
-	}
-	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-m", "krad-ade: pick "+g.Name, branch, commit, head); err != nil {
-		undo, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockTimeout)
-		_, uerr := git(undo, gitRun{dir: r.Top, write: true}, "read-tree", "-m", "-u", commit, "HEAD")
-		cancel()
-		if uerr != nil {
-			return fail(fmt.Errorf("%w; and putting the checkout's files back failed: %v: look at %s", err, uerr, termsafe.Quote(r.Top)))
-		}
 		return fail(err)
 	}
 	p.Commit, p.Branch = commit, strings.TrimPrefix(branch, "refs/heads/")
 	return p, r.markPicked(g, how, commit)
+}
+
+// pickFailed is the error of the pick of group that failed for err.
+func pickFailed(group string, err error) error { return fmt.Errorf("pick %s: %w", group, err) }
+
+// pickOnto checks the main checkout for a pick of group as how says: git can compute it
+// (merge-tree), the checkout is on a branch unless how is apply, and nothing is staged in it. It
+// returns the checkout's HEAD commit and its branch ("" on a detached HEAD).
+func (r *Repo) pickOnto(ctx context.Context, group, how string) (head, branch string, err error) {
+	if v, _, err := gitVersion(ctx); err != nil || !atLeast(v, MergeTreeGitVersion) {
+		return "", "", api.Errorf(api.CodeUnavailable, "picking %s needs git %d.%d or later (git merge-tree --write-tree): install a newer git, or pick with how=branch",
+			how, MergeTreeGitVersion[0], MergeTreeGitVersion[1]).WithCause(ErrGit)
+	}
+	head, err = r.resolve(ctx, "HEAD")
+	if err != nil {
+		return "", "", pickFailed(group, err)
+	}
+	if out, err := git(ctx, gitRun{dir: r.Top}, "symbolic-ref", "-q", "HEAD"); err == nil {
+		branch = strings.TrimSpace(string(out))
+	} else if exitCode(err) != 1 {
+		return "", "", pickFailed(group, err)
+	}
+	if branch == "" && how != api.PickApply {
+		return "", "", api.Errorf(api.CodeConflict, "the main checkout %s is on a detached HEAD, where a %s has no branch to go on: check out a branch there first, or pick with how=apply or branch",
+			termsafe.Quote(r.Top), how)
+	}
+	if _, err := git(ctx, gitRun{dir: r.Top}, "diff-index", "--cached", "--quiet", "HEAD", "--"); err != nil {
+		if exitCode(err) == 1 {
+			return "", "", api.Errorf(api.CodeConflict, "the main checkout %s has staged changes: commit or unstage them first (a pick never stashes)", termsafe.Quote(r.Top))
+		}
+		return "", "", pickFailed(group, err)
+	}
+	return head, branch, nil
+}
+
+// pickTree is the tree of the pick of variant g's state onto head, computed off every checkout
+// (git merge-tree); a merge that conflicts is a conflict that names the files, and changes
+// nothing.
+func (r *Repo) pickTree(ctx context.Context, g Group, head, state, branch string) (string, error) {
+	tree, err := r.mergeTree(ctx, head, state)
+	var mc mergeConflict
+	if !errors.As(err, &mc) {
+		if err != nil {
+			return "", pickFailed(g.Name, err)
+		}
+		return tree, nil
+	}
+	return "", api.Errorf(api.CodeConflict, "variant %s conflicts with %s in %s; nothing was changed. Ask its worker to rebase onto it, or take its work by hand (its branch %s, its snapshot %s)",
+		g.Name, shortBranch(branch, "HEAD"), nameFiles(mc), g.Branch, SnapshotPrefix+g.Name).WithCause(ErrConflict)
+}
+
+// commitPick commits tree with msg on parents, then puts it in the main checkout on branch, whose
+// HEAD is parents[0]: the files first (refused if they would overwrite unstaged changes), then the
+// branch, with its old value so that it refuses if the branch moved meanwhile; the files are put
+// back if that fails.
+func (r *Repo) commitPick(ctx context.Context, group, msg string, parents []string, tree, branch string) (string, error) {
+	head := parents[0]
+	args := []string{"commit-tree", "-m", msg}
+	for _, p := range parents {
+		args = append(args, "-p", p)
+	}
+	cout, err := git(ctx, gitRun{dir: r.Top, write: true}, append(args, tree)...)
+	if err != nil {
+		return "", err
+	}
+	commit := strings.TrimSpace(string(cout))
+	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "read-tree", "-m", "-u", "HEAD", commit); err != nil {
+		return "", wouldOverwrite(err, r.Top)
+	}
+	if _, err := git(ctx, gitRun{dir: r.Top, write: true}, "update-ref", "-m", "krad-ade: pick "+group, branch, commit, head); err != nil {
+		undo, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockTimeout)
+		_, uerr := git(undo, gitRun{dir: r.Top, write: true}, "read-tree", "-m", "-u", commit, "HEAD")
+		cancel()
+		if uerr != nil {
+			return "", fmt.Errorf("%w; and putting the checkout's files back failed: %v: look at %s", err, uerr, termsafe.Quote(r.Top))
+		}
+		return "", err
+	}
+	return commit, nil
+}
+
+// checkIdentity refuses a pick that makes the person's commit (squash, merge) in a repository
+// where git knows no one to make it as: no user.name or user.email in its config or the global
+// one (and no EMAIL, or a guess from the user's and the host's names that git takes, unless
+// user.useConfigOnly forbids it). git var asks git exactly what commit-tree would, before
+// anything is done. The snapshot, which is the app's commit, has an identity of its own
+// (SnapshotIdentity); the pick's commit is the person's, so it takes theirs.
+func (r *Repo) checkIdentity(ctx context.Context, group, how string) error {
+	for _, v := range []string{"GIT_AUTHOR_IDENT", "GIT_COMMITTER_IDENT"} {
+		_, err := git(ctx, gitRun{dir: r.Top}, "var", v)
+		if err == nil {
+			continue
+		}
+		var ge *GitError
+		if ctx.Err() != nil || !errors.As(err, &ge) || ge.ExitCode != 128 {
+			return fmt.Errorf("pick %s: ask git who commits: %w", group, err)
+		}
+		why := ge.Stderr // git's last line says why ("fatal: unable to auto-detect email address …")
+		if i := strings.LastIndex(why, `\n`); i >= 0 {
+			why = why[i+2:]
+		}
+		return api.Errorf(api.CodeConflict, "a %s makes a commit in %s, and git there has no identity to make it with: user.name or user.email is not set (git: %s); nothing was changed. Set them where the repository is (git config user.email you@example.com and git config user.name 'Your Name', with --global for every repository), then pick again; or pick with how=apply, which commits nothing",
+			how, termsafe.Quote(r.Top), why).WithCause(ErrNoIdentity).WithReason(api.ReasonNoIdentity)
+	}
+	return nil
 }
 
 // markPicked records in the winner's record that it was picked, and into what: squash-picked
@@ -326,11 +391,13 @@ func (r *Repo) markPicked(g Group, how, commit string) error {
 	return nil
 }
 
-// wouldOverwrite explains read-tree refusing to overwrite the main checkout's own changes.
+// wouldOverwrite explains read-tree refusing to overwrite files of the main checkout: ones that
+// came or changed after overwrites looked (git refuses before it writes anything).
 func wouldOverwrite(err error, top string) error {
-	if strings.Contains(err.Error(), "overwritten") || strings.Contains(err.Error(), "not uptodate") {
-		return api.Errorf(api.CodeConflict, "the pick would overwrite changes in the main checkout %s that are not committed: commit or move them first; nothing was changed",
-			termsafe.Quote(top)).WithCause(ErrConflict)
+	var ge *GitError
+	if errors.As(err, &ge) && (strings.Contains(ge.Stderr, "overwritten") || strings.Contains(ge.Stderr, "not uptodate") || strings.Contains(ge.Stderr, "lose untracked")) {
+		return api.Errorf(api.CodeConflict, "the pick would overwrite files in the main checkout %s that changed while it ran (git: %s); nothing was changed: pick again",
+			termsafe.Quote(top), ge.Stderr).WithCause(ErrConflict).WithReason(api.ReasonInTheWay)
 	}
 	return err
 }

@@ -277,7 +277,8 @@ func TestPickTouchesNoOtherCheckout(t *testing.T) {
 type checkout struct {
 	index  string
 	status string
-	// files: each file (path from the checkout's top, .git left out) as "<mtime> <sha256>".
+	// files: each file (path from the checkout's top, .git left out, ignored files included) as
+	// "<mtime> <sha256>", and each symbolic link as "symlink to <target>".
 	files map[string]string
 }
 
@@ -285,19 +286,17 @@ type checkout struct {
 // refresh the index.
 func lookAt(t *testing.T, dir string) checkout {
 	t.Helper()
-	c := checkout{files: map[string]string{}}
-	sum := func(p string) string {
-		fi, err := os.Stat(p)
-		if err != nil {
-			return err.Error()
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err.Error()
-		}
-		return fmt.Sprintf("%d %x", fi.ModTime().UnixNano(), sha256.Sum256(b))
-	}
+	c := checkout{files: filesIn(t, dir)}
 	c.index = sum(run(t, dir, "rev-parse", "--path-format=absolute", "--git-path", "index"))
+	c.status = run(t, dir, "--no-optional-locks", "status", "--porcelain=v1", "--untracked-files=all")
+	return c
+}
+
+// filesIn is each file under dir (path from dir, .git left out, ignored files included) as
+// "<mtime> <sha256>", and each symbolic link as "symlink to <target>".
+func filesIn(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -308,16 +307,35 @@ func lookAt(t *testing.T, dir string) checkout {
 			}
 			return nil
 		}
-		if d.Type().IsRegular() {
-			c.files[strings.TrimPrefix(p, dir+"/")] = sum(p)
+		switch {
+		case d.Type().IsRegular():
+			files[strings.TrimPrefix(p, dir+"/")] = sum(p)
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			files[strings.TrimPrefix(p, dir+"/")] = "symlink to " + target
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.status = run(t, dir, "--no-optional-locks", "status", "--porcelain=v1", "--untracked-files=all")
-	return c
+	return files
+}
+
+// sum is the file at p as "<mtime> <sha256>", or the error that stopped reading it.
+func sum(p string) string {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err.Error()
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("%d %x", fi.ModTime().UnixNano(), sha256.Sum256(b))
 }
 
 // same fails the test, saying what, when now differs from c in anything.
@@ -352,4 +370,52 @@ func TestPickOfADeletedVariant(t *testing.T) {
 		t.Error("the pick touched the main checkout")
 	}
 	run(t, dir, "rev-parse", "--verify", "refs/heads/krad/"+win.Name)
+}
+
+// TestPickWithoutIdentity: in a repository where git knows no one to commit as (no user.name,
+// no user.email, here or in the global config, and no guessing: user.useConfigOnly), a squash
+// or a merge is a conflict that says so and how to set them, and changes nothing: no ref (the
+// winner's snapshot is not even made), nothing of the main checkout. An apply, which commits
+// nothing, and a branch pick go in.
+func TestPickWithoutIdentity(t *testing.T) {
+	dir := newRepo(t)
+	home := t.TempDir()
+	global := filepath.Join(home, "gitconfig")
+	// An empty config leaves git to guess an email from the user and the host's name, which a
+	// machine with a domain name passes: useConfigOnly is what a person without one sees.
+	if err := os.WriteFile(global, []byte("[user]\n\tuseConfigOnly = true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("GIT_CONFIG_GLOBAL", global)
+	t.Setenv("EMAIL", "")
+	r := open(t, dir)
+	root := t.TempDir()
+	set, err := r.CreateSet(context.Background(), "who", root, SetOptions{Count: 1, Lead: "main:1"})
+	if err != nil {
+		t.Fatalf("CreateSet: %v", err)
+	}
+	win := set.Groups[0]
+	work(t, win)
+	for _, how := range []string{api.PickSquash, api.PickMerge} {
+		before, main := look(t, r, root), lookAt(t, dir)
+		_, err := r.Pick(context.Background(), PickOptions{Group: win.Name, How: how})
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Code != api.CodeConflict || ae.Reason != api.ReasonNoIdentity {
+			t.Fatalf("a %s without an identity: %v, want a conflict (no_identity)", how, err)
+		}
+		for _, want := range []string{"no identity", "user.name", "user.email", "git config user.email", "nothing was changed"} {
+			if !strings.Contains(ae.Message, want) {
+				t.Errorf("a %s without an identity: %q, want it to say %q", how, ae.Message, want)
+			}
+		}
+		if strings.Contains(ae.Message, "Please tell me who you are") {
+			t.Errorf("a %s without an identity: %q, want git's one line, not its whole message", how, ae.Message)
+		}
+		noLeftovers(t, "a "+how+" without an identity", before, look(t, r, root))
+		main.same(t, "a "+how+" without an identity, the main checkout", lookAt(t, dir))
+	}
+	if _, err := r.Pick(context.Background(), PickOptions{Group: win.Name, How: api.PickApply}); err != nil {
+		t.Errorf("an apply without an identity: %v, want it done: it commits nothing", err)
+	}
 }

@@ -10,21 +10,24 @@ import (
 // of any bytes (api.SplitName, api.SplitText): "path" and, when the path is not UTF-8,
 // "path_base64"; "patch", or "patch_base64" when the patch is not UTF-8.
 
+// fileJSON is File on the wire: its paths in api's exact form, then its other fields. Its own
+// Path and OldPath hide those of the File inside (encoding/json takes the shallower of two fields
+// of one name), and come first, as File declares them.
 type fileJSON struct {
 	Path          string `json:"path"`
 	PathBase64    string `json:"path_base64,omitempty"`
 	OldPath       string `json:"old_path,omitempty"`
 	OldPathBase64 string `json:"old_path_base64,omitempty"`
-	Status        string `json:"status"`
-	Added         int    `json:"added"`
-	Deleted       int    `json:"deleted"`
-	Binary        bool   `json:"binary,omitempty"`
-	LeftOut       string `json:"left_out,omitempty"`
+	fileFields
 }
+
+// fileFields is File without its methods, so that encoding fileJSON does not call MarshalJSON
+// again.
+type fileFields File
 
 // MarshalJSON writes f with its paths in api's exact form.
 func (f File) MarshalJSON() ([]byte, error) {
-	j := fileJSON{Status: f.Status, Added: f.Added, Deleted: f.Deleted, Binary: f.Binary, LeftOut: f.LeftOut}
+	j := fileJSON{fileFields: fileFields(f)}
 	j.Path, j.PathBase64 = api.SplitName(f.Path)
 	if f.OldPath != "" {
 		j.OldPath, j.OldPathBase64 = api.SplitName(f.OldPath)
@@ -46,31 +49,27 @@ func (f *File) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*f = File{Path: path, OldPath: old, Status: j.Status, Added: j.Added, Deleted: j.Deleted, Binary: j.Binary, LeftOut: j.LeftOut}
+	*f = File(j.fileFields)
+	f.Path, f.OldPath = path, old
 	return nil
 }
 
-// changesJSON is Changes on the wire: its fields, but Patch in api's exact form.
+// changesJSON is Changes on the wire: its fields, but Patch in api's exact form. Its own Patch
+// hides the one of the Changes inside (encoding/json takes the shallower of two fields of one
+// name), so that every other field of Changes is on the wire as it is declared.
 type changesJSON struct {
 	changesFields
 	Patch       string `json:"patch,omitempty"`
 	PatchBase64 string `json:"patch_base64,omitempty"`
 }
 
-// changesFields are Changes's fields but Patch, with the same tags.
-type changesFields struct {
-	Group       string   `json:"group"`
-	Base        string   `json:"base"`
-	Head        string   `json:"head,omitempty"`
-	Commits     []Commit `json:"commits,omitempty"`
-	MoreCommits bool     `json:"more_commits,omitempty"`
-	Files       []File   `json:"files"`
-}
+// changesFields is Changes without its methods, so that encoding changesJSON does not call
+// MarshalJSON again.
+type changesFields Changes
 
 // MarshalJSON writes c with its patch in api's exact form.
 func (c Changes) MarshalJSON() ([]byte, error) {
-	j := changesJSON{changesFields: changesFields{Group: c.Group, Base: c.Base, Head: c.Head,
-		Commits: c.Commits, MoreCommits: c.MoreCommits, Files: c.Files}}
+	j := changesJSON{changesFields: changesFields(c)}
 	if j.Files == nil {
 		j.Files = []File{}
 	}
@@ -88,7 +87,7 @@ func (c *Changes) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	f := j.changesFields
-	*c = Changes{Group: f.Group, Base: f.Base, Head: f.Head, Commits: f.Commits, MoreCommits: f.MoreCommits, Files: f.Files, Patch: patch}
+	*c = Changes(j.changesFields)
+	c.Patch = patch
 	return nil
 }

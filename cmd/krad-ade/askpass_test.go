@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/apptest"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/apptest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // askpassVarsConfig is [git] ssh_askpass, and a terminal that writes its askpass variables down.

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // buildEnv is config.toml's table of the SSH environment build, on the host buildbox.
@@ -171,4 +171,40 @@ func TestSSHEnvironmentsFollowConfigWhileTheAppRuns(t *testing.T) {
 		t.Fatalf("build:1's process on the host is %s after the change, was %s", after, pid)
 	}
 	_ = os.Remove(cfg)
+}
+
+// A config.toml truncated and left empty past the watcher's settle (150 ms) before its write, as
+// a writer held off on a busy machine leaves it (os.WriteFile, an editor that saves in place),
+// closes no SSH environment: the empty file would close build, so the app holds it until the
+// file has been left alone 2 s, and the write comes first. Before, such a file closed build and
+// connected it again (TestSSHEnvironmentsFollowConfigWhileTheAppRuns failed so under load).
+func TestTruncatedConfigClosesNoEnvironment(t *testing.T) {
+	w := newSSHWorld(t, "")
+	w.write(filepath.Join(w.home, ".ssh", "known_hosts"), w.sshd.KnownHostsLine(0)+"\n")
+	cfg := filepath.Join(w.home, "krad-ade", "config.toml")
+	w.write(cfg, buildEnv("~"))
+	w.start()
+	w.served()
+	w.listed("build:1", true)
+	_, pid := w.hostPane(1)
+
+	at := len(w.app.Log.String())
+	if err := os.Truncate(cfg, 0); err != nil {
+		t.Fatal(err)
+	}
+	// The watcher looked at the empty file past its settle, and holds it.
+	w.logged(at, regexp.MustCompile(`msg="config.toml closes SSH environments, but it changed a moment ago.*environments=build\n`))
+	w.write(cfg, "notify = false\n"+buildEnv("~"))
+	// The config written is applied (every change writes api.json again)...
+	w.logged(at, regexp.MustCompile(`msg="discovery on: api.json written"`))
+	// ...and build was never closed.
+	if log := w.app.Log.String()[at:]; strings.Contains(log, "environment closed") || strings.Contains(log, "environment added") {
+		t.Fatalf("build was closed and added again:\n%s", log)
+	}
+	if out := w.kradList(); !strings.Contains(out, "build:1") {
+		t.Fatalf("krad list after the write:\n%s", out)
+	}
+	if _, after := w.hostPane(1); after != pid {
+		t.Fatalf("build:1's process on the host is %s after the write, was %s", after, pid)
+	}
 }

@@ -18,10 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/apptest"
-	"github.com/krad-ade/krad/internal/floodtest"
-	"github.com/krad-ade/krad/internal/tcptest"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/apptest"
+	"github.com/krad-ade/krad/kradtest/floodtest"
+	"github.com/krad-ade/krad/kradtest/tcptest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 func TestMain(m *testing.M) { testbin.Main(m) }
@@ -494,6 +494,23 @@ func tmuxProcesses(t *testing.T, home string) []int {
 	return pids
 }
 
+// steadyTmuxProcesses is tmuxProcesses once two looks 200 ms apart agree (within 10 s): a tmux
+// command that the app runs and that ends at once is not one of the processes that stay.
+func steadyTmuxProcesses(t *testing.T, home string) []int {
+	t.Helper()
+	last := tmuxProcesses(t, home)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		now := tmuxProcesses(t, home)
+		if slices.Equal(now, last) {
+			return now
+		}
+		last = now
+	}
+	t.Fatalf("the tmux processes under %s did not settle in 10 s: %v", home, last)
+	return nil
+}
+
 // TestRefusedStartLeavesNothing: each way krad-ade refuses to start says why and what to do,
 // exits 1, and leaves nothing behind: no tmux client or server, no api.json, no token file.
 func TestRefusedStartLeavesNothing(t *testing.T) {
@@ -652,7 +669,7 @@ func TestOneAppPerConfigFolderAndTmuxServer(t *testing.T) {
 	before, _ := os.ReadFile(first.apiPath())
 	first.file()
 	endpoint, _ := tmuxIn(first.home, "show-environment", "-t", "main", "KRAD_ADE_ENDPOINT")
-	procs := tmuxProcesses(t, first.home)
+	procs := steadyTmuxProcesses(t, first.home)
 
 	refused := func(t *testing.T, env []string, wantErr, wantHint string) {
 		t.Helper()
@@ -666,7 +683,7 @@ func TestOneAppPerConfigFolderAndTmuxServer(t *testing.T) {
 		if got, _ := tmuxIn(first.home, "show-environment", "-t", "main", "KRAD_ADE_ENDPOINT"); got != endpoint {
 			t.Errorf("the session's KRAD_ADE_ENDPOINT is %q, was %q", got, endpoint)
 		}
-		if got := tmuxProcesses(t, first.home); !slices.Equal(got, procs) {
+		if got := steadyTmuxProcesses(t, first.home); !slices.Equal(got, procs) {
 			t.Errorf("tmux processes %v, were %v", got, procs)
 		}
 	}
@@ -926,7 +943,9 @@ func TestHalfCloseWithNC(t *testing.T) {
 	home := t.TempDir()
 	_ = os.MkdirAll(filepath.Join(home, "krad-ade"), 0o700)
 	config := "[[terminal]]\ntitle = \"lead\"\ncommand = \"sleep 300\"\nlead = true\n" +
-		"[[terminal]]\ntitle = \"ticker\"\ncommand = \"while :; do echo tick; sleep 0.2; done\"\n"
+		// The ticker says it is working, as well as printing: its Waits must not end by
+		// themselves, and a loaded machine can delay its output past the quiet spell.
+		"[[terminal]]\ntitle = \"ticker\"\ncommand = \"krad report working; while :; do echo tick; sleep 0.2; done\"\n"
 	_ = os.WriteFile(filepath.Join(home, "krad-ade", "config.toml"), []byte(config), 0o600)
 	a := startApp(t, home)
 	a.WaitLine(20*time.Second, regexp.MustCompile(`^krad-ade: environment main: `))
@@ -979,14 +998,25 @@ func TestHalfCloseWithNC(t *testing.T) {
 	}
 	waitFor(t, "the subscription's event", func() bool { return strings.Contains(out.String(), `{"AgentEvent":`) })
 
-	// A Wait that waits, from nc -N: held while nc lives, cancelled once it is killed.
-	base := tcptest.Count(t, port, tcptest.CloseWait)
+	// A Wait that waits, from nc -N: held while nc lives, cancelled once it is killed. nc's
+	// connection is told from the others by its port: counting the port's half-closed
+	// connections took an earlier nc's, still closing, for this one's.
+	before := tcptest.Peers(t, port, tcptest.CloseWait)
 	wait, out := ncN(`{"Wait":{"target":2,"timeout_secs":600}}`)
-	waitFor(t, "the app holds nc's half-closed connection", func() bool { return tcptest.Count(t, port, tcptest.CloseWait) == base+1 })
+	ncPort := 0
+	waitFor(t, "the app holds nc's half-closed connection", func() bool {
+		for p := range tcptest.Peers(t, port, tcptest.CloseWait) {
+			if !before[p] {
+				ncPort = p
+				return true
+			}
+		}
+		return false
+	})
 	time.Sleep(time.Second)
-	if tcptest.Count(t, port, tcptest.CloseWait) != base+1 || out.String() != "" {
+	if !tcptest.Peers(t, port, tcptest.CloseWait)[ncPort] || out.String() != "" {
 		t.Fatalf("the Wait ended by itself (%q)", out.String())
 	}
 	_ = wait.Process.Kill()
-	waitFor(t, "the app closed its side after nc was killed", func() bool { return tcptest.Count(t, port, tcptest.CloseWait) == base })
+	waitFor(t, "the app closed its side after nc was killed", func() bool { return !tcptest.Peers(t, port, tcptest.CloseWait)[ncPort] })
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"io/fs"
 	"os"
+	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -56,6 +58,33 @@ func TestLayoutListsEveryPackage(t *testing.T) {
 	for _, row := range rows {
 		if _, err := os.Stat(filepath.Join(root, row)); err != nil {
 			t.Errorf("docs/layout.md's table has a row for %s/, which is not there", row)
+		}
+	}
+}
+
+// TestHarnessesDoNotShip: no program krad ships links a test harness: nothing of kradtest/, the
+// harnesses' room, nor a harness kept beside its package (a name ending in test, as sshdtest).
+// The harnesses start servers as other users, fake agents and write secrets to files; they are
+// for tests alone.
+func TestHarnessesDoNotShip(t *testing.T) {
+	const module = "github.com/krad-ade/krad"
+	for _, goos := range []string{"linux", "darwin"} {
+		cmd := exec.Command("go", "list", "-deps", "./cmd/krad", "./cmd/krad-ade", "./cmd/krad-static")
+		cmd.Dir = filepath.Join("..", "..")
+		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=arm64")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s: go list -deps: %v", goos, err)
+		}
+		deps := strings.Fields(string(out))
+		if !slices.Contains(deps, module+"/cmd/krad-ade/appmain") {
+			t.Fatalf("%s: go list -deps did not list the app; the check below means nothing", goos)
+		}
+		for _, pkg := range deps {
+			rest, ours := strings.CutPrefix(pkg, module+"/")
+			if ours && (strings.HasPrefix(rest, "kradtest/") || strings.HasSuffix(path.Base(rest), "test")) {
+				t.Errorf("%s: a shipped program links the test harness %s", goos, pkg)
+			}
 		}
 	}
 }

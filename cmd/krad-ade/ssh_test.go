@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/apptest"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/apptest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/remote/sshdtest"
 )
 
@@ -229,9 +230,12 @@ sleep 300'''
 		t.Fatalf("tmux kill-window on the host: %v: %s", err, out)
 	}
 	w.start()
+	// The checkout is gone from git's list a moment before the app hears the host's answer and
+	// logs the retire: both are waited for.
+	const retired = `msg="group retired" environment=build group=g1`
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		wts = git("worktree", "list", "--porcelain")
-		if !strings.Contains(wts, "/g1\n") {
+		if !strings.Contains(wts, "/g1\n") && strings.Contains(w.app.Log.String(), retired) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -244,7 +248,71 @@ sleep 300'''
 	if got := git("show", "refs/krad/snapshots/g1:notes.txt"); got != "work" {
 		t.Errorf("g1's snapshot on the host holds notes.txt as %q, want the worker's work", got)
 	}
-	if !strings.Contains(w.app.Log.String(), `msg="group retired" environment=build group=g1`) {
-		t.Errorf("the log does not say g1 retired:\n%s", w.app.Log)
+}
+
+// krad mcp on an SSH host, through krad-ade itself: the lead there runs the static krad's krad
+// mcp as an agent's CLI would, and talks MCP to it on its stdin and stdout (initialize, then
+// tools/list and a call of list_agents); the static krad links no MCP server, and krad-ade
+// serves it through the host's forward. The lead's tools come back, and the call lists build's
+// terminals; when its input ends, krad mcp exits 0.
+func TestKradMCPOnAnSSHHost(t *testing.T) {
+	w := newSSHWorld(t, "")
+	w.write(filepath.Join(w.home, ".ssh", "known_hosts"), w.sshd.KnownHostsLine(0)+"\n")
+	w.write(filepath.Join(w.home, "krad-ade", "config.toml"), `[[environment]]
+name = "build"
+ssh = "buildbox"
+dir = "~"
+
+[[terminal]]
+environment = "build"
+title = "lead"
+lead = true
+command = '''
+{ printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"sh","version":"1"}}}' \
+    '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+    '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' \
+    '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_agents","arguments":{"all":true}}}'
+  until grep -q '"id":3' ~/mcp.out 2>/dev/null; do sleep 0.1; done; } | krad mcp > ~/mcp.out 2> ~/mcp.err
+echo $? > ~/mcp.exit
+sleep 300'''
+`)
+	w.start()
+	exit := filepath.Join(w.sshd.Home, "mcp.exit")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(exit); err == nil && strings.HasSuffix(string(b), "\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			errOut, _ := os.ReadFile(filepath.Join(w.sshd.Home, "mcp.err"))
+			t.Fatalf("krad mcp on the host did not finish within 60 s; its stderr %q; the log:\n%s", errOut, w.app.Log)
+		}
+	}
+	out, _ := os.ReadFile(filepath.Join(w.sshd.Home, "mcp.out"))
+	code, _ := os.ReadFile(exit)
+	errOut, _ := os.ReadFile(filepath.Join(w.sshd.Home, "mcp.err"))
+	if strings.TrimSpace(string(code)) != "0" || len(errOut) != 0 {
+		t.Errorf("krad mcp on the host exited %q, stderr %q; want 0 and nothing", code, errOut)
+	}
+	replies := map[int]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r struct {
+			ID     int             `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil || r.Result == nil {
+			t.Fatalf("krad mcp printed %q, not a reply: %v", line, err)
+		}
+		replies[r.ID] = string(r.Result)
+	}
+	for _, want := range []string{`"name":"spawn_worker"`, `"name":"wait_for_agent"`} {
+		if !strings.Contains(replies[2], want) {
+			t.Errorf("tools/list on the host: %s; want %s", replies[2], want)
+		}
+	}
+	if !strings.Contains(replies[3], `build:1`) || strings.Contains(replies[3], `"isError":true`) {
+		t.Errorf("list_agents on the host: %s; want build:1 listed", replies[3])
+	}
+	if !strings.Contains(w.app.Log.String(), `msg="krad mcp session opened" terminal=build:1 origin="the forward of SSH environment build"`) {
+		t.Errorf("the app's log does not say it opened the host's session through build's forward:\n%s", w.app.Log)
 	}
 }

@@ -74,7 +74,7 @@ func newStateRig(tb testing.TB) *stateRig {
 		tb.Fatal("no snapshot on SubscribeAgents")
 	}
 	// The flipper idle, as a known start: each flip then changes its state.
-	if out, err := r.s.appTmux("send-keys", "-t", "main:1", api.StateIdle, "Enter").CombinedOutput(); err != nil {
+	if out, err := r.s.appTmux("send-keys", "-t", "main:1", string(api.StateIdle), "Enter").CombinedOutput(); err != nil {
 		tb.Fatalf("send-keys: %v: %s", err, out)
 	}
 	r.s.waitFor(`main:1 +shell +idle `)
@@ -94,8 +94,8 @@ func newStateRig(tb testing.TB) *stateRig {
 func (r *stateRig) flip() time.Duration {
 	r.s.t.Helper()
 	r.flips++
-	state := []string{api.StateIdle, api.StateWorking}[r.flips%2]
-	if out, err := r.s.appTmux("send-keys", "-t", "main:1", state, "Enter").CombinedOutput(); err != nil {
+	state := []api.State{api.StateIdle, api.StateWorking}[r.flips%2]
+	if out, err := r.s.appTmux("send-keys", "-t", "main:1", string(state), "Enter").CombinedOutput(); err != nil {
 		r.s.t.Fatalf("send-keys: %v: %s", err, out)
 	}
 	var event time.Time
@@ -111,7 +111,7 @@ func (r *stateRig) flip() time.Duration {
 	}
 	for {
 		text := r.s.capture(false)
-		if strings.Contains(rowOf(text, "flipper"), " "+state+" ") {
+		if strings.Contains(rowOf(text, "flipper"), " "+string(state)+" ") {
 			return time.Since(event)
 		}
 		if time.Since(event) > uiPatience {

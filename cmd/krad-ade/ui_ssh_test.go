@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // uiSSHWorld is the sshd-based world of TestSSHEnvironmentsFollowConfigWhileTheAppRuns with the
@@ -91,7 +91,7 @@ func TestUISSHEnvironments(t *testing.T) {
 	s.waitFor(`environment build removed`)
 	s.keys("n")
 	s.waitFor(`New lead`)
-	s.keys("Tab", "Tab", "BSpace", "BSpace", "BSpace", "BSpace", "build", "Tab", "Enter")
+	s.keys("Tab", "Tab", "BSpace", "BSpace", "BSpace", "BSpace", "build", "Tab", "Tab", "Enter")
 	s.waitFor(`error: no environment "build": the environments are main`)
 	s.keys("Escape")
 	s.waitFor(`Enter attach · x close`) // an Esc and a q that follow at once are Alt-q

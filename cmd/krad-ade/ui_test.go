@@ -14,8 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/screentest"
-	"github.com/krad-ade/krad/internal/testbin"
+	kradapp "github.com/krad-ade/krad/app"
+	"github.com/krad-ade/krad/kradtest/screentest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // screen is krad-ade started as a person starts it, on a terminal: a pane of a tmux server of the
@@ -72,6 +73,19 @@ func (s *screen) appTmux(args ...string) *exec.Cmd {
 	cmd := exec.Command("tmux", append([]string{"-L", "krad-ade"}, args...)...)
 	cmd.Env = []string{"TMUX_TMPDIR=" + s.home, "PATH=/usr/bin:/bin"}
 	return cmd
+}
+
+// waitForWindow waits until the app's tmux shows a live window named title, the holder gone.
+func (s *screen) waitForWindow(title string) {
+	s.t.Helper()
+	var out []byte
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		out, _ = s.appTmux("list-windows", "-a", "-F", "#{pane_dead} #{window_name}").Output()
+		if strings.Contains(string(out), "0 "+title+"\n") && !strings.Contains(string(out), kradapp.HolderName) {
+			return
+		}
+	}
+	s.t.Fatalf("no window %q in the app's tmux within 30 s: %q", title, out)
 }
 
 // capture is the pane's text; with escapes, its SGR sequences too.
@@ -189,7 +203,7 @@ func TestUI(t *testing.T) {
 	// n names a lead; its command spawns, which only a lead may.
 	s.keys("n")
 	s.waitFor(`New lead`)
-	s.keys("named", "Tab", "krad spawn --title child -- sleep 600; sleep 600", "Tab", "Tab", "Enter")
+	s.keys("named", "Tab", "krad spawn --title child -- sleep 600; sleep 600", "Tab", "Tab", "Tab", "Enter")
 	text, _ = s.waitFor(`(?s)opened lead main:4.*`)
 	text, _ = s.waitFor(`main:5 .*child`)
 	if r := rowOf(text, "named"); !strings.Contains(r, "lead") {
@@ -438,11 +452,12 @@ func TestUINoColorAndHeadless(t *testing.T) {
 	h.waitFor(`krad-ade exited 0`)
 }
 
-// askpassConfig is a terminal whose program asks git's question twice, as git asks it: it runs
-// $GIT_ASKPASS with the prompt and reads the answer from its output.
+// askpassConfig is a terminal whose program asks git's question three times, as git asks it: it
+// runs $GIT_ASKPASS with the prompt and reads the answer from its output. Each prompt says which
+// it is, so that a test waits for the next modal, not the one still on the screen.
 const askpassConfig = `[[terminal]]
 title = "pusher"
-command = """for i in 1 2 3; do "$GIT_ASKPASS" "Password for 'https://pat@git.example.com': " > $HOME/answer$i; echo $? > $HOME/rc$i; done; sleep 600"""
+command = """for i in 1 2 3; do "$GIT_ASKPASS" "Password for 'https://pat@git.example.com' ($i of 3): " > $HOME/answer$i; echo $? > $HOME/rc$i; done; sleep 600"""
 `
 
 // TestUIAnswersGitsPrompt: git's prompt in a terminal comes to the person as the UI's modal,
@@ -452,11 +467,11 @@ command = """for i in 1 2 3; do "$GIT_ASKPASS" "Password for 'https://pat@git.ex
 // terminal is given back with its modes restored.
 func TestUIAnswersGitsPrompt(t *testing.T) {
 	s := startScreen(t, 120, 40, askpassConfig, nil)
-	text, took := s.waitFor(`Git asks`)
+	text, took := s.waitFor(`Git asks(.|\n)*\(1 of 3\)`)
 	t.Logf("the prompt showed %s after the UI first looked", took)
 	flat := strings.Join(strings.Fields(text), " ")
 	// The asker is the program that ran the askpass: the terminal's shell here, in git's place.
-	for _, want := range []string{"sh in terminal main:1, on this computer, asks:", "Password for 'https://pat@git.example.com':"} {
+	for _, want := range []string{"sh in terminal main:1, on this computer, asks:", "Password for 'https://pat@git.example.com' (1 of 3):"} {
 		if !strings.Contains(flat, want) {
 			t.Errorf("the modal lacks %q:\n%s", want, text)
 		}
@@ -472,7 +487,7 @@ func TestUIAnswersGitsPrompt(t *testing.T) {
 	}
 
 	// The second: refused.
-	s.waitFor(`Git asks`)
+	s.waitFor(`Git asks(.|\n)*\(2 of 3\)`)
 	s.keys("Escape")
 	rc = exitOf(t, filepath.Join(s.home, "rc2"))
 	answer, _ = os.ReadFile(filepath.Join(s.home, "answer2"))
@@ -480,7 +495,7 @@ func TestUIAnswersGitsPrompt(t *testing.T) {
 		t.Errorf("the refused askpass printed %q and exited %s; want nothing and a failure", answer, rc)
 	}
 	// The third: the UI closes with it open.
-	s.waitFor(`Git asks`)
+	s.waitFor(`Git asks(.|\n)*\(3 of 3\)`)
 	s.keys("-l", "typed-but-never-sent")
 	s.waitFor(`\*{20}`)
 	s.keys("C-c")
@@ -518,8 +533,10 @@ func TestUICtrlC(t *testing.T) {
 	for _, tc := range []struct {
 		name, config, ready, open, shows string
 	}{
-		{"the list", "[[terminal]]\ntitle = \"napper\"\ncommand = \"sleep 600\"\n", `main:1 .* napper`, "", `main:1 .* napper`},
-		{"the new lead's form", "[[terminal]]\ntitle = \"napper\"\ncommand = \"sleep 600\"\n", `main:1 .* napper`, "n", `New lead`},
+		// Ready once its process has started (working, or idle after the quiet spell): a row
+		// shows as the terminal is registered, before its window exists.
+		{"the list", "[[terminal]]\ntitle = \"napper\"\ncommand = \"sleep 600\"\n", `main:1 +\S+ +(working|idle) .* napper`, "", `main:1 .* napper`},
+		{"the new lead's form", "[[terminal]]\ntitle = \"napper\"\ncommand = \"sleep 600\"\n", `main:1 +\S+ +(working|idle) .* napper`, "n", `New lead`},
 		// The prompt comes as soon as the terminal runs, and covers the list.
 		{"git's prompt", askpassConfig, `Git asks`, "", `Git asks`},
 	} {
@@ -530,13 +547,17 @@ func TestUICtrlC(t *testing.T) {
 				s.keys(tc.open)
 			}
 			s.waitFor(tc.shows)
+			title := regexp.MustCompile(`title = "(\w+)"`).FindStringSubmatch(tc.config)[1]
+			// The agent is listed from the moment the app begins to open its window; a Ctrl-C
+			// before the window is the agent's stops the opening and leaves no half-made window.
+			// Once tmux shows it under its title, it must outlive the app.
+			s.waitForWindow(title)
 			s.keys("C-c")
 			text, _ := s.waitFor(`krad-ade exited 0`)
 			s.wantModesRestored()
 			if !strings.Contains(text, "the terminals keep running") {
 				t.Errorf("after Ctrl-C:\n%s", text)
 			}
-			title := regexp.MustCompile(`title = "(\w+)"`).FindStringSubmatch(tc.config)[1]
 			out, err := s.appTmux("list-windows", "-t", "main", "-F", "#{pane_dead} #{window_name}").Output()
 			if err != nil || !strings.Contains(string(out), "0 "+title+"\n") {
 				t.Errorf("after Ctrl-C the app's panes are %q (%v), want the agent running", out, err)
@@ -623,6 +644,34 @@ lead = true
 command = '''krad worktree create fix-retry && krad spawn --group fix-retry --title fixer -- sh -c 'printf "package retry\n// fixed\n" > retry.go; printf "evil \033[2J\033]0;pwned\007 end\n" > evil.txt; pwd > $HOME/worktree; sleep 600'; sleep 600'''
 `
 
+// repoAndConfig makes a git repository whose first commit holds files (none: an empty commit),
+// and a home whose krad-ade/config.toml is config: the folders a test starts krad-ade in, and with.
+func repoAndConfig(t *testing.T, config string, files map[string]string) (home, repo string) {
+	t.Helper()
+	testbin.Need(t, "git", "git")
+	home, repo = t.TempDir(), t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"commit", "-q", "--allow-empty", "-m", "first"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(home, "krad-ade"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "krad-ade", "config.toml"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home, repo
+}
+
 // TestUIChanges: c on an agent in a group shows the group's changes as the bus's Changes has
 // them: the files with their counts, then the patch, its added lines coloured (plain under
 // NO_COLOR), a file's escape sequences shown escaped, never acting on the terminal; Esc closes
@@ -631,26 +680,7 @@ func TestUIChanges(t *testing.T) {
 	testbin.Need(t, "git", "git")
 	for _, noColor := range []bool{false, true} {
 		t.Run(fmt.Sprintf("NO_COLOR=%v", noColor), func(t *testing.T) {
-			home, repo := t.TempDir(), t.TempDir()
-			for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "."}, {"commit", "-q", "-m", "first"}} {
-				if args[0] == "add" {
-					if err := os.WriteFile(filepath.Join(repo, "retry.go"), []byte("package retry\n"), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				cmd := exec.Command("git", args...)
-				cmd.Dir = repo
-				cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_GLOBAL=/dev/null")
-				if out, err := cmd.CombinedOutput(); err != nil {
-					t.Fatalf("git %v: %v: %s", args, err, out)
-				}
-			}
-			if err := os.MkdirAll(filepath.Join(home, "krad-ade"), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(home, "krad-ade", "config.toml"), []byte(changesConfig), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			home, repo := repoAndConfig(t, changesConfig, map[string]string{"retry.go": "package retry\n"})
 			var extra []string
 			if noColor {
 				extra = append(extra, "NO_COLOR=1")
@@ -708,4 +738,43 @@ func TestUIChanges(t *testing.T) {
 			s.waitFor(`krad-ade exited 0`)
 		})
 	}
+}
+
+const heldConfig = `[[terminal]]
+title = "lead"
+lead = true
+command = '''krad worktree create vendoring && krad spawn --group vendoring --title vendorer -- sh -c 'git init -q inner && git -C inner -c user.name=w -c user.email=w@w commit -q --allow-empty -m inner-work && pwd > $HOME/worktree; sleep 600'; sleep 600'''
+`
+
+// TestUICloseHeldGroup: x on the last terminal of a group whose checkout holds a repository of
+// the worker's own asks first, and what it says is what then happens: a snapshot and the branch
+// are kept, and a checkout that holds a nested repository is not removed but held. After y the
+// log says the group is held, and the checkout and the nested repository's commit are there.
+func TestUICloseHeldGroup(t *testing.T) {
+	home, repo := repoAndConfig(t, heldConfig, nil)
+	s := startScreenIn(t, home, repo, 120, 40, nil)
+	s.waitFor(`main:2 .* vendoring +vendorer`)
+	checkout := strings.TrimSpace(exitOf(t, filepath.Join(home, "worktree")))
+
+	s.keys("/", "vendorer", "Enter")
+	s.waitFor(`filter "vendorer": 1 shown`)
+	s.keys("x")
+	text, _ := s.waitFor(`y closes`)
+	flat := strings.Join(strings.Fields(text), " ")
+	for _, want := range []string{
+		"If it is group vendoring's last terminal, the group retires: its uncommitted work is kept as a snapshot, and its branch if it holds any work",
+		"its checkout is removed, unless it holds a repository of its own (a .git in a folder of it) or a submodule with work of its own, which a snapshot cannot keep: then the checkout stays, held, until that work is moved out or krad retire --force vendoring removes it",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("the close's question lacks %q:\n%s", want, text)
+		}
+	}
+	s.keys("y")
+	s.waitFor(`filter "vendorer": 0 shown`)
+	s.waitFor(`main: group vendoring is held: its checkout `)
+	if out, err := exec.Command("git", "-C", filepath.Join(checkout, "inner"), "log", "--format=%s").Output(); err != nil || strings.TrimSpace(string(out)) != "inner-work" {
+		t.Errorf("after the close, the nested repository's log: %q (%v), want its commit kept", out, err)
+	}
+	s.keys("q")
+	s.waitFor(`krad-ade exited 0`)
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // TestVariantsOfAgentProfiles is the variants issue's walk-through, typed in a lead's terminal

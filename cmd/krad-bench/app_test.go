@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // hexToken is the shape of a token: no output of krad-bench may hold one.

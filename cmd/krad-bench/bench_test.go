@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/local"
 )
 

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sync"
 	"time"
+
+	"github.com/krad-ade/krad/internal/lockedwriter"
 )
 
 // goals are what a round-trip benchmark asks of the app in one mode, against the baseline
@@ -58,7 +59,7 @@ func (o *helloOptions) check() error {
 
 // benchHello starts the app from bin and the baseline from self, measures both, and stops them.
 func benchHello(ctx context.Context, bin, self string, env []string, o helloOptions, progress io.Writer) (*Report, error) {
-	progress = &lockedWriter{w: progress} // the baseline's stderr goes there too
+	progress = lockedwriter.New(progress) // the baseline's stderr goes there too
 	if o.ui {
 		return benchUI(ctx, bin, env, o, progress)
 	}
@@ -208,18 +209,6 @@ func median(xs []float64) float64 {
 		return s[n/2]
 	}
 	return (s[n/2-1] + s[n/2]) / 2
-}
-
-// lockedWriter lets a child process's output and our own progress lines share one writer.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func rps(n int, d time.Duration) float64 {

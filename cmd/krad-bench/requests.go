@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/lockedwriter"
 )
 
 // benchRequest is one request of `krad-bench requests`. Unlike the canonical Client Hello line,
@@ -57,7 +58,7 @@ func reorderedHello(tok api.Token) ([]byte, error) {
 // runBenchRequests starts the app from bin and, for each request, a baseline answering what the app
 // answered it first, and measures both.
 func runBenchRequests(ctx context.Context, bin, self string, env []string, o helloOptions, progress io.Writer) (*Report, error) {
-	progress = &lockedWriter{w: progress}
+	progress = lockedwriter.New(progress)
 	return withApp(ctx, bin, env, progress, func(a *app, rep *Report) error {
 		if err := api.CheckEndpoint(a.endpoint); err != nil {
 			return fmt.Errorf("%s listens at %s: %w", appName, a.endpoint, err)

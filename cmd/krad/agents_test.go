@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // buildAgents builds the executable as krad-ade-agents into a temporary folder.
@@ -79,13 +80,47 @@ func TestShellExecs(t *testing.T) {
 	})
 }
 
+// TestRunExecBecomesTheCommand: krad-ade-agents run --exec leaves no process of its own: the
+// process it was is the command's (its pid, its exit status, the signal that kills it), and
+// outside the app it warns once and runs the command all the same.
+func TestRunExecBecomesTheCommand(t *testing.T) {
+	agents := buildAgents(t)
+	t.Run("its pid and exit status", func(t *testing.T) {
+		cmd := exec.Command(agents, "run", "--exec", "--title", "t", "--", "sh", "-c", `echo "$$"; exit 7`)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, _ := cmd.Output()
+		if want := fmt.Sprintf("%d\n", cmd.Process.Pid); string(out) != want || cmd.ProcessState.ExitCode() != 7 {
+			t.Errorf("got %q and exit code %d; want the command's pid %q (krad-ade-agents' own) and its exit code 7", out, cmd.ProcessState.ExitCode(), want)
+		}
+		if want := "krad-ade-agents: warning: KRAD_ADE_TERMINAL is not set, so this is not one of krad-ade's terminals: the command runs without state reports\n"; stderr.String() != want {
+			t.Errorf("got stderr %q, want %q", stderr.String(), want)
+		}
+	})
+	t.Run("a signal kills the command itself", func(t *testing.T) {
+		cmd := exec.Command(agents, "run", "--exec", "--", "sh", "-c", `kill -TERM $$`)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		_ = cmd.Run()
+		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+			t.Errorf("got %v, want the process killed by SIGTERM (which tmux tells the app, as 128+15)", cmd.ProcessState)
+		}
+	})
+}
+
 // TestRunForwardsSignals: SIGTERM sent to krad-ade-agents run reaches its command, whose exit
-// code it exits with.
+// code it exits with; with --exec, krad-ade-agents is the command, which gets it itself.
 func TestRunForwardsSignals(t *testing.T) {
 	agents := buildAgents(t)
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGHUP} {
-		t.Run(sig.String(), func(t *testing.T) {
-			cmd := exec.Command(agents, "run", "--", "sh", "-c", `trap "echo got it; exit 7" TERM HUP; echo ready; while :; do sleep 0.05; done`)
+	for _, tt := range []struct {
+		sig   syscall.Signal
+		flags []string
+	}{{syscall.SIGTERM, nil}, {syscall.SIGHUP, nil}, {syscall.SIGTERM, []string{"--exec"}}, {syscall.SIGHUP, []string{"--exec"}}} {
+		sig := tt.sig
+		t.Run(strings.Join(append([]string{sig.String()}, tt.flags...), " "), func(t *testing.T) {
+			args := append(append([]string{"run"}, tt.flags...), "--", "sh", "-c", `trap "echo got it; exit 7" TERM HUP; echo ready; while :; do sleep 0.05; done`)
+			cmd := exec.Command(agents, args...)
 			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 			// Its own process group, so that the signal goes to krad-ade-agents alone, as
 			// kill(1) would send it.

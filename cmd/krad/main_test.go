@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/cmd/krad/cli"
+	"github.com/krad-ade/krad/cmd/krad/desktop"
 	"github.com/krad-ade/krad/discovery"
-	"github.com/krad-ade/krad/internal/apptest"
+	"github.com/krad-ade/krad/kradtest/apptest"
 	"github.com/krad-ade/krad/local"
 )
 
@@ -63,7 +64,7 @@ func TestAPIJSON(t *testing.T) {
 		t.Run(tt.config+" "+strings.Join(tt.args, " "), func(t *testing.T) {
 			env := cli.MapEnv(map[string]string{"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, tt.config)})
 			var out, errOut bytes.Buffer
-			code := cli.Run(context.Background(), append([]string{"krad"}, tt.args...), env, nil, &out, &errOut, cli.Options{Discover: discover})
+			code := cli.Run(context.Background(), append([]string{"krad"}, tt.args...), env, nil, &out, &errOut, cli.Options{Discover: desktop.Discover})
 			if want := fill.Replace(tt.wantOut); out.String() != want {
 				t.Errorf("got stdout\n%s\nwant\n%s", out.String(), want)
 			}

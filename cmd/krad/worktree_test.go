@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/worktree"
 )
 

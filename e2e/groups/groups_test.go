@@ -209,3 +209,94 @@ func TestHostWithoutGit(t *testing.T) {
 		t.Errorf("got %+v, want unavailable: %s", res, want)
 	}
 }
+
+// TestIncludedFilesOnAnSSHHost: on a Debian host, a new group's checkout gets the ignored files
+// that the host repository's .worktreeinclude and the config's rule (sent with the operation)
+// name, copied there by the static krad: .env and a *.local file. A symlink among them, to a
+// file out of the repository, is not copied and is named; ../../secret and an absolute path
+// copy nothing. Past the cap on files, the rest is left out, and the answer says how many.
+func TestIncludedFilesOnAnSSHHost(t *testing.T) {
+	t.Parallel()
+	lan := e2e.NewNetwork(t, "include", 53)
+	host := e2e.StartHost(t, "inc", lan, lan.Addr(10), e2e.HostOptions{})
+	cfg := e2e.WriteSSHConfig(t, t.TempDir(), e2e.SSHEntry{Alias: "inc", Host: host})
+	sh(t, cfg, "inc", `set -e; mkdir -p ~/src/proj; cd ~/src; printf 'one\n' >proj/readme
+printf '.env\n*.local\nlink.env\nmany/\n' >.gitignore; git init -q; git add .
+git -c user.name=t -c user.email=t@example.com commit -q -m first
+printf 'TOKEN=1\n' >.env; printf 'dev\n' >proj/dev.local; printf 'secret\n' >~/secret; ln -s ~/secret link.env
+printf '.env\nlink.env\n../../secret\n/home/krad/secret\n/etc/passwd\n' >.worktreeinclude`, "")
+	e := connect(t, cfg, "inc", "~/src/proj")
+	rules := []worktree.SetupRule{{Path: "~/src", Include: []string{"*.local"}}}
+
+	res := op(t, e, worktree.Op{Op: worktree.OpCreate, Create: &worktree.CreateOptions{Name: "inc"}, Setups: rules})
+	if res.Error != nil || res.Group == nil {
+		t.Fatalf("create: %+v", res)
+	}
+	g := res.Group
+	got := sh(t, cfg, "inc", `cd `+shell.Quote(g.Dir)+` && cat .env proj/dev.local && find . -path ./.git -prune -o \( -type f -o -type l \) -print | sort`, "")
+	if want := "TOKEN=1\ndev\n./.env\n./.gitignore\n./proj/dev.local\n./proj/readme\n"; got != want {
+		t.Errorf("the host's checkout holds %q, want %q: .env and proj/dev.local copied, nothing else", got, want)
+	}
+	if in := g.Included; in == nil || in.Files != 2 || in.Bytes != 12 || len(in.Skipped) != 1 || in.Skipped[0] != "link.env (a symlink)" || in.Cut != "" {
+		t.Errorf("Included = %+v, want 2 files of 12 bytes and link.env skipped as a symlink", in)
+	}
+
+	// 1,001 files more: the cap of 1,000 copies 1,000 of the 1,004, and says so.
+	sh(t, cfg, "inc", `set -e; cd ~/src; mkdir many; i=0; while [ $i -lt 1001 ]; do : >many/$i.dat; i=$((i+1)); done
+printf 'many/\n' >>.worktreeinclude`, "")
+	res = op(t, e, worktree.Op{Op: worktree.OpCreate, Create: &worktree.CreateOptions{Name: "cut"}, Setups: rules})
+	if res.Error != nil || res.Group == nil {
+		t.Fatalf("create with 1,004 files to include: %+v", res)
+	}
+	in := res.Group.Included
+	if in == nil || in.Files != 1000 || !strings.Contains(in.Cut, "3 of the 1004 files to include were left out: at most 1000 files") {
+		t.Errorf("Included = %+v, want 1000 files and the cut said", in)
+	}
+	if n := sh(t, cfg, "inc", `find `+shell.Quote(res.Group.Dir)+`/many -type f | wc -l`, ""); strings.TrimSpace(n) != "999" {
+		t.Errorf("the cut checkout holds %s files of many/, want 999 (1000 less .env before them; link.env is skipped)", strings.TrimSpace(n))
+	}
+}
+
+// TestSyncOnAnSSHHost: on a Debian host, a group's branch is synced onto the main checkout's
+// HEAD by the static krad there: rebased, its commit replayed on top; then a sync whose merge
+// conflicts is conflict, names the file and the command that resolves it, and changes nothing
+// of the group: its branch, its index, its files.
+func TestSyncOnAnSSHHost(t *testing.T) {
+	t.Parallel()
+	lan := e2e.NewNetwork(t, "sync", 54)
+	host := e2e.StartHost(t, "sync", lan, lan.Addr(10), e2e.HostOptions{})
+	cfg := e2e.WriteSSHConfig(t, t.TempDir(), e2e.SSHEntry{Alias: "sync", Host: host})
+	sh(t, cfg, "sync", `set -e; mkdir -p ~/src/proj; cd ~/src; printf 'one\ntwo\n' >proj/readme; git init -q -b main
+git config user.name 'Host Person'; git config user.email hp@example.com; git add .; git commit -q -m first`, "")
+	e := connect(t, cfg, "sync", "~/src/proj")
+	res := op(t, e, worktree.Op{Op: worktree.OpCreate, Create: &worktree.CreateOptions{Name: "s"}})
+	if res.Error != nil || res.Group == nil {
+		t.Fatalf("create: %+v", res)
+	}
+	dir := shell.Quote(res.Group.Dir)
+	sh(t, cfg, "sync", `set -e; cd `+dir+`; printf 'one\nTWO\n' >proj/readme; git commit -q -am "the worker's"
+cd ~/src; printf 'other\n' >proj/other; git add .; git commit -q -m 'main moves on'`, "")
+	res = op(t, e, worktree.Op{Op: worktree.OpSync, Sync: &worktree.SyncOptions{Group: "s", How: worktree.SyncRebase}})
+	onto := strings.TrimSpace(sh(t, cfg, "sync", `git -C ~/src rev-parse main`, ""))
+	if res.Error != nil || res.Synced == nil || res.Synced.Onto != onto || res.Synced.Commits != 1 {
+		t.Fatalf("sync: %+v, want a rebase of 1 commit onto %s", res, onto)
+	}
+	if got := sh(t, cfg, "sync", `cd `+dir+` && git log --format='%s|%an' main..krad/s && git rev-parse krad/s^ && cat proj/other && git status --porcelain`, ""); got != "the worker's|Host Person\n"+onto+"\nother\n" {
+		t.Errorf("the group after the rebase: %q", got)
+	}
+
+	// Both change the readme's second line: a conflict, and nothing of the group changes.
+	state := `cd ` + dir + ` && git rev-parse krad/s && git ls-files -s && git status --porcelain=v1 && cat proj/readme && git -C ~/src rev-parse krad/s`
+	sh(t, cfg, "sync", `set -e; cd ~/src; printf 'one\nzwei\n' >proj/readme; git commit -q -am "main's readme"`, "")
+	before := sh(t, cfg, "sync", state, "")
+	res = op(t, e, worktree.Op{Op: worktree.OpSync, Sync: &worktree.SyncOptions{Group: "s"}})
+	if res.Error == nil || res.Error.Code != api.CodeConflict || !strings.Contains(res.Error.Message, "proj/readme") {
+		t.Fatalf("sync with a conflict: %+v, want conflict naming proj/readme", res)
+	}
+	if after := sh(t, cfg, "sync", state, ""); after != before {
+		t.Errorf("the conflicting sync changed the group:\nbefore %q\nafter  %q", before, after)
+	}
+	if left := sh(t, cfg, "sync", `cd `+dir+` && ls "$(git rev-parse --git-dir)" | grep -e MERGE -e REBASE -e CHERRY || true`, ""); left != "" {
+		t.Errorf("the conflicting sync left %q in the group's git folder", left)
+	}
+}

@@ -15,5 +15,7 @@ import (
 //
 //	46  TestGroupsOnAnSSHHost
 //	47  TestHostWithoutGit
+//	53  TestIncludedFilesOnAnSSHHost
+//	54  TestSyncOnAnSSHHost
 
 func TestMain(m *testing.M) { e2e.Main(m) }

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // Issue 16, arm64 executed: the app prepares an arm64 host, a container whose every program (sshd,

@@ -23,7 +23,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/krad-ade/krad/e2e"
-	"github.com/krad-ade/krad/internal/screentest"
+	"github.com/krad-ade/krad/kradtest/screentest"
 )
 
 // hostRepo is the `before` of a scenario whose host a has a repository at ~/app with one commit.
@@ -126,6 +126,80 @@ func TestGitPushOverHTTPFromAContainerHost(t *testing.T) {
 	nowhere(t, s, sc, httpPassword)
 }
 
+const pushPassword = "e2e-Push-Pa55word-for-krad-push"
+
+// TestPushAndPullRequestFromAContainerHost: krad push and krad pr, typed by the lead in its
+// terminal on a container host, for a group there whose worker committed: the app's own git on
+// the host pushes krad/ship to the repository's origin, a git server with basic auth on this
+// machine's side of the network, and asks its password through the app: the person answers in
+// the modal, which says it is the app's own git on a that asks. Then a pull request, with the
+// host's gh (a script the test writes there that records its arguments and where it ran), run in
+// the group's checkout on the host; then with no gh on the host, unavailable with the install
+// hint and nothing pushed. The password is on no screen, in no log, in no process on the host.
+func TestPushAndPullRequestFromAContainerHost(t *testing.T) {
+	s := oneHost(t, 57, singleOptions{dir: "~/app", before: hostRepo(t)})
+	url, bare := gitHTTPServer(t, s.lan.Addr(1).String(), pushPassword)
+	s.a.ExecAs(t, "krad", "git", "-C", "/home/krad/app", "remote", "add", "origin", url)
+	const prURL = "https://github.com/me/app/pull/57"
+	s.a.WriteFile(t, "/usr/local/bin/gh", []byte("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > /tmp/gh.args\npwd > /tmp/gh.pwd\n"+
+		"echo 'Creating pull request'\necho "+prURL+"\n"), 0o755, "root")
+	sc := s.inTheUI(t)
+	lead := s.lead
+	lead.waitForShell(t, 30*time.Second)
+
+	lead.mustRun(t, `krad spawn --group ship --title w -- sh -c 'echo shipped > s.txt && git add s.txt && git -c user.name=w -c user.email=w@x commit -qm ship; sleep 600'`)
+	tip := func() string {
+		return strings.TrimSpace(s.a.ExecAs(t, "krad", "sh", "-c", "git -C ~/app log -1 --format=%s krad/ship 2>/dev/null; git -C ~/app rev-parse krad/ship"))
+	}
+	var head string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if subject, h, ok := strings.Cut(tip(), "\n"); ok && subject == "ship" {
+			head = h
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker's commit is not on krad/ship a minute on: %q", tip())
+		}
+	}
+
+	typeMarked(t, lead, "krad push ship", "PUSH1")
+	answerAs(t, sc, "git in the app's own git, on a, asks:", "Password for '"+strings.TrimSuffix(url, "/r.git")+"':", pushPassword)
+	if code := waitMarked(t, lead, "PUSH1", time.Minute); code != 0 {
+		t.Fatalf("krad push ship on the host, answered in the UI, exited %d:\n%s", code, lead.screen(t))
+	}
+	if got := gitOut(t, bare, "rev-parse", "refs/heads/krad/ship"); got != head {
+		t.Errorf("the server's krad/ship is %s, not the host's %s", got, head)
+	}
+
+	typeMarked(t, lead, "krad pr ship --title 'Ship it' --draft", "PR1")
+	answerAs(t, sc, "git in the app's own git, on a, asks:", "Password for", pushPassword)
+	if code := waitMarked(t, lead, "PR1", time.Minute); code != 0 || !strings.Contains(lead.screen(t), prURL) {
+		t.Fatalf("krad pr ship exited %d, want 0 and the pull request's address:\n%s", code, lead.screen(t))
+	}
+	args := s.a.ExecAs(t, "krad", "cat", "/tmp/gh.args")
+	for _, want := range []string{"pr\ncreate\n", "--head=krad/ship\n", "--base=main\n", "--title=Ship it\n", "--draft\n"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("gh ran with %q, want %q among its arguments", args, want)
+		}
+	}
+	dir := strings.TrimSpace(s.a.ExecAs(t, "krad", "sh", "-c", "ls -d ~/.krad-ade/worktrees/app-*/ship"))
+	if where := strings.TrimSpace(s.a.ExecAs(t, "krad", "cat", "/tmp/gh.pwd")); where != dir {
+		t.Errorf("gh ran in %s, want the group's checkout on the host, %s", where, dir)
+	}
+
+	// No gh on the host: unavailable, with the install hint, and no push (no prompt).
+	s.a.ExecAs(t, "root", "rm", "/usr/local/bin/gh")
+	s.a.ExecAs(t, "krad", "sh", "-c", `cd "$1" && echo again > s.txt && git -c user.name=w -c user.email=w@x commit -qam again`, "sh", dir)
+	out, rc := lead.run(t, "krad pr ship", time.Minute)
+	if rc == 0 || !strings.Contains(out, "unavailable") || !strings.Contains(out, "cli.github.com") {
+		t.Errorf("krad pr ship with no gh on the host exited %d, want unavailable with the install hint:\n%s", rc, out)
+	}
+	if got := gitOut(t, bare, "rev-parse", "refs/heads/krad/ship"); got != head {
+		t.Errorf("krad pr without gh pushed: the server's krad/ship is %s, want %s still", got, head)
+	}
+	nowhere(t, s, sc, pushPassword)
+}
+
 const keyPassphrase = "e2e-Key-Passphrase-in-the-ui"
 
 // TestGitPushOverSSHFromAContainerHost: git push over SSH in a terminal on a container host, with
@@ -214,10 +288,16 @@ func (s *single) inTheUI(t *testing.T) *screentest.Screen {
 // types answer (masked) and Enter.
 func answer(t *testing.T, sc *screentest.Screen, program, asks, answer string) {
 	t.Helper()
+	answerAs(t, sc, program+" in terminal a:1, on a, asks:", asks, answer)
+}
+
+// answerAs is answer for the asker who, as the modal words it.
+func answerAs(t *testing.T, sc *screentest.Screen, who, asks, answer string) {
+	t.Helper()
 	text, took := sc.WaitFor(`Git asks`)
 	flat := strings.Join(strings.Fields(text), " ")
-	if !strings.Contains(flat, program+" in terminal a:1, on a, asks:") || !strings.Contains(flat, asks) {
-		t.Errorf("the modal does not say that %s in a:1 on a asks %q:\n%s", program, asks, text)
+	if !strings.Contains(flat, who) || !strings.Contains(flat, asks) {
+		t.Errorf("the modal does not say that %s, asking %q:\n%s", who, asks, text)
 	}
 	t.Logf("measured: the modal showed %v after the UI was first looked at", took)
 	sc.Keys("-l", answer)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // TestExtensionFromAContainerHost: the lead's terminal on a container host calls a tool of an

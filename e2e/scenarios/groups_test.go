@@ -202,3 +202,62 @@ printf 'package retry\n' > retry.go; git add .; git commit -q -m first`)
 		t.Errorf("krad list after the refusals: %q, want the lead alone", out)
 	}
 }
+
+// TestGroupSetupFailsOnTheHost: config.toml's [[setup]] for the host's repository, as
+// docs/groups.md gives it (path from ~/, include, command, timeout), typed at by a lead in its
+// terminal there. krad spawn --group makes the group, its checkout gets the ignored file the
+// rule includes, and the worker's terminal runs the setup command first: it fails, so the worker
+// fails with its exit code and its command never runs. The group is kept: krad groups shows the
+// failure and the output's end; a second krad spawn --group is refused (conflict, exit 1) with
+// that output; the worker's close leaves the checkout; krad retire removes it.
+func TestGroupSetupFailsOnTheHost(t *testing.T) {
+	s := oneHost(t, 55, singleOptions{dir: "~/app", before: func(h *e2e.Host) {
+		h.ExecAs(t, "krad", "sh", "-c", `set -e; mkdir ~/app; cd ~/app; git init -q -b main
+git config user.name Pat; git config user.email pat@example.com
+printf '*.local\n' > .gitignore; printf 'package retry\n' > retry.go; git add .; git commit -q -m first
+printf 'dev\n' > dev.local`)
+	}, config: `[[setup]]
+path = "~/app"
+include = ["*.local"]
+command = "echo \"setting $KRAD_ADE_GROUP up\"; echo 'npm ERR! missing: left-pad'; exit 3"
+timeout = "1m"
+`})
+	lead := s.lead
+	lead.waitForShell(t, 30*time.Second)
+	// The setup fails at once: spawn may see the worker working (0) or failed already (1).
+	if out, rc := lead.run(t, `krad spawn --group bad --title w -- sh -c 'echo SHOULD-NOT-RUN; sleep 300'`, time.Minute); rc != 0 && !(rc == 1 && strings.Contains(out, "a:2 failed as it started")) {
+		t.Fatalf("krad spawn --group bad exited %d: %q", rc, out)
+	}
+	if out, rc := lead.run(t, "krad wait 2", time.Minute); rc != 1 || !strings.Contains(out, "failed") {
+		t.Errorf("krad wait 2 exited %d, printing %q; want 1, failed", rc, out)
+	}
+	screen := lead.mustRun(t, "krad read 2")
+	if !strings.Contains(screen, "setting bad up") || !strings.Contains(screen, "npm ERR! missing: left-pad") ||
+		!strings.Contains(screen, "setup failed (exited with 3)") || strings.Contains(screen, "SHOULD-NOT-RUN") {
+		t.Errorf("the worker's screen:\n%s", screen)
+	}
+	dir := strings.TrimSpace(s.a.ExecAs(t, "krad", "sh", "-c", "ls -d ~/.krad-ade/worktrees/app-*/bad"))
+	if got := s.a.ExecAs(t, "krad", "cat", dir+"/dev.local"); got != "dev\n" {
+		t.Errorf("the group's dev.local holds %q, want the main checkout's", got)
+	}
+	out := lead.mustRun(t, "krad groups")
+	if !strings.Contains(out, "(setup failed: exited with 3)") || !strings.Contains(out, "group bad's setup failed (exited with 3, in a:2)") ||
+		!strings.Contains(out, "npm ERR! missing: left-pad") {
+		t.Errorf("krad groups printed %q", out)
+	}
+	out, rc := lead.run(t, "krad spawn --group bad -- true", time.Minute)
+	if rc != 1 || !strings.Contains(out, "conflict") || !strings.Contains(out, "npm ERR! missing: left-pad") || !strings.Contains(out, "krad retire bad") {
+		t.Errorf("a second spawn into the group exited %d, printing %q; want 1, conflict with the setup's output", rc, out)
+	}
+	if out := lead.mustRun(t, "krad list"); strings.Contains(out, "a:3") {
+		t.Errorf("the refused spawn opened a terminal: %q", out)
+	}
+	lead.mustRun(t, "krad close 2")
+	if out := lead.mustRun(t, "krad groups"); !exists(t, s.a, dir) || !strings.Contains(out, "(setup failed: exited with 3)") {
+		t.Fatalf("the group whose setup failed was retired when its last terminal closed: krad groups printed %q", out)
+	}
+	lead.mustRun(t, "krad retire bad")
+	if exists(t, s.a, dir) {
+		t.Error("krad retire bad left the checkout")
+	}
+}

@@ -23,9 +23,9 @@ import (
 
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/e2e"
-	"github.com/krad-ade/krad/internal/apptest"
-	"github.com/krad-ade/krad/internal/testbin"
 	"github.com/krad-ade/krad/internal/version"
+	"github.com/krad-ade/krad/kradtest/apptest"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // user is a person's side of the scenarios: this machine's HOME with its ~/.ssh/config and
@@ -440,7 +440,7 @@ func envState(env string, ok func(msg string) bool) func(watchEvent) bool {
 }
 
 // agentIn matches an AgentEvent of terminal id of the given kind ("" any) and state ("" any).
-func agentIn(id, kind, state string) func(watchEvent) bool {
+func agentIn(id, kind string, state api.State) func(watchEvent) bool {
 	return func(e watchEvent) bool {
 		return e.agent != nil && e.agent.Agent.ID().String() == id && (kind == "" || e.agent.Kind == kind) &&
 			(state == "" || e.agent.Agent.State == state)

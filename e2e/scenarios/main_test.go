@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/krad-ade/krad/e2e"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // The subnets 172.29.N.0/24 this package's tests use (the package e2e's own use 21 to 26):
@@ -34,6 +34,8 @@ import (
 //	50      TestAppPreparesAnArm64Host
 //	51      TestGitPushOverHTTPFromAContainerHost
 //	52      TestGroupsOnAHostWithOldGit
+//	55      TestGroupSetupFailsOnTheHost
 //	56      TestGitPushOverSSHFromAContainerHost
+//	57      TestPushAndPullRequestFromAContainerHost
 
 func TestMain(m *testing.M) { e2e.Main(m, testbin.Cleanup, removeProbe) }

@@ -125,7 +125,7 @@ func TestNetworkCutHealsOnTheSamePort(t *testing.T) {
 		return agentIn(worker.id, "", api.StateWorking)(e) && e.at.After(back.at.Add(-time.Second))
 	})
 	t.Logf("%s working again %s after the app said connected", worker.id, ms(working.at.Sub(back.at)))
-	if out := lead.mustRun(t, "krad list"); !regexp.MustCompile(`(?m)^` + worker.id + `\s+worker\s+working\s+ticker$`).MatchString(out) {
+	if out := lead.mustRun(t, "krad list"); !regexp.MustCompile(`(?m)^` + worker.id + `\s+worker\s+working\s+screen\s+ticker$`).MatchString(out) {
 		t.Errorf("krad list in the lead after the cut said\n%s\nwant %s working", out, worker.id)
 	}
 	if now := lastTick(worker.screen(t)); now < ticksAtCut+25 {

@@ -1,10 +1,10 @@
-//go:build !linux
+//go:build !linux && !darwin
 
 package filestate
 
 import "time"
 
-// stamp is a file's metadata. Elsewhere than on Linux the package does not read the change time
+// stamp is a file's metadata. Elsewhere than on Linux and macOS the package does not read the change time
 // and inode, without which the metadata could miss a rewrite: every look reads the file.
 type stamp struct{ known bool }
 

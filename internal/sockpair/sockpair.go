@@ -13,7 +13,7 @@ import (
 
 // New returns the two ends of a new socket pair, close-on-exec.
 func New() (net.Conn, net.Conn, error) {
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fds, err := socketpair()
 	if err != nil {
 		return nil, nil, fmt.Errorf("socket pair: %w", err)
 	}

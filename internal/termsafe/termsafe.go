@@ -33,6 +33,16 @@ func Escape(s string, max int) string {
 	return b.String()
 }
 
+// LastLine is the last line of s that is not blank, without the white space around it, escaped
+// and cut to about max bytes: what another program said last (its stderr), for an error.
+func LastLine(s string, max int) string {
+	s = strings.TrimRight(s, " \t\r\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return Escape(strings.TrimSpace(s), max)
+}
+
 // invalidAt reports whether s starts with a byte that is not valid UTF-8.
 func invalidAt(s string) bool {
 	r, size := utf8.DecodeRuneInString(s)

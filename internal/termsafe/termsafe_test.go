@@ -25,6 +25,25 @@ func TestEscape(t *testing.T) {
 	}
 }
 
+func TestLastLine(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"", 100, ""},
+		{"one line", 100, "one line"},
+		{"first\n  last said  \n\n \r\n", 100, "last said"},
+		{"first\r\nsecond\r\n", 100, "second"},
+		{"ok\n\x1b]0;pwned\a\n", 100, `\x1b]0;pwned\a`},
+		{"ok\nabcdef", 3, "abc…"},
+	} {
+		if got := LastLine(tt.in, tt.max); got != tt.want {
+			t.Errorf("LastLine(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}
+
 func TestQuote(t *testing.T) {
 	for in, want := range map[string]string{
 		"fine":        "fine",

@@ -58,3 +58,25 @@ func FuzzFrame(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEndedSessions: any output of EndSessions gives a count that is not negative, or an error
+// whose message is short and holds no control characters.
+func FuzzEndedSessions(f *testing.F) {
+	b, e := EndSessions.Begin(), EndSessions.End()
+	for _, seed := range []string{"", b + "\nok\n3\n" + e + "\n", b + "\nok\n-1\n" + e + "\n", b + "\nok\n\x1b[2J\n" + e + "\n", b + "\nfailed\nread /proc\n" + e + "\n"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, out []byte) {
+		n, err := EndedSessions(out, nil)
+		if err == nil {
+			if n < 0 {
+				t.Fatalf("got %d processes", n)
+			}
+			return
+		}
+		msg := err.Error()
+		if strings.ContainsFunc(msg, func(r rune) bool { return unicode.IsControl(r) }) || len(msg) > 2000 {
+			t.Fatalf("the message is %d bytes, or holds control characters: %q", len(msg), msg)
+		}
+	})
+}

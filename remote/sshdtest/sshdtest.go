@@ -39,7 +39,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
 // Options change the server a test starts.
@@ -63,7 +63,7 @@ type Options struct {
 	// after the test's own key.
 	AuthorizedKeys []string
 	// Netns, when set, is the network namespace sshd runs in (ip netns exec; see package
-	// internal/netnstest), and Listen its address there; Listen is 127.0.0.1 by default.
+	// kradtest/netnstest), and Listen its address there; Listen is 127.0.0.1 by default.
 	Netns, Listen string
 }
 
@@ -430,33 +430,6 @@ func (s *Server) WriteSSHConfig(t testing.TB, alias string, extra ...string) str
 
 // Log is what sshd has logged so far, over its restarts.
 func (s *Server) Log() string { return s.log.String() }
-
-// Children lists the processes whose parent is pid, from Linux's /proc.
-func Children(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …, where comm may hold spaces and parentheses.
-		st := string(b)
-		i := strings.LastIndexByte(st, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(st[i+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
 
 // setEnv quotes each NAME=value for sshd_config.
 func setEnv(vars []string) string {

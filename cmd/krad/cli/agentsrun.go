@@ -9,20 +9,22 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"sync"
 	"syscall"
 
-	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/spf13/pflag"
+
+	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/internal/lockedwriter"
+	"github.com/krad-ade/krad/internal/termsafe"
 )
 
 // agentsRunCommand is `krad-ade-agents run -- CMD…`.
 func agentsRunCommand() *command {
 	var title string
+	var become, setup bool
 	return &command{
 		name:    "run",
-		args:    "[--title T] -- CMD…",
+		args:    "[--title T] [--exec] [--setup] -- CMD…",
 		summary: "run an agent command in this terminal and report its start and end",
 		help: `
 Runs CMD in this terminal, its input and output the terminal's, and exits with its exit code
@@ -31,35 +33,91 @@ Runs CMD in this terminal, its input and output the terminal's, and exits with i
 variables as any krad command does. These reports mark a start and an end only: while CMD runs,
 its own output or its own krad report calls say whether it works or waits.
 
-A report never holds CMD up: one that fails, outside the app for one, is a single warning on
-stderr, and none waits more than 2 seconds. A CMD that does not exist exits with 127.
+With --exec, krad-ade-agents reports the start and then becomes CMD (it execs it), so that no
+process of its own stays beside CMD, and reports no end: the app opens its agents' windows so,
+CMD being the window's own process, whose end tmux tells the app (remain-on-exit, the pane's
+exit status or signal). Without --exec it waits for CMD, as in a shell, to report the end.
+
+A report never stops CMD: one that fails, outside the app for one, is a single warning on
+stderr, and none waits more than 2 seconds (with --exec, CMD starts once its start is reported).
+A CMD that does not exist exits with 127, and one that cannot run with 126; either is reported
+failed.
 
 CMD shares the terminal's process group, so Ctrl-C and window size changes reach it directly;
-SIGTERM and SIGHUP sent to krad-ade-agents are passed on to it.`,
+SIGTERM and SIGHUP sent to krad-ade-agents are passed on to it (with --exec, krad-ade-agents
+is CMD: they are CMD's own).
+
+With --setup (krad-ade sets it for the terminals of a group whose setup is not done), it first
+runs the setup command of the group this terminal works in (KRAD_ADE_GROUP, its checkout the
+current folder), as config.toml's [[setup]] command names it: in this terminal, its output shown
+here, within its time limit. A terminal that comes while another runs it waits for that run.
+CMD starts once the setup is done; when it failed, CMD does not run, and krad-ade-agents exits
+with the setup's exit code (1 when it has none).`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&title, "title", "", "also set the terminal's title to `T`")
+			fs.BoolVar(&become, "exec", false, "report the start, then become CMD: the end is for tmux to tell")
+			fs.BoolVar(&setup, "setup", false, "run (or wait for) the group's setup before CMD")
 		},
 		run: func(x *invocation, args []string) error {
 			if len(args) == 0 {
 				return x.usageError("%s needs a command after --, like: %s -- claude", x.path, x.path)
 			}
 			setTitle(x.stdout, title)
-			return x.runReported(args)
+			if become {
+				return x.execReported(args, setup)
+			}
+			return x.runReported(args, setup)
 		},
 	}
 }
 
-// runReported runs argv as a child in this terminal, reports its start and end, and returns its
-// exit code as an *exited.
-func (x *invocation) runReported(argv []string) error {
-	if _, ok := x.stderr.(*os.File); !ok {
-		// The child's stderr is copied into x.stderr while a report may warn there.
-		x.stderr = &lockedWriter{w: x.stderr}
+// execReported reports argv's start and replaces krad-ade-agents with it (execve): from then on
+// this process, its pid, terminal and signals are argv's, and its end is the end of the
+// window's process, which tmux tells the app. It returns only when argv cannot start, as an
+// *exited with the code a shell gives; with setup, after its group's setup (setUp), and not at
+// all when that failed.
+func (x *invocation) execReported(argv []string, setup bool) error {
+	r, path, err := x.prepareReported(argv, setup)
+	if err != nil {
+		return err
 	}
+	// Before the exec, since nothing of krad-ade-agents is left after it: the report holds argv
+	// up for one answer of the app's, reportWait at most.
+	r.report(api.StateWorking, nil)
+	err = execProgram(path, argv, os.Environ())
+	if err == nil {
+		return nil // only a test's execProgram returns
+	}
+	return r.notStarted(argv[0], err, false)
+}
+
+// prepareReported is what both ways of running argv begin with: its reporter, its group's setup
+// (with setup: setUp), and argv's program found on PATH. An error is the command's end: argv did
+// not start, and the app was told.
+func (x *invocation) prepareReported(argv []string, setup bool) (*reporter, string, error) {
 	r := x.reporter()
+	if setup {
+		if err := x.setUp(r); err != nil {
+			return nil, "", err
+		}
+	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
-		return r.notStarted(argv[0], err, true)
+		return nil, "", r.notStarted(argv[0], err, true)
+	}
+	return r, path, nil
+}
+
+// runReported runs argv as a child in this terminal, reports its start and end, and returns its
+// exit code as an *exited; with setup, after its group's setup (setUp).
+func (x *invocation) runReported(argv []string, setup bool) error {
+	if _, ok := x.stderr.(*os.File); !ok {
+		// The child's stderr is copied into x.stderr while a report may warn there.
+		x.stderr = lockedwriter.New(x.stderr)
+	}
+	r, path, err := x.prepareReported(argv, setup)
+	if err != nil {
+		return err
 	}
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Args[0] = argv[0]
@@ -109,10 +167,13 @@ func (x *invocation) runReported(argv []string) error {
 // number when a signal killed it.
 func exitStatus(ps *os.ProcessState) int {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+		return signalExit(int(ws.Signal()))
 	}
 	return ps.ExitCode()
 }
+
+// signalExit is the exit code of a process that signal n killed, as shells give it.
+func signalExit(n int) int { return 128 + n }
 
 // reporter sends krad-ade-agents run's reports. Each waits at most reportWait; after one fails,
 // with its one warning, the others are not tried, since they would fail and wait the same way.
@@ -138,14 +199,19 @@ func (x *invocation) reporter() *reporter {
 }
 
 // report tells the bus the command's state, as a lifecycle report.
-func (r *reporter) report(state string, exitCode *int) {
+func (r *reporter) report(state api.State, exitCode *int) {
+	r.send(&api.ReportBody{State: state, Lifecycle: true, ExitCode: exitCode})
+}
+
+// send makes the lifecycle report body.
+func (r *reporter) send(body *api.ReportBody) {
 	if r.b == nil {
 		return
 	}
+	state := body.State
 	// Not r.x.ctx: an interrupt that cancels it reached the command too, and its end is still
 	// worth reporting.
 	ctx := context.WithoutCancel(r.x.ctx)
-	body := &api.ReportBody{State: state, Lifecycle: true, ExitCode: exitCode}
 	if err := r.b.okWithin(ctx, api.NewRequest(api.Report, body), reportWait); err != nil {
 		r.b = nil
 		r.x.warn("the state %s did not reach krad-ade, and the command runs on without reports: %v", state, err)
@@ -187,16 +253,4 @@ func setTitle(w io.Writer, title string) {
 		return
 	}
 	_, _ = io.WriteString(f, "\x1b]2;"+termsafe.Escape(title, api.MaxTitle)+"\x07")
-}
-
-// lockedWriter serializes writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

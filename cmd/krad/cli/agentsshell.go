@@ -13,12 +13,12 @@ import (
 	"github.com/krad-ade/krad/api"
 )
 
-// How long and how often `krad-ade-agents shell` asks tmux for the window's number, and how it
-// replaces itself with the shell; tests change them.
+// How long and how often `krad-ade-agents shell` asks tmux for the window's number, and how
+// krad-ade-agents replaces itself with another program (shell, run --exec); tests change them.
 var (
-	shellWait = 5 * time.Second
-	shellPoll = 20 * time.Millisecond
-	execShell = syscall.Exec
+	shellWait   = 5 * time.Second
+	shellPoll   = 20 * time.Millisecond
+	execProgram = syscall.Exec
 )
 
 // agentsShellCommand is `krad-ade-agents shell`, tmux's default-command in the app's tmux.
@@ -120,7 +120,7 @@ func (x *invocation) startShell(env []string) error {
 	}
 	err := execFile(shell, env)
 	if err == nil {
-		return nil // only a test's execShell returns
+		return nil // only a test's execProgram returns
 	}
 	if shell != "/bin/sh" {
 		x.warn("cannot start SHELL=%s (%v); starting /bin/sh", quote(shell), err)
@@ -131,13 +131,56 @@ func (x *invocation) startShell(env []string) error {
 	return &exited{code: 127, err: fmt.Errorf("cannot start a shell: %w", err)}
 }
 
-// execFile replaces the process with the program name, found as a shell would.
+// execFile replaces the process with the program name, found as a shell would. In a tmux pane,
+// it first writes the name tmux will show for it in the pane's api.PaneShellOption, so that the
+// app can tell the shell from a job it runs where it cannot see the processes (an SSH host).
 func execFile(name string, env []string) error {
 	path, err := exec.LookPath(name)
 	if err != nil {
 		return err
 	}
-	return execShell(path, []string{name}, env)
+	markShell(env, name)
+	return execProgram(path, []string{name}, env)
+}
+
+// markShell writes, in the pane option api.PaneShellOption of the tmux pane this process runs in
+// (TMUX and TMUX_PANE in env), the name tmux gives a process whose argv[0] is argv0 in
+// #{pane_current_command}. It gives up quietly, within a second: without it the app only sees no
+// jobs on an SSH host.
+func markShell(env []string, argv0 string) {
+	var server, pane string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TMUX="); ok {
+			server = v
+		} else if v, ok := strings.CutPrefix(kv, "TMUX_PANE="); ok {
+			pane = v
+		}
+	}
+	name := paneCommandName(argv0)
+	tmux, err := exec.LookPath("tmux")
+	if server == "" || pane == "" || name == "" || err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tmux, "set-option", "-p", "-t", pane, api.PaneShellOption, name)
+	cmd.Env = env
+	_ = cmd.Run()
+}
+
+// paneCommandName is the name tmux shows in #{pane_current_command} for a process whose argv[0]
+// is argv0 (tmux's parse_window_name): quotes, a leading "exec ", spaces and dashes (a login
+// shell's "-bash") dropped, cut at the first space, and a path's last element.
+func paneCommandName(argv0 string) string {
+	name := strings.TrimPrefix(argv0, `"`)
+	name, _, _ = strings.Cut(name, `"`)
+	name = strings.TrimPrefix(name, "exec ")
+	name = strings.TrimLeft(name, " -")
+	name, _, _ = strings.Cut(name, " ")
+	if strings.HasPrefix(name, "/") {
+		name = filepath.Base(name)
+	}
+	return name
 }
 
 // setEnv sets key=value in env, a list of key=value.

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/internal/testbin"
+	"github.com/krad-ade/krad/kradtest/testbin"
 	"github.com/krad-ade/krad/worktree"
 )
 
@@ -127,6 +127,18 @@ func TestWorktreeVerb(t *testing.T) {
 	out, _, code = runWorktree(t, op(worktree.Op{Op: worktree.OpPick, Pick: &worktree.PickOptions{Group: "fix-1", How: api.PickBranch}}))
 	if res = result(t, out); code != 0 || res.Error == nil || res.Error.Code != api.CodeBadRequest || !strings.Contains(res.Error.Message, "group fix-1 is of no variant set") {
 		t.Errorf("pick of a plain group: got %d, %q; want bad_request saying it is of no variant set", code, out)
+	}
+
+	// A message with a control character other than tab and newline (OSC 52, which `git log |
+	// cat` would hand the terminal; a NUL, which no argument of git's can hold) is bad_request,
+	// before anything runs: the folder is not even looked for.
+	for _, msg := range []string{"\x1b]52;c;ZWNobyBoaQ==\x07", "a\x00b"} {
+		o := worktree.Op{Op: worktree.OpPick, Pick: &worktree.PickOptions{Group: "fix-1", Message: msg}}
+		b, _ := json.Marshal(o)
+		out, _, code = runWorktree(t, strings.Replace(string(b), `"dir":""`, `"dir":"/nonexistent/folder"`, 1))
+		if res = result(t, out); code != 0 || res.Error == nil || res.Error.Code != api.CodeBadRequest || !strings.Contains(res.Error.Message, "message holds the control character") {
+			t.Errorf("pick with the message %q: got %d, %q; want bad_request naming the control character", msg, code, out)
+		}
 	}
 
 	if _, errOut, code := runWorktree(t, op(worktree.Op{Op: worktree.OpGroups}), "--dir", "/"); code != ExitUsage || !strings.Contains(errOut, "unknown flag") {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/internal/termsafe"
 )
 
@@ -23,11 +24,7 @@ id, the endpoint, and how krad found it.`,
 			fs.BoolVar(&asJSON, "json", false, `print {"api_version","build","pid","endpoint"}`)
 		},
 		run: func(x *invocation, args []string) error {
-			b, err := x.busNoArgs(args)
-			if err != nil {
-				return err
-			}
-			h, err := b.hello(x.ctx)
+			b, h, err := x.helloNoArgs(args)
 			if err != nil {
 				return err
 			}
@@ -69,11 +66,7 @@ file is stale and krad exits with 2.`,
 			fs.BoolVar(&asJSON, "json", false, `print {"endpoint","api_version","build","discovery_file","token"}`)
 		},
 		run: func(x *invocation, args []string) error {
-			b, err := x.busNoArgs(args)
-			if err != nil {
-				return err
-			}
-			h, err := b.hello(x.ctx)
+			b, h, err := x.helloNoArgs(args)
 			if err != nil {
 				return err
 			}
@@ -104,4 +97,15 @@ file is stale and krad exits with 2.`,
 			return err
 		},
 	}
+}
+
+// helloNoArgs says Hello to the bus for a command that takes no arguments: the bus, and its
+// answer.
+func (x *invocation) helloNoArgs(args []string) (*bus, api.HelloAnswer, error) {
+	b, err := x.busNoArgs(args)
+	if err != nil {
+		return nil, api.HelloAnswer{}, err
+	}
+	h, err := b.hello(x.ctx)
+	return b, h, err
 }

@@ -117,9 +117,10 @@ func appGitEnv(env Env, key string) []string {
 	return append(vars, api.VarAskpassKey+"="+key)
 }
 
-// askingProgram is the name of the program that ran this askpass, as this computer's /proc says:
+// askingProgram is the name of the program that ran this askpass, as this computer's kernel says
+// (procParent):
 // "git" for git and its helpers (git-remote-https), "ssh" for an SSH key's passphrase, else the
-// process's own name (sh, for a script); "" where there is no /proc, or the name is none the app
+// process's own name (sh, for a script); "" where it cannot be read, or the name is none the app
 // would show. It is what the modal names as the asker: the askpass's own word, which the app
 // does not prove.
 func askingProgram() string {
@@ -135,16 +136,6 @@ func askingProgram() string {
 		return comm
 	}
 	return ""
-}
-
-// procParent reads a process's name (and its parent) from /proc/PID/stat: "PID (comm) S PPID …",
-// the name in parentheses, which may itself hold spaces and parentheses.
-func procParent(pid int) (comm string, ppid int, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", 0, false
-	}
-	return parseProcStat(string(b))
 }
 
 // parseProcStat reads the name and the parent of a /proc/PID/stat line.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/krad-ade/krad/api"
@@ -295,17 +294,25 @@ func (b *bus) hello(ctx context.Context) (api.HelloAnswer, error) {
 
 // groupRequest says whether req is one of the group requests, whose errors come from git.
 func groupRequest(req api.Name) bool {
-	return req == api.CreateWorktree || req == api.Changes || req == api.Groups || req == api.RetireGroup || req == api.RunVariants || req == api.PickVariant
+	return req == api.CreateWorktree || req == api.Changes || req == api.Groups || req == api.RetireGroup || req == api.SyncGroup || req == api.PushGroup || req == api.RunVariants || req == api.PickVariant
 }
 
 // hintFor is the next step after the app answered req with the error e.
 func (b *bus) hintFor(req api.Name, e *api.Error) string {
+	if req == api.MCP { // the static krad's krad mcp, relayed to the app's (mcprelay.go)
+		switch e.Code {
+		case api.CodeNotFound:
+			return "the app ended this krad mcp's session (it restarted, or heard nothing from it for 2 minutes): restart the MCP server in the agent's CLI (in Claude Code: /mcp)"
+		case api.CodeConflict:
+			return "each krad mcp running in this terminal holds a session: quit an agent's CLI that runs one, or wait 2 minutes for one that stopped to end"
+		}
+	}
 	if req == api.ExtensionTool && b.client.From.Kind != api.CallerClient {
 		switch e.Code {
 		case api.CodeForbidden:
 			return "config.toml, on the computer that runs krad-ade, says which environments may use each extension: add this one to the extension's environments"
 		case api.CodeNotFound:
-			if strings.HasPrefix(e.Message, "no extension ") {
+			if e.Reason == api.ReasonNoExtension {
 				return "[[extension]] tables in krad-ade's config.toml name the extensions"
 			}
 			return "krad tool EXT lists the tools of extension EXT"
@@ -335,18 +342,29 @@ func (b *bus) hintFor(req api.Name, e *api.Error) string {
 		switch req {
 		case api.Spawn, api.Send, api.Close, api.CloseSession: // the app said why; this is where to look next
 			return "krad list --all --json shows each terminal's role and session"
+		case api.PushGroup:
+			return "ask your session's lead to push, or push from krad-ade's UI: p (push) or P (pull request) on the group's agent"
 		}
 		return ""
 	case api.CodeNotFound:
 		if req == api.CreateWorktree { // a base or a branch that the repository does not have
 			return "--base and --branch take what git names: git branch lists the branches, git log --oneline the commits; krad groups the branches retired groups kept"
 		}
-		if groupRequest(req) && !strings.HasPrefix(e.Message, "no terminal ") {
+		if groupRequest(req) && e.Reason != api.ReasonNoTerminal {
 			return "krad groups lists this environment's groups and the branches retired ones kept"
 		}
 		return "krad list --all shows the terminals of this environment"
 	case api.CodeConflict:
-		if groupRequest(req) && !strings.Contains(e.Message, "terminals, the most") {
+		switch e.Reason {
+		case api.ReasonNoIdentity:
+			return "set them where the repository is (on an SSH host, there): git config --global user.email you@example.com; git config --global user.name 'Your Name'; then pick again"
+		case api.ReasonInTheWay:
+			return "git status --ignored in the main checkout shows its untracked and ignored files: move the ones named out of the way (or commit them), then pick again"
+		}
+		if req == api.SyncGroup || req == api.PushGroup {
+			return "" // a conflict, uncommitted work, a remote ahead: the app's message says what to do
+		}
+		if groupRequest(req) && e.Reason != api.ReasonTooManyTerminals {
 			return "krad groups lists this environment's groups and the branches retired ones kept"
 		}
 		if req == api.Spawn { // the environment is at its limit of terminals, or out of numbers
@@ -357,7 +375,7 @@ func (b *bus) hintFor(req api.Name, e *api.Error) string {
 		return fmt.Sprintf("this krad speaks the agents API v%d: use the krad that came with this krad-ade (first on PATH in its terminals)", api.Version)
 	case api.CodeBadRequest:
 		switch {
-		case (req == api.Spawn || req == api.RunVariants) && strings.HasPrefix(e.Message, "no agent "):
+		case (req == api.Spawn || req == api.RunVariants) && e.Reason == api.ReasonNoAgent:
 			return "an [[agent]] table in config.toml, on the computer that runs krad-ade, adds an agent; the app reads them when it starts"
 		case groupRequest(req):
 			return "" // a name, a count, a group of no set: the app's message says what to change
@@ -370,7 +388,7 @@ func (b *bus) hintFor(req api.Name, e *api.Error) string {
 		if api.IsDropped(e) { // krad writes its line at once: some other program is holding the bus's connections
 			return "try again in a moment; if it keeps happening, krad-ade's log says which way in (its port, or an SSH host's forward) is flooded"
 		}
-		if (groupRequest(req) || req == api.Spawn || req == api.Askpass || req == api.Code) && !strings.HasPrefix(e.Message, "environment ") {
+		if (groupRequest(req) || req == api.Spawn || req == api.Askpass || req == api.Code) && e.Reason != api.ReasonEnvironmentDown {
 			return "" // git's or the repository's state: the app's message says what to do
 		}
 		return "try again in a moment; krad watch says when the environment is back"

@@ -42,12 +42,8 @@ the agent as it is and exits 4 (timed out), as krad wait does.`,
 					return err
 				}
 			}
-			var a api.Agent
-			raw, err := b.answer(x.ctx, api.NewRequest(api.Check, &api.CheckBody{Target: t, WaitSecs: wait}), &a)
+			a, err := printAnswer(x, b, api.NewRequest(api.Check, &api.CheckBody{Target: t, WaitSecs: wait}), asJSON, x.writeAgent)
 			if err != nil {
-				return err
-			}
-			if err := x.printAgent(a, raw, asJSON); err != nil {
 				return err
 			}
 			if wait != nil && sameAgent(a, before) {
@@ -65,8 +61,11 @@ func (x *invocation) printAgent(a api.Agent, raw []byte, asJSON bool) error {
 	if asJSON {
 		return writeRaw(x.stdout, raw)
 	}
-	return writeLine(x.stdout, agentLine(a))
+	return x.writeAgent(a)
 }
+
+// writeAgent writes agentLine of a.
+func (x *invocation) writeAgent(a api.Agent) error { return writeLine(x.stdout, agentLine(a)) }
 
 // sameAgent says whether two answers show the agent unchanged: every field, the exit code by
 // value.

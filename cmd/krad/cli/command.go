@@ -27,6 +27,9 @@ type command struct {
 	// hidden leaves the command out of its parent's list: it is for programs, not people
 	// (krad-ade-agents worktree, which the app runs on SSH hosts).
 	hidden bool
+	// raw passes every argument to run as it is, none taken for a flag, but for --help alone:
+	// a program calls it with arguments it did not choose (an agent's JSON).
+	raw bool
 }
 
 func (c *command) sub(name string) *command {
@@ -58,6 +61,9 @@ func (x *invocation) dispatch(root *command, args []string) error {
 		cmd.flags(fs)
 	}
 	help := fs.BoolP("help", "h", false, "print this help")
+	if cmd.raw && cmd.run != nil && !(len(args) == 1 && (args[0] == "--help" || args[0] == "-h")) {
+		return cmd.run(x, args)
+	}
 	if err := fs.Parse(args); err != nil {
 		// pflag's messages quote the flag as typed; printable keeps it harmless.
 		return x.usageError("%s", termsafe.Escape(err.Error(), 200))

@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/krad-ade/krad/access"
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/local"
+	"github.com/krad-ade/krad/worktree"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -89,6 +90,8 @@ func TestCommands(t *testing.T) {
 	failed := agent(2, "worker", "failed", "fix flaky test", 1)
 	done := agent(2, "worker", "done", "fix flaky test", 0)
 	evil := agent(3, "worker", "working", "it's \x1b]0;pwned\x07 red")
+	asks := agent(2, "worker", "needs_input", "fix flaky test")
+	asks.StateFrom, asks.Message = api.StateFromReported, "Claude needs your permission to use Bash \x1b[2J"
 	two := []api.Agent{lead, idle}
 	screen := api.Screen{Terminal: 2, Text: "$ go test\n\x1b[32mok\x1b[0m"}
 
@@ -98,7 +101,7 @@ func TestCommands(t *testing.T) {
 		stdin    string
 		answer   func(t *testing.T) api.Answer
 		first    func(t *testing.T) api.Answer // the first request's answer, when set
-		role     local.Role                    // the caller's; lead when zero
+		role     access.Role                   // the caller's; lead when zero
 		wantReq  string
 		wantOut  string
 		wantErr  string
@@ -106,18 +109,22 @@ func TestCommands(t *testing.T) {
 	}{
 		{name: "list", args: []string{"list"}, answer: agents(two), wantReq: `"List"`,
 			wantOut: "" +
-				"TERMINAL  ROLE    STATE    TITLE\n" +
-				"main:1    lead    working  claude\n" +
-				"main:2    worker  idle     fix flaky test\n"},
+				"TERMINAL  ROLE    STATE    FROM    TITLE\n" +
+				"main:1    lead    working  screen  claude\n" +
+				"main:2    worker  idle     screen  fix flaky test\n"},
 		{name: "list --all", args: []string{"list", "--all"}, answer: agents(two), wantReq: `"ListAll"`,
-			wantOut: "TERMINAL  ROLE    STATE    TITLE\nmain:1    lead    working  claude\nmain:2    worker  idle     fix flaky test\n"},
+			wantOut: "TERMINAL  ROLE    STATE    FROM    TITLE\nmain:1    lead    working  screen  claude\nmain:2    worker  idle     screen  fix flaky test\n"},
 		{name: "list: exit codes, and titles escaped", args: []string{"list"}, answer: agents([]api.Agent{done, evil, agent(4, "shell", "failed", "", 130)}), wantReq: `"List"`,
 			wantOut: "" +
-				"TERMINAL  ROLE    STATE         TITLE\n" +
-				"main:2    worker  done (0)      fix flaky test\n" +
-				`main:3    worker  working       it's \x1b]0;pwned\a red` + "\n" +
-				"main:4    shell   failed (130)\n"},
-		{name: "list: none", args: []string{"list"}, answer: agents(nil), wantReq: `"List"`, wantOut: "TERMINAL  ROLE  STATE  TITLE\n"},
+				"TERMINAL  ROLE    STATE         FROM    TITLE\n" +
+				"main:2    worker  done (0)      screen  fix flaky test\n" +
+				`main:3    worker  working       screen  it's \x1b]0;pwned\a red` + "\n" +
+				"main:4    shell   failed (130)  screen\n"},
+		{name: "list: a state the agent reported, and its message", args: []string{"list"}, answer: agents([]api.Agent{asks}), wantReq: `"List"`,
+			wantOut: "" +
+				"TERMINAL  ROLE    STATE        FROM      TITLE\n" +
+				`main:2    worker  needs_input  reported  fix flaky test · Claude needs your permission to use Bash \x1b[2J` + "\n"},
+		{name: "list: none", args: []string{"list"}, answer: agents(nil), wantReq: `"List"`, wantOut: "TERMINAL  ROLE  STATE  FROM  TITLE\n"},
 		{name: "list --json", args: []string{"list", "--json"}, answer: agents(two), wantReq: `"List"`,
 			wantOut: jsonOf(t, two) + "\n"},
 		{name: "list --json: none is []", args: []string{"list", "--json"}, answer: agents(nil), wantReq: `"List"`, wantOut: "[]\n"},
@@ -169,6 +176,19 @@ func TestCommands(t *testing.T) {
 			wantReq: `{"Spawn":{"title":"sh","command":["sh"]}}`,
 			wantErr: "krad: error: Spawn: the app answered conflict: environment main has 1000 terminals, the most the app follows: close some (krad close T) first\n" +
 				"krad: hint: krad list --all shows this environment's terminals and their states, to choose which to close\n", wantCode: ExitFailed},
+		{name: "variants pick: no identity", args: []string{"variants", "pick", "fix-1"},
+			answer:  reasonAnswer(api.CodeConflict, api.ReasonNoIdentity, "a squash makes a commit in /home/u/app, and git there has no identity to make it with: user.name or user.email is not set (git: fatal: no email was given and auto-detection is disabled); nothing was changed. Set them …"),
+			wantReq: `{"PickVariant":{"group":"fix-1"}}`,
+			wantErr: "krad: error: PickVariant: the app answered conflict: a squash makes a commit in /home/u/app, and git there has no identity to make it with: user.name or user.email is not set (git: fatal: no email was given and auto-detection is disabled); nothing was changed. Set them …\n" +
+				"krad: hint: set them where the repository is (on an SSH host, there): git config --global user.email you@example.com; git config --global user.name 'Your Name'; then pick again\n", wantCode: ExitFailed},
+		{name: "variants pick: files in the way", args: []string{"variants", "pick", "fix-1", "--how", "apply"},
+			answer:  reasonAnswer(api.CodeConflict, api.ReasonInTheWay, "the pick of variant fix-1 would write over 1 file in the main checkout /home/u/app, none of which it may replace (…): .env; nothing was changed. Move them …"),
+			wantReq: `{"PickVariant":{"group":"fix-1","how":"apply"}}`,
+			wantErr: "krad: error: PickVariant: the app answered conflict: the pick of variant fix-1 would write over 1 file in the main checkout /home/u/app, none of which it may replace (…): .env; nothing was changed. Move them …\n" +
+				"krad: hint: git status --ignored in the main checkout shows its untracked and ignored files: move the ones named out of the way (or commit them), then pick again\n", wantCode: ExitFailed},
+		{name: "variants pick: a message with an escape", args: []string{"variants", "pick", "fix-1", "--message", "fix\x1b]52;c;aGk=\x07"},
+			wantErr: "krad: error: --message holds the control character U+001B at byte 3 (an escape, a carriage return or a NUL is not text): a message is lines of text, tabs and newlines its only control characters\n" +
+				"krad: hint: run 'krad variants pick --help'\n", wantCode: ExitUsage},
 		{name: "spawn --agent", args: []string{"spawn", "--agent", "claude", "--prompt", "fix it"}, answer: agentAnswer(agent(2, "worker", "working", "claude")),
 			wantReq: `{"Spawn":{"title":"claude","agent":"claude","prompt":"fix it"}}`, wantOut: "main:2 worker 'claude' working\n"},
 		{name: "spawn --agent and a command", args: []string{"spawn", "--agent", "claude", "--", "sh"},
@@ -218,7 +238,7 @@ func TestCommands(t *testing.T) {
 		{name: "send: text from stdin", args: []string{"send", "2", "-"}, stdin: "line one\nline two\n",
 			wantReq: `{"Send":{"target":2,"text":"line one\nline two"}}`},
 		{name: "send: - among other words", args: []string{"send", "2", "-", "x"}, stdin: "unread", wantReq: `{"Send":{"target":2,"text":"- x"}}`},
-		{name: "send: forbidden", args: []string{"send", "2", "hi"}, role: local.RoleTerminal,
+		{name: "send: forbidden", args: []string{"send", "2", "hi"}, role: access.RoleTerminal,
 			wantErr: "krad: error: Send: the app answered forbidden: only a session's lead directs workers (Send); this terminal is not a lead\n" +
 				"krad: hint: krad list --all --json shows each terminal's role and session\n", wantCode: ExitUnauthorized},
 		{name: "send: no text", args: []string{"send", "2"},
@@ -274,6 +294,55 @@ func TestCommands(t *testing.T) {
 			wantErr: "krad: error: arguments need a tool: krad tool EXT TOOL --arg K=V\nkrad: hint: run 'krad tool --help'\n", wantCode: ExitUsage},
 		{name: "tool: a bad extension name", args: []string{"tool", "Tracker"},
 			wantErr: "krad: error: extension must be 1 to 40 of a-z, 0-9, - and _, not \"Tracker\"\nkrad: hint: run 'krad tool --help'\n", wantCode: ExitUsage},
+		{name: "worktree sync --rebase", args: []string{"worktree", "sync", "fix", "--rebase"},
+			answer: func(t *testing.T) api.Answer {
+				return answer(t, api.AnswerSynced, worktree.Synced{Group: "fix", Branch: "krad/fix", How: "rebase", Onto: "3f2a9c1aaaa", OntoName: "main", Old: "1", New: "5d0e2aabbbb", Commits: 3, Dropped: 1})
+			},
+			wantReq: `{"SyncGroup":{"group":"fix","how":"rebase"}}`,
+			wantOut: "group fix: krad/fix rebased onto main (3f2a9c1): 2 commits replayed, now at 5d0e2aa (1 dropped: main (3f2a9c1) had their changes)\n"},
+		{name: "worktree sync: merge by default", args: []string{"worktree", "sync", "fix"},
+			answer: func(t *testing.T) api.Answer {
+				return answer(t, api.AnswerSynced, worktree.Synced{Group: "fix", Branch: "krad/fix", How: "merge", Onto: "3f2a9c1aaaa", OntoName: "main", Old: "1", New: "9e1b7c0cccc"})
+			},
+			wantReq: `{"SyncGroup":{"group":"fix","how":"merge"}}`,
+			wantOut: "group fix: main (3f2a9c1) merged into krad/fix (9e1b7c0)\n"},
+		{name: "worktree sync: a conflict", args: []string{"worktree", "sync", "fix"},
+			answer:  errAnswer(api.CodeConflict, "syncing group fix conflicts: merging main into krad/fix conflicts in 1 file: README. Nothing was changed"),
+			wantReq: `{"SyncGroup":{"group":"fix","how":"merge"}}`,
+			wantErr: "krad: error: SyncGroup: the app answered conflict: syncing group fix conflicts: merging main into krad/fix conflicts in 1 file: README. Nothing was changed\n", wantCode: ExitFailed},
+		{name: "worktree sync: both ways", args: []string{"worktree", "sync", "fix", "--merge", "--rebase"},
+			wantErr: "krad: error: --merge or --rebase, not both\nkrad: hint: run 'krad worktree sync --help'\n", wantCode: ExitUsage},
+		{name: "push", args: []string{"push", "fix"},
+			answer: func(t *testing.T) api.Answer {
+				return answer(t, api.AnswerPushed, worktree.Pushed{Group: "fix", Branch: "krad/fix", Remote: "origin", Commit: "9e1b7c0cccc", Uncommitted: 2})
+			},
+			wantReq: `{"PushGroup":{"group":"fix"}}`,
+			wantOut: "pushed krad/fix (9e1b7c0) to origin\n",
+			wantErr: "krad: warning: group fix has 2 files not committed, which the push did not send: commit them, then push again\n"},
+		{name: "pr --title --draft", args: []string{"pr", "fix", "--title", "-x: fix", "--draft", "--remote", "up"},
+			answer: func(t *testing.T) api.Answer {
+				return answer(t, api.AnswerPushed, worktree.Pushed{Group: "fix", Branch: "krad/fix", Remote: "up", Commit: "9e1b7c0cccc", PR: "https://github.com/me/app/pull/7"})
+			},
+			wantReq: `{"PushGroup":{"group":"fix","remote":"up","pr":true,"title":"-x: fix","draft":true}}`,
+			wantOut: "pushed krad/fix (9e1b7c0) to up; pull request https://github.com/me/app/pull/7\n"},
+		{name: "push: a worker may not", args: []string{"push", "fix"}, role: access.RoleTerminal,
+			wantErr: "krad: error: PushGroup: the app answered forbidden: only a session's lead (or the person, in krad-ade's UI) sends a group's work out (PushGroup); this terminal is not a lead\n" +
+				"krad: hint: ask your session's lead to push, or push from krad-ade's UI: p (push) or P (pull request) on the group's agent\n", wantCode: ExitUnauthorized},
+		{name: "pr: no gh", args: []string{"pr", "fix"},
+			answer:  errAnswer(api.CodeUnavailable, "a pull request is opened with gh, GitHub's CLI, which is not installed where the repository is"),
+			wantReq: `{"PushGroup":{"group":"fix","pr":true}}`,
+			wantErr: "krad: error: PushGroup: the app answered unavailable: a pull request is opened with gh, GitHub's CLI, which is not installed where the repository is\n", wantCode: ExitFailed},
+		{name: "variants pick --pr", args: []string{"variants", "pick", "set-2", "--pr", "--title", "T"},
+			first: func(t *testing.T) api.Answer {
+				return answer(t, api.AnswerPicked, api.Picked{Group: "set-2", How: "branch", Branch: "krad/set-2", Snapshot: "s", Closed: []string{"main:3"}})
+			},
+			answer: func(t *testing.T) api.Answer {
+				return answer(t, api.AnswerPushed, worktree.Pushed{Group: "set-2", Branch: "krad/set-2", Remote: "origin", Commit: "9e1b7c0cccc", PR: "https://github.com/me/app/pull/8"})
+			},
+			wantReq: `{"PickVariant":{"group":"set-2","how":"branch"}}` + "\n" + `{"PushGroup":{"group":"set-2","pr":true,"title":"T"}}`,
+			wantOut: "picked set-2 (branch); closed 1 other terminals; their groups retired with their work kept\npushed krad/set-2 (9e1b7c0) to origin; pull request https://github.com/me/app/pull/8\n"},
+		{name: "variants pick --pr --how squash", args: []string{"variants", "pick", "set-2", "--pr", "--how", "squash"},
+			wantErr: "krad: error: --pr makes the winner's branch the result: it goes with --how branch (its default), not \"squash\"\nkrad: hint: run 'krad variants pick --help'\n", wantCode: ExitUsage},
 		{name: "report", args: []string{"report", "idle"}, wantReq: `{"Report":{"state":"idle"}}`},
 		{name: "report --message", args: []string{"report", "needs_input", "--message", "which file?"},
 			wantReq: `{"Report":{"state":"needs_input","message":"which file?"}}`},
@@ -330,6 +399,9 @@ func screenAnswer(s api.Screen) func(*testing.T) api.Answer {
 func errAnswer(code api.ErrorCode, msg string) func(*testing.T) api.Answer {
 	return func(*testing.T) api.Answer { return api.ErrorAnswer(api.Errorf(code, "%s", msg)) }
 }
+func reasonAnswer(code api.ErrorCode, reason api.ErrorReason, msg string) func(*testing.T) api.Answer {
+	return func(*testing.T) api.Answer { return api.ErrorAnswer(api.Errorf(code, "%s", msg).WithReason(reason)) }
+}
 func ok(*testing.T) api.Answer { return api.OK }
 
 func extAnswer(a api.ExtensionAnswer) func(*testing.T) api.Answer {
@@ -343,7 +415,7 @@ func TestListAsClient(t *testing.T) {
 	env, tok := startApp(t, app)
 	d := Discovered{Path: "/home/u/.config/krad-ade/api.json", Endpoint: env[varEndpoint], Token: tok, PID: 4321}
 	out, errOut, code := run(t, map[string]string{"HOME": "/home/u"}, found(d), "list", "--all")
-	if want := "TERMINAL  ROLE  STATE    TITLE\nmain:1    lead  working  claude\n"; out != want || errOut != "" || code != ExitOK {
+	if want := "TERMINAL  ROLE  STATE    FROM    TITLE\nmain:1    lead  working  screen  claude\n"; out != want || errOut != "" || code != ExitOK {
 		t.Errorf("got %q, %q, exit code %d; want %q", out, errOut, code, want)
 	}
 	if got, want := strings.Join(app.requests(), "\n"), `Client "ListAll"`; got != want {
@@ -374,9 +446,9 @@ func TestWatch(t *testing.T) {
 		env, _ := startApp(t, app)
 		out, errOut, code := runAs(t, "krad", env, nil, "watch")
 		want := "" +
-			"TERMINAL  ROLE    STATE    TITLE\n" +
-			"main:1    lead    working  claude\n" +
-			"main:2    worker  working  fix flaky test\n" +
+			"TERMINAL  ROLE    STATE    FROM    TITLE\n" +
+			"main:1    lead    working  screen  claude\n" +
+			"main:2    worker  working  screen  fix flaky test\n" +
 			"main:2 worker 'fix flaky test' idle\n" +
 			"main:3 added worker 'review' starting\n" +
 			"main:3 removed worker 'review' closed\n" +

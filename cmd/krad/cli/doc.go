@@ -39,7 +39,9 @@
 //	krad close T, krad close-session  Close, CloseSession; print nothing
 //	krad report STATE [--message M]   Report: for an agent's hooks; prints nothing
 //	krad mcp                          the bus as an MCP server on stdin and stdout, one tool
-//	                                  per request the caller may make (package mcpserve)
+//	                                  per request the caller may make (package mcpserve, through
+//	                                  Options.MCP); the static krad, which links no MCP server,
+//	                                  relays to one the app runs (the MCP request, mcprelay.go)
 //	krad api, krad api info           Hello: the API's version, and where krad found it
 //	krad version                      krad's own version
 //
@@ -69,8 +71,9 @@
 // and run function, listed once in the tree (tree.go; api.go and check.go are the models). Its
 // run function reads its arguments first (x.oneTarget, x.usageError), then finds the bus with
 // x.bus() and makes requests with b.answer, b.ok or b.subscribe, whose errors already say what
-// failed with a hint; the exit code comes from the one table, exitCode in exit.go. show.go says
-// how agents look to people.
+// failed with a hint; printAnswer (show.go) makes one and prints its answer, the app's JSON
+// under --json, else a line for people. The exit code comes from the one table, exitCode in
+// exit.go. show.go says how agents look to people.
 //
 // # krad-ade-agents
 //

@@ -114,15 +114,16 @@ func (p *problem) Unwrap() error { return p.err }
 // Is makes errors.Is(err, errNoAPI) true for a problem of that kind.
 func (p *problem) Is(target error) bool { return p.kind != nil && target == p.kind }
 
-// hintOf is the hint of the outermost problem in err's chain that has one, or of an error of
-// another package that carries its own (a Hint method: krad mcp's refusals of a tool's input).
+// WithHint is err with hint, the next step for the person, which krad prints after it as its
+// hint line ("krad: hint: …"): for the errors of the packages that serve krad's commands (krad
+// mcp's server, its launch from krad-ade's program).
+func WithHint(err error, hint string) error { return &problem{err: err, hint: hint} }
+
+// hintOf is the hint of the outermost problem in err's chain that has one (WithHint's too).
 func hintOf(err error) string {
 	for err != nil {
 		if p, ok := err.(*problem); ok && p.hint != "" {
 			return p.hint
-		}
-		if h, ok := err.(interface{ Hint() string }); ok && h.Hint() != "" {
-			return h.Hint()
 		}
 		err = errors.Unwrap(err)
 	}

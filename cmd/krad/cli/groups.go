@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"strconv"
@@ -57,25 +58,111 @@ work). Start workers in it with krad spawn --group NAME.`,
 			if err != nil {
 				return err
 			}
-			var g worktree.Group
-			raw, err := b.answer(x.ctx, api.NewRequest(api.CreateWorktree, body), &g)
+			_, err = printAnswer(x, b, api.NewRequest(api.CreateWorktree, body), asJSON, func(g worktree.Group) error {
+				line := x.groupLine(g)
+				if g.Restored != "" {
+					line += "  (uncommitted work restored from " + short(g.Restored) + ")"
+				}
+				if err := writeLine(x.stdout, line); err != nil {
+					return err
+				}
+				x.noteIncluded(g.Included)
+				return nil
+			})
+			return err
+		},
+	}
+	return &command{
+		name:    "worktree",
+		summary: "make groups (git worktrees for workers), and sync them",
+		subs:    []*command{create, syncCommand()},
+	}
+}
+
+// syncCommand is `krad worktree sync G [--rebase|--merge]`: SyncGroup.
+func syncCommand() *command {
+	var rebase, merge, asJSON bool
+	return &command{
+		name:    "sync",
+		args:    "G [--merge|--rebase] [--json]",
+		summary: "bring group G's branch up to the main checkout's HEAD",
+		help: `
+Brings group G's branch (krad/G) up to the main checkout's current HEAD: --merge (the default)
+merges HEAD into it, which never rewrites the branch, so one already pushed stays pushable;
+--rebase replays its commits onto HEAD, for a straight history (their authors and messages
+kept; a commit whose change HEAD has already is dropped). The result is computed off every
+checkout first: a conflict changes nothing at all (not the group's files, nor its index, nor
+its branch) and names the files. A group with uncommitted work is refused, never stashed:
+commit it first. The group's Changes compare with HEAD from then on.`,
+		flags: func(fs *pflag.FlagSet) {
+			fs.BoolVar(&merge, "merge", false, "merge HEAD into the branch (the default)")
+			fs.BoolVar(&rebase, "rebase", false, "replay the branch's commits onto HEAD")
+			fs.BoolVar(&asJSON, "json", false, `print what was done, {"group","branch","how","onto","old","new",…}`)
+		},
+		run: func(x *invocation, args []string) error {
+			if len(args) != 1 {
+				return x.usageError("%s takes one group name", x.path)
+			}
+			if err := worktree.ValidName(args[0]); err != nil {
+				return x.usageError("%s", strings.TrimPrefix(err.Error(), string(api.CodeBadRequest)+": "))
+			}
+			if merge && rebase {
+				return x.usageError("--merge or --rebase, not both")
+			}
+			how := api.SyncMerge
+			if rebase {
+				how = api.SyncRebase
+			}
+			b, err := x.bus()
+			if err != nil {
+				return err
+			}
+			var s worktree.Synced
+			raw, err := b.answer(x.ctx, api.NewRequest(api.SyncGroup, &api.SyncGroupBody{Group: args[0], How: how}), &s)
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				return writeRaw(x.stdout, raw)
 			}
-			line := x.groupLine(g)
-			if g.Restored != "" {
-				line += "  (uncommitted work restored from " + short(g.Restored) + ")"
-			}
-			return writeLine(x.stdout, line)
+			return writeLine(x.stdout, termsafe.Escape(syncedLine(s), 2000))
 		},
 	}
-	return &command{
-		name:    "worktree",
-		summary: "make groups (git worktrees for workers)",
-		subs:    []*command{create},
+}
+
+// syncedLine says what a SyncGroup did.
+func syncedLine(s worktree.Synced) string {
+	onto := cmp.Or(s.OntoName, "HEAD") + " (" + short(s.Onto) + ")"
+	switch {
+	case s.UpToDate:
+		return "group " + s.Group + ": " + s.Branch + " has " + onto + " already: nothing to do"
+	case s.FastForward:
+		return "group " + s.Group + ": " + s.Branch + " had no commit of its own: now at " + onto
+	case s.How == api.SyncRebase:
+		line := fmt.Sprintf("group %s: %s rebased onto %s: %d %s replayed, now at %s", s.Group, s.Branch, onto, s.Commits-s.Dropped, plural(s.Commits-s.Dropped, "commit", "commits"), short(s.New))
+		if s.Dropped > 0 {
+			line += fmt.Sprintf(" (%d dropped: %s had their changes)", s.Dropped, onto)
+		}
+		return line
+	}
+	return "group " + s.Group + ": " + onto + " merged into " + s.Branch + " (" + short(s.New) + ")"
+}
+
+// noteIncluded tells, on stderr, what of the ignored files .worktreeinclude and the config name
+// was copied into a new group's checkout, when not all of them: a cut, files skipped.
+func (x *invocation) noteIncluded(in *worktree.Included) {
+	if in == nil {
+		return
+	}
+	if in.Cut != "" {
+		x.warn("included files: %d copied (%d bytes); %s", in.Files, in.Bytes, in.Cut)
+	}
+	if len(in.Skipped) > 0 {
+		more := ""
+		if in.SkippedMore > 0 {
+			more = fmt.Sprintf(" and %d more", in.SkippedMore)
+		}
+		x.warn("included files not copied: %s%s", strings.Join(in.Skipped, ", "), more)
 	}
 }
 
@@ -113,15 +200,10 @@ snapshot cannot (a nested repository, a submodule with unpushed work), named aft
 			if err != nil {
 				return err
 			}
-			var l worktree.List
-			raw, err := b.answer(x.ctx, api.NewRequest(api.Groups, nil), &l)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeRaw(x.stdout, raw)
-			}
-			return writeGroups(x.stdout, l, x.env("HOME"))
+			_, err = printAnswer(x, b, api.NewRequest(api.Groups, nil), asJSON, func(l worktree.List) error {
+				return writeGroups(x.stdout, l, x.env("HOME"))
+			})
+			return err
 		},
 	}
 }
@@ -148,6 +230,7 @@ func writeGroups(w io.Writer, l worktree.List, home string) error {
 				}
 				dir += "  (held: " + strings.Join(held, ", ") + " keeps git data a snapshot cannot hold; push or move it)"
 			}
+			dir += setupNote(g.Setup)
 			port := "-"
 			if g.Port > 0 {
 				port = strconv.Itoa(g.Port)
@@ -155,6 +238,12 @@ func writeGroups(w io.Writer, l worktree.List, home string) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", termsafe.Escape(g.Name, worktree.MaxNameLen), termsafe.Escape(g.Branch, 200), short(g.BaseCommit), port, dir)
 		}
 		_ = tw.Flush()
+	}
+	for _, g := range l.Groups {
+		if s := g.Setup; s != nil && s.State == worktree.SetupFailed {
+			fmt.Fprintf(&b, "\ngroup %s's setup failed (%s, in %s): it is kept for you to look at; krad retire %s once done. Its output ends:\n%s",
+				termsafe.Escape(g.Name, worktree.MaxNameLen), termsafe.Escape(s.Why, 300), termsafe.Escape(cmp.Or(s.Terminal, "?"), 100), termsafe.Escape(g.Name, worktree.MaxNameLen), s.OutputTail(20, 2000))
+		}
 	}
 	if len(l.Kept) > 0 {
 		b.WriteString("\nkept by retired groups:\n")
@@ -174,6 +263,23 @@ func writeGroups(w io.Writer, l worktree.List, home string) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// setupNote is what krad groups says of a group's setup after its checkout: "" when it has none
+// or it is done.
+func setupNote(s *worktree.Setup) string {
+	if s == nil {
+		return ""
+	}
+	switch s.State {
+	case worktree.SetupPending:
+		return "  (setup pending: its first terminal runs it)"
+	case worktree.SetupRunning:
+		return "  (setting up, in " + termsafe.Escape(s.Terminal, 100) + ")"
+	case worktree.SetupFailed:
+		return "  (setup failed: " + termsafe.Escape(s.Why, 200) + ")"
+	}
+	return ""
 }
 
 // changesCommand is `krad changes [T]`: Changes.
@@ -236,22 +342,17 @@ out of it, and krad says which on stderr: ask for them with --paths, or --binary
 			if err != nil {
 				return err
 			}
-			var c worktree.Changes
-			raw, err := b.answer(x.ctx, api.NewRequest(api.Changes, body), &c)
-			if err != nil {
-				return err
-			}
-			switch {
-			case asJSON:
-				return writeRaw(x.stdout, raw)
-			case stat:
-				return writeStat(x.stdout, c.Files)
-			}
-			if _, err := io.WriteString(x.stdout, c.Patch); err != nil {
-				return err
-			}
-			x.noteLeftOut(c.Files)
-			return nil
+			_, err = printAnswer(x, b, api.NewRequest(api.Changes, body), asJSON, func(c worktree.Changes) error {
+				if stat {
+					return writeStat(x.stdout, c.Files)
+				}
+				if _, err := io.WriteString(x.stdout, c.Patch); err != nil {
+					return err
+				}
+				x.noteLeftOut(c.Files)
+				return nil
+			})
+			return err
 		},
 	}
 }
@@ -361,15 +462,9 @@ checkout anyway, the nested repositories with it: their commits are lost unless 
 			if err != nil {
 				return err
 			}
-			var r worktree.Retired
-			raw, err := b.answer(x.ctx, api.NewRequest(api.RetireGroup, &api.RetireGroupBody{Group: args[0], Force: force}), &r)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeRaw(x.stdout, raw)
-			}
-			_, err = fmt.Fprintln(x.stdout, termsafe.Escape(retiredLine(r), 2000))
+			_, err = printAnswer(x, b, api.NewRequest(api.RetireGroup, &api.RetireGroupBody{Group: args[0], Force: force}), asJSON, func(r worktree.Retired) error {
+				return writeLine(x.stdout, termsafe.Escape(retiredLine(r), 2000))
+			})
 			return err
 		},
 	}

@@ -49,3 +49,28 @@ func TestRetireUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteGroupsSetup: krad groups says which group sets up and in which terminal, and which
+// failed, with how and the end of its output, escaped.
+func TestWriteGroupsSetup(t *testing.T) {
+	var b bytes.Buffer
+	code := 3
+	l := worktree.List{Top: "/r", Groups: []worktree.Group{
+		{Name: "up", Branch: "krad/up", Dir: "/w/up", Setup: &worktree.Setup{State: worktree.SetupRunning, Terminal: "main:2"}},
+		{Name: "bad", Branch: "krad/bad", Dir: "/w/bad", Setup: &worktree.Setup{State: worktree.SetupFailed, Terminal: "main:3", Why: "exited with 3", ExitCode: &code,
+			Output: "fetching\nnpm ERR! missing: left-pad \x1b[31m\n"}},
+		{Name: "done", Branch: "krad/done", Dir: "/w/done", Setup: &worktree.Setup{State: worktree.SetupDone}},
+	}}
+	if err := writeGroups(&b, l, ""); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	if !strings.Contains(lines[1], "(setting up, in main:2)") || !strings.Contains(lines[2], "(setup failed: exited with 3)") || strings.Contains(lines[3], "setup") {
+		t.Errorf("krad groups printed:\n%s", out)
+	}
+	if !strings.Contains(out, "group bad's setup failed (exited with 3, in main:3)") || !strings.Contains(out, "  | npm ERR! missing: left-pad") ||
+		!strings.Contains(out, "krad retire bad") || strings.Contains(out, "\x1b") {
+		t.Errorf("krad groups printed:\n%s", out)
+	}
+}

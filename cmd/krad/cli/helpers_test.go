@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/internal/apptest"
+	"github.com/krad-ade/krad/kradtest/apptest"
 	"github.com/krad-ade/krad/local"
 )
 
@@ -96,6 +96,7 @@ func startPeer(t *testing.T, answer string) string {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
+	reply := []byte(answer)
 	go func() {
 		defer close(done)
 		for {
@@ -104,7 +105,7 @@ func startPeer(t *testing.T, answer string) string {
 				return
 			}
 			_, _ = bufio.NewReader(conn).ReadString('\n')
-			_, _ = conn.Write([]byte(answer))
+			_, _ = conn.Write(reply)
 			conn.Close()
 		}
 	}()

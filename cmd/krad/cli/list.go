@@ -17,16 +17,19 @@ Lists the agents: every terminal is one, as a shell, a session's lead or one of 
 In one of krad-ade's terminals, krad lists the terminals of its group (its worktree), and with
 --all every terminal of its environment; outside them, every terminal of every open environment.
 
-  TERMINAL  ROLE    STATE    TITLE
-  main:1    lead    working  claude
-  main:2    worker  idle     fix flaky test
+  TERMINAL  ROLE    STATE        FROM      TITLE
+  main:1    lead    working      screen    claude
+  main:2    worker  needs_input  reported  fix flaky test · Claude needs your permission to use Bash
 
-An agent whose process ended shows its exit code: "done (0)", "failed (1)". The agents of an
+FROM says where the state came from: reported, the agent told it itself (krad report, the hooks
+of its CLI: see krad hooks), with what it said after its title; screen, the app read it from the
+terminal (its output, a quiet spell, a job in its shell's foreground, its process's end). An
+agent whose process ended shows its exit code: "done (0)", "failed (1)". The agents of an
 environment that is down (its SSH host out of reach, its tmux not answering) are unreachable:
 the app cannot tell what they do until the environment is back, when their states return.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&all, "all", false, "list every terminal of this terminal's environment")
-			fs.BoolVar(&asJSON, "json", false, `print the agents as one JSON array of {"environment","terminal","title","role","state","session","group","exit_code","since"}`)
+			fs.BoolVar(&asJSON, "json", false, `print the agents as one JSON array of {"environment","terminal","title","role","state","session","group","exit_code","since","state_from","message"}`)
 		},
 		run: func(x *invocation, args []string) error {
 			b, err := x.busNoArgs(args)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,9 +11,28 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/krad-ade/krad/mcpserve"
+	"github.com/krad-ade/krad/internal/termsafe"
 	"github.com/krad-ade/krad/worktree"
 )
+
+// MCPConfig is what krad mcp gives the MCP server it runs ([Options.MCP]): who it calls as, how it
+// calls, and how krad says things to people, so that a tool's text and errors are the lines krad
+// prints.
+type MCPConfig struct {
+	// Version is krad's build, which the server names in its handshake.
+	Version string
+	// Caller is who the server calls as: the terminal krad mcp runs in, or Client.
+	Caller api.Caller
+	// Call makes one request of the bus as Caller, waiting for the answer as krad does.
+	// Cancelling ctx closes the request's connection, which cancels it in the app.
+	Call func(ctx context.Context, req api.Request) (api.Answer, error)
+	// Explain is what krad prints for err: its error line and its hint line.
+	Explain func(err error) string
+	// Show is the short text krad prints for people for the answer a to req.
+	Show func(req api.Request, a api.Answer) string
+	// Progress is how often a waiting tool sends a progress notification.
+	Progress time.Duration
+}
 
 // mcpConfigs are the snippets krad mcp --print-config prints, by the CLI they are for. The
 // timeouts let a wait_for_agent run its ten minutes (Codex gives a tool 60 s by default).
@@ -33,7 +53,8 @@ tool_timeout_sec = 1900
 `,
 }
 
-// mcpCommand is `krad mcp`: the bus as an MCP server on stdin and stdout (package mcpserve).
+// mcpCommand is `krad mcp`: the bus as an MCP server on stdin and stdout (package mcpserve), or,
+// in the static krad, a relay to the one the app runs for this terminal (relayMCP).
 func mcpCommand() *command {
 	var printConfig string
 	var every time.Duration
@@ -72,81 +93,77 @@ krad mcp finds the bus as krad does and calls as this terminal: it adds no right
 			if err != nil {
 				return err
 			}
-			srv, err := mcpserve.New(x.ctx, mcpserve.Config{
+			if x.opts.MCP == nil {
+				return x.relayMCP(b)
+			}
+			return x.opts.MCP(x.ctx, MCPConfig{
 				Version:  x.version(),
 				Caller:   b.client.From,
 				Call:     b.call,
 				Explain:  func(err error) string { return strings.TrimSuffix(errorLines(x.prog, err), "\n") },
 				Show:     x.showAnswer,
 				Progress: every,
-				// The person's MCP servers lent to this environment, as tools of its own.
-				Extensions: busExtensions{b},
-			})
-			if err != nil {
-				return err
-			}
-			return srv.Run(x.ctx, io.NopCloser(x.stdin), nopWriteCloser{x.stdout})
+			}, x.stdin, x.stdout)
 		},
 	}
 }
 
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
-
 // showAnswer is the short text krad mcp gives with a tool's structured result: what the krad
 // command of the same request prints for people.
 func (x *invocation) showAnswer(req api.Request, a api.Answer) string {
-	var b strings.Builder
+	var s string
 	var err error
 	switch a.Name {
 	case api.AnswerAgent:
-		var v api.Agent
-		if err = json.Unmarshal(a.Body, &v); err == nil {
-			b.WriteString(agentLine(v))
-		}
+		s, err = shown(a.Body, line(agentLine))
 	case api.AnswerAgents:
-		var v []api.Agent
-		if err = json.Unmarshal(a.Body, &v); err == nil {
-			err = writeAgentTable(&b, v)
-		}
+		s, err = shown(a.Body, func(w io.Writer, v []api.Agent) error { return writeAgentTable(w, v) })
 	case api.AnswerScreen:
-		var v api.Screen
-		if err = json.Unmarshal(a.Body, &v); err == nil {
-			b.WriteString(v.Text)
-		}
+		s, err = shown(a.Body, line(func(v api.Screen) string { return v.Text }))
 	case api.AnswerWorktree:
-		var v worktree.Group
-		if err = json.Unmarshal(a.Body, &v); err == nil {
-			b.WriteString(x.groupLine(v))
-		}
+		s, err = shown(a.Body, line(x.groupLine))
 	case api.AnswerChanges:
-		var v worktree.Changes
-		if err = json.Unmarshal(a.Body, &v); err == nil {
-			if err = writeStat(&b, v.Files); err == nil {
-				b.WriteString(v.Patch)
+		s, err = shown(a.Body, func(w io.Writer, v worktree.Changes) error {
+			if err := writeStat(w, v.Files); err != nil {
+				return err
 			}
-		}
+			_, err := io.WriteString(w, v.Patch)
+			return err
+		})
 	case api.AnswerGroups:
-		var v worktree.List
-		if err = json.Unmarshal(a.Body, &v); err == nil {
-			err = writeGroups(&b, v, x.env("HOME"))
-		}
+		s, err = shown(a.Body, func(w io.Writer, v worktree.List) error { return writeGroups(w, v, x.env("HOME")) })
 	case api.AnswerVariants:
-		var v api.Variants
-		if err = json.Unmarshal(a.Body, &v); err == nil {
-			b.WriteString(variantsLine(v))
-		}
+		s, err = shown(a.Body, line(variantsLine))
 	case api.AnswerPicked:
-		var v api.Picked
-		if err = json.Unmarshal(a.Body, &v); err == nil {
-			b.WriteString(pickedLine(v))
-		}
+		s, err = shown(a.Body, line(pickedLine))
+	case api.AnswerPushed:
+		s, err = shown(a.Body, line(pushedLine))
+	case api.AnswerSynced:
+		s, err = shown(a.Body, line(func(v worktree.Synced) string { return termsafe.Escape(syncedLine(v), 2000) }))
 	default:
 		return fmt.Sprintf("%s answered %s", req.Name, a.Name)
 	}
 	if err != nil {
 		return fmt.Sprintf("%s answered %s", req.Name, a.Name)
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return strings.TrimSuffix(s, "\n")
+}
+
+// shown is an answer's body, decoded as a T, as show writes it.
+func shown[T any](body json.RawMessage, show func(w io.Writer, v T) error) (string, error) {
+	var v T
+	if err := json.Unmarshal(body, &v); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	err := show(&b, v)
+	return b.String(), err
+}
+
+// line adapts what makes one line of a T to shown.
+func line[T any](f func(T) string) func(io.Writer, T) error {
+	return func(w io.Writer, v T) error {
+		_, err := io.WriteString(w, f(v))
+		return err
+	}
 }

@@ -9,8 +9,8 @@ import (
 )
 
 // verify is the api.Client's Verify for every endpoint, found through the variables or api.json:
-// krad writes the token only to a listener of its own user's (package listenowner, on Linux;
-// elsewhere every listener passes). The endpoint's port is reachable by every user of the
+// krad writes the token only to a listener of its own user's (package listenowner, on Linux and
+// macOS; elsewhere every listener passes). The endpoint's port is reachable by every user of the
 // computer, and once the app's forward or bus is gone, another user may bind it to collect
 // tokens. A refusal is exit code 2, no live API: the bus is not at the endpoint.
 func (b *bus) verify(conn net.Conn) error {
@@ -29,7 +29,7 @@ func (b *bus) verify(conn net.Conn) error {
 	return &problem{
 		err:  fmt.Errorf("cannot tell whose listener is at %s, so the token was not sent: %w", b.client.Endpoint, err),
 		kind: errNoAPI,
-		hint: "krad sends the token only to a listener of your own user's, found in /proc/net/tcp: if krad-ade just stopped or lost its connection, start it or wait for it to reconnect",
+		hint: "krad sends the token only to a listener it can prove is your own user's, from the kernel's table of sockets: if krad-ade just stopped or lost its connection, start it or wait for it to reconnect",
 	}
 }
 

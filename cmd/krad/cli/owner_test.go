@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/krad-ade/krad/api"
+	"github.com/krad-ade/krad/kradtest/listenownertest"
 	"github.com/krad-ade/krad/listenowner"
-	"github.com/krad-ade/krad/listenowner/listenownertest"
 )
 
 // TestForeignListener: another user took the endpoint's port. krad, static or local, found

@@ -30,19 +30,14 @@ T is a terminal of this terminal's own environment: its number, like 2, or main:
 			if err != nil {
 				return err
 			}
-			var s api.Screen
-			raw, err := b.answer(x.ctx, api.NewRequest(api.Read, &api.ReadBody{Target: t, Lines: lines}), &s)
-			if err != nil {
+			_, err = printAnswer(x, b, api.NewRequest(api.Read, &api.ReadBody{Target: t, Lines: lines}), asJSON, func(s api.Screen) error {
+				text := s.Text
+				if text != "" && !strings.HasSuffix(text, "\n") {
+					text += "\n"
+				}
+				_, err := io.WriteString(x.stdout, text)
 				return err
-			}
-			if asJSON {
-				return writeRaw(x.stdout, raw)
-			}
-			text := s.Text
-			if text != "" && !strings.HasSuffix(text, "\n") {
-				text += "\n"
-			}
-			_, err = io.WriteString(x.stdout, text)
+			})
 			return err
 		},
 	}

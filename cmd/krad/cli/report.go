@@ -10,7 +10,13 @@ import (
 )
 
 // reportStates are the states an agent may report, in the order help lists them.
-var reportStates = []string{api.StateWorking, api.StateIdle, api.StateNeedsInput, api.StateDone, api.StateFailed}
+var reportStates = func() []string {
+	names := make([]string, len(api.Reportable))
+	for i, s := range api.Reportable {
+		names[i] = string(s)
+	}
+	return names
+}()
 
 // reportCommand is `krad report STATE`: Report, for an agent's hooks.
 func reportCommand() *command {
@@ -43,7 +49,7 @@ Once an agent reports, the app believes its reports rather than guessing from it
 			if err != nil {
 				return err
 			}
-			return b.okWithin(x.ctx, api.NewRequest(api.Report, &api.ReportBody{State: state, Message: message}), reportWait)
+			return b.okWithin(x.ctx, api.NewRequest(api.Report, &api.ReportBody{State: api.State(state), Message: message}), reportWait)
 		},
 	}
 }

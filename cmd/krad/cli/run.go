@@ -27,6 +27,14 @@ type Options struct {
 	Discover func(getenv func(string) string) (Discovered, error)
 	// Version is krad's version; "" means the module version from the build information.
 	Version string
+	// MCP serves krad mcp in this process: the bus as an MCP server on stdin and stdout (package
+	// mcpserve's Serve). nil means the static build for SSH hosts, which must not link the MCP
+	// SDK: its krad mcp relays to one the app runs for it (the MCP request).
+	MCP func(ctx context.Context, cfg MCPConfig, stdin io.Reader, stdout io.Writer) error
+	// Bus, when set, is the bus to call, as it is: the app's own krad mcp for a host's, whose
+	// client reaches the bus the way the host's requests do. nil means the variables, or
+	// Discover.
+	Bus *api.Client
 }
 
 // Discovered is what [Options.Discover] found in api.json.
@@ -123,7 +131,12 @@ type invocation struct {
 }
 
 // bus finds the agents bus for this invocation.
-func (x *invocation) bus() (*bus, error) { return findBus(x.env, x.opts.Discover) }
+func (x *invocation) bus() (*bus, error) {
+	if x.opts.Bus != nil {
+		return &bus{client: *x.opts.Bus, home: x.env("HOME")}, nil
+	}
+	return findBus(x.env, x.opts.Discover)
+}
 
 // usageError is bad flags or arguments: exit code 5, with a hint to the command's help.
 func (x *invocation) usageError(format string, args ...any) error {

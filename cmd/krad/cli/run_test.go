@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +36,7 @@ func TestHelpAndUsage(t *testing.T) {
 		{"krad api info --help", []string{"api", "info", "--help"},
 			[]string{"  krad api info [--show-token] [--json]\n", "--show-token  also print the bus token"}, nil, ExitOK},
 		{"krad version --help", []string{"version", "--help"}, []string{"krad version [--json]"}, nil, ExitOK},
-		{"krad list --help", []string{"list", "--help"}, []string{"  krad list [--all] [--json]\n", "main:2    worker  idle     fix flaky test", "      --all   "}, nil, ExitOK},
+		{"krad list --help", []string{"list", "--help"}, []string{"  krad list [--all] [--json]\n", "main:2    worker  needs_input  reported  fix flaky test · Claude needs", "      --all   "}, nil, ExitOK},
 		{"krad watch --help", []string{"watch", "--help"}, []string{"  krad watch [--json]\n", "exits with 2"}, nil, ExitOK},
 		{"krad check --help", []string{"check", "--help"}, []string{"  krad check T [--wait D] [--json]\n", "      --wait D  answer after"}, nil, ExitOK},
 		{"krad wait --help", []string{"wait", "--help"}, []string{"  krad wait T… [--any | --all] [--timeout D] [--json]\n", "Exit codes: 0 every agent waited for is idle", "--timeout D"}, nil, ExitOK},
@@ -98,7 +100,7 @@ func TestAgentsName(t *testing.T) {
 	}{
 		{"/opt/krad-ade/krad-ade-agents", []string{"--help"}, "krad-ade-agents run -- CMD…", "", ExitOK},
 		{`krad-ade-agents.exe`, []string{"-h"}, "the agents' companion", "", ExitOK},
-		{"krad-ade-agents", []string{"run", "--help"}, "krad-ade-agents run [--title T] -- CMD…", "", ExitOK},
+		{"krad-ade-agents", []string{"run", "--help"}, "krad-ade-agents run [--title T] [--exec] [--setup] -- CMD…", "", ExitOK},
 		{"krad-ade-agents", []string{"shell", "--help"}, "  krad-ade-agents shell\n", "", ExitOK},
 		{"krad-ade-agents", []string{"list"}, "",
 			"krad-ade-agents: error: unknown command \"list\"\nkrad-ade-agents: hint: run 'krad-ade-agents --help'\n", ExitUsage},
@@ -147,6 +149,31 @@ func TestVersion(t *testing.T) {
 				t.Errorf("got %q, %q, exit code %d; want %q, no stderr, exit code 0", out, errOut, code, tt.want)
 			}
 		})
+	}
+}
+
+// TestVersionSHA256: with --sha256 (hidden, for the install on SSH hosts), version --json says
+// the SHA-256 of the very file that runs, here the test binary's, as sha256sum would.
+func TestVersionSHA256(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	content, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(content)
+	want := `{"version":"0.1.0","api_version":1,"variables_only":true,"sha256":"` + hex.EncodeToString(sum[:]) + `"}` + "\n"
+	out, errOut, code := run(t, nil, Options{Version: "0.1.0"}, "version", "--json", "--sha256")
+	if out != want || errOut != "" || code != ExitOK {
+		t.Errorf("got %q, %q, exit code %d; want %q, no stderr, exit code 0", out, errOut, code, want)
+	}
+	if _, errOut, code := run(t, nil, Options{Version: "0.1.0"}, "version", "--sha256"); code != ExitUsage || !strings.Contains(errOut, "--sha256 goes with --json") {
+		t.Errorf("--sha256 alone: got %q, exit code %d; want a usage error", errOut, code)
+	}
+	if out, _, _ := run(t, nil, Options{Version: "0.1.0"}, "version", "--help"); strings.Contains(out, "sha256") {
+		t.Errorf("version --help shows the hidden --sha256:\n%s", out)
 	}
 }
 

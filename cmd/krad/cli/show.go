@@ -23,7 +23,7 @@ func agentID(a api.Agent) string {
 
 // agentState is an agent's state, with the exit code of one whose process ended: "failed (1)".
 func agentState(a api.Agent) string {
-	s := termsafe.Escape(a.State, 40)
+	s := termsafe.Escape(string(a.State), 40)
 	if a.ExitCode != nil && (a.State == api.StateDone || a.State == api.StateFailed) {
 		s += " (" + strconv.Itoa(*a.ExitCode) + ")"
 	}
@@ -35,18 +35,28 @@ func agentTitle(a api.Agent) string {
 	return "'" + strings.ReplaceAll(termsafe.Escape(a.Title, api.MaxTitle), "'", `\'`) + "'"
 }
 
-// agentLine is one agent on one line: "main:2 worker 'fix flaky test' idle".
+// agentLine is one agent on one line: "main:2 worker 'fix flaky test' idle", and what the agent
+// said with its state after it: "… needs_input: Claude needs your permission to use Bash".
 func agentLine(a api.Agent) string {
-	return agentID(a) + " " + termsafe.Escape(a.Role, 40) + " " + agentTitle(a) + " " + agentState(a)
+	line := agentID(a) + " " + termsafe.Escape(string(a.Role), 40) + " " + agentTitle(a) + " " + agentState(a)
+	if a.Message != "" {
+		line += ": " + termsafe.Escape(a.Message, api.MaxReportMessage)
+	}
+	return line
 }
 
-// writeAgentTable writes agents as a table with a header, columns two spaces apart.
+// writeAgentTable writes agents as a table with a header, columns two spaces apart: where each
+// state came from (FROM: reported, or screen), and the agent's message after its title.
 func writeAgentTable(w io.Writer, agents []api.Agent) error {
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TERMINAL\tROLE\tSTATE\tTITLE")
+	fmt.Fprintln(tw, "TERMINAL\tROLE\tSTATE\tFROM\tTITLE")
 	for _, a := range agents {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", agentID(a), termsafe.Escape(a.Role, 40), agentState(a), termsafe.Escape(a.Title, api.MaxTitle))
+		title := termsafe.Escape(a.Title, api.MaxTitle)
+		if a.Message != "" {
+			title += " · " + termsafe.Escape(a.Message, api.MaxReportMessage)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", agentID(a), termsafe.Escape(string(a.Role), 40), agentState(a), termsafe.Escape(a.StateFrom, 40), title)
 	}
 	_ = tw.Flush()
 	// An empty title leaves its row padded to the title column: trim each line.
@@ -105,6 +115,21 @@ func eventLine(a api.Answer) (line string, ok bool) {
 func writeLine(w io.Writer, s string) error {
 	_, err := io.WriteString(w, s+"\n")
 	return err
+}
+
+// printAnswer makes req and prints its answer on stdout: with asJSON the app's JSON as it sent
+// it (writeRaw), else what text writes of it. It returns the answer, for a command that acts on
+// it once it is printed.
+func printAnswer[T any](x *invocation, b *bus, req api.Request, asJSON bool, text func(T) error) (T, error) {
+	var v T
+	raw, err := b.answer(x.ctx, req, &v)
+	if err != nil {
+		return v, err
+	}
+	if asJSON {
+		return v, writeRaw(x.stdout, raw)
+	}
+	return v, text(v)
 }
 
 // writeRaw writes a JSON value from the app as one line, as the app sent it but compacted.

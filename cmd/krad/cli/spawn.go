@@ -68,12 +68,8 @@ command, and whether it takes the prompt typed in or as its last argument).`,
 				return err
 			}
 			body := &api.SpawnBody{Title: title, Command: args, Agent: agent, Prompt: prompt, Group: group}
-			var a api.Agent
-			raw, err := b.answer(x.ctx, api.NewRequest(api.Spawn, body), &a)
+			a, err := printAnswer(x, b, api.NewRequest(api.Spawn, body), asJSON, x.writeAgent)
 			if err != nil {
-				return err
-			}
-			if err := x.printAgent(a, raw, asJSON); err != nil {
 				return err
 			}
 			if a.State == api.StateFailed {

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/krad-ade/krad/access"
 	"github.com/krad-ade/krad/api"
 	"github.com/krad-ade/krad/local"
 )
@@ -17,7 +18,7 @@ import (
 // passes the bus's checks, as its wire JSON, and answers with what its test gave it.
 type testApp struct {
 	// role is a Terminal caller's role; RoleLead when zero, so that every request passes.
-	role local.Role
+	role access.Role
 	// answer answers every request but SubscribeAgents, unless answers has one for the
 	// request; Ok when zero.
 	answer  api.Answer
@@ -39,11 +40,11 @@ type testApp struct {
 
 func (h *testApp) Facts(_ context.Context, from api.Caller, _ api.Request) (local.Facts, error) {
 	if from.Kind == api.CallerClient {
-		return local.Facts{Role: local.RoleClient}, nil
+		return local.Facts{Role: access.RoleClient}, nil
 	}
 	role := h.role
 	if role == 0 {
-		role = local.RoleLead
+		role = access.RoleLead
 	}
 	return local.Facts{Role: role, Target: local.TargetOwnWorker}, nil
 }
@@ -111,8 +112,8 @@ func answer(t *testing.T, name api.AnswerName, v any) api.Answer {
 }
 
 // agent is an agent of environment main.
-func agent(n int, role, state, title string, exit ...int) api.Agent {
-	a := api.Agent{Environment: "main", Terminal: n, Title: title, Role: role, State: state, Session: "s1"}
+func agent(n int, role api.Role, state api.State, title string, exit ...int) api.Agent {
+	a := api.Agent{Environment: "main", Terminal: n, Title: title, Role: role, State: state, Session: "s1", StateFrom: api.StateFromScreen}
 	if len(exit) > 0 {
 		a.ExitCode = &exit[0]
 	}

@@ -75,15 +75,10 @@ Then wait for them (krad wait 2 3 4 5 6), compare them (krad variants show SET, 
 			if err != nil {
 				return err
 			}
-			var v api.Variants
-			raw, err := b.answer(x.ctx, api.NewRequest(api.RunVariants, body), &v)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return writeRaw(x.stdout, raw)
-			}
-			return writeLine(x.stdout, variantsLine(v))
+			_, err = printAnswer(x, b, api.NewRequest(api.RunVariants, body), asJSON, func(v api.Variants) error {
+				return writeLine(x.stdout, variantsLine(v))
+			})
+			return err
 		},
 	}
 }
@@ -156,11 +151,11 @@ and what it changed: how many files, lines added and deleted.`,
 }
 
 func variantsPickCommand() *command {
-	var how, message string
-	var asJSON bool
+	var how, message, title string
+	var asJSON, pr, draft bool
 	return &command{
 		name:    "pick",
-		args:    "GROUP [--how squash|apply|merge|branch] [--message M] [--json]",
+		args:    "GROUP [--how squash|apply|merge|branch] [--message M] [--pr [--title T] [--draft]] [--json]",
 		summary: "take a variant's work, close the others",
 		help: `
 Takes the work of variant GROUP, which must have settled (krad wait it first): its whole state,
@@ -171,12 +166,24 @@ uncommitted files included, is kept as a snapshot first; then, computed off ever
   merge   a merge commit on the main checkout's branch
   branch  nothing touched: the variant's branch is the result
 
-A pick that conflicts with the main branch changes nothing and names the files; staged changes in
-the main checkout refuse it (nothing is stashed). The other variants' workers are closed, and their
-groups retire with their work kept. Only the lead that ran the set picks.`,
+A pick that conflicts with the main branch changes nothing and names the files. So does a pick
+refused for what it would lose or could not do: staged changes in the main checkout (nothing is
+stashed); anything of the main checkout's that it would write over (a change not committed, an
+ignored or untracked file, a folder or a symbolic link in its way), named; for squash and merge,
+a repository where git has no identity to commit with (user.name, user.email). M is lines of
+text: a control character other than tab and newline is refused. The other variants' workers are
+closed, and their groups retire with their work kept. Only the lead that ran the set picks.
+
+With --pr the winner's branch is the result (--how branch, the main checkout untouched), and it
+is pushed and a pull request opened for it, as krad pr GROUP does (--title, --draft): the pick
+first, so that a variant not settled pushes nothing. What the winner has not committed is not in
+the pull request, and krad says how many files.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&how, "how", "", "squash (default), apply, merge or branch")
 			fs.StringVar(&message, "message", "", "the commit's message `M` (squash, merge)")
+			fs.BoolVar(&pr, "pr", false, "push the winner's branch and open a pull request for it")
+			fs.StringVar(&title, "title", "", "with --pr, the pull request's title `T`")
+			fs.BoolVar(&draft, "draft", false, "with --pr, open it as a draft")
 			fs.BoolVar(&asJSON, "json", false, "print what was done as one JSON object")
 		},
 		run: func(x *invocation, args []string) error {
@@ -188,8 +195,28 @@ groups retire with their work kept. Only the lead that ran the set picks.`,
 			default:
 				return x.usageError("--how is squash, apply, merge or branch, not %s", quote(how))
 			}
+			if err := api.CheckPickMessage(message); err != nil {
+				return x.usageError("--%w", err) // "message holds …": the flag's name
+			}
+			switch {
+			case pr && how != "" && how != api.PickBranch:
+				return x.usageError("--pr makes the winner's branch the result: it goes with --how branch (its default), not %s", quote(how))
+			case pr:
+				how = api.PickBranch
+			case title != "" || draft:
+				return x.usageError("--title and --draft are the pull request's: they go with --pr")
+			}
+			if err := api.CheckText("--title", title, api.MaxPRTitle); err != nil {
+				return x.usageError("%v", err)
+			}
 			b, err := x.bus()
 			if err != nil {
+				return err
+			}
+			if !pr {
+				_, err = printAnswer(x, b, api.NewRequest(api.PickVariant, &api.PickVariantBody{Group: args[0], How: how, Message: message}), asJSON, func(p api.Picked) error {
+					return writeLine(x.stdout, pickedLine(p))
+				})
 				return err
 			}
 			var p api.Picked
@@ -197,10 +224,21 @@ groups retire with their work kept. Only the lead that ran the set picks.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return writeRaw(x.stdout, raw)
+			if !asJSON {
+				if err := writeLine(x.stdout, pickedLine(p)); err != nil {
+					return err
+				}
 			}
-			return writeLine(x.stdout, pickedLine(p))
+			var pushed worktree.Pushed
+			praw, err := b.answer(x.ctx, api.NewRequest(api.PushGroup, &api.PushGroupBody{Group: args[0], PR: true, Title: title, Draft: draft}), &pushed)
+			if err != nil {
+				return fmt.Errorf("picked %s, but not pushed (krad pr %s pushes it once mended): %w", args[0], args[0], err)
+			}
+			if asJSON {
+				return writeRaw(x.stdout, []byte(`{"picked":`+string(raw)+`,"pushed":`+string(praw)+`}`))
+			}
+			x.notePushed(pushed)
+			return writeLine(x.stdout, pushedLine(pushed))
 		},
 	}
 }

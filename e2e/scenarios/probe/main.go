@@ -29,7 +29,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/krad-ade/krad/api"
@@ -140,21 +139,6 @@ func hello(args []string) error {
 	if failed > 0 {
 		return fmt.Errorf("%d of %d Hello round trips failed; the first: %w", failed, *n, firstErr)
 	}
-	return nil
-}
-
-// sockdiag opens a NETLINK_SOCK_DIAG socket, as package listenowner does first, and says whether
-// that worked. qemu-user translates only a few netlink families (route, uevent, audit) and refuses
-// the others with EPROTONOSUPPORT: under it, listenowner reads /proc/net/tcp instead.
-func sockdiag() error {
-	const netlinkSockDiag = 4
-	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, netlinkSockDiag)
-	if err != nil {
-		fmt.Printf("refused: %v\n", err)
-		return nil
-	}
-	syscall.Close(fd)
-	fmt.Println("open")
 	return nil
 }
 
