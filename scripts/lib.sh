@@ -112,3 +112,16 @@ end_on_exit() {
   _end_pid=$1 _end_dir=$2
   trap 'rc=$?; set +e; kill "$_end_pid" 2>/dev/null; wait "$_end_pid" 2>/dev/null; rm -rf "$_end_dir"; exit "$rc"' EXIT
 }
+
+# fuzz_runs LOG: how many runs Go's fuzzer had made when it last reported in LOG (its
+# "execs: N"), and 1000 when that is fewer or it made no report. scripts/test gives a target that
+# failed its own -fuzztime deadline this many runs, as a count (-test.fuzztime=Nx), which sets no
+# deadline; scripts/lib_test.go runs it on a real fuzzer's log.
+fuzz_runs() {
+  local n
+  n=$(grep -o 'execs: [0-9]*' "$1" | tail -n 1 | grep -o '[0-9]*$' || true)
+  if [ -z "$n" ] || [ "$n" -lt 1000 ]; then
+    n=1000
+  fi
+  echo "$n"
+}
