@@ -93,6 +93,7 @@ const httpPassword = "e2e-Http-Pa55word-in-the-ui"
 // goes through; a wrong answer fails it; the password is on no screen, in no log, and in no
 // process's argv or environment on the host.
 func TestGitPushOverHTTPFromAContainerHost(t *testing.T) {
+	t.Parallel()
 	s := oneHost(t, 51, singleOptions{dir: "~/app", before: hostRepo(t)})
 	url, bare := gitHTTPServer(t, s.lan.Addr(1).String(), httpPassword)
 	s.lead.waitForShell(t, 30*time.Second)
@@ -137,6 +138,7 @@ const pushPassword = "e2e-Push-Pa55word-for-krad-push"
 // the group's checkout on the host; then with no gh on the host, unavailable with the install
 // hint and nothing pushed. The password is on no screen, in no log, in no process on the host.
 func TestPushAndPullRequestFromAContainerHost(t *testing.T) {
+	t.Parallel()
 	s := oneHost(t, 57, singleOptions{dir: "~/app", before: hostRepo(t)})
 	url, bare := gitHTTPServer(t, s.lan.Addr(1).String(), pushPassword)
 	s.a.ExecAs(t, "krad", "git", "-C", "/home/krad/app", "remote", "add", "origin", url)
@@ -209,6 +211,7 @@ const keyPassphrase = "e2e-Key-Passphrase-in-the-ui"
 // at once with the hint, and the push fails. With the UI, the person gives the passphrase in the
 // modal and the push reaches b; the passphrase is nowhere else.
 func TestGitPushOverSSHFromAContainerHost(t *testing.T) {
+	t.Parallel()
 	s := oneHost(t, 56, singleOptions{dir: "~/app", before: hostRepo(t), config: "[git]\nssh_askpass = true\n"})
 	b := e2e.StartHost(t, "b", s.lan, s.lan.Addr(12), e2e.HostOptions{})
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)

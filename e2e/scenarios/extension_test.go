@@ -19,6 +19,7 @@ import (
 // credential (no process there holds it). An extension lent to main only is forbidden to the
 // host.
 func TestExtensionFromAContainerHost(t *testing.T) {
+	t.Parallel()
 	everything := testbin.Everything(t)
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)

@@ -19,6 +19,7 @@ import (
 // apply --check, krad groups, krad close (the group retires, its work kept on a snapshot ref in
 // the host's repository); then a variant set of two, picked as a squash.
 func TestGroupsAndVariantsOnTheHost(t *testing.T) {
+	t.Parallel()
 	s := oneHost(t, 48, singleOptions{dir: "~/app", before: func(h *e2e.Host) {
 		h.ExecAs(t, "krad", "sh", "-c", `set -e; mkdir ~/app; cd ~/app; git init -q -b main
 git config user.name Pat; git config user.email pat@example.com
@@ -165,6 +166,7 @@ printf 'package retry\n' > retry.go; git add .; git commit -q -m first`)
 // answer unavailable with the version found, the version needed and what to install, on one
 // line; nothing is made, and the environment serves on.
 func TestGroupsOnAHostWithOldGit(t *testing.T) {
+	t.Parallel()
 	s := oneHost(t, 52, singleOptions{dir: "~/app", before: func(h *e2e.Host) {
 		h.ExecAs(t, "krad", "sh", "-c", `set -e; mkdir ~/app; cd ~/app; git init -q -b main
 git config user.name Pat; git config user.email pat@example.com
@@ -211,6 +213,7 @@ printf 'package retry\n' > retry.go; git add .; git commit -q -m first`)
 // failure and the output's end; a second krad spawn --group is refused (conflict, exit 1) with
 // that output; the worker's close leaves the checkout; krad retire removes it.
 func TestGroupSetupFailsOnTheHost(t *testing.T) {
+	t.Parallel()
 	s := oneHost(t, 55, singleOptions{dir: "~/app", before: func(h *e2e.Host) {
 		h.ExecAs(t, "krad", "sh", "-c", `set -e; mkdir ~/app; cd ~/app; git init -q -b main
 git config user.name Pat; git config user.email pat@example.com

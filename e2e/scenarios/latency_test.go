@@ -48,8 +48,10 @@ func parseLatency(t *testing.T, where string, out []byte, err error) latency {
 // (a connection through a forward speaks for its host's environment only: "Client" is refused
 // there), beside Hello from this machine to the bus directly, as "Client"; `krad api` as a whole
 // process on both sides; and the time to connect a fresh host and an already prepared one. It
-// runs alone (not in parallel) so that the other scenarios do not load the machine meanwhile.
+// asserts no figure, and runs beside the other scenarios in the suite: for figures to quote, run
+// it alone (go test -tags e2e -run TestHelloLatencyThroughTheTunnel -v ./e2e/scenarios).
 func TestHelloLatencyThroughTheTunnel(t *testing.T) {
+	t.Parallel()
 	s := oneHost(t, 42, singleOptions{})
 	a, u, app, c := s.a, s.u, s.app, s.c
 	measured(t, "fresh host a (krad installed): connected and prepared %s after the app started", ms(c.after))
