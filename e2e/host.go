@@ -224,7 +224,8 @@ func (h *Host) waitForSSHD(ctx context.Context) error {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("sshd did not listen within %v (last: %v, %q); its log:\n%s", wait, err, out, h.sshdLog(ctx, 50))
+			return fmt.Errorf("sshd did not listen within %v (last: %v, %q); the container: %s; its processes:\n%s\nits log:\n%s",
+				wait, err, out, h.state(ctx), h.processes(ctx), h.sshdLog(ctx, 50))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -249,6 +250,26 @@ func (h *Host) waitForSSHD(ctx context.Context) error {
 		return fmt.Errorf("no host keys in /etc/ssh")
 	}
 	return nil
+}
+
+// state is the container's state as Docker tells it, for an error: running or not, its exit
+// code, when it started.
+func (h *Host) state(ctx context.Context) string {
+	out, err := docker(ctx, nil, "inspect", "--format",
+		"{{.State.Status}}, exit code {{.State.ExitCode}}, started {{.State.StartedAt}}, OOM killed {{.State.OOMKilled}}", h.Container)
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	return out
+}
+
+// processes is the container's process list (docker top), for an error: where its command stands.
+func (h *Host) processes(ctx context.Context) string {
+	out, err := docker(ctx, nil, "top", h.Container, "-o", "pid,etime,time,stat,args")
+	if err != nil {
+		return fmt.Sprintf("(%v)", err)
+	}
+	return out
 }
 
 // sshdLog is the last lines sshd (the container's command, with -e) wrote to stderr.
