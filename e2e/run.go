@@ -123,13 +123,12 @@ func cacheDir() (string, error) {
 // lockFile opens (creating) path and takes an exclusive flock on it, waiting for it when wait is
 // set. The kernel drops the lock when the process dies, however it dies: that is how a run tells
 // a dead run's leftovers from a live run's objects, and how parallel test packages take turns
-// building the image.
+// building the image. The lock is held only once path still names the file locked: a run that
+// finds another dead removes that run's lock file while it holds the lock, and a run that opened
+// the file just before that removal would otherwise hold a lock on a file no other run can see,
+// and look dead to the next one (which would remove its containers).
 func lockFile(path string, wait bool) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	how := syscall.LOCK_EX
@@ -137,16 +136,27 @@ func lockFile(path string, wait bool) (*os.File, error) {
 		how |= syscall.LOCK_NB
 	}
 	for {
-		err = syscall.Flock(int(f.Fd()), how)
-		if !errors.Is(err, syscall.EINTR) {
-			break
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
+		for {
+			err = syscall.Flock(int(f.Fd()), how)
+			if !errors.Is(err, syscall.EINTR) {
+				break
+			}
+		}
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		held, herr := f.Stat()
+		named, nerr := os.Stat(path)
+		if herr == nil && nerr == nil && os.SameFile(held, named) {
+			return f, nil
+		}
+		f.Close() // removed or replaced meanwhile: lock the file path names now
 	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock %s: %w", path, err)
-	}
-	return f, nil
 }
 
 // runIsAlive says whether the run id still holds its lock. A run whose lock file is missing is
