@@ -210,7 +210,7 @@ func (h *Host) create(ctx context.Context, image string) error {
 }
 
 // waitForSSHD waits until sshd listens on port 22 in the container, then reads its host keys.
-// An emulated host has longer: there ssh-keygen -A alone takes 10 s or more (its RSA key).
+// An emulated host has longer: there sshd and ssh-keygen run under qemu.
 func (h *Host) waitForSSHD(ctx context.Context) error {
 	wait := 30 * time.Second
 	if h.opts.Arch != "" {

@@ -58,6 +58,10 @@ KbdInteractiveAuthentication no
 PermitRootLogin no
 MaxStartups 200
 MaxSessions 200
+# The two host keys each container makes as it starts: no RSA key, whose making took more than
+# 30 s of a loaded machine's CPU while other hosts started beside it.
+HostKey /etc/ssh/ssh_host_ed25519_key
+HostKey /etc/ssh/ssh_host_ecdsa_key
 EOF
 
 # krad is the user the app connects as; other is another user of the same host.
@@ -79,7 +83,10 @@ cat >"$root"/usr/local/sbin/krad-e2e-entrypoint <<'EOF'
 # harness asked, then sshd as pid 1.
 set -eu
 mkdir -p /run/sshd
-ssh-keygen -A >/dev/null
+for type in ed25519 ecdsa; do
+	key=/etc/ssh/ssh_host_${type}_key
+	[ -e $key ] || ssh-keygen -q -N '' -t $type -f $key
+done
 for user in krad:1000 other:1001; do
 	chown ${user#*:}:${user#*:} /home/${user%:*}
 	chmod 0700 /home/${user%:*}
