@@ -58,8 +58,8 @@ KbdInteractiveAuthentication no
 PermitRootLogin no
 MaxStartups 200
 MaxSessions 200
-# The two host keys each container makes as it starts: no RSA key, whose making took more than
-# 30 s of a loaded machine's CPU while other hosts started beside it.
+# The two host keys each container makes as it starts: no RSA key, whose making outlasted 30 s
+# on a loaded machine, starved of CPU while other hosts started beside it.
 HostKey /etc/ssh/ssh_host_ed25519_key
 HostKey /etc/ssh/ssh_host_ecdsa_key
 EOF
