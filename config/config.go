@@ -283,9 +283,9 @@ func Parse(data []byte) (Config, error) {
 			}
 			c.Agents = agents
 		case "editor":
-			var t map[string]toml.Primitive
-			if md.Type(key) != "Hash" || md.PrimitiveDecode(top[key], &t) != nil {
-				return Config{}, d.errorAt(toml.Key{key}, "editor must be a table: [editor]")
+			t, err := d.subtable(key)
+			if err != nil {
+				return Config{}, err
 			}
 			for k, v := range t {
 				var dst *[]string
@@ -302,9 +302,9 @@ func Parse(data []byte) (Config, error) {
 				}
 			}
 		case "git":
-			var t map[string]toml.Primitive
-			if md.Type(key) != "Hash" || md.PrimitiveDecode(top[key], &t) != nil {
-				return Config{}, d.errorAt(toml.Key{key}, "git must be a table: [git]")
+			t, err := d.subtable(key)
+			if err != nil {
+				return Config{}, err
 			}
 			for k, v := range t {
 				if k != "ssh_askpass" {
@@ -945,6 +945,16 @@ func (d *document) keys() []string {
 		}
 	}
 	return keys
+}
+
+// subtable is the top-level table [key] ([editor], [git]), its keys undecoded; a key of another
+// type is an error at its line.
+func (d *document) subtable(key string) (map[string]toml.Primitive, error) {
+	var t map[string]toml.Primitive
+	if d.md.Type(key) != "Hash" || d.md.PrimitiveDecode(d.top[key], &t) != nil {
+		return nil, d.errorAt(toml.Key{key}, key+" must be a table: ["+key+"]")
+	}
+	return t, nil
 }
 
 func (d *document) errorAt(key toml.Key, msg string) *Error {
