@@ -255,6 +255,7 @@ func (e *Environment) attach(ctx context.Context, stdin io.WriteCloser, stdout i
 	case tctx.Err() != nil:
 		return nil, context.Cause(tctx) // the step's *forward.TimeoutError, bare
 	default:
+		settled(sess, time.Second)
 		return nil, fmt.Errorf("tmux on the host ended at once: %v: %s", err, termsafe.QuoteMax(strings.TrimSpace(stderr.String()), tmux.MaxErrorText))
 	}
 }
@@ -273,6 +274,22 @@ type sessionRW struct {
 	// a full window would hold it): the session's close ends stdin on the host all the same.
 	wmu sync.Mutex
 	w   io.WriteCloser
+}
+
+// settled waits up to d for sess to end: its stderr is a stream of its own, copied as it comes,
+// and whole only then, not when its stdout ended. A session still open after d is left as it is.
+func settled(sess *ssh.Session, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		sess.Wait() // returns when the session's channel closes, at the latest as it is closed
+		close(done)
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 func newSessionRW(stdout io.Reader, stdin io.WriteCloser, sess *ssh.Session) *sessionRW {

@@ -621,6 +621,10 @@ func TestOnConnectShellKept(t *testing.T) {
 	if _, err := lines.ReadString('\n'); err != io.EOF {
 		t.Errorf("after its stdin closed, the command's stdout gave %v, want its end", err)
 	}
+	// The stderr stream is copied on its own: whole once the session has ended, not when stdout did.
+	if err := sess.Wait(); err != nil {
+		t.Errorf("the command's session ended with %v, want its exit 0", err)
+	}
 	if got := stderr.String(); !strings.Contains(got, "the command speaks") || strings.Contains(got, "the shell speaks") {
 		t.Errorf("the command's stderr is %q, want its own words and not the shell's", got)
 	}

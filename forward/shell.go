@@ -265,7 +265,9 @@ func (s *Shell) Close() {
 // runs an SSH exec's command line: from then on the session's stdin, stdout and stderr are the
 // command's, and so is its end. It returns the command's stdin and stdout, the session (whose
 // Close ends it), and the command's stderr, of which up to 4 KiB is kept (what the shell printed
-// before is not in it).
+// before is not in it). The session's stderr is a stream of its own, copied as it comes: the
+// buffer holds all the command printed there only once sess.Wait has returned, not when its
+// stdout ended.
 //
 // Nothing reaches the command's stdin until the caller writes: sh reads its own input as it
 // comes, so a caller must write nothing before the command has shown that it runs (by printing),
