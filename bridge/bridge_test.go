@@ -481,12 +481,12 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 		return cmd, &out
 	}
 
-	waitForCount := func(what string, want int) {
+	waitForCount := func(what string, want int, out *apptest.Buffer) {
 		t.Helper()
 		deadline := time.Now().Add(15 * time.Second)
 		for tcptest.Count(t, port, tcptest.CloseWait) != want {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d", what, tcptest.Count(t, port, tcptest.CloseWait), want)
+				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d (nc printed %q)", what, tcptest.Count(t, port, tcptest.CloseWait), want, out.String())
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -506,22 +506,34 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 	// The Check's connection is gone from the forward's port once sshd has closed its side too
 	// (on a busy machine, a moment after nc's end): the count starts from none.
 	const base = 0
-	waitForCount("the Check's nc ended", base)
+	waitForCount("the Check's nc ended", base, out)
 
 	// A Wait that waits: on a worker that keeps printing, so it never settles.
 	var worker api.Agent
 	// It says so itself: a worker that only prints was once seen idle on a loaded machine, its
 	// output late past the quiet spell, and the Wait ended by itself.
+	// The Wait is sent once it has: before, its screen is the app's to judge, and on a loaded
+	// machine its quiet start (krad report starting) was once judged idle, which ended the Wait.
 	w.call(w.as(1), api.Spawn, &api.SpawnBody{Title: "ticker", Command: []string{"sh", "-c", "krad report working; while :; do echo tick; sleep 0.2; done"}}, &worker)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var a api.Agent
+		w.call(w.as(1), api.Check, &api.CheckBody{Target: api.Target(worker.Terminal)}, &a)
+		if a.State == api.StateWorking && a.StateFrom == api.StateFromReported {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ticker never said it was working: %s from %s", a.State, a.StateFrom)
+		}
+	}
 	wait, wout := ncN(fmt.Sprintf(`{"Wait":{"target":%d,"timeout_secs":600}}`, worker.Terminal))
 	// sshd holds nc's half-closed connection while the bus waits.
-	waitForCount("nc -N's Wait under way", base+1)
+	waitForCount("nc -N's Wait under way", base+1, wout)
 	time.Sleep(3 * time.Second) // the forward looks at nc's socket on the host every second
 	if tcptest.Count(t, port, tcptest.CloseWait) != base+1 {
 		t.Fatalf("the Wait ended by itself (nc printed %q)", wout.String())
 	}
 	_ = wait.Process.Kill()
-	waitForCount("nc killed", base)
+	waitForCount("nc killed", base, wout)
 }
 
 // memInUse is the Go heap and goroutine stacks in use, garbage not yet collected included.
