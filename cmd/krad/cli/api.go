@@ -12,23 +12,20 @@ import (
 
 // apiCommand is `krad api`: Hello, in one line.
 func apiCommand() *command {
-	var asJSON bool
 	return &command{
 		name:    "api",
 		args:    "[--json]",
 		summary: "say hello to the agents API and print its version",
+		json:    `print {"api_version","build","pid","endpoint"}`,
 		help: `
 Says Hello to the agents API and prints one line: the API version, the app's build and process
 id, the endpoint, and how krad found it.`,
-		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&asJSON, "json", false, `print {"api_version","build","pid","endpoint"}`)
-		},
 		run: func(x *invocation, args []string) error {
 			b, h, err := x.helloNoArgs(args)
 			if err != nil {
 				return err
 			}
-			if asJSON {
+			if x.json {
 				return writeJSON(x.stdout, struct {
 					APIVersion int    `json:"api_version"`
 					Build      string `json:"build"`
@@ -51,11 +48,12 @@ id, the endpoint, and how krad found it.`,
 // apiInfoCommand is `krad api info`: where the API is, how krad found it, and whether api.json is
 // live.
 func apiInfoCommand() *command {
-	var asJSON, showToken bool
+	var showToken bool
 	return &command{
 		name:    "info",
 		args:    "[--show-token] [--json]",
 		summary: "print where the agents API is and how krad found it",
+		json:    `print {"endpoint","api_version","build","discovery_file","token"}`,
 		help: `
 Prints where the agents API is and how krad found it: the endpoint, the API version and the
 app's build (from a Hello), the variable or api.json krad found it through, and who krad calls
@@ -63,7 +61,6 @@ as. When krad found it through api.json and nothing answers there, or another pr
 file is stale and krad exits with 2.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&showToken, "show-token", false, "also print the bus token")
-			fs.BoolVar(&asJSON, "json", false, `print {"endpoint","api_version","build","discovery_file","token"}`)
 		},
 		run: func(x *invocation, args []string) error {
 			b, h, err := x.helloNoArgs(args)
@@ -74,7 +71,7 @@ file is stale and krad exits with 2.`,
 			if showToken {
 				token = b.client.Token.Reveal() // asked for by name
 			}
-			if asJSON {
+			if x.json {
 				return writeJSON(x.stdout, struct {
 					Endpoint      string `json:"endpoint"`
 					APIVersion    int    `json:"api_version"`

@@ -10,12 +10,12 @@ import (
 
 // checkCommand is `krad check T`: Check, now or after the next change.
 func checkCommand() *command {
-	var asJSON bool
 	var wait *uint32
 	return &command{
 		name:    "check",
 		args:    "T [--wait D] [--json]",
 		summary: "print one agent's state, now or after its next change",
+		json:    `print the agent as one JSON object`,
 		help: `
 Prints the agent of terminal T in one line: its terminal, role, state and title.
 
@@ -26,7 +26,6 @@ T is a terminal of this terminal's own environment: its number, like 2, or main:
 the agent as it is and exits 4 (timed out), as krad wait does.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.Var(secondsValue{&wait}, "wait", "answer after the agent's next change, or after `D` (like 30s or 5m; at most 30m)")
-			fs.BoolVar(&asJSON, "json", false, `print the agent as one JSON object`)
 		},
 		run: func(x *invocation, args []string) error {
 			t, b, err := x.targetOnBus(args)
@@ -42,7 +41,7 @@ the agent as it is and exits 4 (timed out), as krad wait does.`,
 					return err
 				}
 			}
-			a, err := printAnswer(x, b, api.NewRequest(api.Check, &api.CheckBody{Target: t, WaitSecs: wait}), asJSON, x.writeAgent)
+			a, err := printAnswer(x, b, api.NewRequest(api.Check, &api.CheckBody{Target: t, WaitSecs: wait}), x.writeAgent)
 			if err != nil {
 				return err
 			}
@@ -57,8 +56,8 @@ the agent as it is and exits 4 (timed out), as krad wait does.`,
 }
 
 // printAgent prints one agent: agentLine, or the app's JSON.
-func (x *invocation) printAgent(a api.Agent, raw []byte, asJSON bool) error {
-	if asJSON {
+func (x *invocation) printAgent(a api.Agent, raw []byte) error {
+	if x.json {
 		return writeRaw(x.stdout, raw)
 	}
 	return x.writeAgent(a)

@@ -20,6 +20,9 @@ type command struct {
 	footer  string // what --help says after the flags
 	// flags defines the command's flags on fs, binding them to variables of the run function.
 	flags func(fs *pflag.FlagSet)
+	// json, where the command has --json, is that flag's help: what it prints instead of its
+	// lines. The flag comes after the command's own and sets [invocation.json].
+	json string
 	// run runs the command with the arguments left after the flags; nil for a group that needs a
 	// sub-command.
 	run  func(x *invocation, args []string) error
@@ -59,6 +62,9 @@ func (x *invocation) dispatch(root *command, args []string) error {
 	fs.SortFlags = false
 	if cmd.flags != nil {
 		cmd.flags(fs)
+	}
+	if cmd.json != "" {
+		fs.BoolVar(&x.json, "json", false, cmd.json)
 	}
 	help := fs.BoolP("help", "h", false, "print this help")
 	if cmd.raw && cmd.run != nil && !(len(args) == 1 && (args[0] == "--help" || args[0] == "-h")) {

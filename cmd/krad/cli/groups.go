@@ -22,11 +22,11 @@ import (
 // worktreeCommand is `krad worktree create`: CreateWorktree.
 func worktreeCommand() *command {
 	var base, branch string
-	var asJSON bool
 	create := &command{
 		name:    "create",
 		args:    "[NAME] [--base REF] [--branch B] [--json]",
 		summary: "make a group: a git worktree of this environment's repository",
+		json:    "print the group as one JSON object",
 		help: `
 Makes a group: a git worktree of the repository that holds this environment's folder, on a new
 branch krad/NAME from REF (by default the main checkout's HEAD), checked out outside the
@@ -41,7 +41,6 @@ work). Start workers in it with krad spawn --group NAME.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&base, "base", "", "the commit `REF` the group starts from (a branch, tag or hash)")
 			fs.StringVar(&branch, "branch", "", "continue the existing branch `B` instead of making krad/NAME")
-			fs.BoolVar(&asJSON, "json", false, "print the group as one JSON object")
 		},
 		run: func(x *invocation, args []string) error {
 			if len(args) > 1 {
@@ -58,7 +57,7 @@ work). Start workers in it with krad spawn --group NAME.`,
 			if err != nil {
 				return err
 			}
-			_, err = printAnswer(x, b, api.NewRequest(api.CreateWorktree, body), asJSON, func(g worktree.Group) error {
+			_, err = printAnswer(x, b, api.NewRequest(api.CreateWorktree, body), func(g worktree.Group) error {
 				line := x.groupLine(g)
 				if g.Restored != "" {
 					line += "  (uncommitted work restored from " + short(g.Restored) + ")"
@@ -81,11 +80,12 @@ work). Start workers in it with krad spawn --group NAME.`,
 
 // syncCommand is `krad worktree sync G [--rebase|--merge]`: SyncGroup.
 func syncCommand() *command {
-	var rebase, merge, asJSON bool
+	var rebase, merge bool
 	return &command{
 		name:    "sync",
 		args:    "G [--merge|--rebase] [--json]",
 		summary: "bring group G's branch up to the main checkout's HEAD",
+		json:    `print what was done, {"group","branch","how","onto","old","new",…}`,
 		help: `
 Brings group G's branch (krad/G) up to the main checkout's current HEAD: --merge (the default)
 merges HEAD into it, which never rewrites the branch, so one already pushed stays pushable;
@@ -97,7 +97,6 @@ commit it first. The group's Changes compare with HEAD from then on.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&merge, "merge", false, "merge HEAD into the branch (the default)")
 			fs.BoolVar(&rebase, "rebase", false, "replay the branch's commits onto HEAD")
-			fs.BoolVar(&asJSON, "json", false, `print what was done, {"group","branch","how","onto","old","new",…}`)
 		},
 		run: func(x *invocation, args []string) error {
 			if len(args) != 1 {
@@ -122,7 +121,7 @@ commit it first. The group's Changes compare with HEAD from then on.`,
 			if err != nil {
 				return err
 			}
-			if asJSON {
+			if x.json {
 				return writeRaw(x.stdout, raw)
 			}
 			return writeLine(x.stdout, termsafe.Escape(syncedLine(s), 2000))
@@ -181,26 +180,23 @@ func short(hash string) string { return termsafe.Escape(hash[:min(len(hash), 7)]
 
 // groupsCommand is `krad groups`: Groups.
 func groupsCommand() *command {
-	var asJSON bool
 	return &command{
 		name:    "groups",
 		args:    "[--json]",
 		summary: "list this environment's groups and the branches retired ones kept",
+		json:    `print {"top","groups","kept"}`,
 		help: `
 Lists the groups of this environment's repository: each one's name, branch, base commit, first
 port (KRAD_ADE_PORT) and checkout; then what retired groups kept: their branches, and the
 snapshots of their uncommitted work. Continue a kept branch with krad worktree create --branch.
 A group marked held did not retire when its last terminal closed: its checkout holds git data a
 snapshot cannot (a nested repository, a submodule with unpushed work), named after "held:".`,
-		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&asJSON, "json", false, `print {"top","groups","kept"}`)
-		},
 		run: func(x *invocation, args []string) error {
 			b, err := x.busNoArgs(args)
 			if err != nil {
 				return err
 			}
-			_, err = printAnswer(x, b, api.NewRequest(api.Groups, nil), asJSON, func(l worktree.List) error {
+			_, err = printAnswer(x, b, api.NewRequest(api.Groups, nil), func(l worktree.List) error {
 				return writeGroups(x.stdout, l, x.env("HOME"))
 			})
 			return err
@@ -285,13 +281,14 @@ func setupNote(s *worktree.Setup) string {
 // changesCommand is `krad changes [T]`: Changes.
 func changesCommand() *command {
 	var group *string
-	var stat, asJSON, binary bool
+	var stat, binary bool
 	var paths []string
 	var maxPatch, maxFilePatch int
 	return &command{
 		name:    "changes",
 		args:    "[T] [--group G] [--stat] [--paths P]… [--binary] [--json]",
 		summary: "print what a group changed: its patch, or --stat",
+		json:    `print {"group","base","head","commits","files","patch"}`,
 		help: `
 Prints what a group changed since its base commit (commits, staged, unstaged and untracked
 files) as git diff prints it, so that it can be piped into git apply. The group is terminal T's,
@@ -309,7 +306,6 @@ out of it, and krad says which on stderr: ask for them with --paths, or --binary
 			fs.BoolVar(&binary, "binary", false, "put binary files in the patch, as git's binary patches")
 			fs.IntVar(&maxPatch, "max-patch", 0, "cap the patch at `BYTES` (at most 16 MiB)")
 			fs.IntVar(&maxFilePatch, "max-file-patch", 0, "cap one file's patch at `BYTES` (256 KiB by default)")
-			fs.BoolVar(&asJSON, "json", false, `print {"group","base","head","commits","files","patch"}`)
 		},
 		run: func(x *invocation, args []string) error {
 			body := &api.ChangesBody{Stat: stat, Paths: paths, Binary: binary, MaxPatch: maxPatch, MaxFilePatch: maxFilePatch}
@@ -342,7 +338,7 @@ out of it, and krad says which on stderr: ask for them with --paths, or --binary
 			if err != nil {
 				return err
 			}
-			_, err = printAnswer(x, b, api.NewRequest(api.Changes, body), asJSON, func(c worktree.Changes) error {
+			_, err = printAnswer(x, b, api.NewRequest(api.Changes, body), func(c worktree.Changes) error {
 				if stat {
 					return writeStat(x.stdout, c.Files)
 				}
@@ -434,11 +430,12 @@ func plural(n int, one, many string) string {
 
 // retireCommand is `krad retire G [--force]`: RetireGroup.
 func retireCommand() *command {
-	var force, asJSON bool
+	var force bool
 	return &command{
 		name:    "retire",
 		args:    "G [--force] [--json]",
 		summary: "retire group G now (with --force, a held one too)",
+		json:    `print what was removed and kept, {"group","dir","removed",…}`,
 		help: `
 Retires group G of this environment now, as its last terminal closing would: its uncommitted
 work is kept as a snapshot, its checkout removed, its branch kept unless it holds nothing. A
@@ -449,7 +446,6 @@ unpushed work) is held instead, untouched; krad groups marks it held. --force re
 checkout anyway, the nested repositories with it: their commits are lost unless pushed first.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&force, "force", false, "remove a held checkout too, with its nested repositories")
-			fs.BoolVar(&asJSON, "json", false, `print what was removed and kept, {"group","dir","removed",…}`)
 		},
 		run: func(x *invocation, args []string) error {
 			if len(args) != 1 {
@@ -462,7 +458,7 @@ checkout anyway, the nested repositories with it: their commits are lost unless 
 			if err != nil {
 				return err
 			}
-			_, err = printAnswer(x, b, api.NewRequest(api.RetireGroup, &api.RetireGroupBody{Group: args[0], Force: force}), asJSON, func(r worktree.Retired) error {
+			_, err = printAnswer(x, b, api.NewRequest(api.RetireGroup, &api.RetireGroupBody{Group: args[0], Force: force}), func(r worktree.Retired) error {
 				return writeLine(x.stdout, termsafe.Escape(retiredLine(r), 2000))
 			})
 			return err

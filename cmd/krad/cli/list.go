@@ -7,11 +7,12 @@ import (
 
 // listCommand is `krad list`: List, or ListAll with --all.
 func listCommand() *command {
-	var all, asJSON bool
+	var all bool
 	return &command{
 		name:    "list",
 		args:    "[--all] [--json]",
 		summary: "list the agents of this terminal's group, or of its environment",
+		json:    `print the agents as one JSON array of {"environment","terminal","title","role","state","session","group","exit_code","since","state_from","message"}`,
 		help: `
 Lists the agents: every terminal is one, as a shell, a session's lead or one of its workers.
 In one of krad-ade's terminals, krad lists the terminals of its group (its worktree), and with
@@ -29,7 +30,6 @@ environment that is down (its SSH host out of reach, its tmux not answering) are
 the app cannot tell what they do until the environment is back, when their states return.`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.BoolVar(&all, "all", false, "list every terminal of this terminal's environment")
-			fs.BoolVar(&asJSON, "json", false, `print the agents as one JSON array of {"environment","terminal","title","role","state","session","group","exit_code","since","state_from","message"}`)
 		},
 		run: func(x *invocation, args []string) error {
 			b, err := x.busNoArgs(args)
@@ -45,7 +45,7 @@ the app cannot tell what they do until the environment is back, when their state
 			if err != nil {
 				return err
 			}
-			if asJSON {
+			if x.json {
 				if agents == nil {
 					raw = []byte("[]") // "null" is no list
 				}

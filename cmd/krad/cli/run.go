@@ -128,6 +128,7 @@ type invocation struct {
 	opts           Options
 	prog           string // krad or krad-ade-agents, the prefix of error lines
 	path           string // the command's full name: "krad api info"
+	json           bool   // --json, for a command that has it ([command.json])
 }
 
 // bus finds the agents bus for this invocation.

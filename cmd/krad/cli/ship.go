@@ -13,11 +13,11 @@ import (
 // pushCommand is `krad push G`: PushGroup.
 func pushCommand() *command {
 	var remote string
-	var asJSON bool
 	return &command{
 		name:    "push",
 		args:    "G [--remote R] [--json]",
 		summary: "push group G's branch to the repository's remote (a lead's)",
+		json:    `print {"group","branch","remote","commit",…}`,
 		help: `
 Pushes group G's branch (krad/G) to the repository's remote: R, else the main checkout's
 branch's remote, else origin, else the only one. The push is made by the git of the environment
@@ -29,10 +29,9 @@ with commits the group lacks is refused (conflict): nothing is forced.
 Only a session's lead pushes (or you, with p on a group's agent in krad-ade's UI).`,
 		flags: func(fs *pflag.FlagSet) {
 			fs.StringVar(&remote, "remote", "", "push to remote `R`")
-			fs.BoolVar(&asJSON, "json", false, `print {"group","branch","remote","commit",…}`)
 		},
 		run: func(x *invocation, args []string) error {
-			return x.push(args, &api.PushGroupBody{Remote: remote}, asJSON)
+			return x.push(args, &api.PushGroupBody{Remote: remote})
 		},
 	}
 }
@@ -40,11 +39,12 @@ Only a session's lead pushes (or you, with p on a group's agent in krad-ade's UI
 // prCommand is `krad pr G`: PushGroup with a pull request.
 func prCommand() *command {
 	var remote, title string
-	var draft, asJSON bool
+	var draft bool
 	return &command{
 		name:    "pr",
 		args:    "G [--title T] [--draft] [--remote R] [--json]",
 		summary: "push group G's branch and open a pull request for it (a lead's)",
+		json:    `print {"group","branch","remote","commit","pr",…}`,
 		help: `
 Pushes group G's branch as krad push does, then opens a pull request for it into the main
 checkout's branch with GitHub's CLI, gh pr create, where the repository is (its own login: gh
@@ -57,16 +57,15 @@ Only a session's lead opens one (or you, with P on a group's agent in krad-ade's
 			fs.StringVar(&title, "title", "", "the pull request's title `T` (one line)")
 			fs.BoolVar(&draft, "draft", false, "open it as a draft")
 			fs.StringVar(&remote, "remote", "", "push to remote `R`")
-			fs.BoolVar(&asJSON, "json", false, `print {"group","branch","remote","commit","pr",…}`)
 		},
 		run: func(x *invocation, args []string) error {
-			return x.push(args, &api.PushGroupBody{Remote: remote, PR: true, Title: title, Draft: draft}, asJSON)
+			return x.push(args, &api.PushGroupBody{Remote: remote, PR: true, Title: title, Draft: draft})
 		},
 	}
 }
 
 // push makes the PushGroup of body for the group args names, and prints what it did.
-func (x *invocation) push(args []string, body *api.PushGroupBody, asJSON bool) error {
+func (x *invocation) push(args []string, body *api.PushGroupBody) error {
 	if len(args) != 1 {
 		return x.usageError("%s takes one group name", x.path)
 	}
@@ -86,7 +85,7 @@ func (x *invocation) push(args []string, body *api.PushGroupBody, asJSON bool) e
 	if err != nil {
 		return err
 	}
-	if asJSON {
+	if x.json {
 		return writeRaw(x.stdout, raw)
 	}
 	x.notePushed(p)

@@ -117,16 +117,16 @@ func writeLine(w io.Writer, s string) error {
 	return err
 }
 
-// printAnswer makes req and prints its answer on stdout: with asJSON the app's JSON as it sent
+// printAnswer makes req and prints its answer on stdout: with --json the app's JSON as it sent
 // it (writeRaw), else what text writes of it. It returns the answer, for a command that acts on
 // it once it is printed.
-func printAnswer[T any](x *invocation, b *bus, req api.Request, asJSON bool, text func(T) error) (T, error) {
+func printAnswer[T any](x *invocation, b *bus, req api.Request, text func(T) error) (T, error) {
 	var v T
 	raw, err := b.answer(x.ctx, req, &v)
 	if err != nil {
 		return v, err
 	}
-	if asJSON {
+	if x.json {
 		return v, writeRaw(x.stdout, raw)
 	}
 	return v, text(v)

@@ -11,11 +11,11 @@ import (
 // spawnCommand is `krad spawn -- CMD…`: Spawn.
 func spawnCommand() *command {
 	var title, group, prompt, agent string
-	var asJSON bool
 	return &command{
 		name:    "spawn",
 		args:    "[--title T] [--group G] [--prompt P] [--json] (--agent A | -- CMD…)",
 		summary: "start a worker of this lead's session",
+		json:    `print the worker as one JSON object`,
 		help: `
 Starts CMD as a new worker of this lead's session, in a new terminal of its environment, and
 prints it as krad check does:
@@ -48,7 +48,6 @@ command, and whether it takes the prompt typed in or as its last argument).`,
 			fs.StringVar(&group, "group", "", "the group `G` it works in, made if need be (by default this lead's own)")
 			fs.StringVar(&agent, "agent", "", "run the agent profile `A` of config.toml ([[agent]]) instead of a CMD")
 			fs.StringVar(&prompt, "prompt", "", "the first prompt `P`, typed into the worker once it is ready (never on a command line)")
-			fs.BoolVar(&asJSON, "json", false, `print the worker as one JSON object`)
 		},
 		run: func(x *invocation, args []string) error {
 			switch {
@@ -68,7 +67,7 @@ command, and whether it takes the prompt typed in or as its last argument).`,
 				return err
 			}
 			body := &api.SpawnBody{Title: title, Command: args, Agent: agent, Prompt: prompt, Group: group}
-			a, err := printAnswer(x, b, api.NewRequest(api.Spawn, body), asJSON, x.writeAgent)
+			a, err := printAnswer(x, b, api.NewRequest(api.Spawn, body), x.writeAgent)
 			if err != nil {
 				return err
 			}

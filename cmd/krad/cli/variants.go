@@ -26,11 +26,11 @@ func variantsCommand() *command {
 func variantsRunCommand() *command {
 	var title, prompt, agents, base string
 	var count int
-	var asJSON bool
 	return &command{
 		name:    "run",
 		args:    "--title T --prompt P (--agents A:N,… | --count N -- CMD…) [--base REF] [--json]",
 		summary: "start a variant set: one task to several workers, each in a group of its own",
+		json:    "print the set as one JSON object",
 		help: `
 Starts one task several ways at once: each worker in a group of its own (a git worktree on a
 branch of its own), all from one base commit, so that their patches compare. --agents names agent
@@ -48,7 +48,6 @@ Then wait for them (krad wait 2 3 4 5 6), compare them (krad variants show SET, 
 			fs.StringVar(&agents, "agents", "", "agent profiles and how many of each, like `claude:3,codex:2`")
 			fs.IntVar(&count, "count", 0, "run `N` workers of the command after --")
 			fs.StringVar(&base, "base", "", "the commit `REF` every variant starts from (by default the main checkout's HEAD)")
-			fs.BoolVar(&asJSON, "json", false, "print the set as one JSON object")
 		},
 		run: func(x *invocation, args []string) error {
 			body := &api.RunVariantsBody{Title: title, Prompt: prompt, Base: base}
@@ -75,7 +74,7 @@ Then wait for them (krad wait 2 3 4 5 6), compare them (krad variants show SET, 
 			if err != nil {
 				return err
 			}
-			_, err = printAnswer(x, b, api.NewRequest(api.RunVariants, body), asJSON, func(v api.Variants) error {
+			_, err = printAnswer(x, b, api.NewRequest(api.RunVariants, body), func(v api.Variants) error {
 				return writeLine(x.stdout, variantsLine(v))
 			})
 			return err
@@ -152,11 +151,12 @@ and what it changed: how many files, lines added and deleted.`,
 
 func variantsPickCommand() *command {
 	var how, message, title string
-	var asJSON, pr, draft bool
+	var pr, draft bool
 	return &command{
 		name:    "pick",
 		args:    "GROUP [--how squash|apply|merge|branch] [--message M] [--pr [--title T] [--draft]] [--json]",
 		summary: "take a variant's work, close the others",
+		json:    "print what was done as one JSON object",
 		help: `
 Takes the work of variant GROUP, which must have settled (krad wait it first): its whole state,
 uncommitted files included, is kept as a snapshot first; then, computed off every checkout:
@@ -184,7 +184,6 @@ the pull request, and krad says how many files.`,
 			fs.BoolVar(&pr, "pr", false, "push the winner's branch and open a pull request for it")
 			fs.StringVar(&title, "title", "", "with --pr, the pull request's title `T`")
 			fs.BoolVar(&draft, "draft", false, "with --pr, open it as a draft")
-			fs.BoolVar(&asJSON, "json", false, "print what was done as one JSON object")
 		},
 		run: func(x *invocation, args []string) error {
 			if len(args) != 1 {
@@ -214,7 +213,7 @@ the pull request, and krad says how many files.`,
 				return err
 			}
 			if !pr {
-				_, err = printAnswer(x, b, api.NewRequest(api.PickVariant, &api.PickVariantBody{Group: args[0], How: how, Message: message}), asJSON, func(p api.Picked) error {
+				_, err = printAnswer(x, b, api.NewRequest(api.PickVariant, &api.PickVariantBody{Group: args[0], How: how, Message: message}), func(p api.Picked) error {
 					return writeLine(x.stdout, pickedLine(p))
 				})
 				return err
@@ -224,7 +223,7 @@ the pull request, and krad says how many files.`,
 			if err != nil {
 				return err
 			}
-			if !asJSON {
+			if !x.json {
 				if err := writeLine(x.stdout, pickedLine(p)); err != nil {
 					return err
 				}
@@ -234,7 +233,7 @@ the pull request, and krad says how many files.`,
 			if err != nil {
 				return fmt.Errorf("picked %s, but not pushed (krad pr %s pushes it once mended): %w", args[0], args[0], err)
 			}
-			if asJSON {
+			if x.json {
 				return writeRaw(x.stdout, []byte(`{"picked":`+string(raw)+`,"pushed":`+string(praw)+`}`))
 			}
 			x.notePushed(pushed)

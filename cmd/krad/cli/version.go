@@ -14,13 +14,13 @@ import (
 
 // versionCommand is `krad version`.
 func versionCommand() *command {
-	var asJSON, withSum bool
+	var withSum bool
 	return &command{
 		name:    "version",
 		args:    "[--json]",
 		summary: "print krad's version and the API version it speaks",
+		json:    `print {"version","api_version","variables_only"}`,
 		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&asJSON, "json", false, `print {"version","api_version","variables_only"}`)
 			// For krad-ade's install on SSH hosts (package remote): the trial run of a copy says
 			// its version and the SHA-256 of the very file that runs, in one process.
 			fs.BoolVar(&withSum, "sha256", false, `with --json: add "sha256", this executable's SHA-256`)
@@ -30,12 +30,12 @@ func versionCommand() *command {
 			if err := x.noArgs(args); err != nil {
 				return err
 			}
-			if withSum && !asJSON {
+			if withSum && !x.json {
 				return x.usageError("--sha256 goes with --json")
 			}
 			v := x.version()
 			variablesOnly := x.opts.Discover == nil
-			if asJSON {
+			if x.json {
 				out := struct {
 					Version       string `json:"version"`
 					APIVersion    int    `json:"api_version"`

@@ -15,12 +15,13 @@ import (
 // waitCommand is `krad wait T…`: Wait, on one target or several at once, and an exit code that
 // says how they settled.
 func waitCommand() *command {
-	var asJSON, anyOne, all bool
+	var anyOne, all bool
 	var timeout *uint32
 	return &command{
 		name:    "wait",
 		args:    "T… [--any | --all] [--timeout D] [--json]",
 		summary: "wait until agents settle: idle, needs input, done, failed or closed",
+		json:    `print each agent as one JSON object, one line each`,
 		help: `
 Waits until the agent of terminal T settles after this request: idle, needs_input, done,
 failed or closed. Then it prints the agent as krad check does.
@@ -44,7 +45,6 @@ codes every krad command has.`,
 			fs.BoolVar(&anyOne, "any", false, "with several targets, return once the first settles")
 			fs.BoolVar(&all, "all", false, "with several targets, wait for every one (the default)")
 			fs.Var(secondsValue{&timeout}, "timeout", "give up after `D` (like 30s or 5m; at most and by default 30m)")
-			fs.BoolVar(&asJSON, "json", false, `print each agent as one JSON object, one line each`)
 		},
 		run: func(x *invocation, args []string) error {
 			if anyOne && all {
@@ -74,7 +74,7 @@ codes every krad command has.`,
 				max := uint32(api.MaxWait.Seconds())
 				secs = &max
 			}
-			return x.waitAll(b, targets, secs, anyOne, asJSON)
+			return x.waitAll(b, targets, secs, anyOne)
 		},
 	}
 }
@@ -91,7 +91,7 @@ type waited struct {
 // settles; with anyOne, it stops at the first (leaving cancels the other Waits in the app). The
 // error says the worst of what happened: an error first, then a timeout, then an agent that
 // failed or closed.
-func (x *invocation) waitAll(b *bus, targets []api.Target, secs *uint32, anyOne, asJSON bool) error {
+func (x *invocation) waitAll(b *bus, targets []api.Target, secs *uint32, anyOne bool) error {
 	ctx, cancel := context.WithCancel(x.ctx)
 	defer cancel()
 	results := make(chan waited, len(targets))
@@ -123,7 +123,7 @@ func (x *invocation) waitAll(b *bus, targets []api.Target, secs *uint32, anyOne,
 			}
 			continue
 		}
-		if err := x.printAgent(r.a, r.raw, asJSON); err != nil {
+		if err := x.printAgent(r.a, r.raw); err != nil {
 			return err
 		}
 		switch r.a.State {

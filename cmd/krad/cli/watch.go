@@ -4,16 +4,15 @@ import (
 	"encoding/json"
 
 	"github.com/krad-ade/krad/api"
-	"github.com/spf13/pflag"
 )
 
 // watchCommand is `krad watch`: SubscribeAgents, printed as it comes.
 func watchCommand() *command {
-	var asJSON bool
 	return &command{
 		name:    "watch",
 		args:    "[--json]",
 		summary: "print the agents, then each change, until interrupted",
+		json:    "print each message of the stream as one JSON line",
 		help: `
 Prints the agents as krad list does, then one line per change as it happens, until interrupted:
 
@@ -27,9 +26,6 @@ written as it arrives: first {"Agents":[…]}, then {"AgentEvent":{"kind","agent
 kinds krad does not know are passed on with --json and left out without.
 
 When the app ends the stream (it stopped or restarted), krad exits with 2.`,
-		flags: func(fs *pflag.FlagSet) {
-			fs.BoolVar(&asJSON, "json", false, "print each message of the stream as one JSON line")
-		},
 		run: func(x *invocation, args []string) error {
 			b, err := x.busNoArgs(args)
 			if err != nil {
@@ -37,7 +33,7 @@ When the app ends the stream (it stopped or restarted), krad exits with 2.`,
 			}
 			req := api.NewRequest(api.SubscribeAgents, nil)
 			return b.subscribe(x.ctx, req, func(a api.Answer) error {
-				if asJSON {
+				if x.json {
 					line, err := json.Marshal(a)
 					if err != nil {
 						return err
