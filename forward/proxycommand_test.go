@@ -176,10 +176,23 @@ func TestProxyCommandCloseEndsGroup(t *testing.T) {
 			if !eventually(2*time.Second, func() bool { return len(groupAlive(pid)) == 0 }) {
 				t.Errorf("after Close, the group still has %v", groupAlive(pid))
 			}
+			// What ended the command says which path Close took; the times say only that it did
+			// not wait out the grace for a command that ended at once, nor end one early. (The
+			// bound for the one that ended at once was half the grace, and a loaded machine can
+			// take that long to schedule a signalled process.)
+			ws, _ := c.cmd.ProcessState.Sys().(syscall.WaitStatus)
+			want := syscall.SIGTERM
+			if tc.slow {
+				want = syscall.SIGKILL
+			}
 			switch {
+			case !ws.Signaled() || ws.Signal() != want:
+				t.Errorf("the command ended with %v, want %v", c.cmd.ProcessState, want)
 			case tc.slow && took < killGrace:
 				t.Errorf("Close took %s: SIGKILL came before the %s grace", took, killGrace)
-			case tc.slow && took > killGrace+2*time.Second, !tc.slow && took > killGrace/2:
+			case !tc.slow && took >= killGrace:
+				t.Errorf("Close took %s: it waited out the %s grace for a command that ended on SIGTERM", took, killGrace)
+			case took > killGrace+10*time.Second:
 				t.Errorf("Close took %s", took)
 			}
 		})

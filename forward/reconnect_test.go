@@ -301,8 +301,9 @@ func TestSilentDrop(t *testing.T) {
 		t.Errorf("lost with %v, want ErrKeepalive", lost.Err)
 	}
 	// The bound is interval × (count+1): a request goes out within an interval of the cut,
-	// and count intervals later it is given up.
-	if bound := interval*(count+1) + 400*time.Millisecond; noticed > bound {
+	// and count intervals later it is given up; and a second for a loaded machine's scheduling
+	// (TCP alone would take minutes: the ErrKeepalive above says which noticed).
+	if bound := interval*(count+1) + time.Second; noticed > bound {
 		t.Errorf("noticed the cut after %s, want within %s", noticed, bound)
 	}
 	// The path stays down a while: attempts time out.
