@@ -813,6 +813,9 @@ func TestSpawnCloseLoop(t *testing.T) {
 	if leaked() {
 		t.Errorf("after %d rounds: %d fds (was %d), %d goroutines (was %d), %d panes (was %d), %d worker processes left",
 			rounds, fds(), fd0, runtime.NumGoroutine(), g0, panes(), p0, sleeps())
+		// Which processes, and where they hang: their parent, group, session, state and command.
+		out, _ := exec.Command("sh", "-c", `for p in $(pgrep -f "$1"); do ps -o pid=,ppid=,pgid=,sid=,tty=,stat=,wchan:20=,args= -p "$p"; grep -E '^(Sig|Shd)' /proc/$p/status; ls -l /proc/$p/fd; done`, "sh", "sleep "+nap).CombinedOutput()
+		t.Logf("left:\n%s", out)
 	}
 }
 

@@ -84,11 +84,24 @@ func (x *invocation) execReported(argv []string, setup bool) error {
 	// Before the exec, since nothing of krad-ade-agents is left after it: the report holds argv
 	// up for one answer of the app's, reportWait at most.
 	r.report(api.StateWorking, nil)
+	if terminalHungUp(os.Stdin) {
+		return hungUp(argv[0])
+	}
 	err = execProgram(path, argv, os.Environ())
 	if err == nil {
 		return nil // only a test's execProgram returns
 	}
 	return r.notStarted(argv[0], err, false)
+}
+
+// hungUp is the end of a command not started because its terminal hung up first: its window
+// was closed while krad-ade-agents started (a Close right after the Spawn). tmux closes a window
+// by closing its terminal, and only the kernel's hangup of that terminal ends what runs there: a
+// process that starts on a terminal already hung up is never sent one (the hangup came before
+// it could take the terminal as its own), and a command started then, a build loop or a sleep,
+// would run on with no window, no way to be seen and no end. The exit code is a hangup's.
+func hungUp(name string) error {
+	return &exited{code: 128 + int(syscall.SIGHUP), err: fmt.Errorf("%s: not started: the terminal hung up first (its window was closed)", quote(name))}
 }
 
 // prepareReported is what both ways of running argv begin with: its reporter, its group's setup
@@ -118,6 +131,10 @@ func (x *invocation) runReported(argv []string, setup bool) error {
 	r, path, err := x.prepareReported(argv, setup)
 	if err != nil {
 		return err
+	}
+	if f, ok := x.stdin.(*os.File); ok && terminalHungUp(f) {
+		r.report(api.StateFailed, new(int(128+syscall.SIGHUP)))
+		return hungUp(argv[0])
 	}
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Args[0] = argv[0]
