@@ -41,7 +41,8 @@ exit status or signal). Without --exec it waits for CMD, as in a shell, to repor
 A report never stops CMD: one that fails, outside the app for one, is a single warning on
 stderr, and none waits more than 2 seconds (with --exec, CMD starts once its start is reported).
 A CMD that does not exist exits with 127, and one that cannot run with 126; either is reported
-failed.
+failed. A CMD whose terminal hung up before it started (its window was closed as it opened) is
+not started, and krad-ade-agents exits with 129, as a hangup would end it.
 
 CMD shares the terminal's process group, so Ctrl-C and window size changes reach it directly;
 SIGTERM and SIGHUP sent to krad-ade-agents are passed on to it (with --exec, krad-ade-agents
