@@ -469,11 +469,12 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 	line := func(request string) string {
 		return fmt.Sprintf(`{"api_version":1,"token":%q,"from":{"Terminal":{"environment":"build","terminal":1}},"request":%s}`+"\n", w.token.Reveal(), request)
 	}
+	var ncErr apptest.Buffer // every nc's stderr, for a failure to say
 	ncN := func(request string) (*exec.Cmd, *apptest.Buffer) {
 		cmd := exec.Command("nc", "-N", host, port)
 		cmd.Stdin = strings.NewReader(line(request))
 		var out apptest.Buffer // read while nc writes it
-		cmd.Stdout = &out
+		cmd.Stdout, cmd.Stderr = &out, &ncErr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -481,12 +482,21 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 		return cmd, &out
 	}
 
-	waitForCount := func(what string, want int, out *apptest.Buffer) {
+	waitForCount := func(what string, want int, nc *exec.Cmd, out *apptest.Buffer) {
 		t.Helper()
 		deadline := time.Now().Add(15 * time.Second)
 		for tcptest.Count(t, port, tcptest.CloseWait) != want {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d (nc printed %q)", what, tcptest.Count(t, port, tcptest.CloseWait), want, out.String())
+				// What a person would look at: nc's state and words, and every socket on the port.
+				state := "gone"
+				status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", nc.Process.Pid))
+				for _, l := range strings.Split(string(status), "\n") {
+					if v, ok := strings.CutPrefix(l, "State:"); ok {
+						state = strings.TrimSpace(v)
+					}
+				}
+				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d; nc printed %q, its state %q, its stderr %q; the port's sockets %+v",
+					what, tcptest.Count(t, port, tcptest.CloseWait), want, out.String(), state, ncErr.String(), tcptest.Local(t, port))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -506,7 +516,7 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 	// The Check's connection is gone from the forward's port once sshd has closed its side too
 	// (on a busy machine, a moment after nc's end): the count starts from none.
 	const base = 0
-	waitForCount("the Check's nc ended", base, out)
+	waitForCount("the Check's nc ended", base, cmd, out)
 
 	// A Wait that waits: on a worker that keeps printing, so it never settles.
 	var worker api.Agent
@@ -527,13 +537,13 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 	}
 	wait, wout := ncN(fmt.Sprintf(`{"Wait":{"target":%d,"timeout_secs":600}}`, worker.Terminal))
 	// sshd holds nc's half-closed connection while the bus waits.
-	waitForCount("nc -N's Wait under way", base+1, wout)
+	waitForCount("nc -N's Wait under way", base+1, wait, wout)
 	time.Sleep(3 * time.Second) // the forward looks at nc's socket on the host every second
 	if tcptest.Count(t, port, tcptest.CloseWait) != base+1 {
 		t.Fatalf("the Wait ended by itself (nc printed %q)", wout.String())
 	}
 	_ = wait.Process.Kill()
-	waitForCount("nc killed", base, wout)
+	waitForCount("nc killed", base, wait, wout)
 }
 
 // memInUse is the Go heap and goroutine stacks in use, garbage not yet collected included.

@@ -134,42 +134,76 @@ func (h *hostEnds) poll() {
 			return
 		}
 		h.mu.Unlock()
-		if sh == nil {
-			var err error
-			if sh, err = startShell(h.client); err != nil {
-				h.warn("watching the host's clients: no shell", err)
-				sh = nil
-				continue
-			}
-		}
-		var out []byte
-		err := Within(h.ctx, h.host, "reading the host's sockets", h.timeout, func(ctx context.Context) (err error) {
-			out, err = sh.run(ctx, tcpScript(h.port))
-			return err
-		})
-		if err != nil {
-			if h.ctx.Err() == nil {
-				h.warn("watching the host's clients: reading the sockets failed", err)
-			}
-			sh.close()
-			sh = nil
+		held, ok := h.read(&sh)
+		if !ok {
 			continue
 		}
-		if !bytes.Contains(out, []byte("local_address")) {
-			continue // no table to read: nothing to decide
-		}
-		held := heldClients(parseProcNetTCP(out), h.port)
 		h.mu.Lock()
-		for origin, chs := range h.waiting {
-			if !held[origin] {
-				for _, ch := range chs {
-					close(ch)
-				}
-				delete(h.waiting, origin)
+		missing := len(notHeld(h.waiting, held)) > 0
+		h.mu.Unlock()
+		if missing {
+			// One read can miss a socket that is there: the kernel lists the table a page at a
+			// time, and lines move between pages when other sockets open and close meanwhile (a
+			// busy host's). A client is let go only when a second read does not show it either.
+			again, ok := h.read(&sh)
+			if !ok {
+				continue
 			}
+			for origin := range again {
+				held[origin] = true
+			}
+		}
+		h.mu.Lock()
+		for _, origin := range notHeld(h.waiting, held) {
+			for _, ch := range h.waiting[origin] {
+				close(ch)
+			}
+			delete(h.waiting, origin)
 		}
 		h.mu.Unlock()
 	}
+}
+
+// read reads the host's sockets through *sh, started if nil (and dropped, nil again, when it
+// fails), and returns the clients they show held; false when the read failed or found no table,
+// which decides nothing.
+func (h *hostEnds) read(sh **hostShell) (map[netip.AddrPort]bool, bool) {
+	if *sh == nil {
+		s, err := startShell(h.client)
+		if err != nil {
+			h.warn("watching the host's clients: no shell", err)
+			return nil, false
+		}
+		*sh = s
+	}
+	var out []byte
+	err := Within(h.ctx, h.host, "reading the host's sockets", h.timeout, func(ctx context.Context) (err error) {
+		out, err = (*sh).run(ctx, tcpScript(h.port))
+		return err
+	})
+	if err != nil {
+		if h.ctx.Err() == nil {
+			h.warn("watching the host's clients: reading the sockets failed", err)
+		}
+		(*sh).close()
+		*sh = nil
+		return nil, false
+	}
+	if !bytes.Contains(out, []byte("local_address")) {
+		return nil, false // no table to read: nothing to decide
+	}
+	return heldClients(parseProcNetTCP(out), h.port), true
+}
+
+// notHeld lists the clients waited on that held does not show.
+func notHeld(waiting map[netip.AddrPort][]chan struct{}, held map[netip.AddrPort]bool) []netip.AddrPort {
+	var out []netip.AddrPort
+	for origin := range waiting {
+		if !held[origin] {
+			out = append(out, origin)
+		}
+	}
+	return out
 }
 
 // heldClients are the addresses of the clients of the forward on port whose socket a process

@@ -7,8 +7,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -323,4 +326,77 @@ func TestEarlyConnectionsBounded(t *testing.T) {
 	}
 	st, _ := r.connected(0)
 	carries(t, st.Addr)
+}
+
+// TestHostEndsReadMisses: a read of the host's sockets that misses a client's line, as a read of
+// /proc/net/tcp can while other sockets open and close (the kernel lists it a page at a time),
+// does not end the client's connection: a half-closed client keeps its connection through
+// reads that miss it every other time, and its close still comes through. Here the host's grep,
+// once the test turns it on, prints every other read with no socket lines at all. Before, one
+// such read was taken for the client's close, and a Wait sent through nc -N ended with no
+// answer (bridge TestHalfCloseThroughTheForward, run 20, on a loaded machine).
+func TestHostEndsReadMisses(t *testing.T) {
+	e := newEnv(t)
+	s := e.startBuild()
+	grep, err := exec.LookPath("grep")
+	if err != nil {
+		t.Skip("no grep")
+	}
+	bin, state := t.TempDir(), t.TempDir()
+	missing := filepath.Join(state, "missing")
+	wrapper := fmt.Sprintf(`#!/bin/sh
+if [ -e '%[1]s' ]; then
+	n=$(cat '%[2]s' 2>/dev/null || echo 0)
+	echo $((n + 1)) > '%[2]s'
+	if [ $((n %% 2)) -eq 0 ]; then
+		'%[3]s' "$@" | '%[3]s' -i local_address
+		exit 0
+	fi
+fi
+exec '%[3]s' "$@"
+`, missing, filepath.Join(state, "reads"), grep)
+	if err := os.WriteFile(filepath.Join(bin, "grep"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Home, ".bashrc"), []byte("PATH='"+bin+"':$PATH\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	targets := make(chan net.Conn, 1)
+	cfg := e.cfg("build")
+	cfg.Target = pairTarget(t, targets)
+	r := run(t, cfg)
+	st, _ := r.connected(0)
+	if err := os.WriteFile(missing, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	client, err := net.Dial("tcp", st.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	_, _ = io.WriteString(client, "line\n")
+	_ = client.(*net.TCPConn).CloseWrite()
+	var target net.Conn
+	select {
+	case target = <-targets:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the forward did not open a connection to the target")
+	}
+	_ = target.SetDeadline(time.Now().Add(30 * time.Second))
+	if got, err := io.ReadAll(target); err != nil || string(got) != "line\n" {
+		t.Fatalf("the target read %q, %v", got, err)
+	}
+	if hungUp(target, 4*hostEndsEvery) {
+		t.Fatal("a read of the host's sockets that missed the half-closed client ended its connection")
+	}
+	reads, _ := os.ReadFile(filepath.Join(state, "reads"))
+	if n, _ := strconv.Atoi(strings.TrimSpace(string(reads))); n < 2 {
+		t.Fatalf("the host's sockets were read %d times while the client waited, want a missed read and more", n)
+	}
+	_ = target.SetReadDeadline(time.Time{}) // hangup.Wait set it in the past when it gave up
+	client.Close()
+	if !hungUp(target, 10*time.Second) {
+		t.Error("the client's close did not reach the target within 10 s")
+	}
 }
