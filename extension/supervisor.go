@@ -184,6 +184,7 @@ type session struct {
 	cs     *mcp.ClientSession
 	stderr *lastLine
 	done   chan struct{} // closed when the connection has ended
+	pid    int           // the extension's process
 
 	mu    sync.Mutex
 	busy  int
@@ -242,6 +243,13 @@ func (x *ext) live() *session {
 		return nil
 	default:
 	}
+	if exited(s.pid) {
+		// Gone, though its connection has not said so yet: a call sent now would meet a closed
+		// pipe, or an end it could not tell from an answer lost. A new one is started.
+		x.sess = nil
+		go s.stop()
+		return nil
+	}
 	s.hold()
 	return s
 }
@@ -272,7 +280,7 @@ func (x *ext) start(ctx context.Context) (*session, error) {
 	if err != nil {
 		return nil, &startError{err: describe(err), stderr: stderr.String()}
 	}
-	s := &session{x: x, cs: cs, stderr: stderr, done: make(chan struct{}), busy: 1}
+	s := &session{x: x, cs: cs, stderr: stderr, done: make(chan struct{}), pid: cmd.Process.Pid, busy: 1}
 	// Close may have run while the extension started: it must not outlive the app.
 	x.sup.mu.Lock()
 	closed := x.sup.closed

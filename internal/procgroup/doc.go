@@ -5,5 +5,6 @@
 // so that a signal sent to the group afterwards, before the reaping, cannot reach a stranger.
 //
 // It is Linux's and macOS's (waitid with WNOWAIT), as are its callers: ssh_config's Match exec
-// and ProxyCommand.
+// and ProxyCommand; and the extensions' supervisor, which asks [Exited] whether a process is gone
+// before its connection says so.
 package procgroup

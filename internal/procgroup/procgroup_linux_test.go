@@ -34,3 +34,34 @@ func TestWaitExited(t *testing.T) {
 		t.Errorf("Wait = %v, want exit status 3", err)
 	}
 }
+
+// TestExited: Exited says no while the command runs, yes once it has exited while it is still a
+// zombie (not reaped: Wait still gets its status), and yes once it was reaped.
+func TestExited(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", "read line; exit 4")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	if Exited(pid) {
+		t.Fatal("Exited says yes for a command that runs")
+	}
+	stdin.Close()
+	if err := WaitExited(pid); err != nil {
+		t.Fatal(err)
+	}
+	if !Exited(pid) {
+		t.Error("Exited says no for a command that exited (a zombie)")
+	}
+	var ee *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 4 {
+		t.Errorf("Wait = %v, want exit status 4: Exited reaped it", err)
+	}
+	if !Exited(pid) {
+		t.Error("Exited says no for a command reaped")
+	}
+}
