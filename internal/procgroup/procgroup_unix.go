@@ -37,7 +37,7 @@ func WaitExited(pid int) error {
 // it is a zombie, or it was reaped already (waitid answers ECHILD; pid must be a child of this
 // process, as its callers' are). Another error says no.
 func Exited(pid int) bool {
-	var info [128]byte // siginfo_t: si_pid stays 0 while the child runs (waitid(2), WNOHANG)
+	var info [32]int32 // siginfo_t, 128 bytes: si_pid stays 0 while the child runs (waitid(2), WNOHANG)
 	for {
 		_, _, errno := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info)),
 			syscall.WEXITED|syscall.WNOHANG|syscall.WNOWAIT, 0, 0)
@@ -47,17 +47,18 @@ func Exited(pid int) bool {
 		case syscall.ECHILD:
 			return true
 		case 0:
-			return *(*int32)(unsafe.Pointer(&info[siPIDOffset])) != 0
+			return info[siPIDOffset/4] != 0
 		default:
 			return false
 		}
 	}
 }
 
-// siPIDOffset is where siginfo_t holds si_pid: after si_signo, si_errno and si_code, at 12 on
-// macOS (XNU bsd/sys/signal.h, __siginfo) and on 32-bit Linux, and at 16 on 64-bit Linux,
-// whose union of fields after them holds pointers and is aligned to 8 (include/uapi/asm-generic/siginfo.h).
-var siPIDOffset = func() uintptr {
+// siPIDOffset is where siginfo_t holds si_pid, in bytes: after si_signo, si_errno and si_code,
+// at 12 on macOS (XNU bsd/sys/signal.h, __siginfo) and on 32-bit Linux, and at 16 on 64-bit
+// Linux, whose union of fields after them holds pointers and is aligned to 8
+// (include/uapi/asm-generic/siginfo.h).
+var siPIDOffset = func() int {
 	if runtime.GOOS == "linux" && unsafe.Sizeof(uintptr(0)) == 8 {
 		return 16
 	}
