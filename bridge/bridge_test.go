@@ -488,15 +488,8 @@ func TestHalfCloseThroughTheForward(t *testing.T) {
 		for tcptest.Count(t, port, tcptest.CloseWait) != want {
 			if time.Now().After(deadline) {
 				// What a person would look at: nc's state and words, and every socket on the port.
-				state := "gone"
-				status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", nc.Process.Pid))
-				for _, l := range strings.Split(string(status), "\n") {
-					if v, ok := strings.CutPrefix(l, "State:"); ok {
-						state = strings.TrimSpace(v)
-					}
-				}
-				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d; nc printed %q, its state %q, its stderr %q; the port's sockets %+v",
-					what, tcptest.Count(t, port, tcptest.CloseWait), want, out.String(), state, ncErr.String(), tcptest.Local(t, port))
+				t.Fatalf("%s: %d sockets of the forward's port in CLOSE_WAIT, want %d; nc printed %q, runs %v, its stderr %q; the port's sockets %+v",
+					what, tcptest.Count(t, port, tcptest.CloseWait), want, out.String(), proctest.Running(nc.Process.Pid), ncErr.String(), tcptest.Local(t, port))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}

@@ -35,6 +35,20 @@ func pairTarget(t testing.TB, targets chan<- net.Conn) func(context.Context) (ne
 	}
 }
 
+// nextTarget is the target's end of the next connection the forward opens, with a deadline of
+// 30 s for the test's reads and writes on it.
+func nextTarget(t *testing.T, targets <-chan net.Conn) net.Conn {
+	t.Helper()
+	select {
+	case target := <-targets:
+		_ = target.SetDeadline(time.Now().Add(30 * time.Second))
+		return target
+	case <-time.After(10 * time.Second):
+		t.Fatal("the forward did not open a connection to the target")
+		return nil
+	}
+}
+
 // hungUp says whether hangup.Wait on c returns within d: c's far end has closed.
 func hungUp(c net.Conn, d time.Duration) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -63,13 +77,7 @@ func TestForwardCarriesCloses(t *testing.T) {
 		t.Cleanup(func() { client.Close() })
 		_ = client.SetDeadline(time.Now().Add(30 * time.Second))
 		_, _ = io.WriteString(client, send)
-		select {
-		case target = <-targets:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the forward did not open a connection to the target")
-		}
-		_ = target.SetDeadline(time.Now().Add(30 * time.Second))
-		return client, target
+		return client, nextTarget(t, targets)
 	}
 	readAll := func(c net.Conn) string {
 		got, err := io.ReadAll(c)
@@ -208,13 +216,7 @@ func TestHostEndsShellStuck(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = io.WriteString(client, "line\n")
-	var target net.Conn
-	select {
-	case target = <-targets:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the forward did not open a connection to the target")
-	}
-	_ = target.SetDeadline(time.Now().Add(30 * time.Second))
+	target := nextTarget(t, targets)
 	client.Close()
 	if got, err := io.ReadAll(target); err != nil || string(got) != "line\n" {
 		t.Fatalf("the target read %q, %v", got, err)
@@ -377,13 +379,7 @@ exec '%[3]s' "$@"
 	defer client.Close()
 	_, _ = io.WriteString(client, "line\n")
 	_ = client.(*net.TCPConn).CloseWrite()
-	var target net.Conn
-	select {
-	case target = <-targets:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the forward did not open a connection to the target")
-	}
-	_ = target.SetDeadline(time.Now().Add(30 * time.Second))
+	target := nextTarget(t, targets)
 	if got, err := io.ReadAll(target); err != nil || string(got) != "line\n" {
 		t.Fatalf("the target read %q, %v", got, err)
 	}
