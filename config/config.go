@@ -358,10 +358,7 @@ func Parse(data []byte) (Config, error) {
 // checkLent refuses an [[extension]] lent to an environment no [[environment]] names: a typo
 // would otherwise lend it to nothing, silently. extensions is the tables c.Extensions came from.
 func (d *document) checkLent(extensions toml.Primitive, c Config) error {
-	names := []string{"main", "*"}
-	for _, e := range c.Environments {
-		names = append(names, e.Name)
-	}
+	names := append(c.environmentNames(), "*")
 	var tables []map[string]toml.Primitive
 	_ = d.md.PrimitiveDecode(extensions, &tables) // decoded once already, by extensions
 	for i, x := range c.Extensions {
@@ -495,16 +492,23 @@ func envName(s string) bool {
 	return true
 }
 
+// environmentNames are the names a [[terminal]], a [[setup]] or an [[extension]] may give an
+// environment: "main", the local one, then each [[environment]]'s.
+func (c Config) environmentNames() []string {
+	names := []string{"main"}
+	for _, e := range c.Environments {
+		names = append(names, e.Name)
+	}
+	return names
+}
+
 // checkEnvironments refuses a [[terminal]] whose environment no [[environment]] names: the app
 // would have nowhere to open it. terminals is the tables c.Terminals was decoded from.
 func (d *document) checkEnvironments(terminals toml.Primitive, c Config) error {
 	if len(c.Terminals) == 0 {
 		return nil
 	}
-	names := []string{"main"}
-	for _, e := range c.Environments {
-		names = append(names, e.Name)
-	}
+	names := c.environmentNames()
 	var tables []map[string]toml.Primitive
 	_ = d.md.PrimitiveDecode(terminals, &tables) // decoded once already, by terminals
 	for i, t := range c.Terminals {

@@ -94,10 +94,7 @@ func (d *document) setups(p toml.Primitive) ([]Setup, error) {
 // checkSetups refuses a [[setup]] for an environment no [[environment]] names: a typo would
 // otherwise set nothing up, silently. setups is the tables c.Setups came from.
 func (d *document) checkSetups(setups toml.Primitive, c Config) error {
-	names := []string{"main"}
-	for _, e := range c.Environments {
-		names = append(names, e.Name)
-	}
+	names := c.environmentNames()
 	var tables []map[string]toml.Primitive
 	_ = d.md.PrimitiveDecode(setups, &tables) // decoded once already, by setups
 	for i, s := range c.Setups {
