@@ -85,6 +85,10 @@ func (l *link) close() { l.fail(errClosed) }
 
 var errClosed = errors.New("connection closed")
 
+// quickAck says whether a first hop's TCP connection acknowledges at once what it reads (see
+// quickAcks); BenchmarkConnect turns it off for its baseline.
+var quickAck = true
+
 // cause returns why the link ended, or err if it has not.
 func (l *link) cause(err error) error {
 	if l.ctx.Err() == nil {
@@ -191,6 +195,7 @@ func dialHop(ctx context.Context, c Config, h *sshconfig.Host, prev *ssh.Client,
 		}
 		return nil, nil, onPath(direct, h.Addr(), err)
 	}
+	sock := conn
 	if direct && first != nil {
 		if first.reached != nil {
 			first.reached()
@@ -198,6 +203,9 @@ func dialHop(ctx context.Context, c Config, h *sshconfig.Host, prev *ssh.Client,
 		conn = &heldConn{Conn: conn}
 	}
 	raw := conn // what the link closes (or holds), and asks how a ProxyCommand ended
+	if direct {
+		conn = quickAcks(conn, sock)
+	}
 	if counter != nil {
 		conn = countingConn{conn, counter}
 	}
