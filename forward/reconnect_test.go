@@ -245,7 +245,9 @@ func TestReconnectsSpread(t *testing.T) {
 	for _, r := range runs {
 		r.connected(0)
 	}
-	time.Sleep(500 * time.Millisecond) // each answered a keepalive: healthy, so its loss is retried at once
+	// Each is healthy once it has served past servedFor, keepalives answered or not (on a busy
+	// machine a reply may come late): its loss is retried at once.
+	time.Sleep(servedFor + 500*time.Millisecond)
 	mu.Lock()
 	killed = time.Now()
 	mu.Unlock()
