@@ -195,20 +195,10 @@ func dialHop(ctx context.Context, c Config, h *sshconfig.Host, prev *ssh.Client,
 		}
 		return nil, nil, onPath(direct, h.Addr(), err)
 	}
-	sock := conn
-	if direct && first != nil {
-		if first.reached != nil {
-			first.reached()
-		}
-		conn = &heldConn{Conn: conn}
+	if direct && first != nil && first.reached != nil {
+		first.reached()
 	}
-	raw := conn // what the link closes (or holds), and asks how a ProxyCommand ended
-	if direct {
-		conn = quickAcks(conn, sock)
-	}
-	if counter != nil {
-		conn = countingConn{conn, counter}
-	}
+	conn, raw := hopConn(conn, direct, first)
 	if d, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(d) // a channel over a hop says it has no deadlines: the timer is for it
 	}
@@ -256,6 +246,25 @@ func dialHop(ctx context.Context, c Config, h *sshconfig.Host, prev *ssh.Client,
 	}
 	conn.SetDeadline(time.Time{})
 	return ssh.NewClient(cc, chans, reqs), raw, nil
+}
+
+// hopConn is a hop's connection as the SSH client is to use it, and raw, what the link closes (or
+// holds) and asks how a ProxyCommand ended: a direct first hop's is a heldConn; a direct hop's
+// TCP connection acknowledges at once what it reads (quickAcks); the first link's counts what it
+// reads (link.received).
+func hopConn(conn net.Conn, direct bool, first *link) (wrapped, raw net.Conn) {
+	sock := conn
+	if direct && first != nil {
+		conn = &heldConn{Conn: conn}
+	}
+	raw = conn
+	if direct {
+		conn = quickAcks(conn, sock)
+	}
+	if first != nil {
+		conn = countingConn{conn, &first.received}
+	}
+	return conn, raw
 }
 
 // countingConn counts the bytes read from a connection.

@@ -110,12 +110,8 @@ func (h *hostEnds) closed(ctx context.Context, addr net.Addr) bool {
 // client is gone. A read that fails, or a table it cannot find, decides nothing: a client counts
 // as there until the host shows otherwise.
 func (h *hostEnds) poll() {
-	var sh *hostShell
-	defer func() {
-		if sh != nil {
-			sh.close()
-		}
-	}()
+	r := &socketReader{h: h}
+	defer r.close()
 	t := time.NewTicker(h.every)
 	defer t.Stop()
 	for {
@@ -134,7 +130,7 @@ func (h *hostEnds) poll() {
 			return
 		}
 		h.mu.Unlock()
-		held, ok := h.read(&sh)
+		held, ok := r.read()
 		if !ok {
 			continue
 		}
@@ -145,7 +141,7 @@ func (h *hostEnds) poll() {
 			// One read can miss a socket that is there: the kernel lists the table a page at a
 			// time, and lines move between pages when other sockets open and close meanwhile (a
 			// busy host's). A client is let go only when a second read does not show it either.
-			again, ok := h.read(&sh)
+			again, ok := r.read()
 			if !ok {
 				continue
 			}
@@ -164,35 +160,49 @@ func (h *hostEnds) poll() {
 	}
 }
 
-// read reads the host's sockets through *sh, started if nil (and dropped, nil again, when it
-// fails), and returns the clients they show held; false when the read failed or found no table,
-// which decides nothing.
-func (h *hostEnds) read(sh **hostShell) (map[netip.AddrPort]bool, bool) {
-	if *sh == nil {
-		s, err := startShell(h.client)
+// A socketReader reads the host's sockets for poll, through a shell of its own on the host,
+// started at the first read and again after one that failed.
+type socketReader struct {
+	h  *hostEnds
+	sh *hostShell // nil until a read starts it, and after a read that failed
+}
+
+// read returns the clients the host's sockets show held; false when the read failed or found no
+// table, which decides nothing.
+func (r *socketReader) read() (map[netip.AddrPort]bool, bool) {
+	h := r.h
+	if r.sh == nil {
+		sh, err := startShell(h.client)
 		if err != nil {
 			h.warn("watching the host's clients: no shell", err)
 			return nil, false
 		}
-		*sh = s
+		r.sh = sh
 	}
 	var out []byte
 	err := Within(h.ctx, h.host, "reading the host's sockets", h.timeout, func(ctx context.Context) (err error) {
-		out, err = (*sh).run(ctx, tcpScript(h.port))
+		out, err = r.sh.run(ctx, tcpScript(h.port))
 		return err
 	})
 	if err != nil {
 		if h.ctx.Err() == nil {
 			h.warn("watching the host's clients: reading the sockets failed", err)
 		}
-		(*sh).close()
-		*sh = nil
+		r.close()
 		return nil, false
 	}
 	if !bytes.Contains(out, []byte("local_address")) {
 		return nil, false // no table to read: nothing to decide
 	}
 	return heldClients(parseProcNetTCP(out), h.port), true
+}
+
+// close ends the reader's shell, if it has one.
+func (r *socketReader) close() {
+	if r.sh != nil {
+		r.sh.close()
+		r.sh = nil
+	}
 }
 
 // notHeld lists the clients waited on that held does not show.

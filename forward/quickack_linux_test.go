@@ -27,69 +27,93 @@ func delayedAcking(t *testing.T, sock *net.TCPConn) bool {
 	return v == 0
 }
 
-// TestQuickAcks: a first hop's TCP connection acknowledges at once each time it has read,
-// where the kernel, left to itself, delays the acknowledgement of a connection that answers what
-// it reads (the 40 ms that each connection's first session waited on sshd's Nagle).
-func TestQuickAcks(t *testing.T) {
+// tcpPair is a TCP connection on loopback: the client's end, and the server's.
+func tcpPair(t *testing.T) (client *net.TCPConn, server net.Conn) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	for _, quick := range []bool{false, true} {
-		client, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	server, err = ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return c.(*net.TCPConn), server
+}
+
+// pingPong sends requests through conn, the client's end of sock, and reads the server's answers
+// through it, as an SSH client does, and says whether the kernel delayed its acknowledgement
+// after any of the reads.
+func pingPong(t *testing.T, conn net.Conn, sock *net.TCPConn, server net.Conn) (delayed bool) {
+	t.Helper()
+	buf := make([]byte, 16)
+	for range 20 {
+		if _, err := conn.Write([]byte("ping")); err != nil {
 			t.Fatal(err)
 		}
-		server, err := ln.Accept()
-		if err != nil {
+		if _, err := server.Read(buf); err != nil {
 			t.Fatal(err)
 		}
-		sock := client.(*net.TCPConn)
-		var conn net.Conn = sock
-		if quick {
-			conn = quickAcks(sock, sock)
-			if _, ok := conn.(*quickAckConn); !ok {
-				t.Fatalf("quickAcks(a TCP connection) = %T, want a *quickAckConn", conn)
-			}
+		if _, err := server.Write([]byte("pong")); err != nil {
+			t.Fatal(err)
 		}
-		// Requests and answers, as an SSH client's: the kernel learns to delay its ACKs.
-		buf := make([]byte, 16)
-		delayed := false
-		for range 20 {
-			if _, err := conn.Write([]byte("ping")); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := server.Read(buf); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := server.Write([]byte("pong")); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := conn.Read(buf); err != nil {
-				t.Fatal(err)
-			}
-			delayed = delayed || delayedAcking(t, sock)
+		if _, err := conn.Read(buf); err != nil {
+			t.Fatal(err)
 		}
-		client.Close()
-		server.Close()
-		if quick && delayed {
-			t.Errorf("with quickAcks, a read left the connection delaying its acknowledgements")
-		}
-		if !quick && !delayed {
-			t.Logf("without quickAcks, the kernel never delayed an acknowledgement here: the check above proves less")
-		}
-		t.Logf("quick=%v delayed=%v", quick, delayed)
+		delayed = delayed || delayedAcking(t, sock)
+	}
+	return delayed
+}
+
+// TestQuickAcks: a first hop's TCP connection acknowledges at once each time it has read,
+// where the kernel, left to itself, delays the acknowledgement of a connection that answers what
+// it reads (the 40 ms that each connection's first session waited on sshd's Nagle).
+func TestQuickAcks(t *testing.T) {
+	sock, server := tcpPair(t)
+	if !pingPong(t, sock, sock, server) {
+		t.Logf("without quickAcks, the kernel never delayed an acknowledgement here: the check below proves less")
+	}
+	sock, server = tcpPair(t)
+	conn := quickAcks(sock, sock)
+	if _, ok := conn.(*quickAckConn); !ok {
+		t.Fatalf("quickAcks(a TCP connection) = %T, want a *quickAckConn", conn)
+	}
+	if pingPong(t, conn, sock, server) {
+		t.Errorf("with quickAcks, a read left the connection delaying its acknowledgements")
 	}
 }
 
-// TestQuickAcksOnlyTCP: a connection that is not TCP (a ProxyCommand's pipes, a channel through
-// a bastion) is left as it is.
-func TestQuickAcksOnlyTCP(t *testing.T) {
+// TestHopConn: the connection dialHop gives the SSH client for a direct first hop acknowledges at
+// once what it reads, counts it for the link, and is held through a heldConn; a hop that is not
+// direct (a ProxyCommand's pipes, a channel through a bastion) is neither held nor changed but
+// for the count.
+func TestHopConn(t *testing.T) {
+	sock, server := tcpPair(t)
+	l := newLink()
+	defer l.close()
+	conn, raw := hopConn(sock, true, l)
+	if _, ok := raw.(*heldConn); !ok {
+		t.Errorf("raw = %T, want the heldConn the link holds", raw)
+	}
+	if pingPong(t, conn, sock, server) {
+		t.Errorf("a direct first hop's connection left the kernel delaying its acknowledgements")
+	}
+	if got, want := l.received.Load(), int64(20*len("pong")); got != want {
+		t.Errorf("the link counted %d bytes read, want %d", got, want)
+	}
+
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	if got := quickAcks(a, a); got != a {
-		t.Errorf("quickAcks(a pipe) = %T, want the pipe itself", got)
+	conn, raw = hopConn(a, false, nil)
+	if conn != a || raw != a {
+		t.Errorf("hopConn(a pipe, not direct) = %T, %T, want the pipe itself", conn, raw)
 	}
 }
