@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/krad-ade/krad/kradtest/tcptest"
 )
 
 // delayedAcking says whether the kernel would delay the acknowledgement of what sock reads next:
@@ -27,24 +29,9 @@ func delayedAcking(t *testing.T, sock *net.TCPConn) bool {
 	return v == 0
 }
 
-// tcpPair is a TCP connection on loopback: the client's end, and the server's.
+// tcpPair is tcptest.Pair, its client's end as the TCP connection it is.
 func tcpPair(t *testing.T) (client *net.TCPConn, server net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	server, err = ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { server.Close() })
+	c, server := tcptest.Pair(t)
 	return c.(*net.TCPConn), server
 }
 
