@@ -7,30 +7,17 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/krad-ade/krad/internal/pty"
 )
 
 // onTerminal opens a pseudo-terminal of cols × rows for a child's stdin and stdout: krad-ade then
 // shows its UI. What it draws is read and thrown away. close, after the process ended, closes the
 // terminal.
 func onTerminal(cols, rows int) (tty *os.File, close func(), err error) {
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	master, tty, err := pty.Open()
 	if err != nil {
-		return nil, nil, fmt.Errorf("open a pseudo-terminal: %w", err)
-	}
-	fd := int(master.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("unlock the pseudo-terminal: %w", err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("name the pseudo-terminal: %w", err)
-	}
-	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		master.Close()
-		return nil, nil, fmt.Errorf("open the pseudo-terminal: %w", err)
+		return nil, nil, err
 	}
 	if err := unix.IoctlSetWinsize(int(tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Col: uint16(cols), Row: uint16(rows)}); err != nil {
 		master.Close()

@@ -6,12 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/krad-ade/krad/internal/pty"
 	"github.com/krad-ade/krad/kradtest/testbin"
 )
 
@@ -19,23 +17,11 @@ import (
 // terminal (the slave) as the window's process gets it.
 func openPTY(t *testing.T) (master, term *os.File) {
 	t.Helper()
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	m, s, err := pty.Open()
 	if err != nil {
 		t.Skipf("no pseudo-terminals here: %v", err)
 	}
-	t.Cleanup(func() { m.Close() })
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() { m.Close(); s.Close() })
 	return m, s
 }
 
