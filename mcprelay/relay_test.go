@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -37,13 +38,14 @@ type harness struct {
 	bin    string
 	served *apptest.Served
 	relay  *mcprelay.Relay
+	log    *apptest.Buffer // the relay's log
 	home   string
 }
 
 func start(t testing.TB) *harness {
 	t.Helper()
 	testbin.Need(t, "tmux", "tmux")
-	h := &harness{t: t, bin: testbin.Dir(t), home: t.TempDir()}
+	h := &harness{t: t, bin: testbin.Dir(t), home: t.TempDir(), log: &apptest.Buffer{}}
 	socket := filepath.Join(h.home, "tmux.sock")
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + h.home, "SHELL=/bin/sh", "TERM=xterm-256color", "LANG=C.UTF-8"}
 	ln, err := local.ListenLoopback("")
@@ -59,6 +61,7 @@ func start(t testing.TB) *harness {
 		Dial:     func(ctx context.Context, o access.Origin) (net.Conn, error) { return bus.Load().Pipe(ctx, o) },
 		Endpoint: ln.Addr().String(),
 		Token:    token,
+		Logger:   slog.New(slog.NewTextHandler(h.log, nil)),
 	})
 	h.served = apptest.ServeApp(t, ln, app.Config{
 		BinDir:    h.bin,
@@ -447,5 +450,118 @@ func TestRelayRidesOutACut(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("list_agents not answered 30 s after the link came back; stderr %s", stderr)
+	}
+}
+
+// heldProxy forwards TCP connections from a loopback port to the bus, and holds the answer of the
+// first one until it is released: a slow link, on which the app's answer is still on its way.
+type heldProxy struct {
+	addr       string
+	answered   chan struct{} // closed when the first answer's first bytes reached the proxy
+	release    chan struct{}
+	firstEnded chan struct{} // closed when krad closed the first connection
+	mu         sync.Mutex
+	conns      int
+}
+
+func newHeldProxy(t testing.TB, target string) *heldProxy {
+	p := &heldProxy{answered: make(chan struct{}), release: make(chan struct{}), firstEnded: make(chan struct{})}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	p.addr = ln.Addr().String()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+			up, err := net.Dial("tcp4", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			t.Cleanup(func() { up.Close() })
+			p.mu.Lock()
+			p.conns++
+			first := p.conns == 1
+			p.mu.Unlock()
+			go func() {
+				_, _ = io.Copy(up, c)
+				if first {
+					close(p.firstEnded)
+				}
+				_ = up.(*net.TCPConn).CloseWrite()
+			}()
+			go func() {
+				if first {
+					b := make([]byte, 64<<10)
+					n, _ := up.Read(b)
+					close(p.answered)
+					<-p.release
+					_, _ = c.Write(b[:n])
+				}
+				_, _ = io.Copy(c, up)
+				c.Close()
+			}()
+		}
+	}()
+	return p
+}
+
+// TestOpenIsNotCutShort: an agent's CLI writes its first request as soon as krad mcp starts,
+// while the request that opens the session may still be on its way back over a slow link. The
+// static krad waits for that answer, rather than cutting the request short and opening a second
+// session (the first, unknown to it, would run on for api.MCPIdle and count against the
+// terminal's four).
+func TestOpenIsNotCutShort(t *testing.T) {
+	h := start(t)
+	proxy := newHeldProxy(t, h.served.Bus.Addr())
+	env := h.env("main:1")
+	for i, kv := range env {
+		if strings.HasPrefix(kv, api.VarEndpoint+"=") {
+			env[i] = api.VarEndpoint + "=" + proxy.addr
+		}
+	}
+	cmd := exec.Command(h.static(), "mcp")
+	cmd.Env = env
+	var stdout, stderr apptest.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	select {
+	case <-proxy.answered:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the app did not answer krad mcp's first request within 30 s; its stderr %q", stderr.String())
+	}
+	if _, err := io.WriteString(stdin, initialize); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-proxy.firstEnded:
+		t.Errorf("krad mcp cut short the request that opens its session when its first input came")
+	case <-time.After(2 * time.Second):
+	}
+	close(proxy.release)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), `"id":1`); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer to initialize within 30 s; stdout %q, stderr %q", stdout.String(), stderr.String())
+		}
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("krad mcp at the end of its input: %v; stderr %q", err, stderr.String())
+	}
+	if n := strings.Count(h.log.String(), "krad mcp session opened"); n != 1 {
+		t.Errorf("the app opened %d krad mcp sessions for one krad mcp, want 1; its log:\n%s", n, h.log)
 	}
 }

@@ -254,7 +254,10 @@ sleep 300'''
 // mcp as an agent's CLI would, and talks MCP to it on its stdin and stdout (initialize, then
 // tools/list and a call of list_agents); the static krad links no MCP server, and krad-ade
 // serves it through the host's forward. The lead's tools come back, and the call lists build's
-// terminals; when its input ends, krad mcp exits 0.
+// terminals; when its input ends, krad mcp exits 0. The lead ends its input once both answers
+// came: the server answers calls concurrently, in either order, and drops those still running
+// when its input ends, as an agent's CLI that leaves would want (CI once saw the call's answer
+// first, and the list's lost). One krad mcp is one session of the app's.
 func TestKradMCPOnAnSSHHost(t *testing.T) {
 	w := newSSHWorld(t, "")
 	w.write(filepath.Join(w.home, ".ssh", "known_hosts"), w.sshd.KnownHostsLine(0)+"\n")
@@ -272,7 +275,7 @@ command = '''
     '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
     '{"jsonrpc":"2.0","id":2,"method":"tools/list"}' \
     '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_agents","arguments":{"all":true}}}'
-  until grep -q '"id":3' ~/mcp.out 2>/dev/null; do sleep 0.1; done; } | krad mcp > ~/mcp.out 2> ~/mcp.err
+  until grep -q '"id":2' ~/mcp.out 2>/dev/null && grep -q '"id":3' ~/mcp.out; do sleep 0.1; done; } | krad mcp > ~/mcp.out 2> ~/mcp.err
 echo $? > ~/mcp.exit
 sleep 300'''
 `)
@@ -306,13 +309,13 @@ sleep 300'''
 	}
 	for _, want := range []string{`"name":"spawn_worker"`, `"name":"wait_for_agent"`} {
 		if !strings.Contains(replies[2], want) {
-			t.Errorf("tools/list on the host: %s; want %s", replies[2], want)
+			t.Errorf("tools/list on the host: %s; want %s; krad mcp printed:\n%s", replies[2], want, out)
 		}
 	}
 	if !strings.Contains(replies[3], `build:1`) || strings.Contains(replies[3], `"isError":true`) {
 		t.Errorf("list_agents on the host: %s; want build:1 listed", replies[3])
 	}
-	if !strings.Contains(w.app.Log.String(), `msg="krad mcp session opened" terminal=build:1 origin="the forward of SSH environment build"`) {
-		t.Errorf("the app's log does not say it opened the host's session through build's forward:\n%s", w.app.Log)
+	if n := strings.Count(w.app.Log.String(), `msg="krad mcp session opened" terminal=build:1 origin="the forward of SSH environment build"`); n != 1 {
+		t.Errorf("the app's log says it opened %d sessions through build's forward for one krad mcp on the host, want 1:\n%s", n, w.app.Log)
 	}
 }

@@ -40,8 +40,11 @@ func (x *invocation) relayMCP(b *bus) error {
 			body.Home = hostHome(x.env("HOME"))
 		}
 		ctx, cancel := context.WithCancel(x.ctx)
-		if len(body.In) == 0 && !body.End {
-			go in.cutShort(ctx, cancel) // new input cuts a poll short
+		// New input cuts a poll short. Not the request that opens the session: the app answers
+		// it at once, and one cut would leave the session it opened running, unknown to krad,
+		// until api.MCPIdle (an agent's CLI writes its first request as krad mcp starts).
+		if session != "" && len(body.In) == 0 && !body.End {
+			go in.cutShort(ctx, cancel)
 		}
 		a, err := b.call(ctx, api.NewRequest(api.MCP, body))
 		cut := err != nil && ctx.Err() != nil && x.ctx.Err() == nil
