@@ -716,7 +716,7 @@ func (e *environment) onNote(c *tmux.Client, n tmux.Notification) {
 	case tmux.Output:
 		a.mu.Lock()
 		if t := e.byPane[n.Pane]; t != nil {
-			if t.output(time.Now()) {
+			if t.output(time.Now(), a.cfg.Quiet) {
 				a.publishLocked(api.AgentChanged, t)
 			}
 			e.armQuietLocked(t)

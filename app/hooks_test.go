@@ -156,6 +156,15 @@ func TestAgentsTellTheirState(t *testing.T) {
 			default:
 				t.Logf("the Wait returned %v after the agent's turn-end hook started (not asserted)", returned.Sub(stop.start).Round(time.Millisecond))
 			}
+			if kind == "codex" {
+				// Its TUI redraws at rest once the notify program has told the app: a redraw, not
+				// work. The screen that shows it is read through the app's tmux client, after the
+				// redraw's output on that client.
+				h.waitScreen(c, w.Terminal, "turn complete")
+				if a := h.agent(c, api.Check, &api.CheckBody{Target: api.Target(w.Terminal)}); a.State != api.StateIdle || a.StateFrom != api.StateFromReported {
+					t.Errorf("after its redraw at rest: %s from %s, want idle from reported", a.State, a.StateFrom)
+				}
+			}
 
 			if kind != "codex" {
 				// A permission: needs_input, with the agent's message, in the list too.

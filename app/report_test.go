@@ -17,8 +17,8 @@ func TestRunsStartWakesSpawn(t *testing.T) {
 	e := a.envs[Local]
 	a.mu.Lock()
 	tm := e.registerLocked(windowMeta{Terminal: 2, Title: "w", Role: api.RoleWorker, Runs: true})
-	tm.output(time.Now()) // the title run sets, say
-	waiting := a.changed  // what a wait (waitFor) sleeps on until the next change
+	tm.output(time.Now(), a.cfg.Quiet) // the title run sets, say
+	waiting := a.changed               // what a wait (waitFor) sleeps on until the next change
 	a.mu.Unlock()
 	if err := a.report(api.TerminalID{Environment: Local, Terminal: 2}, &api.ReportBody{State: api.StateWorking, Lifecycle: true}); err != nil {
 		t.Fatal(err)

@@ -133,6 +133,7 @@ const restConfirm = 500 * time.Millisecond
 // beginSend records that a Send begins typing text into the terminal, after a look at its screen
 // and foreground; it returns the Send, for the steps after.
 func (t *terminal) beginSend(text string, before []string, fg foreground, now time.Time) *pendingSend {
+	t.atRest = time.Time{} // what it prints now may be the Send's work
 	t.send = &pendingSend{typed: text, before: before, fg: fg, typing: true, lookedAt: now}
 	return t.send
 }

@@ -35,6 +35,11 @@ type terminal struct {
 	// terminal back (a lifecycle idle) or a new command starts in its shell.
 	reported   bool
 	lastOutput time.Time
+	// atRest is when the agent last said it is at rest and handed the terminal back (a
+	// lifecycle idle: a turn's end told by Codex's notify, an agent's session's end), zero once
+	// a Send or another report came after it. Its output within the quiet spell after that is
+	// it redrawing its screen at rest (Codex's prompt; the shell's, after the agent), not work.
+	atRest time.Time
 	// send is the last Send to the terminal while the agent has not reacted to it yet, nil when
 	// there is none: a Wait does not count the terminal as settled until the agent has reacted.
 	send *pendingSend
@@ -145,12 +150,19 @@ func (t *terminal) set(state api.State, from, message string, now time.Time) boo
 }
 
 // output records that the terminal printed. An agent that never reported is working while it
-// prints. Whether the output is a reaction to a Send is for a look at the screen to tell.
-func (t *terminal) output(now time.Time) bool {
+// prints, unless it is redrawing its screen at rest: within the quiet spell after it said so,
+// with no Send since (its redraw and its word come by two ways, in either order; a Wait that
+// woke on the word must not find it working again). Whether the output is a reaction to a Send
+// is for a look at the screen to tell.
+func (t *terminal) output(now time.Time, spell time.Duration) bool {
 	t.lastOutput = now
 	if t.dead || t.reported {
 		return false
 	}
+	if !t.atRest.IsZero() && now.Sub(t.atRest) < spell {
+		return false
+	}
+	t.atRest = time.Time{}
 	return t.setState(api.StateWorking, now)
 }
 
@@ -198,6 +210,7 @@ func (t *terminal) report(b *api.ReportBody, now time.Time) bool {
 		return false
 	}
 	t.heard = true
+	t.atRest = time.Time{}
 	message := api.CleanMessage(b.Message)
 	if !b.Lifecycle {
 		t.send = nil // the agent's own word, whatever it says, is its reaction
@@ -221,6 +234,7 @@ func (t *terminal) report(b *api.ReportBody, now time.Time) bool {
 			t.reported = false
 			t.send = nil
 			t.lastOutput = now
+			t.atRest = now
 			return t.set(api.StateIdle, api.StateFromReported, message, now)
 		case api.StateWorking:
 			// A start. The agent's output decides working and idle from here, unless the agent

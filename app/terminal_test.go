@@ -19,7 +19,7 @@ func TestTerminalStates(t *testing.T) {
 
 	t.Run("printing is working, a quiet spell is idle", func(t *testing.T) {
 		tm := &terminal{state: api.StateStarting, since: t0}
-		tm.output(at(10))
+		tm.output(at(10), quiet)
 		if tm.state != api.StateWorking {
 			t.Fatalf("after output: %s", tm.state)
 		}
@@ -33,7 +33,7 @@ func TestTerminalStates(t *testing.T) {
 	t.Run("a report is believed over output", func(t *testing.T) {
 		tm := &terminal{state: api.StateWorking, since: t0}
 		tm.report(report(api.StateIdle, false), at(0))
-		tm.output(at(10)) // a TUI redrawing its clock
+		tm.output(at(10), quiet) // a TUI redrawing its clock
 		if tm.state != api.StateIdle {
 			t.Fatalf("output moved a reporting agent to %s", tm.state)
 		}
@@ -43,7 +43,7 @@ func TestTerminalStates(t *testing.T) {
 	})
 	t.Run("where a state came from, and what the agent said with it", func(t *testing.T) {
 		tm := &terminal{state: api.StateStarting, since: t0}
-		tm.output(at(10))
+		tm.output(at(10), quiet)
 		if a := tm.agent(); a.State != api.StateWorking || a.StateFrom != api.StateFromScreen || a.Message != "" {
 			t.Fatalf("after output: %+v", a)
 		}
@@ -76,12 +76,27 @@ func TestTerminalStates(t *testing.T) {
 		if a := tm.agent(); a.State != api.StateIdle || a.StateFrom != api.StateFromReported || a.Message != "turn ended" || tm.reported {
 			t.Fatalf("after the agent's rest: %+v reported=%v", a, tm.reported)
 		}
-		tm.output(at(30)) // its next turn, or the shell's prompt and a command the person typed
+		// Within the quiet spell, its redraw at rest (Codex's prompt, the shell's after the
+		// agent), which may come in after its word: idle still.
+		if tm.output(at(25), quiet); tm.state != api.StateIdle {
+			t.Fatalf("its redraw just after the rest made it %s", tm.state)
+		}
+		tm.output(at(20+2000), quiet) // its next turn, or the shell's prompt and a command the person typed
 		if a := tm.agent(); a.State != api.StateWorking || a.StateFrom != api.StateFromScreen {
 			t.Fatalf("output after the rest: %+v", a)
 		}
-		if changed, _ := tm.quiet(at(30+2000), quiet); !changed || tm.state != api.StateIdle {
+		if changed, _ := tm.quiet(at(20+2000+2000), quiet); !changed || tm.state != api.StateIdle {
 			t.Fatalf("the quiet spell after the rest: %s", tm.state)
+		}
+	})
+	t.Run("after a rest, a Send's work is work at once", func(t *testing.T) {
+		tm := &terminal{state: api.StateWorking, since: t0}
+		tm.report(&api.ReportBody{State: api.StateIdle, Lifecycle: true}, at(10))
+		s := tm.beginSend("next", []string{">"}, foreground{pgid: 5}, at(100))
+		tm.typed(s, at(101))
+		tm.send = nil // a look saw its reaction
+		if tm.output(at(150), quiet); tm.state != api.StateWorking {
+			t.Fatalf("output after a Send, within the spell after a rest: %s, want working", tm.state)
 		}
 	})
 	t.Run("an agent's rest is its reaction to a Send", func(t *testing.T) {
@@ -118,7 +133,7 @@ func TestTerminalStates(t *testing.T) {
 	t.Run("run's end in a shell that lives on", func(t *testing.T) {
 		tm := &terminal{state: api.StateWorking, since: t0}
 		tm.report(report(api.StateDone, true), at(5))
-		tm.output(at(6)) // the shell's prompt
+		tm.output(at(6), quiet) // the shell's prompt
 		if tm.dead || tm.state != api.StateDone {
 			t.Fatalf("got dead=%v %s", tm.dead, tm.state)
 		}
@@ -129,7 +144,7 @@ func TestTerminalStates(t *testing.T) {
 	})
 	t.Run("unreachable while the environment is down", func(t *testing.T) {
 		tm := &terminal{state: api.StateStarting, since: t0}
-		tm.output(at(10))
+		tm.output(at(10), quiet)
 		if !tm.lost(at(100)) {
 			t.Fatal("losing a working agent changed nothing shown")
 		}

@@ -11,7 +11,8 @@
 //     ~/.gemini/settings.json; the same, with timeouts in milliseconds.
 //     https://geminicli.com/docs/hooks/reference
 //   - codex: -c notify=[…] (TOML), else notify of $CODEX_HOME/config.toml; at a turn's end the
-//     notify program runs with the JSON as its last argument, not waited for.
+//     notify program runs with the JSON as its last argument, not waited for; once it has
+//     exited, its TUI redraws, as Codex's does at rest: "› turn complete" above a new "> ".
 //     https://developers.openai.com/codex/config-reference
 //
 // It is a line-by-line prompt on its terminal: "> ". Each line is a prompt (UserPromptSubmit):
@@ -326,6 +327,7 @@ func (a *agent) notifyProgram(js []byte) {
 	go func() {
 		err := cmd.Wait()
 		a.logf("notify %d %d %v", start.UnixNano(), time.Now().UnixNano(), err)
+		fmt.Print("\r\033[K› turn complete\r\n> ") // its redraw at rest, after the notify's word
 	}()
 }
 
