@@ -88,8 +88,13 @@ func (h *harness) static() string {
 
 // env is the variables of terminal (like "main:1") as the app sets them.
 func (h *harness) env(terminal string) []string {
+	return h.envVia(terminal, h.served.Bus.Addr())
+}
+
+// envVia is env with the bus reached at endpoint: a proxy's, between the terminal and the bus.
+func (h *harness) envVia(terminal, endpoint string) []string {
 	return []string{"PATH=" + h.bin + ":/usr/bin:/bin", "HOME=" + h.home,
-		api.VarEndpoint + "=" + h.served.Bus.Addr(), api.VarToken + "=" + h.served.Token.Reveal(), api.VarTerminal + "=" + terminal}
+		api.VarEndpoint + "=" + endpoint, api.VarToken + "=" + h.served.Token.Reveal(), api.VarTerminal + "=" + terminal}
 }
 
 // connect starts program's krad mcp with env as an agent's CLI does, and connects the SDK's
@@ -414,12 +419,7 @@ func (p *cutProxy) restore() {
 func TestRelayRidesOutACut(t *testing.T) {
 	h := start(t)
 	proxy := newCutProxy(t, h.served.Bus.Addr())
-	env := h.env("main:1")
-	for i, kv := range env {
-		if strings.HasPrefix(kv, api.VarEndpoint+"=") {
-			env[i] = api.VarEndpoint + "=" + proxy.addr
-		}
-	}
+	env := h.envVia("main:1", proxy.addr)
 	var notes atomic.Int32
 	s, _, stderr, err := h.connect(h.static(), env, &notes)
 	if err != nil {
@@ -520,12 +520,7 @@ func newHeldProxy(t testing.TB, target string) *heldProxy {
 func TestOpenIsNotCutShort(t *testing.T) {
 	h := start(t)
 	proxy := newHeldProxy(t, h.served.Bus.Addr())
-	env := h.env("main:1")
-	for i, kv := range env {
-		if strings.HasPrefix(kv, api.VarEndpoint+"=") {
-			env[i] = api.VarEndpoint + "=" + proxy.addr
-		}
-	}
+	env := h.envVia("main:1", proxy.addr)
 	cmd := exec.Command(h.static(), "mcp")
 	cmd.Env = env
 	var stdout, stderr apptest.Buffer
