@@ -355,6 +355,36 @@ func TestExtensionToolBody(t *testing.T) {
 	}
 }
 
+// TestMCPBody: what an MCP request may carry; the open id and HOME only where a session opens.
+func TestMCPBody(t *testing.T) {
+	const id = `0123456789abcdef0123456789abcdef`
+	for _, tt := range []struct {
+		body, want string // want: "" accepted, else part of the message
+	}{
+		{`{}`, ""},
+		{`{"open":"` + id + `","home":"/home/u","in":"e30K"}`, ""},
+		{`{"session":"` + id + `","in":"e30K","in_at":3,"got":9,"end":true}`, ""},
+		{`{"session":"` + id + `","open":"` + id + `"}`, "open goes with the requests that open a session"},
+		{`{"open":"0123"}`, "open is an id krad picks"},
+		{`{"open":"0123456789ABCDEF0123456789ABCDEF"}`, "open is an id krad picks"},
+		{`{"session":"` + id + `","home":"/h"}`, "home goes with"},
+		{`{"session":"x"}`, "session is not an id"},
+		{`{"in_at":4}`, "starts at byte 0"},
+	} {
+		_, err := RawRequest{Name: string(MCP), Body: json.RawMessage(tt.body)}.Decode()
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v, want it accepted", tt.body, err)
+			}
+			continue
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeBadRequest || !strings.Contains(e.Message, tt.want) {
+			t.Errorf("%s: %v, want bad_request with %q", tt.body, err, tt.want)
+		}
+	}
+}
+
 // TestErrorReasonOnTheWire: an error's reason is krad's optional addition to the spec's Error
 // object: {"code","message"} as before when it has none, "reason" after them when it has one.
 func TestErrorReasonOnTheWire(t *testing.T) {

@@ -29,6 +29,7 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		`{"from":{"Terminal":{"environment":"main","terminal":1}},"request":{"PushGroup":{"group":"g","pr":true,"title":"t","draft":true,"remote":"up"}}}`,
 		`{"from":{"Terminal":{"environment":"main","terminal":1}},"request":{"Report":{"state":"failed","lifecycle":true,"setup":"failed","exit_code":3}}}`,
 		`{"from":{"Terminal":{"environment":"build","terminal":1}},"request":{"MCP":{"home":"/home/u","in":"eyJqc29ucnBjIjoiMi4wIn0K"}}}`,
+		`{"from":{"Terminal":{"environment":"build","terminal":1}},"request":{"MCP":{"open":"0123456789abcdef0123456789abcdef","home":"/home/u"}}}`,
 		`{"from":{"Terminal":{"environment":"build","terminal":1}},"request":{"MCP":{"session":"0123456789abcdef0123456789abcdef","in":"e30K","in_at":7,"got":12,"end":true}}}`,
 		`{"from":{"Terminal":{"environment":"build","terminal":1}},"request":{"MCP":{"session":"x","in_at":-1,"in":"!!"}}}`,
 		`[]`, `null`, `{"from":"Client","request":{"a":1,"b":2}}`, "\xff\xfe",

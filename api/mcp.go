@@ -26,6 +26,11 @@ import (
 // follows. End says that krad mcp's stdin ended with In: the app's krad mcp reads its end.
 type MCPBody struct {
 	Session string `json:"session,omitempty"`
+	// Open is a random id krad mcp picks once, for the requests that open its session: made
+	// again, its answer lost, such a request finds the session it opened (the same caller by
+	// the same way in) rather than opening another. Only with Session ""; 32 lowercase hex
+	// digits, as a session's id.
+	Open string `json:"open,omitempty"`
 	// Home is the host's HOME, with which the tools' text shows paths as ~/…, as krad does
 	// there. Only with Session "".
 	Home string `json:"home,omitempty"`
@@ -75,6 +80,14 @@ func validateMCP(b *MCPBody) error {
 	if b.Session != "" {
 		if _, err := ParseToken(b.Session); err != nil {
 			return errors.New("session is not an id the app gave: those are 32 lowercase hex digits")
+		}
+	}
+	if b.Open != "" {
+		if b.Session != "" {
+			return errors.New("open goes with the requests that open a session")
+		}
+		if _, err := ParseToken(b.Open); err != nil {
+			return errors.New("open is an id krad picks: 32 lowercase hex digits")
 		}
 	}
 	if len(b.In) > MaxMCPIn {

@@ -141,7 +141,8 @@ func (r *Relay) Handle(ctx context.Context, from api.Caller, origin access.Origi
 }
 
 // session finds the session b names, which must be the caller's by the same way in, or opens
-// one when b names none.
+// one when b names none: unless the caller, by the same way in, opened one with b's open id
+// already (the answer was lost), which it finds.
 func (r *Relay) session(t api.TerminalID, origin access.Origin, b *api.MCPBody) (*session, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -157,6 +158,9 @@ func (r *Relay) session(t api.TerminalID, origin access.Origin, b *api.MCPBody) 
 	}
 	var ofTerminal, ofEnvironment int
 	for _, s := range r.sessions {
+		if b.Open != "" && s.open == b.Open && s.terminal == t && s.origin == origin {
+			return s, nil
+		}
 		if s.terminal.Environment == t.Environment {
 			ofEnvironment++
 			if s.terminal == t {
@@ -175,7 +179,7 @@ func (r *Relay) session(t api.TerminalID, origin access.Origin, b *api.MCPBody) 
 		return nil, err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &session{id: tok.Reveal(), terminal: t, origin: origin, stop: stop, changed: make(chan struct{})}
+	s := &session{id: tok.Reveal(), open: b.Open, terminal: t, origin: origin, stop: stop, changed: make(chan struct{})}
 	s.idle = time.AfterFunc(api.MCPIdle, func() { r.end(s, "no request for "+api.MCPIdle.String()) })
 	r.sessions[s.id] = s
 	r.running.Add(1)
@@ -256,6 +260,7 @@ func (r *Relay) Close() {
 // session is one krad mcp the relay runs: its input and output, counted in bytes from its start.
 type session struct {
 	id       string
+	open     string // the open id of the requests that opened it, "" for none
 	terminal api.TerminalID
 	origin   access.Origin
 	stop     context.CancelFunc

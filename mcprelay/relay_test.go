@@ -455,8 +455,11 @@ func TestRelayRidesOutACut(t *testing.T) {
 
 // heldProxy forwards TCP connections from a loopback port to the bus, and holds the answer of the
 // first one until it is released: a slow link, on which the app's answer is still on its way.
+// With drop, it never forwards that answer: it closes the connection once the answer came, a
+// link lost after the app answered.
 type heldProxy struct {
 	addr       string
+	drop       bool
 	answered   chan struct{} // closed when the first answer's first bytes reached the proxy
 	release    chan struct{}
 	firstEnded chan struct{} // closed when krad closed the first connection
@@ -464,8 +467,8 @@ type heldProxy struct {
 	conns      int
 }
 
-func newHeldProxy(t testing.TB, target string) *heldProxy {
-	p := &heldProxy{answered: make(chan struct{}), release: make(chan struct{}), firstEnded: make(chan struct{})}
+func newHeldProxy(t testing.TB, target string, drop bool) *heldProxy {
+	p := &heldProxy{drop: drop, answered: make(chan struct{}), release: make(chan struct{}), firstEnded: make(chan struct{})}
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -501,6 +504,11 @@ func newHeldProxy(t testing.TB, target string) *heldProxy {
 					b := make([]byte, 64<<10)
 					n, _ := up.Read(b)
 					close(p.answered)
+					if p.drop {
+						c.Close()
+						up.Close()
+						return
+					}
 					<-p.release
 					_, _ = c.Write(b[:n])
 				}
@@ -519,7 +527,7 @@ func newHeldProxy(t testing.TB, target string) *heldProxy {
 // terminal's four).
 func TestOpenIsNotCutShort(t *testing.T) {
 	h := start(t)
-	proxy := newHeldProxy(t, h.served.Bus.Addr())
+	proxy := newHeldProxy(t, h.served.Bus.Addr(), false)
 	env := h.envVia("main:1", proxy.addr)
 	cmd := exec.Command(h.static(), "mcp")
 	cmd.Env = env
@@ -547,6 +555,77 @@ func TestOpenIsNotCutShort(t *testing.T) {
 	case <-time.After(2 * time.Second):
 	}
 	close(proxy.release)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), `"id":1`); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer to initialize within 30 s; stdout %q, stderr %q", stdout.String(), stderr.String())
+		}
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("krad mcp at the end of its input: %v; stderr %q", err, stderr.String())
+	}
+	if n := strings.Count(h.log.String(), "krad mcp session opened"); n != 1 {
+		t.Errorf("the app opened %d krad mcp sessions for one krad mcp, want 1; its log:\n%s", n, h.log)
+	}
+}
+
+// TestOpenAgain: a request that opens a session, made again with the same open id because its
+// answer was lost, finds the session it opened, its input taken once; the same id from another
+// terminal, or from the same one by another way in, opens a session of its own.
+func TestOpenAgain(t *testing.T) {
+	h := start(t)
+	lead := api.TerminalID{Environment: app.Local, Terminal: 1}
+	tok, err := api.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := func() *api.MCPBody { return &api.MCPBody{Open: tok.Reveal(), In: []byte(initialize)} }
+	first, err := h.mcpCall(lead, access.Loopback, body())
+	if err != nil || first.Session == "" {
+		t.Fatalf("open: %+v, %v", first, err)
+	}
+	again, err := h.mcpCall(lead, access.Loopback, body())
+	if err != nil || again.Session != first.Session || again.Taken != int64(len(initialize)) {
+		t.Errorf("the same open again: %+v, %v; want session %s, its input taken once (%d bytes)", again, err, first.Session, len(initialize))
+	}
+	var worker api.Agent
+	c := &api.Client{Endpoint: h.served.Bus.Addr(), Token: h.served.Token, From: api.FromTerminal(lead)}
+	a, err := c.Call(context.Background(), api.NewRequest(api.Spawn, &api.SpawnBody{Title: "other", Command: []string{"sleep", "300"}}))
+	if err != nil || a.Decode(api.AnswerAgent, &worker) != nil {
+		t.Fatalf("spawn: %v", err)
+	}
+	if other, err := h.mcpCall(worker.ID(), access.Loopback, body()); err != nil || other.Session == first.Session {
+		t.Errorf("another terminal with the same open id: %+v, %v; want a session of its own", other, err)
+	}
+	if other, err := h.mcpCall(lead, access.FromForward(app.Local), body()); err != nil || other.Session == first.Session {
+		t.Errorf("the same terminal by another way in, with the same open id: %+v, %v; want a session of its own", other, err)
+	}
+	if n := strings.Count(h.log.String(), "krad mcp session opened"); n != 3 {
+		t.Errorf("the app opened %d sessions, want 3 (the lead's once); its log:\n%s", n, h.log)
+	}
+}
+
+// TestOpenAnswerLost: the link goes after the app opened the static krad's session, before its
+// answer came back; krad makes the request again, and goes on in the session the app opened.
+func TestOpenAnswerLost(t *testing.T) {
+	h := start(t)
+	proxy := newHeldProxy(t, h.served.Bus.Addr(), true)
+	cmd := exec.Command(h.static(), "mcp")
+	cmd.Env = h.envVia("main:1", proxy.addr)
+	var stdout, stderr apptest.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if _, err := io.WriteString(stdin, initialize); err != nil {
+		t.Fatal(err)
+	}
+	<-proxy.answered
 	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), `"id":1`); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no answer to initialize within 30 s; stdout %q, stderr %q", stdout.String(), stderr.String())

@@ -23,9 +23,15 @@ import (
 // Every request is one of the spec's: one line, one answer within the 10 seconds. One that
 // carries no input waits up to api.MCPPoll for output, and input that arrives meanwhile cuts it
 // short; the bytes both ways are counted, so a request whose answer was lost is made again,
-// without loss or repeat. A link that does not answer is tried again for api.MCPIdle, which is
-// how long the app keeps a silent session; an answer of the app's (an error) ends the relay.
+// without loss or repeat. The requests that open the session carry one open id, so that one
+// made again finds the session the lost one opened. A link that does not answer is tried
+// again for api.MCPIdle, which is how long the app keeps a silent session; an answer of the
+// app's (an error) ends the relay.
 func (x *invocation) relayMCP(b *bus) error {
+	open, err := api.NewToken()
+	if err != nil {
+		return err
+	}
 	in := newRelayInput()
 	go in.pump(x.stdin)
 	var (
@@ -37,7 +43,7 @@ func (x *invocation) relayMCP(b *bus) error {
 	for {
 		body := in.next(session, got)
 		if session == "" {
-			body.Home = hostHome(x.env("HOME"))
+			body.Open, body.Home = open.Reveal(), hostHome(x.env("HOME"))
 		}
 		ctx, cancel := context.WithCancel(x.ctx)
 		// New input cuts a poll short. Not the request that opens the session: the app answers
