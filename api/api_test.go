@@ -338,17 +338,7 @@ func TestExtensionToolBody(t *testing.T) {
 		{`{"extension":"t","tool":"x","arguments":"{}"}`, "arguments must be a JSON object"},
 		{`{"extension":"t","env":"main"}`, "unknown field"},
 	} {
-		_, err := RawRequest{Name: string(ExtensionTool), Body: json.RawMessage(tt.body)}.Decode()
-		if tt.want == "" {
-			if err != nil {
-				t.Errorf("%s: %v, want it accepted", tt.body, err)
-			}
-			continue
-		}
-		var e *Error
-		if !errors.As(err, &e) || e.Code != CodeBadRequest || !strings.Contains(e.Message, tt.want) {
-			t.Errorf("%s: %v, want bad_request with %q", tt.body, err, tt.want)
-		}
+		checkBody(t, ExtensionTool, tt.body, tt.want)
 	}
 	if d := NewRequest(ExtensionTool, &ExtensionToolBody{Extension: "t"}).Deadline(); d != 2*time.Minute {
 		t.Errorf("ExtensionTool's deadline is %s, want the spec's 2 minutes", d)
@@ -371,17 +361,24 @@ func TestMCPBody(t *testing.T) {
 		{`{"session":"x"}`, "session is not an id"},
 		{`{"in_at":4}`, "starts at byte 0"},
 	} {
-		_, err := RawRequest{Name: string(MCP), Body: json.RawMessage(tt.body)}.Decode()
-		if tt.want == "" {
-			if err != nil {
-				t.Errorf("%s: %v, want it accepted", tt.body, err)
-			}
-			continue
+		checkBody(t, MCP, tt.body, tt.want)
+	}
+}
+
+// checkBody decodes body as a request of name: accepted where want is "", else bad_request with
+// want in its message.
+func checkBody(t *testing.T, name Name, body, want string) {
+	t.Helper()
+	_, err := RawRequest{Name: string(name), Body: json.RawMessage(body)}.Decode()
+	if want == "" {
+		if err != nil {
+			t.Errorf("%s: %v, want it accepted", body, err)
 		}
-		var e *Error
-		if !errors.As(err, &e) || e.Code != CodeBadRequest || !strings.Contains(e.Message, tt.want) {
-			t.Errorf("%s: %v, want bad_request with %q", tt.body, err, tt.want)
-		}
+		return
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Code != CodeBadRequest || !strings.Contains(e.Message, want) {
+		t.Errorf("%s: %v, want bad_request with %q", body, err, want)
 	}
 }
 

@@ -528,45 +528,22 @@ func newHeldProxy(t testing.TB, target string, drop bool) *heldProxy {
 func TestOpenIsNotCutShort(t *testing.T) {
 	h := start(t)
 	proxy := newHeldProxy(t, h.served.Bus.Addr(), false)
-	env := h.envVia("main:1", proxy.addr)
-	cmd := exec.Command(h.static(), "mcp")
-	cmd.Env = env
-	var stdout, stderr apptest.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	m := h.startStatic(proxy.addr)
 	select {
 	case <-proxy.answered:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("the app did not answer krad mcp's first request within 30 s; its stderr %q", stderr.String())
+		t.Fatalf("the app did not answer krad mcp's first request within 30 s; its stderr %q", m.stderr.String())
 	}
-	if _, err := io.WriteString(stdin, initialize); err != nil {
-		t.Fatal(err)
-	}
+	m.write(initialize)
 	select {
 	case <-proxy.firstEnded:
 		t.Errorf("krad mcp cut short the request that opens its session when its first input came")
 	case <-time.After(2 * time.Second):
 	}
 	close(proxy.release)
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), `"id":1`); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no answer to initialize within 30 s; stdout %q, stderr %q", stdout.String(), stderr.String())
-		}
-	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("krad mcp at the end of its input: %v; stderr %q", err, stderr.String())
-	}
-	if n := strings.Count(h.log.String(), "krad mcp session opened"); n != 1 {
-		t.Errorf("the app opened %d krad mcp sessions for one krad mcp, want 1; its log:\n%s", n, h.log)
-	}
+	m.waitFor(`"id":1`)
+	m.end()
+	h.wantOpened(1)
 }
 
 // TestOpenAgain: a request that opens a session, made again with the same open id because its
@@ -600,9 +577,7 @@ func TestOpenAgain(t *testing.T) {
 	if other, err := h.mcpCall(lead, access.FromForward(app.Local), body()); err != nil || other.Session == first.Session {
 		t.Errorf("the same terminal by another way in, with the same open id: %+v, %v; want a session of its own", other, err)
 	}
-	if n := strings.Count(h.log.String(), "krad mcp session opened"); n != 3 {
-		t.Errorf("the app opened %d sessions, want 3 (the lead's once); its log:\n%s", n, h.log)
-	}
+	h.wantOpened(3) // the lead's once
 }
 
 // TestOpenAnswerLost: the link goes after the app opened the static krad's session, before its
@@ -610,32 +585,69 @@ func TestOpenAgain(t *testing.T) {
 func TestOpenAnswerLost(t *testing.T) {
 	h := start(t)
 	proxy := newHeldProxy(t, h.served.Bus.Addr(), true)
-	cmd := exec.Command(h.static(), "mcp")
-	cmd.Env = h.envVia("main:1", proxy.addr)
-	var stdout, stderr apptest.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
+	m := h.startStatic(proxy.addr)
+	m.write(initialize)
+	m.waitFor(`"id":1`)
+	m.end()
+	h.wantOpened(1)
+}
+
+// staticMCP is the static krad's krad mcp, run as an agent's CLI runs it: its stdin a pipe the
+// test writes to.
+type staticMCP struct {
+	t              testing.TB
+	cmd            *exec.Cmd
+	stdin          io.WriteCloser
+	stdout, stderr apptest.Buffer
+}
+
+// startStatic starts the static krad's krad mcp as terminal main:1, with the bus at endpoint.
+func (h *harness) startStatic(endpoint string) *staticMCP {
+	h.t.Helper()
+	m := &staticMCP{t: h.t, cmd: exec.Command(h.static(), "mcp")}
+	m.cmd.Env = h.envVia("main:1", endpoint)
+	m.cmd.Stdout, m.cmd.Stderr = &m.stdout, &m.stderr
+	var err error
+	if m.stdin, err = m.cmd.StdinPipe(); err != nil {
+		h.t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if err := m.cmd.Start(); err != nil {
+		h.t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if _, err := io.WriteString(stdin, initialize); err != nil {
-		t.Fatal(err)
+	h.t.Cleanup(func() { _ = m.cmd.Process.Kill(); _ = m.cmd.Wait() })
+	return m
+}
+
+func (m *staticMCP) write(s string) {
+	m.t.Helper()
+	if _, err := io.WriteString(m.stdin, s); err != nil {
+		m.t.Fatal(err)
 	}
-	<-proxy.answered
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stdout.String(), `"id":1`); time.Sleep(20 * time.Millisecond) {
+}
+
+// waitFor waits up to 30 s for its output to hold want.
+func (m *staticMCP) waitFor(want string) {
+	m.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(m.stdout.String(), want); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("no answer to initialize within 30 s; stdout %q, stderr %q", stdout.String(), stderr.String())
+			m.t.Fatalf("krad mcp did not print %s within 30 s; stdout %q, stderr %q", want, m.stdout.String(), m.stderr.String())
 		}
 	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Errorf("krad mcp at the end of its input: %v; stderr %q", err, stderr.String())
+}
+
+// end ends its input, and wants it to exit 0.
+func (m *staticMCP) end() {
+	m.t.Helper()
+	m.stdin.Close()
+	if err := m.cmd.Wait(); err != nil {
+		m.t.Errorf("krad mcp at the end of its input: %v; stderr %q", err, m.stderr.String())
 	}
-	if n := strings.Count(h.log.String(), "krad mcp session opened"); n != 1 {
-		t.Errorf("the app opened %d krad mcp sessions for one krad mcp, want 1; its log:\n%s", n, h.log)
+}
+
+// wantOpened wants the relay to have opened n sessions.
+func (h *harness) wantOpened(n int) {
+	h.t.Helper()
+	if got := strings.Count(h.log.String(), "krad mcp session opened"); got != n {
+		h.t.Errorf("the app opened %d krad mcp sessions, want %d; its log:\n%s", got, n, h.log)
 	}
 }
