@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -113,6 +114,13 @@ func TestRunExecBecomesTheCommand(t *testing.T) {
 // code it exits with; with --exec, krad-ade-agents is the command, which gets it itself.
 func TestRunForwardsSignals(t *testing.T) {
 	agents := buildAgents(t)
+	// Run under nohup, this process ignores SIGHUP, and so would the programs it starts: the
+	// command's shell would refuse its trap of HUP (POSIX: a signal ignored on entry to a
+	// non-interactive shell cannot be trapped). Caught here, it is the default in them, as it is
+	// in tmux's windows.
+	if signal.Ignored(syscall.SIGHUP) {
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+	}
 	for _, tt := range []struct {
 		sig   syscall.Signal
 		flags []string
@@ -139,13 +147,17 @@ func TestRunForwardsSignals(t *testing.T) {
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			rest, _ := r.ReadString('\n')
+			var rest string
 			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
+			go func() {
+				rest, _ = r.ReadString('\n')
+				done <- cmd.Wait()
+			}()
 			select {
 			case <-done:
 			case <-time.After(10 * time.Second):
-				cmd.Process.Kill()
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-done
 				t.Fatal("krad-ade-agents run did not end after the signal")
 			}
 			if code := cmd.ProcessState.ExitCode(); code != 7 || rest != "got it\n" {
