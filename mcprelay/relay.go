@@ -19,7 +19,9 @@
 // in that may name it (a host's forward names its own environment's terminals only), and is
 // bound to that caller and that way in: a request that names the session with another caller or
 // from another origin is answered not_found, as for a session that does not exist. Its id, 128
-// random bits, is a handle, not a credential: the caller and the origin are what is checked. A
+// random bits, is a handle, not a credential: the caller and the origin are what is checked; so
+// is the open id a host's krad picks for its opening requests, which finds only a session of the
+// same caller by the same way in (another's opens a session of its own). A
 // host may hold a bounded number of sessions (per terminal, per environment), each a bounded
 // amount of input and output in memory; a session nobody asks about for api.MCPIdle is stopped.
 // Nothing relayed is logged: the bytes are an agent's tool calls and their results.
