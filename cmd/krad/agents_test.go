@@ -119,7 +119,9 @@ func TestRunForwardsSignals(t *testing.T) {
 	// non-interactive shell cannot be trapped). Caught here, it is the default in them, as it is
 	// in tmux's windows.
 	if signal.Ignored(syscall.SIGHUP) {
-		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
+		caught := make(chan os.Signal, 1)
+		signal.Notify(caught, syscall.SIGHUP)
+		t.Cleanup(func() { signal.Stop(caught) })
 	}
 	for _, tt := range []struct {
 		sig   syscall.Signal
